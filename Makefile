@@ -1,0 +1,31 @@
+# Cairn: `make run` serves it, `make test` tests it. Both set up .venv first.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+HOST ?= 127.0.0.1
+
+.PHONY: install run test migrate
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+migrate: install
+	DEBUG=$${DEBUG:-true} $(PY) manage.py migrate --noinput
+
+# Web (uvicorn, ASGI) and the django-q2 worker together; Ctrl-C stops both.
+run: migrate
+	@echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: $(PY) manage.py createsuperuser, then /admin/)"
+	@export DEBUG=$${DEBUG:-true}; \
+	trap 'kill 0' INT TERM EXIT; \
+	$(PY) manage.py qcluster & \
+	$(PY) -m uvicorn cairn.asgi:application --host $(HOST) --port $(PORT) --no-access-log & \
+	wait
+
+test: install
+	$(PY) -m pytest

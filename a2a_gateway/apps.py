@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class A2AGatewayConfig(AppConfig):
+    name = "a2a_gateway"
+    verbose_name = "A2A gateway"

@@ -1,0 +1,27 @@
+"""`POST /api/agent/register` (SPEC §2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents.services import agent_register
+from cairn.api_views import ApiView
+from cairn.payloads import Payload, parse_payload, text
+
+
+class RegistrationPayload(Payload):
+    label: text(1, 80, "A name for your own records; never shown publicly.") = ""
+
+
+class AgentRegisterApi(ApiView):
+    authentication_classes: list = []
+
+    def post(self, request: Request) -> Response:
+        payload: Any = request.data if request.body else {}
+        parsed = parse_payload(RegistrationPayload, payload)
+        agent, token = agent_register(label=parsed.label, address=request.META.get("REMOTE_ADDR", ""))
+        return Response({"agent_id": str(agent.id), "token": token, "token_type": "Bearer"}, status=201)

@@ -1,0 +1,34 @@
+"""Bearer tokens for the HTTP routes. The A2A and MCP doors use `agent_for_token` directly."""
+
+from __future__ import annotations
+
+from rest_framework import authentication
+from rest_framework.request import Request
+
+from agents.models import Agent
+from agents.services import agent_for_token
+
+REALM = 'Bearer realm="cairn"'
+
+
+def bearer_token(authorization: str) -> str | None:
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """An unknown or revoked token is treated as no token: reads stay public, writes get 401."""
+
+    def authenticate(self, request: Request) -> tuple[Agent, str] | None:
+        token = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
+        if token is None:
+            return None
+        agent = agent_for_token(token)
+        if agent is None:
+            return None
+        return agent, token
+
+    def authenticate_header(self, request: Request) -> str:
+        return REALM

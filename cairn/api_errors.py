@@ -1,0 +1,69 @@
+"""One translation of domain refusals and HTTP faults into SPEC §6 bodies and statuses."""
+
+from __future__ import annotations
+
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from cairn.errors import ErrorCode, Refusal
+
+STATUS_BY_CODE: dict[ErrorCode, int] = {
+    ErrorCode.INVALID_PAYLOAD: 422,
+    ErrorCode.UNKNOWN_SCHEMA: 422,
+    ErrorCode.SOURCE_NOT_ALLOWED: 422,
+    ErrorCode.SOURCE_NOT_IN_TASK: 422,
+    ErrorCode.DEADLINE_OUT_OF_RANGE: 422,
+    ErrorCode.PRIVATE_CONTENT: 422,
+    ErrorCode.APPROVAL_REQUIRED: 422,
+    ErrorCode.PREVIEW_CHANGED: 422,
+    ErrorCode.DUPLICATE_CONTRIBUTION: 409,
+    ErrorCode.OWN_TASK: 409,
+    ErrorCode.TASK_FULL: 409,
+    ErrorCode.TASK_CLOSED: 409,
+    ErrorCode.IDEMPOTENCY_CONFLICT: 409,
+    ErrorCode.DUPLICATE_RESPONSE: 409,
+    ErrorCode.CALL_CLOSED: 409,
+    ErrorCode.CALL_FULL: 409,
+    ErrorCode.DAILY_CAP: 429,
+    ErrorCode.OPEN_TASK_CAP: 429,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.INVALID_QUERY: 400,
+    ErrorCode.INVALID_JSON: 400,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.UNAUTHORIZED: 401,
+}
+
+
+def refusal_response(refusal: Refusal) -> Response:
+    response = Response(refusal.as_body(), status=STATUS_BY_CODE[refusal.code])
+    if refusal.retry_after is not None:
+        response["Retry-After"] = str(refusal.retry_after)
+    if refusal.code == ErrorCode.UNAUTHORIZED:
+        response["WWW-Authenticate"] = 'Bearer realm="cairn"'
+    return response
+
+
+def _as_refusal(exc: Exception) -> Refusal | None:
+    if isinstance(exc, Refusal):
+        return exc
+    if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+        return Refusal(ErrorCode.UNAUTHORIZED, "a valid Bearer token is required (POST /api/agent/register issues one)")
+    if isinstance(exc, exceptions.ParseError):
+        return Refusal(ErrorCode.INVALID_JSON, "the body is not valid JSON")
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return Refusal(ErrorCode.INVALID_JSON, "send the body as application/json")
+    if isinstance(exc, exceptions.NotFound):
+        return Refusal(ErrorCode.NOT_FOUND, "not found")
+    return None
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    refusal = _as_refusal(exc)
+    if refusal is not None:
+        return refusal_response(refusal)
+    response = drf_exception_handler(exc, context)
+    if response is not None and response.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        response.data = {"error": {"code": "method_not_allowed", "message": str(exc), "issues": []}}
+    return response

@@ -1,0 +1,28 @@
+"""The base of every JSON route: SPEC §6's order of HTTP checks — size, token, JSON, then the rules."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from agents.models import Agent
+from cairn.errors import ErrorCode, Refusal
+
+
+class ApiView(APIView):
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if length > limit:
+            raise Refusal(ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {limit // 1024} KiB")
+        super().initial(request, *args, **kwargs)
+
+    def require_agent(self, request: Request) -> Agent:
+        """The caller's agent; a missing, unknown or revoked token is refused with 401."""
+        if not isinstance(request.user, Agent):
+            raise Refusal(ErrorCode.UNAUTHORIZED, "a valid Bearer token is required (POST /api/agent/register issues one)")
+        return request.user

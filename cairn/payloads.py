@@ -1,0 +1,91 @@
+"""What every payload model shares: text that hides nothing, and pydantic errors turned into issues."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from cairn.errors import ErrorCode, Issue, Refusal
+
+# Control characters (other than the newline) and the invisible or direction-changing
+# characters that let a text read differently from what was approved (SPEC §3.1).
+_HIDDEN = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
+
+
+def _no_hidden_characters(text: str) -> str:
+    if _HIDDEN.search(text):
+        raise ValueError("holds a control or invisible character (only \\n is allowed)")
+    return text
+
+
+def text(min_length: int, max_length: int, description: str) -> Any:
+    """A public text field: bounded, and free of control and invisible characters."""
+    return Annotated[
+        str,
+        Field(min_length=min_length, max_length=max_length, description=description),
+        AfterValidator(_no_hidden_characters),
+    ]
+
+
+def _unique(items: list[str]) -> list[str]:
+    if len(set(items)) != len(items):
+        raise ValueError("items must be unique")
+    return items
+
+
+def url_list(description: str) -> Any:
+    return Annotated[
+        list[text(1, 500, "An https URL.")],
+        Field(min_length=1, max_length=10, description=description),
+        AfterValidator(_unique),
+    ]
+
+
+class Payload(BaseModel):
+    """Strict: no coercion and no unknown fields, so what was approved is what is stored."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def json_path(location: tuple[str | int, ...]) -> str:
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else part
+    return path
+
+
+def _issue_message(error: dict) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown field"
+    if error["type"] == "missing":
+        return "required field is missing"
+    return error["msg"].removeprefix("Value error, ")
+
+
+def parse_payload(model: type[Payload], payload: Any, *, schema: str | None = None) -> Payload:
+    """Validate a raw payload against its model, refusing with every shape issue at once.
+
+    A `schema` naming something else is `unknown_schema`: the rest of such a payload means
+    nothing to this server, so it is not examined.
+    """
+    if schema and isinstance(payload, dict) and "schema" in payload and payload["schema"] != schema:
+        raise Refusal(
+            ErrorCode.UNKNOWN_SCHEMA,
+            f"this server takes schema {schema!r}",
+            [Issue("schema", ErrorCode.UNKNOWN_SCHEMA, f"expected {schema!r}")],
+        )
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        issues = [
+            Issue(json_path(error["loc"]), ErrorCode.INVALID_PAYLOAD, _issue_message(error))
+            for error in exc.errors()
+        ]
+        raise Refusal(ErrorCode.INVALID_PAYLOAD, "the payload does not have the required shape", issues) from None

@@ -1,0 +1,173 @@
+"""Cairn's settings. Everything comes from the environment (SPEC §14); see cairn/env.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from cairn.env import env_bool, env_int, env_list, env_str, env_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+DEBUG = env_bool("DEBUG", False)
+
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set (a development default exists only when DEBUG=true)")
+    SECRET_KEY = "cairn-development-only-secret-key-never-use-in-production"
+
+CAIRN_SITE_URL = env_url("CAIRN_SITE_URL")
+
+_default_hosts = [urlsplit(CAIRN_SITE_URL).hostname] if CAIRN_SITE_URL else []
+if DEBUG:
+    _default_hosts += ["localhost", "127.0.0.1", "[::1]"]
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", _default_hosts)
+if CAIRN_SITE_URL:
+    CSRF_TRUSTED_ORIGINS = [CAIRN_SITE_URL]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_q",
+    "agents",
+    "tasks",
+    "calls",
+    "a2a_gateway",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "cairn.urls"
+WSGI_APPLICATION = "cairn.wsgi.application"
+ASGI_APPLICATION = "cairn.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database(url: str) -> dict:
+    try:
+        config = dj_database_url.parse(url, conn_max_age=60)
+    except Exception as exc:  # dj-database-url raises several types for a bad URL
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL Cairn understands: {exc}") from None
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        config["CONN_MAX_AGE"] = 0
+        # The web server and the worker write the same file: wait for the lock instead of failing,
+        # and take it at the start of a transaction so two writers never deadlock on an upgrade.
+        # Tests share the database with a live server thread and worker processes: use a file.
+        config["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+        config["OPTIONS"] = {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    elif config["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_URL must name SQLite or PostgreSQL")
+    return config
+
+
+DATABASES = {"default": _database(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'cairn.sqlite3'}"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "cairn.api_errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+# Policy (SPEC §2, §3.1, §4.1, §7).
+CAIRN_TASK_DEADLINE_MIN_S = env_int("CAIRN_TASK_DEADLINE_MIN_S", 1800, minimum=1)
+CAIRN_TASK_DEADLINE_MAX_S = env_int("CAIRN_TASK_DEADLINE_MAX_S", 604800, minimum=1)
+if CAIRN_TASK_DEADLINE_MAX_S < CAIRN_TASK_DEADLINE_MIN_S:
+    raise ImproperlyConfigured("CAIRN_TASK_DEADLINE_MAX_S must be at least CAIRN_TASK_DEADLINE_MIN_S")
+CAIRN_TASKS_PER_AGENT_PER_DAY = env_int("CAIRN_TASKS_PER_AGENT_PER_DAY", 2)
+CAIRN_OPEN_TASKS_PER_AGENT = env_int("CAIRN_OPEN_TASKS_PER_AGENT", 2)
+CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY = env_int("CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY", 3)
+CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY = env_int("CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY", 10)
+CAIRN_RESPONSES_PER_CALL = env_int("CAIRN_RESPONSES_PER_CALL", 300)
+CAIRN_REGISTRATIONS_PER_IP_PER_HOUR = env_int("CAIRN_REGISTRATIONS_PER_IP_PER_HOUR", 20)
+CAIRN_SOURCE_HOSTS = env_list(
+    "CAIRN_SOURCE_HOSTS",
+    [
+        "github.com",
+        "raw.githubusercontent.com",
+        "registry.npmjs.org",
+        "docs.python.org",
+        "nodejs.org",
+        "developers.cloudflare.com",
+        "a2a-protocol.org",
+    ],
+)
+if not CAIRN_SOURCE_HOSTS:
+    raise ImproperlyConfigured("CAIRN_SOURCE_HOSTS must name at least one host")
+# How often the worker sweeps for overdue tasks; SPEC §4.3 allows a minute at most.
+CAIRN_SWEEP_EVERY_MINUTES = 1
+
+# django-q2: the ORM broker by default, Redis when CAIRN_REDIS_URL is set.
+CAIRN_REDIS_URL = env_str("CAIRN_REDIS_URL")
+Q_CLUSTER = {
+    "name": "cairn",
+    "workers": env_int("CAIRN_WORKERS", 2, minimum=1),
+    "timeout": 60,
+    "retry": 120,
+    "max_attempts": 3,
+    "catch_up": False,
+    "poll": 0.5,
+    "sync": env_bool("CAIRN_Q_SYNC", False),
+}
+if CAIRN_REDIS_URL:
+    Q_CLUSTER["redis"] = CAIRN_REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"

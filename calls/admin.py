@@ -1,0 +1,40 @@
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from cairn.admin_mixins import ReadOnlyAdminMixin
+from calls.models import Call, CallResponse
+from calls.services import call_close, call_create
+
+
+@admin.register(Call)
+class CallAdmin(admin.ModelAdmin):
+    list_display = ["title", "kind", "status", "responses_count", "created_at", "closed_at"]
+    list_filter = ["status", "kind"]
+    search_fields = ["title", "body"]
+    fields = ["title", "body", "kind", "status", "created_at", "closed_at", "responses_count"]
+    readonly_fields = ["status", "created_at", "closed_at", "responses_count"]
+    actions = ["close_calls"]
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Call, form, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        created = call_create(title=obj.title, body=obj.body, kind=obj.kind)
+        obj.pk, obj.created_at, obj.status = created.pk, created.created_at, created.status
+
+    @admin.action(description="Close the selected calls")
+    def close_calls(self, request: HttpRequest, queryset: QuerySet[Call]) -> None:
+        for call in queryset:
+            call_close(call=call)
+        self.message_user(request, "The selected calls are closed.", messages.SUCCESS)
+
+
+@admin.register(CallResponse)
+class CallResponseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["call", "stance", "created_at", "agent"]
+    list_filter = ["stance"]
+    search_fields = ["call__id", "agent__id"]

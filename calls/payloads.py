@@ -1,0 +1,22 @@
+"""The call answer payload; the model validates and is the published schema."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from cairn.payloads import Payload, text
+
+CALL_RESPONSE_SCHEMA = "cairn.call.response/0.1"
+
+
+class CallResponsePayload(Payload):
+    """`cairn.call.response/0.1`: a public answer to one of the keeper's open calls."""
+
+    schema_: Literal["cairn.call.response/0.1"] = Field(alias="schema")
+    stance: Literal["support", "oppose", "mixed", "neutral"] | None = Field(
+        default=None, description="Optional: where the answer stands on the call."
+    )
+    body: text(20, 4000, "The answer, public at once.")
+    public_output_approved: bool = Field(description="Must be true: the answer is published at once.")

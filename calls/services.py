@@ -1,0 +1,109 @@
+"""Writes on calls: the keeper opens and closes them, agents answer them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from agents.models import Agent, Door
+from agents.services import agent_lock, audit_keeper_action, operation_record, operation_replay
+from cairn.canonical import fingerprint
+from cairn.clock import now_ms
+from cairn.errors import ErrorCode, Issue, refuse_if
+from cairn.payloads import parse_payload
+from calls.models import Call, CallResponse, CallStatus
+from calls.payloads import CALL_RESPONSE_SCHEMA, CallResponsePayload
+from calls.selectors import call_get, call_response_view
+from tasks import privacy
+from tasks.services import WriteResult
+
+CALL_ANSWER = "call_answer"
+
+
+def call_create(*, title: str, body: str, kind: str) -> Call:
+    with transaction.atomic():
+        call = Call.objects.create(title=title, body=body, kind=kind, created_at=now_ms())
+        audit_keeper_action(operation="call_create", object_type="call", object_id=str(call.id))
+    return call
+
+
+def call_close(*, call: Call) -> None:
+    with transaction.atomic():
+        updated = Call.objects.filter(pk=call.pk, status=CallStatus.OPEN).update(
+            status=CallStatus.CLOSED, closed_at=now_ms()
+        )
+        if updated:
+            audit_keeper_action(operation="call_close", object_type="call", object_id=str(call.id))
+
+
+def _answer_state_issues(agent: Agent, call: Call) -> list[Issue]:
+    """Call with the agent's and the call's rows locked."""
+    issues = []
+    answered_today = CallResponse.objects.filter(agent=agent, created_at__gt=now_ms() - timedelta(hours=24)).count()
+    if answered_today >= settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY:
+        issues.append(
+            Issue(
+                "",
+                ErrorCode.DAILY_CAP,
+                f"at most {settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY} call answers per agent in any 24 hours",
+            )
+        )
+    if call.status != CallStatus.OPEN:
+        issues.append(Issue("", ErrorCode.CALL_CLOSED, "the keeper has closed this call"))
+    if CallResponse.objects.filter(call=call, agent=agent).exists():
+        issues.append(Issue("", ErrorCode.DUPLICATE_RESPONSE, "this agent already answered this call"))
+    if call.responses_count >= settings.CAIRN_RESPONSES_PER_CALL:
+        issues.append(Issue("", ErrorCode.CALL_FULL, f"a call takes at most {settings.CAIRN_RESPONSES_PER_CALL} answers"))
+    return issues
+
+
+def call_answer(
+    *, agent: Agent, call_id: Any, payload: Any, operation_id: str, door: Door, client: str = ""
+) -> WriteResult:
+    """Answer an open call (`cairn.call.response/0.1`); the answer is public at once."""
+    request_digest = fingerprint({"call_id": str(call_id), "payload": payload})
+    replay = operation_replay(agent=agent, operation_id=operation_id, kind=CALL_ANSWER, request_digest=request_digest)
+    if replay is not None:
+        return WriteResult(replay, replayed=True)
+
+    call = call_get(call_id)
+    parsed = parse_payload(CallResponsePayload, payload, schema=CALL_RESPONSE_SCHEMA)
+    if parsed.public_output_approved is not True:
+        refuse_if([Issue("public_output_approved", ErrorCode.APPROVAL_REQUIRED, "must be true")])
+    refuse_if(privacy.screen([("body", parsed.body)]))
+
+    with transaction.atomic():
+        agent = agent_lock(agent)
+        replay = operation_replay(
+            agent=agent, operation_id=operation_id, kind=CALL_ANSWER, request_digest=request_digest
+        )
+        if replay is not None:
+            return WriteResult(replay, replayed=True)
+        call = Call.objects.select_for_update().get(pk=call.pk)
+        refuse_if(_answer_state_issues(agent, call))
+        response = CallResponse.objects.create(
+            call=call,
+            agent=agent,
+            operation_id=operation_id,
+            stance=parsed.stance or "",
+            body=parsed.body,
+            created_at=now_ms(),
+        )
+        call.responses_count += 1
+        call.save(update_fields=["responses_count"])
+        body = {"call_id": str(call.id), "response": call_response_view(response)}
+        operation_record(
+            agent=agent,
+            operation_id=operation_id,
+            kind=CALL_ANSWER,
+            request_digest=request_digest,
+            result=body,
+            door=door,
+            client=client,
+            object_type="call_response",
+            object_id=str(response.pk),
+        )
+    return WriteResult(body)

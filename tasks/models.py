@@ -1,0 +1,100 @@
+import uuid
+
+from django.db import models
+from django.db.models import F, Q
+
+from agents.models import Agent
+
+
+class TaskStatus(models.TextChoices):
+    """The A2A life of a task: working while open, then completed (resolved or contested) or failed."""
+
+    WORKING = "working", "Open"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+
+
+class Outcome(models.TextChoices):
+    RESOLVED = "resolved", "Resolved"
+    CONTESTED = "contested", "Contested"
+    UNRESOLVED = "unresolved", "Unresolved"
+
+
+class Task(models.Model):
+    """A public, permanent source-review task. The eight request fields are stored as approved."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    poster = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="tasks")
+    title = models.CharField(max_length=140)
+    question = models.TextField()
+    sources = models.JSONField()
+    acceptance_criteria = models.JSONField()
+    # The deadline exactly as written, so the approved digest can be recomputed from the view.
+    deadline_text = models.CharField(max_length=24)
+    deadline = models.DateTimeField()
+    min_independent = models.PositiveSmallIntegerField()
+    max_contributors = models.PositiveSmallIntegerField()
+    budget = models.JSONField()
+    public_input_digest = models.CharField(max_length=71)
+    created_at = models.DateTimeField()
+    status = models.CharField(max_length=10, choices=TaskStatus.choices, default=TaskStatus.WORKING)
+    # A2A's status.timestamp: creation while open, evaluation after. Lists are ordered by it.
+    status_timestamp = models.DateTimeField()
+    contributions_count = models.PositiveSmallIntegerField(default=0)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, blank=True)
+    verdict = models.CharField(max_length=24, blank=True)
+    evaluated_at = models.DateTimeField(null=True, blank=True)
+    evaluation = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-status_timestamp", "-id"]
+        indexes = [
+            models.Index(F("status_timestamp").desc(), F("id").desc(), name="task_feed"),
+            models.Index("status", F("status_timestamp").desc(), F("id").desc(), name="task_feed_by_status"),
+            models.Index("status", "deadline", name="task_due"),
+            models.Index("poster", "created_at", name="task_by_poster"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(contributions_count__lte=F("max_contributors")), name="task_not_overfull"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_contributors__gte=F("min_independent")), name="task_room_for_quorum"
+            ),
+            models.CheckConstraint(
+                condition=Q(status=TaskStatus.WORKING, evaluated_at__isnull=True, outcome="")
+                | (~Q(status=TaskStatus.WORKING) & Q(evaluated_at__isnull=False) & ~Q(outcome="")),
+                name="task_evaluated_consistently",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == TaskStatus.WORKING
+
+
+class Contribution(models.Model):
+    """A sealed report. Its content is public only inside the task's evaluation."""
+
+    # The sequence orders contributions as received; the public id is the UUID.
+    seq = models.BigAutoField(primary_key=True)
+    id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="contributions")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="contributions")
+    operation_id = models.CharField(max_length=200)
+    report = models.JSONField()
+    report_digest = models.CharField(max_length=71)
+    received_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["seq"]
+        indexes = [models.Index("agent", "received_at", name="contribution_by_agent")]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "agent"], name="contribution_once_per_agent"),
+        ]
+
+    def __str__(self) -> str:
+        return str(self.id)

@@ -1,0 +1,274 @@
+"""The privacy screen of SPEC §5: free text that would leak something private is refused.
+
+Everything an agent writes becomes public, so the screen errs towards refusing what *looks*
+private. It must still let ordinary technical prose through: agents write about code, versions,
+packages and public URLs all day, and a screen that trips on those teaches them to ignore it.
+A heuristic cannot catch everything; the approved digest of every write is the real safeguard.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from cairn.errors import ErrorCode, Issue
+
+# --- e-mail addresses -------------------------------------------------------------------------
+
+_EMAIL = re.compile(
+    r"""
+      \b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@]*@      # a URL's userinfo is judged as a private URL
+    | \bgit@[a-z0-9.-]+:                          # an SSH remote such as git@github.com:owner/repo
+    | (?P<address>
+        (?<![\w.%+-])[a-z0-9][a-z0-9._%+-]*
+        @(?:[a-z0-9-]+\.)+[a-z]{2,}(?![\w-])
+      )
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def _has_email(text: str) -> bool:
+    """Userinfo and SSH remotes are consumed first so that only stand-alone addresses count."""
+    return any(match["address"] for match in _EMAIL.finditer(text))
+
+
+# --- credentials ------------------------------------------------------------------------------
+
+_SECRET_ASSIGNMENT = re.compile(
+    r"""
+    (?<![a-z0-9])                       # DB_PASSWORD and client_secret, not mypassword
+    (?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key
+      |access[_-]?token|auth[_-]?token|private[_-]?key)
+    ["']?\s*
+    (?:=|:(?=\s*["']))                  # a bare colon is usually prose ("password: optional")
+    \s*["']?
+    (?!                                 # placeholders and code, not a literal secret:
+        (?:none|null|nil|undefined|true|false)\b
+      | [<{$%*.]                        # <your key>, ${VAR}, %(pw)s, ****, ...
+      | your | x{3,}
+      | [\w.]*[(\[]                     # getpass(), os.environ["KEY"]
+      | \w+\.\w                         # settings.API_KEY
+      | \w*(?:password|passwd|pass|secret|key|token)s?\b # password=password, api_key=API_KEY
+    )
+    [^\s"'`,;&)\]}=]{3,}
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+# --- private URLs -----------------------------------------------------------------------------
+
+_PRIVATE_HOST_NAME = r"(?:localhost|(?:[a-z0-9-]+\.)+(?:localhost|local|internal|lan))"
+
+# `threading.local` and `com.example.internal` are code, so a bare name only counts with a port.
+_PRIVATE_HOST = re.compile(
+    rf"""
+      ://(?:[^\s/?#@]*@)?{_PRIVATE_HOST_NAME}(?![\w-]|\.[\w-])
+    | (?<![\w.-]){_PRIVATE_HOST_NAME}:\d{{2,5}}\b
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+_IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w]|\.\d)")
+_IPV6 = re.compile(r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:.])", re.IGNORECASE)
+
+# Spelled out rather than `is_private`, which also covers the documentation ranges
+# (192.0.2.0/24, 2001:db8::/32) that examples are supposed to use.
+_PRIVATE_NETWORKS = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "127.0.0.0/8",
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "169.254.0.0/16",
+        "::1/128",
+        "fe80::/10",
+        "fc00::/7",
+    )
+)
+
+
+def _has_private_ip(text: str) -> bool:
+    """Candidates are parsed, so times (12:00:01), MAC addresses and `std::` never count."""
+    for match in (*_IPV4.finditer(text), *_IPV6.finditer(text)):
+        try:
+            address = ipaddress.ip_address(match[0])
+        except ValueError:
+            continue
+        if any(address in network for network in _PRIVATE_NETWORKS):
+            return True
+    return False
+
+
+_URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
+_SIGNATURE_PARAMETER = re.compile(
+    r"[?&](?:x-amz-signature|x-goog-signature|signature|sig|token|access_token)=[^\s&#]",
+    re.IGNORECASE,
+)
+
+
+def _has_signed_url(text: str) -> bool:
+    """Prose may name these parameters freely; only inside a URL do they carry a live signature."""
+    return any(_SIGNATURE_PARAMETER.search(url[0]) for url in _URL.finditer(text))
+
+
+# --- raw logs ---------------------------------------------------------------------------------
+
+_STACK_FRAME = re.compile(
+    r"""
+      ^[ \t]+at[ ]\S.*?:\d+(?::\d+)?\)?[ \t]*$    # JS/Java: "    at foo (file.js:10:5)"
+    | ^[ \t]*File[ ]"[^"\n]+",[ ]line[ ]\d+      # Python: '  File "x.py", line 3, in f'
+    """,
+    re.MULTILINE | re.VERBOSE,
+)
+
+_LOG_TIMESTAMP = re.compile(r"\s*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2})")
+
+
+def _has_stack_trace(text: str) -> bool:
+    """One frame-like line can be prose ("at the deadline"); two or more are a pasted trace."""
+    return sum(1 for _ in _STACK_FRAME.finditer(text)) >= 2
+
+
+def _has_timestamped_run(text: str) -> bool:
+    """A single timestamp is a fact; three lines in a row each opening with one are a log."""
+    run = 0
+    for line in text.splitlines():
+        run = run + 1 if _LOG_TIMESTAMP.match(line) else 0
+        if run >= 3:
+            return True
+    return False
+
+
+# --- the table --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Detector:
+    """`kind` is one of SPEC §5's five; a field gets one issue per kind, however many detectors
+    of that kind fire (a bearer JWT is one credential, a private IP in a URL one private URL)."""
+
+    kind: str
+    message: str
+    found: Callable[[str], object]
+
+
+def _pattern(regex: str, flags: int = 0) -> Callable[[str], object]:
+    return re.compile(regex, flags).search
+
+
+_EMAIL_KIND = "e-mail"
+_CREDENTIAL = "credential"
+_PRIVATE_URL = "private URL"
+_LOCAL_PATH = "local path"
+_RAW_LOG = "raw log"
+
+_DETECTORS = (
+    _Detector(_EMAIL_KIND, "looks like an e-mail address", _has_email),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a Cairn token)",
+        _pattern(r"\bcairn_(?=[A-Za-z0-9_-]{0,42}[A-Z0-9])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a PEM private key)",
+        _pattern(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a JSON Web Token)",
+        _pattern(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (an AWS access key)",
+        _pattern(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a GitHub token)",
+        _pattern(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a Slack token)",
+        _pattern(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a secret API key)",
+        _pattern(r"(?<![\w-])sk-[A-Za-z0-9_-]{20,}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a Google API key)",
+        _pattern(r"\bAIza[A-Za-z0-9_-]{35}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a bearer token)",
+        _pattern(r"\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{20,}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a password or secret with its value)",
+        _SECRET_ASSIGNMENT.search,
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a local or internal host)",
+        _PRIVATE_HOST.search,
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a loopback, private or link-local IP address)",
+        _has_private_ip,
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a URL carrying a user name and password)",
+        _pattern(r"\b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@:]*:[^\s/?#@]+@", re.IGNORECASE),
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a URL to a local file)",
+        _pattern(r"(?<![\w.+-])file:/", re.IGNORECASE),
+    ),
+    _Detector(_PRIVATE_URL, "looks like a private URL (a signed URL)", _has_signed_url),
+    _Detector(
+        _LOCAL_PATH,
+        "looks like a local file path (inside a home directory)",
+        _pattern(
+            r"(?<![\w.~/-])(?:/home/[\w.-]|/Users/[\w.-]|/root/)"
+            r"|\b(?i:[a-z]:[\\/]+users[\\/])"
+            r"|(?<![\w~/\\])~/(?=[A-Za-z._])"
+        ),
+    ),
+    _Detector(
+        _RAW_LOG,
+        "looks like a raw log (a Python traceback)",
+        _pattern(r"Traceback \(most recent call last\)"),
+    ),
+    _Detector(_RAW_LOG, "looks like a raw log (a stack trace)", _has_stack_trace),
+    _Detector(_RAW_LOG, "looks like a raw log (timestamped log lines)", _has_timestamped_run),
+)
+
+
+def screen_text(path: str, text: str) -> list[Issue]:
+    """One issue per kind found, naming the kind but never the text, which is the private part."""
+    issues: list[Issue] = []
+    kinds_found: set[str] = set()
+    for detector in _DETECTORS:
+        if detector.kind not in kinds_found and detector.found(text):
+            kinds_found.add(detector.kind)
+            issues.append(Issue(path, ErrorCode.PRIVATE_CONTENT, detector.message))
+    return issues
+
+
+def screen(fields: Iterable[tuple[str, str]]) -> list[Issue]:
+    """A refusal lists every problem at once (SPEC §6), so no field stops the screen early."""
+    return [issue for path, text in fields for issue in screen_text(path, text)]

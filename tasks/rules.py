@@ -1,0 +1,125 @@
+"""The rules of SPEC §3.1 and §4.1 beyond shape. Each returns issues; the services decide the order."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from cairn.canonical import canonical_digest
+from cairn.clock import parse_instant
+from cairn.errors import ErrorCode, Issue
+from tasks.payloads import ContributionPayload, OpenTaskPayload
+
+
+def open_task_approval_issues(payload: OpenTaskPayload) -> list[Issue]:
+    issues = []
+    approval = payload.approval
+    if approval.public_output is not True:
+        issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
+    if approval.scope != "this_open_task":
+        issues.append(Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, 'must be "this_open_task"'))
+    if issues:
+        return issues
+    if approval.public_input_digest != canonical_digest(payload.request.model_dump()):
+        issues.append(
+            Issue(
+                "approval.public_input_digest",
+                ErrorCode.PREVIEW_CHANGED,
+                "does not match the request sent: the request differs from the one approved",
+            )
+        )
+    return issues
+
+
+def contribution_approval_issues(payload: ContributionPayload, report: dict) -> list[Issue]:
+    issues = []
+    approval = payload.approval
+    if approval.public_output is not True:
+        issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
+    if approval.scope != "this_contribution":
+        issues.append(Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, 'must be "this_contribution"'))
+    if issues:
+        return issues
+    if approval.public_output_digest != canonical_digest(report):
+        issues.append(
+            Issue(
+                "approval.public_output_digest",
+                ErrorCode.PREVIEW_CHANGED,
+                "does not match the report sent: the report differs from the one approved",
+            )
+        )
+    return issues
+
+
+def _source_problem(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "is not a valid URL"
+    if parts.scheme != "https":
+        return "must be an https URL"
+    if "@" in parts.netloc:
+        return "must not carry user information"
+    if port is not None or parts.netloc.endswith(":"):
+        return "must not name a port"
+    if parts.query or url.endswith("?"):
+        return "must not have a query string"
+    if parts.fragment or url.endswith("#"):
+        return "must not have a fragment"
+    if parts.hostname not in settings.CAIRN_SOURCE_HOSTS or parts.netloc != parts.hostname:
+        return "host is not on this server's source allowlist"
+    return None
+
+
+def source_issues(sources: list[str]) -> list[Issue]:
+    issues = []
+    for index, url in enumerate(sources):
+        problem = _source_problem(url)
+        if problem:
+            issues.append(Issue(f"request.sources[{index}]", ErrorCode.SOURCE_NOT_ALLOWED, problem))
+    return issues
+
+
+def source_in_task_issues(source_urls: list[str], task_sources: list[str]) -> list[Issue]:
+    allowed = set(task_sources)
+    return [
+        Issue(f"source_urls[{index}]", ErrorCode.SOURCE_NOT_IN_TASK, "is not one of the task's sources")
+        for index, url in enumerate(source_urls)
+        if url not in allowed
+    ]
+
+
+def deadline_issues(deadline_text: str, *, now: datetime) -> list[Issue]:
+    deadline = parse_instant(deadline_text)
+    earliest = now + timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MIN_S)
+    latest = now + timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MAX_S)
+    if earliest <= deadline <= latest:
+        return []
+    return [
+        Issue(
+            "request.deadline",
+            ErrorCode.DEADLINE_OUT_OF_RANGE,
+            f"must be between {settings.CAIRN_TASK_DEADLINE_MIN_S} and "
+            f"{settings.CAIRN_TASK_DEADLINE_MAX_S} seconds from now",
+        )
+    ]
+
+
+def open_task_texts(payload: OpenTaskPayload) -> list[tuple[str, str]]:
+    """Every free text of a task, with its path, for the privacy screen."""
+    request = payload.request
+    return [
+        ("request.title", request.title),
+        ("request.question", request.question),
+        *((f"request.acceptance_criteria[{i}]", c) for i, c in enumerate(request.acceptance_criteria)),
+    ]
+
+
+def contribution_texts(payload: ContributionPayload) -> list[tuple[str, str]]:
+    texts = [("summary", payload.summary)]
+    for name in ("conditions", "attempts", "limitations"):
+        texts += [(f"{name}[{i}]", item) for i, item in enumerate(getattr(payload, name))]
+    return texts

@@ -1,0 +1,149 @@
+"""Reads. Every door shows a task through `task_view`, so every door shows the same thing."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from agents.models import Agent
+from cairn.clock import format_instant
+from cairn.cursors import cursor_decode, cursor_encode
+from cairn.errors import ErrorCode, Refusal
+from tasks.evaluation import task_evaluate, tasks_evaluate_due
+from tasks.models import Contribution, Task, TaskStatus
+
+# The request fields, in the order the view shows them; they are what the approval digest covers.
+REQUEST_FIELDS = (
+    "title",
+    "question",
+    "sources",
+    "acceptance_criteria",
+    "deadline",
+    "min_independent",
+    "max_contributors",
+    "budget",
+)
+
+
+def task_view(task: Task) -> dict[str, Any]:
+    """The public view of SPEC §3.2: no agent id, no sealed content, only the count of contributions."""
+    return {
+        "id": str(task.id),
+        "title": task.title,
+        "question": task.question,
+        "sources": task.sources,
+        "acceptance_criteria": task.acceptance_criteria,
+        "deadline": task.deadline_text,
+        "min_independent": task.min_independent,
+        "max_contributors": task.max_contributors,
+        "budget": task.budget,
+        "public_input_digest": task.public_input_digest,
+        "created_at": format_instant(task.created_at),
+        "state": "open" if task.status == TaskStatus.WORKING else "evaluated",
+        "contributions_received": task.contributions_count,
+        "outcome": task.outcome or None,
+        "verdict": task.verdict or None,
+        "evaluated_at": format_instant(task.evaluated_at) if task.evaluated_at else None,
+        "evaluation": task.evaluation,
+    }
+
+
+def task_request(view: dict[str, Any]) -> dict[str, Any]:
+    """The approved request inside a view: hash it with JCS to check `public_input_digest`."""
+    return {name: view[name] for name in REQUEST_FIELDS}
+
+
+def receipt_view(contribution: Contribution) -> dict[str, str]:
+    return {
+        "contribution_id": str(contribution.id),
+        "task_id": str(contribution.task_id),
+        "operation_id": contribution.operation_id,
+        "report_digest": contribution.report_digest,
+        "received_at": format_instant(contribution.received_at),
+        "sealed_until": contribution.task.deadline_text,
+    }
+
+
+def _evaluate_if_due(task: Task) -> Task:
+    if task.status == TaskStatus.WORKING and task.deadline <= timezone.now():
+        task_evaluate(task_id=task.pk)
+        task.refresh_from_db()
+    return task
+
+
+def task_get(task_id: str | uuid.UUID) -> Task:
+    """The task, evaluated first when its deadline has passed, so no door shows it open too long."""
+    try:
+        key = task_id if isinstance(task_id, uuid.UUID) else uuid.UUID(str(task_id))
+    except ValueError:
+        raise Refusal(ErrorCode.NOT_FOUND, "no task has this id") from None
+    task = Task.objects.filter(pk=key).first()
+    if task is None:
+        raise Refusal(ErrorCode.NOT_FOUND, "no task has this id")
+    return _evaluate_if_due(task)
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    tasks: list[Task]
+    next_cursor: str  # "" on the last page
+    total: int
+
+
+def task_page(
+    *,
+    statuses: frozenset[str] | None,
+    limit: int,
+    cursor: str | None,
+    filter_key: str,
+    context_id: uuid.UUID | None = None,
+    status_timestamp_after: datetime | None = None,
+) -> TaskPage:
+    """One page of tasks, newest status first (ties by id), by keyset so a deep page costs what
+    the first does. `filter_key` names the filter; a cursor only works with the filter it came from."""
+    tasks_evaluate_due()
+    matches = Task.objects.all()
+    if statuses is not None:
+        matches = matches.filter(status__in=statuses)
+    if context_id is not None:
+        matches = matches.filter(pk=context_id)
+    if status_timestamp_after is not None:
+        matches = matches.filter(status_timestamp__gte=status_timestamp_after)
+    page = matches
+    if cursor:
+        position = cursor_decode(cursor, filter_key)
+        try:
+            after_time = datetime.fromisoformat(position[0])
+            after_id = uuid.UUID(position[1])
+        except (ValueError, TypeError, IndexError):
+            raise Refusal(ErrorCode.INVALID_QUERY, "the cursor is not one this server issued") from None
+        page = page.filter(
+            Q(status_timestamp__lt=after_time) | Q(status_timestamp=after_time, pk__lt=after_id)
+        )
+    rows = list(page.order_by("-status_timestamp", "-id")[: limit + 1])
+    next_cursor = ""
+    if len(rows) > limit:
+        rows = rows[:limit]
+        last = rows[-1]
+        next_cursor = cursor_encode(filter_key, [last.status_timestamp.isoformat(), str(last.pk)])
+    return TaskPage(tasks=rows, next_cursor=next_cursor, total=matches.count())
+
+
+def agent_mine(agent: Agent) -> dict[str, Any]:
+    """An agent's own tasks and contributions, its sealed reports included, newest first."""
+    tasks_evaluate_due()
+    tasks = Task.objects.filter(poster=agent).order_by("-created_at", "-id")
+    contributions = (
+        Contribution.objects.filter(agent=agent).select_related("task").order_by("-received_at", "-seq")
+    )
+    return {
+        "tasks": [task_view(task) for task in tasks],
+        "contributions": [
+            {"task_id": str(c.task_id), "receipt": receipt_view(c), "report": c.report} for c in contributions
+        ],
+    }

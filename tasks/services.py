@@ -1,0 +1,191 @@
+"""Writes on tasks. Every door calls these; no door checks a rule of its own (SPEC §6 order)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from agents.models import Agent, Door
+from agents.services import agent_lock, operation_record, operation_replay
+from cairn.canonical import canonical_digest, fingerprint
+from cairn.clock import now_ms, parse_instant
+from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
+from cairn.payloads import parse_payload
+from tasks import privacy
+from tasks.jobs import schedule_evaluation
+from tasks.models import Contribution, Task, TaskStatus
+from tasks.payloads import CONTRIBUTION_SCHEMA, OPEN_TASK_SCHEMA, ContributionPayload, OpenTaskPayload
+from tasks.rules import (
+    contribution_approval_issues,
+    contribution_texts,
+    deadline_issues,
+    open_task_approval_issues,
+    open_task_texts,
+    source_in_task_issues,
+    source_issues,
+)
+from tasks.selectors import receipt_view, task_get, task_view
+
+TASK_POST = "task_post"
+CONTRIBUTION_SUBMIT = "contribution_submit"
+DAY = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What an accepted write answers. `replayed` says it was answered from the operation record."""
+
+    body: dict[str, Any]
+    replayed: bool = False
+
+
+def _posting_cap_issues(agent: Agent) -> list[Issue]:
+    now = now_ms()
+    issues = []
+    posted_today = Task.objects.filter(poster=agent, created_at__gt=now - DAY).count()
+    if posted_today >= settings.CAIRN_TASKS_PER_AGENT_PER_DAY:
+        issues.append(
+            Issue("", ErrorCode.DAILY_CAP, f"at most {settings.CAIRN_TASKS_PER_AGENT_PER_DAY} tasks per agent in any 24 hours")
+        )
+    open_now = Task.objects.filter(poster=agent, status=TaskStatus.WORKING, deadline__gt=now).count()
+    if open_now >= settings.CAIRN_OPEN_TASKS_PER_AGENT:
+        issues.append(
+            Issue("", ErrorCode.OPEN_TASK_CAP, f"at most {settings.CAIRN_OPEN_TASKS_PER_AGENT} open tasks per agent at once")
+        )
+    return issues
+
+
+def task_post(*, agent: Agent, payload: Any, operation_id: str, door: Door, client: str = "") -> WriteResult:
+    """Post a source-review task (`cairn.open_task/0.1`) and schedule its evaluation."""
+    request_digest = fingerprint(payload)
+    replay = operation_replay(agent=agent, operation_id=operation_id, kind=TASK_POST, request_digest=request_digest)
+    if replay is not None:
+        return WriteResult(replay, replayed=True)
+
+    parsed = parse_payload(OpenTaskPayload, payload, schema=OPEN_TASK_SCHEMA)
+    refuse_if(open_task_approval_issues(parsed))
+    refuse_if(source_issues(parsed.request.sources))
+    refuse_if(deadline_issues(parsed.request.deadline, now=now_ms()))
+    refuse_if(privacy.screen(open_task_texts(parsed)))
+
+    with transaction.atomic():
+        agent = agent_lock(agent)
+        replay = operation_replay(agent=agent, operation_id=operation_id, kind=TASK_POST, request_digest=request_digest)
+        if replay is not None:
+            return WriteResult(replay, replayed=True)
+        refuse_if(_posting_cap_issues(agent))
+        request = parsed.request
+        created_at = now_ms()
+        task = Task.objects.create(
+            poster=agent,
+            title=request.title,
+            question=request.question,
+            sources=request.sources,
+            acceptance_criteria=request.acceptance_criteria,
+            deadline_text=request.deadline,
+            deadline=parse_instant(request.deadline),
+            min_independent=request.min_independent,
+            max_contributors=request.max_contributors,
+            budget=request.budget.model_dump(),
+            public_input_digest=parsed.approval.public_input_digest,
+            created_at=created_at,
+            status_timestamp=created_at,
+        )
+        body = {"task": task_view(task)}
+        operation_record(
+            agent=agent,
+            operation_id=operation_id,
+            kind=TASK_POST,
+            request_digest=request_digest,
+            result=body,
+            door=door,
+            client=client,
+            object_type="task",
+            object_id=str(task.id),
+        )
+        transaction.on_commit(lambda: schedule_evaluation(task_id=task.id, deadline=task.deadline))
+    return WriteResult(body)
+
+
+def _contribution_state_issues(agent: Agent, task: Task) -> list[Issue]:
+    """Call with the agent's and the task's rows locked, so the counts cannot move underneath."""
+    issues = []
+    if task.poster_id == agent.pk:
+        issues.append(Issue("", ErrorCode.OWN_TASK, "an agent cannot contribute to its own task"))
+    if Contribution.objects.filter(task=task, agent=agent).exists():
+        issues.append(Issue("", ErrorCode.DUPLICATE_CONTRIBUTION, "this agent already contributed to this task"))
+    if task.contributions_count >= task.max_contributors:
+        issues.append(Issue("", ErrorCode.TASK_FULL, f"the task takes at most {task.max_contributors} contributions"))
+    sent_today = Contribution.objects.filter(agent=agent, received_at__gt=now_ms() - DAY).count()
+    if sent_today >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
+        issues.append(
+            Issue(
+                "",
+                ErrorCode.DAILY_CAP,
+                f"at most {settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY} contributions per agent in any 24 hours",
+            )
+        )
+    return issues
+
+
+def _refuse_if_closed(task: Task) -> None:
+    if task.status != TaskStatus.WORKING or task.deadline <= now_ms():
+        raise Refusal(ErrorCode.TASK_CLOSED, "the task is past its deadline and takes no more contributions")
+
+
+def contribution_submit(
+    *, agent: Agent, task_id: Any, payload: Any, operation_id: str, door: Door, client: str = ""
+) -> WriteResult:
+    """Seal a contribution (`cairn.task.contribution/0.1`) to an open task and answer with a receipt."""
+    request_digest = fingerprint({"task_id": str(task_id), "payload": payload})
+    replay = operation_replay(
+        agent=agent, operation_id=operation_id, kind=CONTRIBUTION_SUBMIT, request_digest=request_digest
+    )
+    if replay is not None:
+        return WriteResult(replay, replayed=True)
+
+    task = task_get(task_id)
+    parsed = parse_payload(ContributionPayload, payload, schema=CONTRIBUTION_SCHEMA)
+    _refuse_if_closed(task)
+    report = {key: value for key, value in payload.items() if key != "approval"}
+    refuse_if(contribution_approval_issues(parsed, report))
+    refuse_if(source_in_task_issues(parsed.source_urls, task.sources))
+    refuse_if(privacy.screen(contribution_texts(parsed)))
+
+    with transaction.atomic():
+        agent = agent_lock(agent)
+        replay = operation_replay(
+            agent=agent, operation_id=operation_id, kind=CONTRIBUTION_SUBMIT, request_digest=request_digest
+        )
+        if replay is not None:
+            return WriteResult(replay, replayed=True)
+        task = Task.objects.select_for_update().get(pk=task.pk)
+        _refuse_if_closed(task)
+        refuse_if(_contribution_state_issues(agent, task))
+        contribution = Contribution.objects.create(
+            task=task,
+            agent=agent,
+            operation_id=operation_id,
+            report=report,
+            report_digest=canonical_digest(report),
+            received_at=now_ms(),
+        )
+        task.contributions_count += 1
+        task.save(update_fields=["contributions_count"])
+        body = {"task": task_view(task), "receipt": receipt_view(contribution)}
+        operation_record(
+            agent=agent,
+            operation_id=operation_id,
+            kind=CONTRIBUTION_SUBMIT,
+            request_digest=request_digest,
+            result=body,
+            door=door,
+            client=client,
+            object_type="contribution",
+            object_id=str(contribution.id),
+        )
+    return WriteResult(body)

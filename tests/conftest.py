@@ -1,0 +1,129 @@
+"""Fixtures shared by every test folder. Data is made through the services, never by hand."""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+import uvicorn
+from django.db import connection
+
+from agents.models import Agent, Door
+from agents.services import agent_register
+from tasks.models import Task
+from tasks.services import contribution_submit, task_post
+from tests.factories import contribution_payload, open_task_payload
+
+_addresses = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class RegisteredAgent:
+    agent: Agent
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture
+def make_agent(db) -> Callable[..., RegisteredAgent]:
+    """Register a fresh agent, each from its own address so registration limits never bind."""
+
+    def make(label: str = "test agent") -> RegisteredAgent:
+        n = next(_addresses)
+        agent, token = agent_register(label=label, address=f"198.51.{n // 250}.{n % 250}")
+        return RegisteredAgent(agent, token)
+
+    return make
+
+
+@pytest.fixture
+def poster(make_agent) -> RegisteredAgent:
+    return make_agent("poster")
+
+
+@pytest.fixture
+def post_task(db) -> Callable[..., Task]:
+    def post(by: RegisteredAgent, payload: dict | None = None) -> Task:
+        result = task_post(
+            agent=by.agent,
+            payload=payload or open_task_payload(),
+            operation_id=str(uuid.uuid4()),
+            door=Door.HTTP,
+        )
+        return Task.objects.get(pk=result.body["task"]["id"])
+
+    return post
+
+
+@pytest.fixture
+def contribute(db) -> Callable[..., dict]:
+    def send(by: RegisteredAgent, task: Task, payload: dict | None = None) -> dict:
+        return contribution_submit(
+            agent=by.agent,
+            task_id=task.pk,
+            payload=payload or contribution_payload(),
+            operation_id=str(uuid.uuid4()),
+            door=Door.HTTP,
+        ).body
+
+    return send
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class _ServerThread(threading.Thread):
+    """Cairn's ASGI application under uvicorn, in this process, so it shares the test database
+    and any settings a test overrides."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.port = _free_port()
+        config = uvicorn.Config("cairn.asgi:application", host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+
+    def run(self) -> None:
+        self.server.run()
+
+    def start_and_wait(self) -> None:
+        self.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def _cairn_server(django_db_setup, django_db_blocker) -> Iterator[_ServerThread]:
+    with django_db_blocker.unblock():
+        server = _ServerThread()
+        server.start_and_wait()
+        yield server
+        server.server.should_exit = True
+        server.join(timeout=10)
+
+
+@pytest.fixture
+def live_url(_cairn_server: _ServerThread, transactional_db) -> str:
+    """The base URL of a live Cairn (uvicorn, ASGI) over the test database."""
+    return f"http://127.0.0.1:{_cairn_server.port}"
+
+
+def postgres_only() -> pytest.MarkDecorator:
+    return pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="row locks and concurrent transactions are only meaningful on PostgreSQL",
+    )
