@@ -1,0 +1,116 @@
+"""Caps, uniqueness, replays and evaluation under real concurrent transactions (PostgreSQL)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from agents.models import Door, Operation
+from cairn.errors import Refusal
+from tasks.evaluation import task_evaluate
+from tasks.models import Contribution, Task
+from tasks.services import contribution_submit, task_post
+from tests.conftest import postgres_only
+from tests.factories import contribution_payload, open_task_payload
+
+pytestmark = [postgres_only(), pytest.mark.django_db(transaction=True)]
+
+
+def race(count: int, work: Callable[[int], Any]) -> list[Any]:
+    """Run `work(i)` in `count` threads released at the same instant; return results or exceptions."""
+    barrier = threading.Barrier(count)
+    results: list[Any] = [None] * count
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = work(i)
+        except Exception as exc:  # the outcome of each racer is what the test asserts
+            results[i] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_twelve_contributors_racing_for_three_places(make_agent, post_task):
+    task = post_task(make_agent(), open_task_payload())
+    contributors = [make_agent() for _ in range(12)]
+
+    results = race(
+        12,
+        lambda i: contribution_submit(
+            agent=contributors[i].agent,
+            task_id=task.pk,
+            payload=contribution_payload(),
+            operation_id=str(uuid.uuid4()),
+            door=Door.A2A,
+        ),
+    )
+
+    refusals = [r for r in results if isinstance(r, Refusal)]
+    assert len(refusals) == 9 and {r.code for r in refusals} == {"task_full"}
+    assert Contribution.objects.filter(task=task).count() == 3
+    assert Task.objects.get(pk=task.pk).contributions_count == 3
+
+
+def test_one_agent_posting_six_tasks_at_once_gets_two(make_agent):
+    poster = make_agent()
+    results = race(
+        6,
+        lambda i: task_post(
+            agent=poster.agent, payload=open_task_payload(), operation_id=str(uuid.uuid4()), door=Door.HTTP
+        ),
+    )
+    assert sum(not isinstance(r, Exception) for r in results) == 2
+    assert {r.code for r in results if isinstance(r, Refusal)} == {"daily_cap"}
+    assert Task.objects.filter(poster=poster.agent).count() == 2
+
+
+def test_one_operation_sent_eight_times_at_once_writes_once(make_agent):
+    poster = make_agent()
+    payload = open_task_payload()
+    results = race(
+        8, lambda i: task_post(agent=poster.agent, payload=payload, operation_id="same-op", door=Door.HTTP)
+    )
+    assert not [r for r in results if isinstance(r, Exception)]
+    assert [r.replayed for r in results].count(False) == 1
+    assert len({r.body["task"]["id"] for r in results}) == 1
+    assert Task.objects.count() == 1 and Operation.objects.count() == 1
+
+
+def test_the_same_contribution_sent_eight_times_at_once_is_sealed_once(make_agent, post_task):
+    task = post_task(make_agent(), open_task_payload())
+    contributor = make_agent()
+    payload = contribution_payload()
+    results = race(
+        8,
+        lambda i: contribution_submit(
+            agent=contributor.agent, task_id=task.pk, payload=payload, operation_id="same-message", door=Door.A2A
+        ),
+    )
+    assert not [r for r in results if isinstance(r, Exception)]
+    assert len({r.body["receipt"]["contribution_id"] for r in results}) == 1
+    assert Contribution.objects.count() == 1
+
+
+def test_four_evaluators_on_one_overdue_task_evaluate_once(make_agent, post_task, contribute, time_machine):
+    task = post_task(make_agent(), open_task_payload())
+    contribute(make_agent(), task)
+    contribute(make_agent(), task)
+    time_machine.move_to(task.deadline, tick=True)
+
+    results = race(4, lambda i: task_evaluate(task_id=task.pk))
+
+    assert sorted(results) == [False, False, False, True]
+    assert Task.objects.get(pk=task.pk).outcome == "resolved"

@@ -1,0 +1,126 @@
+"""SPEC §4.3: the fixed rule, its boundaries, exactly once, and no door ever showing an overdue task open."""
+
+from __future__ import annotations
+
+import pytest
+
+from cairn.canonical import canonical_digest
+from tasks.evaluation import decide, task_evaluate, tasks_evaluate_due
+from tasks.models import Outcome, Task
+from tasks.selectors import task_get, task_page, task_view
+from tests.factories import contribution_payload, contribution_report, open_task_payload, open_task_request
+
+
+@pytest.mark.parametrize(
+    "verdicts, min_independent, expected",
+    [
+        ([], 2, (Outcome.UNRESOLVED, None)),
+        (["source_supported"], 2, (Outcome.UNRESOLVED, None)),
+        (["source_supported", "source_supported"], 3, (Outcome.UNRESOLVED, None)),
+        (["source_supported", "source_supported"], 2, (Outcome.RESOLVED, "source_supported")),
+        (["source_unclear"] * 5, 5, (Outcome.RESOLVED, "source_unclear")),
+        (["source_supported", "source_contradicted"], 2, (Outcome.CONTESTED, None)),
+        (["source_supported", "source_supported", "source_unclear"], 2, (Outcome.CONTESTED, None)),
+        (["source_contradicted", "source_supported"], 3, (Outcome.UNRESOLVED, None)),
+    ],
+)
+def test_the_rule_table(verdicts, min_independent, expected):
+    assert decide(verdicts, min_independent) == expected
+
+
+@pytest.fixture
+def task(poster, post_task):
+    return post_task(poster, open_task_payload(open_task_request(min_independent=2, max_contributors=3)))
+
+
+def send(contribute, make_agent, task, verdicts):
+    reports = []
+    for verdict in verdicts:
+        report = contribution_report(verdict=verdict)
+        contribute(make_agent(), task, contribution_payload(report))
+        reports.append(report)
+    return reports
+
+
+def test_agreeing_reports_resolve_and_everything_is_published(task, contribute, make_agent, time_machine):
+    reports = send(contribute, make_agent, task, ["source_supported", "source_supported"])
+    time_machine.move_to(task.deadline, tick=True)
+
+    view = task_view(task_get(task.pk))
+
+    assert (view["state"], view["outcome"], view["verdict"]) == ("evaluated", "resolved", "source_supported")
+    evaluation = view["evaluation"]
+    assert evaluation["schema"] == "cairn.evaluation/0.1" and evaluation["rule"] == "cairn.rules/0.1"
+    assert evaluation["counts"] == {"source_supported": 2, "source_contradicted": 0, "source_unclear": 0}
+    assert evaluation["min_independent"] == 2
+    assert evaluation["evaluated_at"] == view["evaluated_at"]
+    assert [item["report"] for item in evaluation["contributions"]] == reports
+    for item in evaluation["contributions"]:
+        assert item["report_digest"] == canonical_digest(item["report"])
+
+
+def test_differing_reports_are_contested(task, contribute, make_agent, time_machine):
+    send(contribute, make_agent, task, ["source_supported", "source_unclear"])
+    time_machine.move_to(task.deadline, tick=True)
+    task = task_get(task.pk)
+    assert (task.status, task.outcome, task.verdict) == ("completed", "contested", "")
+    assert task_view(task)["verdict"] is None
+
+
+def test_too_few_reports_are_unresolved(task, contribute, make_agent, time_machine):
+    send(contribute, make_agent, task, ["source_supported"])
+    time_machine.move_to(task.deadline, tick=True)
+    task = task_get(task.pk)
+    assert (task.status, task.outcome) == ("failed", "unresolved")
+    assert len(task.evaluation["contributions"]) == 1
+
+
+def test_contributions_are_listed_in_the_order_received(task, contribute, make_agent, time_machine):
+    receipts = [
+        contribute(make_agent(), task, contribution_payload(contribution_report(verdict=v)))["receipt"]
+        for v in ["source_unclear", "source_supported", "source_contradicted"]
+    ]
+    time_machine.move_to(task.deadline, tick=True)
+    listed = task_get(task.pk).evaluation["contributions"]
+    assert [item["contribution_id"] for item in listed] == [r["contribution_id"] for r in receipts]
+    assert [item["received_at"] for item in listed] == [r["received_at"] for r in receipts]
+
+
+def test_nothing_is_evaluated_before_the_deadline(task):
+    assert task_evaluate(task_id=task.pk) is False
+    assert tasks_evaluate_due() == 0
+    assert task_get(task.pk).status == "working"
+
+
+def test_evaluation_happens_once_and_never_changes(task, contribute, make_agent, time_machine):
+    send(contribute, make_agent, task, ["source_supported", "source_supported"])
+    time_machine.move_to(task.deadline, tick=True)
+    assert task_evaluate(task_id=task.pk) is True
+    first = Task.objects.get(pk=task.pk).evaluation
+
+    time_machine.move_to(task.deadline.replace(year=task.deadline.year + 1), tick=True)
+    assert task_evaluate(task_id=task.pk) is False
+    assert tasks_evaluate_due() == 0
+    assert Task.objects.get(pk=task.pk).evaluation == first
+
+
+def test_status_timestamp_is_creation_then_evaluation(task, time_machine):
+    assert task.status_timestamp == task.created_at
+    time_machine.move_to(task.deadline, tick=True)
+    task = task_get(task.pk)
+    assert task.status_timestamp == task.evaluated_at >= task.deadline
+
+
+def test_a_list_never_shows_an_overdue_task_open(task, time_machine):
+    time_machine.move_to(task.deadline, tick=True)
+    page = task_page(statuses=frozenset({"working"}), limit=50, cursor=None, filter_key="t")
+    assert page.tasks == [] and page.total == 0
+    assert Task.objects.get(pk=task.pk).status == "failed"
+
+
+def test_the_sweep_evaluates_every_overdue_task(poster, post_task, make_agent, settings, time_machine):
+    settings.CAIRN_TASKS_PER_AGENT_PER_DAY = settings.CAIRN_OPEN_TASKS_PER_AGENT = 5
+    tasks = [post_task(poster) for _ in range(3)]
+    time_machine.move_to(max(t.deadline for t in tasks), tick=True)
+    assert tasks_evaluate_due() == 3
+    assert set(Task.objects.values_list("status", flat=True)) == {"failed"}
