@@ -22,10 +22,9 @@ migrate: install
 run: migrate
 	@echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: $(PY) manage.py createsuperuser, then /admin/)"
 	@export DEBUG=$${DEBUG:-true}; \
-	trap 'kill 0' INT TERM EXIT; \
-	$(PY) manage.py qcluster & \
-	$(PY) -m uvicorn cairn.asgi:application --host $(HOST) --port $(PORT) --no-access-log & \
-	wait
+	$(PY) manage.py qcluster & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
+	$(PY) -m uvicorn cairn.asgi:application --host $(HOST) --port $(PORT) --no-access-log
 
 test: install
 	$(PY) -m pytest

@@ -97,6 +97,8 @@ def _database(url: str) -> dict:
     return config
 
 
+if not env_str("DATABASE_URL"):
+    VAR_DIR.mkdir(exist_ok=True)
 DATABASES = {"default": _database(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'cairn.sqlite3'}"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
