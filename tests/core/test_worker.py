@@ -26,10 +26,11 @@ def _database_url() -> str:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_running_worker_evaluates_a_task_at_its_deadline(poster, post_task, settings):
+@pytest.mark.parametrize("broker", [{}, {"CAIRN_REDIS_URL": "redis://127.0.0.1:6379/7"}], ids=["orm", "redis"])
+def test_a_running_worker_evaluates_a_task_at_its_deadline(poster, post_task, settings, broker):
     settings.CAIRN_TASK_DEADLINE_MIN_S = 1
     task = post_task(poster, open_task_payload(open_task_request(deadline=deadline_in(2))))
-    env = {**os.environ, "DATABASE_URL": _database_url(), "SECRET_KEY": "cairn-tests-only", "CAIRN_WORKERS": "1"}
+    env = {**os.environ, "DATABASE_URL": _database_url(), "SECRET_KEY": "cairn-tests-only", "CAIRN_WORKERS": "1", **broker}
     worker = subprocess.Popen(
         [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
