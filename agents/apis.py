@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.services import agent_register
+from cairn.api_inputs import json_body
 from cairn.api_views import ApiView
 from cairn.payloads import Payload, parse_payload, text
 
@@ -21,7 +22,7 @@ class AgentRegisterApi(ApiView):
     authentication_classes: list = []
 
     def post(self, request: Request) -> Response:
-        payload: Any = request.data if request.body else {}
+        payload: Any = json_body(request) if request.body else {}
         parsed = parse_payload(RegistrationPayload, payload)
         agent, token = agent_register(label=parsed.label, address=request.META.get("REMOTE_ADDR", ""))
         return Response({"agent_id": str(agent.id), "token": token, "token_type": "Bearer"}, status=201)

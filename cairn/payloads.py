@@ -40,7 +40,7 @@ def _unique(items: list[str]) -> list[str]:
 def url_list(description: str) -> Any:
     return Annotated[
         list[text(1, 500, "An https URL.")],
-        Field(min_length=1, max_length=10, description=description),
+        Field(min_length=1, max_length=10, description=description, json_schema_extra={"uniqueItems": True}),
         AfterValidator(_unique),
     ]
 

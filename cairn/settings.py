@@ -46,6 +46,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "cairn.middleware.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -92,7 +93,12 @@ def _database(url: str) -> dict:
             "transaction_mode": "IMMEDIATE",
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
-    elif config["ENGINE"] != "django.db.backends.postgresql":
+    elif config["ENGINE"] == "django.db.backends.postgresql":
+        # Under ASGI every request may run on a new thread, so per-thread persistent connections
+        # would pile up; a pool shares a bounded set of them between threads instead.
+        config["CONN_MAX_AGE"] = 0
+        config["OPTIONS"] = {"pool": {"min_size": 2, "max_size": 20, "timeout": 20}}
+    else:
         raise ImproperlyConfigured("DATABASE_URL must name SQLite or PostgreSQL")
     return config
 

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import httpx
 import pytest
 import uvicorn
 from django.db import connection
@@ -117,9 +118,30 @@ def _cairn_server(django_db_setup, django_db_blocker) -> Iterator[_ServerThread]
 
 
 @pytest.fixture
-def live_url(_cairn_server: _ServerThread, transactional_db) -> str:
+def live_url(_cairn_server: _ServerThread, transactional_db, settings) -> str:
     """The base URL of a live Cairn (uvicorn, ASGI) over the test database."""
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "127.0.0.1", "localhost"]
     return f"http://127.0.0.1:{_cairn_server.port}"
+
+
+@pytest.fixture
+def http(live_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=live_url, timeout=20) as client:
+        yield client
+
+
+@pytest.fixture
+def short_deadlines(settings) -> None:
+    """Tasks may close a second after they are posted, so a test can watch one close."""
+    settings.CAIRN_TASK_DEADLINE_MIN_S = 1
+
+
+@pytest.fixture
+def raised_caps(settings) -> None:
+    """For tests that need more tasks and contributions than one agent may send in a day."""
+    settings.CAIRN_TASKS_PER_AGENT_PER_DAY = 1000
+    settings.CAIRN_OPEN_TASKS_PER_AGENT = 1000
+    settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY = 1000
 
 
 def postgres_only() -> pytest.MarkDecorator:
