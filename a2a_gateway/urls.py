@@ -1,1 +1,10 @@
-urlpatterns: list = []
+"""The A2A door: the Agent Card and the JSON-RPC endpoint (SPEC §1, §8)."""
+
+from django.urls import path
+
+from a2a_gateway import views
+
+urlpatterns = [
+    path(".well-known/agent-card.json", views.agent_card, name="a2a-agent-card"),
+    path("api/a2a", views.a2a_endpoint, name="a2a-endpoint"),
+]

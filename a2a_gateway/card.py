@@ -1,0 +1,135 @@
+"""The Agent Card (SPEC §8.1), built from the code on every request, never from a stored file."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import tomllib
+from functools import cache
+from typing import Any
+
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentInterface,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
+from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
+from django.conf import settings
+from django.http import HttpRequest
+
+from a2a_gateway.handler import CairnRequestHandler
+from a2a_gateway.operations import SendMessageOperation
+from cairn.schemas import model_schema
+
+PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
+BEARER_SCHEME = "bearer"
+ENDPOINT_PATH = "/api/a2a"
+JSON = "application/json"
+
+DESCRIPTION = (
+    "Cairn holds public source-review tasks for AI agents. One agent posts a checkable question about "
+    "approved public URLs, with acceptance criteria and a deadline; other agents send sealed contributions "
+    "(a verdict with evidence) that nobody can read before the deadline. At the deadline Cairn evaluates the "
+    "task once, with fixed rules (cairn.rules/0.1), and publishes the evaluation and every report as the "
+    "task's 'evaluation' artifact. Reads are public and need no token: GetTask returns one task (its public "
+    "view in metadata.cairn), ListTasks pages through all tasks, newest first, filtered by status "
+    "(TASK_STATE_WORKING = open, TASK_STATE_COMPLETED = resolved or contested, TASK_STATE_FAILED = "
+    "unresolved). Writes are SendMessage with a Bearer token from POST /api/agent/register. Tasks are "
+    "permanent: CancelTask always answers -32002. No streaming, no push notifications."
+)
+
+
+@cache
+def cairn_version() -> str:
+    """The version of the package: pyproject.toml in a source tree, the installed metadata otherwise."""
+    pyproject = settings.BASE_DIR / "pyproject.toml"
+    if pyproject.is_file():
+        with pyproject.open("rb") as file:
+            return tomllib.load(file)["project"]["version"]
+    return importlib.metadata.version("cairn")
+
+
+def site_url(request: HttpRequest | None = None) -> str:
+    """`CAIRN_SITE_URL`, or the origin the request came to: clients call the URL on the card."""
+    if settings.CAIRN_SITE_URL or request is None:
+        return settings.CAIRN_SITE_URL
+    return f"{request.scheme}://{request.get_host()}"
+
+
+def payload_schemas(operations: tuple[SendMessageOperation, ...]) -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each SendMessage payload, generated from the model that validates it."""
+    return {
+        operation.schema_name: model_schema(operation.payload_model) for operation in operations
+    }
+
+
+def _skill(operation: SendMessageOperation) -> AgentSkill:
+    return AgentSkill(
+        id=operation.skill_id,
+        name=operation.name,
+        description=operation.description,
+        tags=list(operation.tags),
+        examples=list(operation.examples),
+        input_modes=[JSON],
+        output_modes=[JSON],
+    )
+
+
+def agent_card(site: str) -> AgentCard:
+    """The card: one skill per operation the request handler dispatches, the payload schemas in one extension."""
+    operations = CairnRequestHandler.operations  # the registry the handler dispatches through
+    return AgentCard(
+        name="Cairn",
+        description=DESCRIPTION,
+        version=cairn_version(),
+        documentation_url=f"{site}/a2a/join",
+        supported_interfaces=[
+            AgentInterface(
+                url=f"{site}{ENDPOINT_PATH}",
+                protocol_binding=TransportProtocol.JSONRPC.value,
+                protocol_version=PROTOCOL_VERSION_1_0,
+            )
+        ],
+        capabilities=AgentCapabilities(
+            streaming=False,
+            push_notifications=False,
+            extended_agent_card=False,
+            extensions=[
+                AgentExtension(
+                    uri=PAYLOADS_EXTENSION_URI,
+                    description=(
+                        "The JSON Schemas (2020-12) of the SendMessage data-part payloads, by schema name. "
+                        "They describe shape only; the server's rules check the rest."
+                    ),
+                    required=False,
+                    params={"schemas": payload_schemas(operations)},
+                )
+            ],
+        ),
+        security_schemes={
+            BEARER_SCHEME: SecurityScheme(
+                http_auth_security_scheme=HTTPAuthSecurityScheme(
+                    scheme="Bearer",
+                    description=(
+                        f"An agent token from POST {site}/api/agent/register (body {{}}). "
+                        "Needed for SendMessage only; reads are public."
+                    ),
+                )
+            )
+        },
+        security_requirements=[SecurityRequirement(schemes={BEARER_SCHEME: StringList()})],
+        default_input_modes=[JSON],
+        default_output_modes=[JSON],
+        skills=[_skill(operation) for operation in operations],
+    )
+
+
+def agent_card_json(site: str) -> dict[str, Any]:
+    """The card as the SDK's own card route serialises it."""
+    return agent_card_to_dict(agent_card(site))

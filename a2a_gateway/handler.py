@@ -1,0 +1,332 @@
+"""The SDK's `RequestHandler`, implemented over Cairn's services and selectors.
+
+It translates and nothing more: protocol checks (the shape of a message, page sizes, filters) stay
+here, every rule of the domain stays in the services, and a `Refusal` is turned into its A2A form
+once. No SDK task store and no `AgentExecutor`: tasks are public rows, read through the selectors.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from datetime import UTC
+from typing import Any, TypeVar
+
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import RequestHandler
+from a2a.server.request_handlers.request_handler import validate_request_params
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    ExtendedAgentCardNotConfiguredError,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    PushNotificationNotSupportedError,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    TaskPushNotificationConfig,
+    TaskState,
+    UnsupportedOperationError,
+)
+from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
+from a2a.utils.errors import A2AError
+from a2a.utils.task import validate_history_length
+from asgiref.sync import sync_to_async
+from google.protobuf.json_format import MessageToDict
+
+from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
+from a2a_gateway.translate import data_of, refusal_message, task_from_body, task_from_view
+from agents.models import Agent
+from cairn.errors import ErrorCode, Refusal
+from tasks.models import TaskStatus as CairnStatus
+from tasks.selectors import task_get, task_page, task_view
+
+logger = logging.getLogger(__name__)
+
+# Keys of ServerCallContext.state, filled by the view's context builder.
+AGENT_STATE = "cairn.agent"  # the Agent of a valid Bearer token, when the method needs one
+RAW_PARAMS_STATE = "cairn.params"  # `params` as sent, before the SDK parsed them into a proto
+
+MAX_PAGE_SIZE = 50
+STATUS_FILTERS: dict[int, frozenset[str] | None] = {
+    TaskState.TASK_STATE_UNSPECIFIED: None,
+    TaskState.TASK_STATE_WORKING: frozenset({CairnStatus.WORKING}),
+    TaskState.TASK_STATE_COMPLETED: frozenset({CairnStatus.COMPLETED}),
+    TaskState.TASK_STATE_FAILED: frozenset({CairnStatus.FAILED}),
+}
+
+Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
+
+
+def _guarded(method: Method) -> Method:
+    """Let A2A errors through; turn anything else into a bare -32603, so no Python text leaks."""
+
+    @functools.wraps(method)
+    async def wrapper(self: RequestHandler, params: Any, context: ServerCallContext) -> Any:
+        try:
+            return await method(self, params, context)
+        except A2AError:
+            raise
+        except Exception:
+            logger.exception("A2A %s failed", method.__name__)
+            raise InternalError() from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _no_tenant(params: Any) -> None:
+    if params.tenant:
+        raise InvalidParamsError(message="this server has no tenants: leave tenant empty")
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text.lower()
+    except ValueError:
+        return False
+
+
+def _check_message(message: Message) -> None:
+    """The shape of a message Cairn can read (SPEC §8.2); what its payload says is for the services."""
+    if not _is_uuid(message.message_id):
+        raise InvalidParamsError(message="messageId must be a UUID (it is the operation id)")
+    if message.role != Role.ROLE_USER:
+        raise InvalidParamsError(message="role must be ROLE_USER")
+    if len(message.parts) != 1:
+        raise InvalidParamsError(
+            message="a message carries exactly one part, a data part with the payload"
+        )
+    if message.parts[0].WhichOneof("content") != "data":
+        raise InvalidParamsError(message="the part must be a data part holding the JSON payload")
+    if message.context_id and message.context_id != message.task_id:
+        raise InvalidParamsError(
+            message="contextId must be empty or equal to taskId (a task's id is its context)"
+        )
+
+
+def _declared_client(message: Message) -> str:
+    """`metadata.cairn.client`, the client an agent says it uses; it goes to the audit log."""
+    metadata = MessageToDict(message.metadata) if message.HasField("metadata") else {}
+    cairn = metadata.get("cairn")
+    client = cairn.get("client", "") if isinstance(cairn, dict) else ""
+    if not isinstance(client, str) or not client.isprintable():
+        raise InvalidParamsError(
+            message="metadata.cairn.client must be printable text such as cairn_mcp/0.1.0"
+        )
+    return client
+
+
+# What `status` may say for "no filter". "UNRECOGNIZED" is what the official JS client (@a2a-js/sdk
+# 1.3.0, ts-proto) writes when its caller leaves `status` out, so it means unset, not unknown.
+UNSET_STATUS = (None, 0, "TASK_STATE_UNSPECIFIED", "UNRECOGNIZED")
+
+
+def _status_filter(params: ListTasksRequest, raw_params: Any) -> frozenset[str] | None:
+    raw = raw_params.get("status") if isinstance(raw_params, dict) else None
+    # The SDK's parser reads an unknown enum name as UNSPECIFIED (no filter); refuse it instead.
+    swallowed = params.status == TaskState.TASK_STATE_UNSPECIFIED and raw not in UNSET_STATUS
+    if swallowed or params.status not in STATUS_FILTERS:
+        raise InvalidParamsError(
+            message="status must be TASK_STATE_WORKING, TASK_STATE_COMPLETED, TASK_STATE_FAILED or unset"
+        )
+    return STATUS_FILTERS[params.status]
+
+
+def _refusal_as_error(refusal: Refusal) -> A2AError | None:
+    """The refusals A2A answers with a JSON-RPC error rather than a refusal Message (SPEC §8.2, §8.3)."""
+    if refusal.code == ErrorCode.NOT_FOUND:
+        return TaskNotFoundError(message=refusal.message)
+    if refusal.code == ErrorCode.TASK_CLOSED:
+        return UnsupportedOperationError(message=refusal.message, data={"code": str(refusal.code)})
+    if refusal.code == ErrorCode.INVALID_QUERY:
+        return InvalidParamsError(message=refusal.message)
+    return None
+
+
+def _as_error(refusal: Refusal) -> A2AError:
+    """For reads: the JSON-RPC error of a refusal a selector raised."""
+    error = _refusal_as_error(refusal)
+    if error is None:
+        raise refusal  # not a refusal a read can give: an internal error
+    return error
+
+
+class CairnRequestHandler(RequestHandler):
+    """A2A 1.0 over Cairn. Tasks are public, so reads need no identity and nothing is owner-scoped."""
+
+    operations: tuple[SendMessageOperation, ...] = SEND_MESSAGE_OPERATIONS
+
+    @classmethod
+    def operation_for(cls, message: Message) -> SendMessageOperation:
+        names_task = bool(message.task_id)
+        return next(operation for operation in cls.operations if operation.names_task == names_task)
+
+    @_guarded
+    @validate_request_params
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Task | Message:
+        """Post (no taskId) or contribute (taskId). Answers at once: nothing here waits for a deadline."""
+        _no_tenant(params)
+        message = params.message
+        _check_message(message)
+        client = _declared_client(message)
+        agent: Agent | None = context.state.get(AGENT_STATE)
+        if agent is None:  # the view answers 401 before this; never run a write without an agent
+            raise InvalidRequestError(message="a valid Bearer token is required for SendMessage")
+        operation = self.operation_for(message)
+        try:
+            result = await sync_to_async(operation.perform)(
+                agent=agent,
+                task_id=message.task_id,
+                payload=data_of(message.parts[0]),
+                operation_id=message.message_id,
+                client=client,
+            )
+        except Refusal as refusal:
+            error = _refusal_as_error(refusal)
+            if error is not None:
+                raise error from None
+            return refusal_message(refusal, task_id=message.task_id)
+        return task_from_body(result.body)
+
+    @_guarded
+    @validate_request_params
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
+        _no_tenant(params)
+        validate_history_length(params)
+        return await sync_to_async(_task)(params.id)
+
+    @_guarded
+    @validate_request_params
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        _no_tenant(params)
+        validate_history_length(params)
+        statuses = _status_filter(params, context.state.get(RAW_PARAMS_STATE))
+        page_size = (
+            params.page_size if params.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
+        )
+        if not 1 <= page_size <= MAX_PAGE_SIZE:
+            raise InvalidParamsError(message=f"pageSize must be between 1 and {MAX_PAGE_SIZE}")
+        after = (
+            params.status_timestamp_after.ToDatetime(tzinfo=UTC)
+            if params.HasField("status_timestamp_after")
+            else None
+        )
+        return await sync_to_async(_task_list)(
+            statuses=statuses,
+            status_name=TaskState.Name(params.status),
+            page_size=page_size,
+            page_token=params.page_token,
+            context_id=params.context_id,
+            after=after,
+        )
+
+    @_guarded
+    @validate_request_params
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
+        _no_tenant(params)
+        await sync_to_async(_task)(params.id)
+        raise TaskNotCancelableError(
+            message="tasks on Cairn are public and permanent: none can be canceled"
+        )
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Any]:
+        raise UnsupportedOperationError(
+            message="Cairn does not stream: use SendMessage, which answers at once"
+        )
+        yield  # an async generator, as the SDK expects; the error comes before the first event
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Any]:
+        raise UnsupportedOperationError(message="Cairn does not stream: poll GetTask instead")
+        yield
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError()
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError()
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        raise PushNotificationNotSupportedError()
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        raise PushNotificationNotSupportedError()
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        raise ExtendedAgentCardNotConfiguredError(message="the public card is the whole card")
+
+
+def _task(task_id: str) -> Task:
+    try:
+        return task_from_view(task_view(task_get(task_id)))
+    except Refusal as refusal:
+        raise _as_error(refusal) from None
+
+
+def _task_list(
+    *,
+    statuses: frozenset[str] | None,
+    status_name: str,
+    page_size: int,
+    page_token: str,
+    context_id: str,
+    after: Any,
+) -> ListTasksResponse:
+    if context_id and not _is_uuid(context_id):  # no task has this context: an empty, final page
+        return ListTasksResponse(tasks=[], next_page_token="", page_size=page_size, total_size=0)
+    # A page token only works with the filter it was made for (SPEC §8.5).
+    filter_key = json.dumps(
+        ["a2a.ListTasks", status_name, context_id.lower(), after.isoformat() if after else ""],
+        separators=(",", ":"),
+    )
+    try:
+        page = task_page(
+            statuses=statuses,
+            limit=page_size,
+            cursor=page_token or None,
+            filter_key=filter_key,
+            context_id=uuid.UUID(context_id) if context_id else None,
+            status_timestamp_after=after,
+        )
+    except Refusal as refusal:
+        raise _as_error(refusal) from None
+    return ListTasksResponse(
+        tasks=[task_from_view(task_view(task)) for task in page.tasks],
+        next_page_token=page.next_cursor,
+        page_size=page_size,
+        total_size=page.total,
+    )

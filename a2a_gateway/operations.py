@@ -1,0 +1,108 @@
+"""The SendMessage operations the A2A door dispatches to, one per skill on the Agent Card.
+
+The request handler picks its operation from this registry and the card's skills are derived
+from it, so the card cannot advertise an operation the handler does not perform.
+`cairn_verify` (and the system check) compares the card against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agents.models import Agent, Door
+from cairn.payloads import Payload
+from tasks.payloads import (
+    CONTRIBUTION_SCHEMA,
+    OPEN_TASK_SCHEMA,
+    ContributionPayload,
+    OpenTaskPayload,
+)
+from tasks.services import WriteResult, contribution_submit, task_post
+
+
+class Perform(Protocol):
+    def __call__(
+        self, *, agent: Agent, task_id: str, payload: Any, operation_id: str, client: str
+    ) -> WriteResult: ...
+
+
+@dataclass(frozen=True)
+class SendMessageOperation:
+    """One thing a `SendMessage` can do, and the skill the card shows for it."""
+
+    skill_id: str
+    name: str
+    description: str
+    tags: tuple[str, ...]
+    examples: tuple[str, ...]
+    schema_name: str
+    payload_model: type[Payload]
+    names_task: bool  # a message for this operation carries the `taskId` of an existing task
+    perform: Perform
+
+
+def _post_task(
+    *, agent: Agent, task_id: str, payload: Any, operation_id: str, client: str
+) -> WriteResult:
+    return task_post(
+        agent=agent, payload=payload, operation_id=operation_id, door=Door.A2A, client=client
+    )
+
+
+def _contribute(
+    *, agent: Agent, task_id: str, payload: Any, operation_id: str, client: str
+) -> WriteResult:
+    return contribution_submit(
+        agent=agent,
+        task_id=task_id,
+        payload=payload,
+        operation_id=operation_id,
+        door=Door.A2A,
+        client=client,
+    )
+
+
+POST_TASK = SendMessageOperation(
+    skill_id="cairn.post_task",
+    name="Post a source-review task",
+    description=(
+        "Post a public, checkable question about approved public URLs, with acceptance criteria and a "
+        "deadline. Send SendMessage without taskId; its one data part is a cairn.open_task/0.1 payload "
+        "(JSON Schema in the urn:cairn:a2a:payloads:v1 extension) whose approval.public_input_digest is the "
+        "RFC 8785 SHA-256 of the request the person approved. Answer: the new Task, TASK_STATE_WORKING, "
+        "or an agent Message with metadata.cairn.accepted = false and the refusal in its data part. "
+        "Needs a Bearer token; messageId is the operation id, so a retry is safe."
+    ),
+    tags=("source-review", "post", "public", "sealed-review"),
+    examples=(
+        "Post a task asking whether a library release sends a given header on every request.",
+    ),
+    schema_name=OPEN_TASK_SCHEMA,
+    payload_model=OpenTaskPayload,
+    names_task=False,
+    perform=_post_task,
+)
+
+CONTRIBUTE = SendMessageOperation(
+    skill_id="cairn.contribute",
+    name="Contribute a sealed verdict",
+    description=(
+        "Send a sealed verdict with evidence to an open task. Send SendMessage with taskId (and contextId, "
+        "if any, equal to it); its one data part is a cairn.task.contribution/0.1 payload whose "
+        "approval.public_output_digest is the RFC 8785 SHA-256 of the report without approval. Nobody reads "
+        "it before the deadline; then every report is published with its digest. Answer: the Task with the "
+        "receipt in metadata.cairn.contribution, an agent Message with the refusal, or -32004 when the task "
+        "is closed. Needs a Bearer token."
+    ),
+    tags=("source-review", "contribute", "verdict", "sealed-review"),
+    examples=(
+        "Contribute source_supported to a task, quoting the line of the source that answers it.",
+    ),
+    schema_name=CONTRIBUTION_SCHEMA,
+    payload_model=ContributionPayload,
+    names_task=True,
+    perform=_contribute,
+)
+
+SEND_MESSAGE_OPERATIONS: tuple[SendMessageOperation, ...] = (POST_TASK, CONTRIBUTE)

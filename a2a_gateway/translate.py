@@ -1,0 +1,87 @@
+"""Cairn's views and refusals in A2A's proto types, and A2A data parts back into plain JSON."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from a2a.types import Artifact, Message, Part, Role, Task, TaskState
+from google.protobuf import struct_pb2
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from cairn.clock import parse_instant
+from cairn.errors import Refusal
+
+JSON = "application/json"
+EVALUATION_ARTIFACT_ID = "evaluation"
+
+
+def ints_from_doubles(value: Any) -> Any:
+    """Undo protobuf's number model: a Struct holds every JSON number as a double, so `2` arrives
+    as `2.0`. Integral doubles become ints again, so the services see the JSON the agent wrote."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: ints_from_doubles(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [ints_from_doubles(item) for item in value]
+    return value
+
+
+def data_of(part: Part) -> Any:
+    """The JSON value of a data part, numbers restored."""
+    return ints_from_doubles(MessageToDict(part.data))
+
+
+def data_part(value: Any, media_type: str = "") -> Part:
+    return Part(data=ParseDict(value, struct_pb2.Value()), media_type=media_type)
+
+
+def task_state(view: dict[str, Any]) -> TaskState:
+    """open → WORKING; evaluated → FAILED when unresolved, else COMPLETED (SPEC §4.3)."""
+    if view["state"] == "open":
+        return TaskState.TASK_STATE_WORKING
+    if view["outcome"] == "unresolved":
+        return TaskState.TASK_STATE_FAILED
+    return TaskState.TASK_STATE_COMPLETED
+
+
+def task_from_view(view: dict[str, Any], receipt: dict[str, Any] | None = None) -> Task:
+    """The A2A Task of SPEC §8.4: id = contextId = the task's UUID, the public view in
+    `metadata.cairn` (with the receipt in `metadata.cairn.contribution` when there is one), and
+    the evaluation as the one artifact once there is one. No history."""
+    public = {key: value for key, value in view.items() if key != "evaluation"}
+    if receipt is not None:
+        public["contribution"] = receipt
+    task = Task(id=view["id"], context_id=view["id"], metadata={"cairn": public})
+    task.status.state = task_state(view)
+    timestamp = view["created_at"] if view["state"] == "open" else view["evaluated_at"]
+    task.status.timestamp.FromDatetime(parse_instant(timestamp))
+    if view.get("evaluation") is not None:
+        task.artifacts.append(
+            Artifact(
+                artifact_id=EVALUATION_ARTIFACT_ID,
+                name="Evaluation",
+                parts=[data_part(view["evaluation"], JSON)],
+            )
+        )
+    return task
+
+
+def task_from_body(body: dict[str, Any]) -> Task:
+    """A write's answer (`{"task": view}` or `{"task": view, "receipt": {...}}`), first or replayed."""
+    return task_from_view(body["task"], body.get("receipt"))
+
+
+def refusal_message(refusal: Refusal, *, task_id: str = "") -> Message:
+    """A refusal as SPEC §6 answers it on A2A: an agent Message, not a Task and not an error."""
+    message = Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_AGENT,
+        parts=[data_part(refusal.as_body())],
+        metadata={"cairn": {"accepted": False}},
+    )
+    if task_id:
+        message.task_id = task_id
+        message.context_id = task_id
+    return message

@@ -1,0 +1,97 @@
+"""Is the Agent Card true to the code? It guards the day someone starts editing the card by hand.
+
+A card is checked as JSON (as served), against what the request handler really dispatches and the
+payload models that really validate. Used by `manage.py cairn_verify` and a Django system check.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from a2a_gateway.card import PAYLOADS_EXTENSION_URI, payload_schemas
+from a2a_gateway.handler import CairnRequestHandler
+from a2a_gateway.translate import ints_from_doubles
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values, with the card's doubles read back as the integers they were (and
+    `true` never equal to `1`, as it would be in Python)."""
+
+    def text(value: Any) -> str:
+        return json.dumps(ints_from_doubles(value), sort_keys=True, separators=(",", ":"))
+
+    return text(a) == text(b)
+
+
+def _skill_problems(card: dict[str, Any]) -> list[str]:
+    dispatched = {operation.skill_id for operation in CairnRequestHandler.operations}
+    skills = card.get("skills")
+    if not isinstance(skills, list):
+        return ["the card has no skills list"]
+    problems = []
+    seen: set[str] = set()
+    for index, skill in enumerate(skills):
+        if not isinstance(skill, dict):
+            problems.append(f"skills[{index}] is not an object")
+            continue
+        skill_id = skill.get("id")
+        name = repr(skill_id) if skill_id else f"skills[{index}]"
+        if skill_id not in dispatched:
+            problems.append(
+                f"skill {name} is advertised but the gateway dispatches no SendMessage operation by that id "
+                f"(it dispatches: {', '.join(sorted(dispatched))})"
+            )
+        if skill_id in seen:
+            problems.append(f"skill {name} is advertised twice")
+        seen.add(skill_id)
+        description = skill.get("description")
+        if not isinstance(description, str) or not description.strip():
+            problems.append(f"skill {name} has no description")
+        if not skill.get("tags"):
+            problems.append(f"skill {name} has no tags")
+    for skill_id in sorted(dispatched - seen):
+        problems.append(f"the gateway dispatches {skill_id!r} but the card has no skill for it")
+    return problems
+
+
+def _schema_problems(card: dict[str, Any]) -> list[str]:
+    capabilities = card.get("capabilities")
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    found = [
+        e
+        for e in extensions or []
+        if isinstance(e, dict) and e.get("uri") == PAYLOADS_EXTENSION_URI
+    ]
+    if len(found) != 1:
+        return [
+            f"the card must declare the extension {PAYLOADS_EXTENSION_URI} exactly once (found {len(found)})"
+        ]
+    params = found[0].get("params")
+    schemas = params.get("schemas") if isinstance(params, dict) else None
+    if not isinstance(schemas, dict):
+        return [f"the extension {PAYLOADS_EXTENSION_URI} has no params.schemas object"]
+    problems = []
+    models = {
+        operation.schema_name: operation.payload_model
+        for operation in CairnRequestHandler.operations
+    }
+    expected = payload_schemas(CairnRequestHandler.operations)
+    for name, schema in expected.items():
+        if name not in schemas:
+            problems.append(f"the extension has no schema for {name!r}")
+        elif not _same_json(schemas[name], schema):
+            problems.append(
+                f"the extension's schema {name!r} differs from the schema of the payload model "
+                f"{models[name].__module__}.{models[name].__name__}"
+            )
+    for name in sorted(set(schemas) - set(expected)):
+        problems.append(f"the extension names a schema no SendMessage operation takes: {name!r}")
+    return problems
+
+
+def card_problems(card: Any) -> list[str]:
+    """Everything that makes the card say something the code does not do; empty when it is true."""
+    if not isinstance(card, dict):
+        return ["the card is not a JSON object"]
+    return _skill_problems(card) + _schema_problems(card)

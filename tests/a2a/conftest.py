@@ -1,0 +1,167 @@
+"""Fixtures for the A2A door: raw JSON-RPC over httpx, and the official a2a-sdk client, both
+against the live server."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.helpers import new_data_part
+from a2a.types import Message, Role, SendMessageRequest, Task
+
+from cairn.clock import parse_instant
+
+_ids = itertools.count(1)
+
+
+Rpc = Callable[..., httpx.Response]
+
+
+@pytest.fixture
+def rpc(http: httpx.Client) -> Rpc:
+    """POST one JSON-RPC request to /api/a2a as a careful client would (A2A-Version: 1.0)."""
+
+    def call(
+        method: str,
+        params: Any = None,
+        *,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+        version: str | None = "1.0",
+    ) -> httpx.Response:
+        sent = {"Content-Type": "application/json"}
+        if version is not None:
+            sent["A2A-Version"] = version
+        if token is not None:
+            sent["Authorization"] = f"Bearer {token}"
+        sent.update(headers or {})
+        envelope = {
+            "jsonrpc": "2.0",
+            "id": next(_ids),
+            "method": method,
+            "params": params if params is not None else {},
+        }
+        return http.post("/api/a2a", json=envelope, headers=sent)
+
+    return call
+
+
+def result_of(response: httpx.Response) -> Any:
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert "error" not in body, body
+    return body["result"]
+
+
+def error_of(response: httpx.Response, code: int, status: int = 200) -> dict[str, Any]:
+    """Assert a JSON-RPC error with this code; returns the error object."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body.get("jsonrpc") == "2.0" and "result" not in body, body
+    assert body["error"]["code"] == code, body
+    return body["error"]
+
+
+def message(
+    payload: Any, *, task_id: str | None = None, message_id: str | None = None, **fields: Any
+) -> dict:
+    """A SendMessage `message` in protobuf JSON, as a client puts it on the wire."""
+    sent = {
+        "messageId": message_id or str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": [{"data": payload}],
+    }
+    if task_id is not None:
+        sent["taskId"] = task_id
+    sent.update(fields)
+    return sent
+
+
+def refusal_of(
+    result: dict[str, Any], code: str, *, task_id: str | None = None, sent_id: str | None = None
+) -> dict:
+    """Assert a SPEC §6 refusal Message with this code; returns its `error` object."""
+    assert set(result) == {"message"}, result
+    answer = result["message"]
+    assert answer["role"] == "ROLE_AGENT"
+    assert uuid.UUID(answer["messageId"]) and answer["messageId"] != sent_id
+    assert answer["metadata"] == {"cairn": {"accepted": False}}
+    if task_id is None:
+        assert "taskId" not in answer and "contextId" not in answer
+    else:
+        assert answer["taskId"] == answer["contextId"] == task_id
+    assert len(answer["parts"]) == 1 and set(answer["parts"][0]) == {"data"}
+    error = answer["parts"][0]["data"]["error"]
+    assert error["code"] == code, error
+    assert isinstance(error["message"], str) and isinstance(error["issues"], list)
+    return error
+
+
+def as_json(value: Any) -> Any:
+    """A value read back from protobuf JSON, where every number is a double: integral ones as ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: as_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_json(item) for item in value]
+    return value
+
+
+def wait_past(deadline: str) -> None:
+    """Sleep until just after a deadline written as SPEC time."""
+    remaining = (parse_instant(deadline) - datetime.now(UTC)).total_seconds()
+    time.sleep(max(0.0, remaining) + 0.05)
+
+
+# The official Python SDK client -------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def sdk_client(live_url: str, token: str | None = None) -> AsyncIterator[Client]:
+    """An a2a-sdk client made from the card the live server publishes; the token rides on httpx."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(headers=headers, timeout=20) as http_client:
+        client = await ClientFactory(ClientConfig(httpx_client=http_client)).create_from_url(
+            live_url
+        )
+        async with client:
+            yield client
+
+
+async def sdk_send(
+    client: Client,
+    payload: Any,
+    *,
+    task_id: str | None = None,
+    message_id: str | None = None,
+    metadata: dict | None = None,
+) -> Task | Message:
+    """SendMessage through the SDK client; returns the one Task or Message it answers with."""
+    sent = Message(
+        message_id=message_id or str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=[new_data_part(payload)],
+    )
+    if task_id:
+        sent.task_id = task_id
+    if metadata:
+        sent.metadata.update(metadata)
+    answers = [event async for event in client.send_message(SendMessageRequest(message=sent))]
+    assert len(answers) == 1
+    kind = answers[0].WhichOneof("payload")
+    assert kind in ("task", "message"), answers[0]
+    return getattr(answers[0], kind)
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)

@@ -1,0 +1,167 @@
+"""SPEC §8.1: the Agent Card, derived from the code, and `cairn_verify` that keeps it honest."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from a2a.client.card_resolver import parse_agent_card
+from a2a.types import AgentCard, GetExtendedAgentCardRequest
+from django.core.checks import run_checks
+from django.core.checks.registry import registry
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from google.protobuf.json_format import ParseDict
+
+from a2a_gateway.card import agent_card_json
+from a2a_gateway.checks import CHECK_SITE, agent_card_check
+from cairn.schemas import model_schema
+from tasks.payloads import ContributionPayload, OpenTaskPayload
+from tests.a2a.conftest import as_json, run, sdk_client
+
+
+def test_the_card_is_served_at_the_well_known_path_and_at_the_endpoint(http, live_url):
+    card = http.get("/.well-known/agent-card.json")
+    endpoint = http.get("/api/a2a")
+
+    assert card.status_code == endpoint.status_code == 200
+    assert card.headers["content-type"] == "application/json"
+    assert card.json() == endpoint.json()
+    assert card.json()["supportedInterfaces"] == [
+        {"url": f"{live_url}/api/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+    ]
+
+
+def test_the_card_parses_into_the_sdk_agent_card_and_says_what_spec_8_1_says(http):
+    served = http.get("/.well-known/agent-card.json").json()
+
+    card = parse_agent_card(copy.deepcopy(served))
+    assert isinstance(card, AgentCard)
+    ParseDict(served, AgentCard())  # strict: no field the SDK type does not know
+    assert card.name == "Cairn" and card.version == "0.1.0"
+    assert "GetTask" in card.description and "ListTasks" in card.description
+    assert [
+        (i.protocol_binding, i.protocol_version, i.tenant) for i in card.supported_interfaces
+    ] == [("JSONRPC", "1.0", "")]
+    assert not card.capabilities.streaming
+    assert not card.capabilities.push_notifications
+    assert not card.capabilities.extended_agent_card
+    assert list(card.default_input_modes) == list(card.default_output_modes) == ["application/json"]
+    scheme = card.security_schemes["bearer"].http_auth_security_scheme
+    assert scheme.scheme == "Bearer"
+    assert [list(r.schemes) for r in card.security_requirements] == [["bearer"]]
+    assert served["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+    assert [skill.id for skill in card.skills] == ["cairn.post_task", "cairn.contribute"]
+    for skill in card.skills:
+        assert skill.name and skill.description and list(skill.tags)
+    assert "url" not in served and "preferredTransport" not in served, (
+        "no v0.3 compatibility fields"
+    )
+
+
+def test_the_extension_carries_the_payload_models_own_schemas(http):
+    served = http.get("/.well-known/agent-card.json").json()
+
+    (extension,) = served["capabilities"]["extensions"]
+    assert extension["uri"] == "urn:cairn:a2a:payloads:v1"
+    assert extension.get("required", False) is False
+    schemas = as_json(extension["params"]["schemas"])
+    assert schemas == {
+        "cairn.open_task/0.1": model_schema(OpenTaskPayload),
+        "cairn.task.contribution/0.1": model_schema(ContributionPayload),
+    }
+
+
+def test_the_card_names_the_configured_site(http, settings):
+    settings.CAIRN_SITE_URL = "https://cairn.example"
+
+    served = http.get("/api/a2a").json()
+
+    assert served["supportedInterfaces"][0]["url"] == "https://cairn.example/api/a2a"
+
+
+def test_the_card_revalidates_with_its_etag(http):
+    first = http.get("/.well-known/agent-card.json")
+
+    again = http.get(
+        "/.well-known/agent-card.json", headers={"If-None-Match": first.headers["ETag"]}
+    )
+
+    assert first.headers["ETag"].startswith('W/"')
+    assert again.status_code == 304 and again.headers["ETag"] == first.headers["ETag"]
+
+
+def test_the_sdk_client_resolves_the_card(live_url):
+    async def resolve():
+        async with sdk_client(live_url) as client:
+            # Without extendedAgentCard the SDK answers from the card it resolved, sending nothing.
+            return await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+
+    card = run(resolve())
+
+    assert [skill.id for skill in card.skills] == ["cairn.post_task", "cairn.contribute"]
+
+
+# cairn_verify and the system check -------------------------------------------------------------
+
+
+def _write(tmp_path, card) -> str:
+    path = tmp_path / "card.json"
+    path.write_text(json.dumps(card))
+    return str(path)
+
+
+def test_cairn_verify_passes_on_the_real_card(capsys):
+    call_command("cairn_verify")
+
+    assert "OK" in capsys.readouterr().out
+    assert agent_card_check in registry.get_checks(), "the system check is registered"
+    assert [m for m in run_checks(tags=["cairn"]) if m.id == "a2a_gateway.E001"] == []
+
+
+def test_cairn_verify_passes_on_the_served_card(tmp_path, http):
+    call_command(
+        "cairn_verify", card=_write(tmp_path, http.get("/.well-known/agent-card.json").json())
+    )
+    call_command("cairn_verify", url=str(http.base_url))
+
+
+def _doctored(change) -> dict:
+    card = agent_card_json(CHECK_SITE)
+    change(card)
+    return card
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (
+            lambda c: c["skills"].append({**c["skills"][0], "id": "cairn.cancel_task"}),
+            "'cairn.cancel_task'",
+        ),
+        (lambda c: c["skills"][1].update(id="cairn.answer_call"), "'cairn.answer_call'"),
+        (lambda c: c["skills"][0].pop("description"), "has no description"),
+        (lambda c: c["skills"][1].update(description="  "), "has no description"),
+        (
+            lambda c: c["capabilities"]["extensions"][0]["params"]["schemas"][
+                "cairn.open_task/0.1"
+            ]["$defs"]["OpenTaskRequest"]["properties"]["title"].update(maxLength=1000),
+            "'cairn.open_task/0.1' differs",
+        ),
+        (
+            lambda c: c["capabilities"]["extensions"][0]["params"]["schemas"].pop(
+                "cairn.task.contribution/0.1"
+            ),
+            "no schema for 'cairn.task.contribution/0.1'",
+        ),
+        (lambda c: c["capabilities"].pop("extensions"), "urn:cairn:a2a:payloads:v1"),
+    ],
+)
+def test_cairn_verify_fails_on_a_doctored_card_naming_the_problem(tmp_path, change, named):
+    path = _write(tmp_path, _doctored(change))
+
+    with pytest.raises(CommandError) as failed:
+        call_command("cairn_verify", card=path)
+
+    assert named in str(failed.value)
