@@ -1,0 +1,114 @@
+"""What the plain HTTP routes read from a request besides the token: query, JSON body, Idempotency-Key.
+
+Each helper refuses with the SPEC §6 code for its part of the wire (400 `invalid_query`,
+400 `invalid_json`, 413 `payload_too_large`); none of them judges a payload — the services do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
+from tasks.services import WriteResult
+
+PAGE_KEYS = ("mode", "limit", "cursor")
+DEFAULT_MODE = "all"
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 50
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+_IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,200}")
+_DIGITS = re.compile(r"[0-9]{1,3}")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    mode: str
+    limit: int
+    cursor: str | None
+
+
+def _query_issues(request: Request, allowed: Collection[str]) -> list[Issue]:
+    issues = []
+    for key in request.query_params:
+        if key not in allowed:
+            expected = ", ".join(allowed) if allowed else "none"
+            message = f"unknown query parameter (this route takes: {expected})"
+            issues.append(Issue(key, ErrorCode.INVALID_QUERY, message))
+        elif len(request.query_params.getlist(key)) > 1:
+            issues.append(Issue(key, ErrorCode.INVALID_QUERY, "given more than once"))
+    return issues
+
+
+def query_none(request: Request) -> None:
+    """Refuse any query parameter: a typo should not be silently ignored."""
+    refuse_if(_query_issues(request, ()))
+
+
+def query_page(request: Request, *, modes: Collection[str]) -> PageQuery:
+    """`mode` (one of `modes`, default `all`), `limit` (1..50, default 50) and an optional `cursor`."""
+    issues = _query_issues(request, PAGE_KEYS)
+    params = request.query_params
+    mode = params.get("mode", DEFAULT_MODE)
+    if mode not in modes:
+        issues.append(Issue("mode", ErrorCode.INVALID_QUERY, f"must be one of: {', '.join(modes)}"))
+    raw_limit = params.get("limit", str(DEFAULT_LIMIT))
+    limit = int(raw_limit) if _DIGITS.fullmatch(raw_limit) else 0
+    if not 1 <= limit <= MAX_LIMIT:
+        issues.append(Issue("limit", ErrorCode.INVALID_QUERY, f"must be a whole number from 1 to {MAX_LIMIT}"))
+    refuse_if(issues)
+    return PageQuery(mode=mode, limit=limit, cursor=params.get("cursor") or None)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def json_body(request: Request) -> Any:
+    """The body parsed as JSON, whatever its Content-Type claims; any JSON value is returned as is
+    (a payload that is not an object is the service's to refuse, with `invalid_payload`)."""
+    try:
+        raw = request.body
+    except RequestDataTooBig:  # a chunked body has no Content-Length for ApiView to check first
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raise Refusal(ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {limit // 1024} KiB") from None
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        if _SURROGATE_ESCAPE.search(raw):
+            # "\ud800" alone is valid JSON syntax but no Unicode text: nothing could store or hash it.
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeError, ValueError, RecursionError):
+        raise Refusal(ErrorCode.INVALID_JSON, "the body is not valid JSON (UTF-8)") from None
+    return value
+
+
+def operation_id(request: Request) -> str:
+    """The write's operation id: the `Idempotency-Key` header, scoped to the agent by the services;
+    without one, a fresh UUID, so a retry is a new write."""
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return str(uuid.uuid4())
+    if not _IDEMPOTENCY_KEY.fullmatch(key):
+        message = "must be 1 to 200 printable ASCII characters"
+        issue = Issue(IDEMPOTENCY_HEADER, ErrorCode.INVALID_QUERY, message)
+        raise Refusal(ErrorCode.INVALID_QUERY, f"{IDEMPOTENCY_HEADER} {message}", [issue])
+    return key
+
+
+def write_response(result: WriteResult) -> Response:
+    """201 with the body; a replay answers the first body again, marked as such."""
+    response = Response(result.body, status=201)
+    if result.replayed:
+        response[REPLAYED_HEADER] = "true"
+    return response

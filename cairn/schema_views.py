@@ -1,0 +1,365 @@
+"""The published JSON Schemas (SPEC §12) and the OpenAPI description of the plain HTTP routes.
+
+Both are generated from the pydantic models that validate the payloads and describe the views, and
+the OpenAPI refusals from the one code → status table, so neither can drift from what the server does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_safe
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, models_json_schema
+from pydantic_core import core_schema
+
+from agents.apis import RegistrationPayload
+from cairn.api_errors import STATUS_BY_CODE
+from cairn.api_inputs import DEFAULT_LIMIT, DEFAULT_MODE, IDEMPOTENCY_HEADER, MAX_LIMIT, REPLAYED_HEADER
+from cairn.errors import ErrorCode
+from cairn.schemas import DIALECT, model_schema
+from calls.payloads import CallResponsePayload
+from calls.selectors import CALL_MODES
+from calls.view_models import CallAnswerResult, CallDetailView, CallView
+from tasks.apis import TASK_MODES
+from tasks.payloads import ContributionPayload, OpenTaskPayload
+from tasks.view_models import ContributionReport, Receipt, TaskView
+
+SCHEMA_PATH = "/schemas/a2a/"
+PUBLISHED_SCHEMAS: dict[str, type[BaseModel]] = {
+    "open-task.json": TaskView,
+    "open-task-create.json": OpenTaskPayload,
+    "task-contribution.json": ContributionPayload,
+    "call-response.json": CallResponsePayload,
+}
+OPENAPI_VERSION = "3.1.0"
+API_VERSION = "0.1"
+
+
+def site_origin(request: HttpRequest) -> str:
+    """`CAIRN_SITE_URL`, or the origin the request came to when it is unset."""
+    return settings.CAIRN_SITE_URL or f"{request.scheme}://{request.get_host()}"
+
+
+def published_schema(name: str, *, origin: str) -> dict[str, Any]:
+    """One of the `/schemas/a2a/*.json` documents, its `$id` its own absolute URL."""
+    return model_schema(PUBLISHED_SCHEMAS[name], schema_id=f"{origin}{SCHEMA_PATH}{name}")
+
+
+@require_safe
+def schema_document(request: HttpRequest, name: str) -> JsonResponse:
+    return JsonResponse(
+        published_schema(name, origin=site_origin(request)),
+        content_type="application/schema+json",
+        json_dumps_params={"indent": 2},
+    )
+
+
+# --- OpenAPI ---------------------------------------------------------------------------------------
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def _page(key: str, item: str) -> dict[str, Any]:
+    return _object(
+        {
+            key: {"type": "array", "items": _ref(item)},
+            "next_cursor": {
+                "type": ["string", "null"],
+                "description": "Pass as `cursor` for the next page (same `mode`); null on the last page.",
+            },
+        }
+    )
+
+
+_REFUSAL = _object(
+    {
+        "error": _object(
+            {
+                "code": {"type": "string", "enum": [str(code) for code in ErrorCode]},
+                "message": {"type": "string", "description": "For people; branch on `code`, not on this."},
+                "issues": {
+                    "type": "array",
+                    "description": "Every problem found at the first failing stage.",
+                    "items": _object(
+                        {
+                            "path": {"type": "string", "description": 'A JSON path into the payload; "" for all.'},
+                            "code": {"type": "string", "enum": [str(code) for code in ErrorCode]},
+                            "message": {"type": "string"},
+                        }
+                    ),
+                },
+            }
+        )
+    }
+)
+
+# Response shapes that are plain wrappers around the view models.
+_WRAPPERS: dict[str, dict[str, Any]] = {
+    "Refusal": _REFUSAL,
+    "TaskList": _page("tasks", "TaskView"),
+    "CallList": _page("calls", "CallView"),
+    "TaskPosted": _object({"task": _ref("TaskView")}),
+    "ContributionAccepted": _object({"task": _ref("TaskView"), "receipt": _ref("Receipt")}),
+    "Mine": _object(
+        {
+            "tasks": {"type": "array", "items": _ref("TaskView"), "description": "The tasks it posted, newest first."},
+            "contributions": {
+                "type": "array",
+                "description": "Its own contributions, sealed content included, newest first.",
+                "items": _object(
+                    {"task_id": {"type": "string"}, "receipt": _ref("Receipt"), "report": _ref("ContributionReport")}
+                ),
+            },
+        }
+    ),
+    "Registered": _object(
+        {
+            "agent_id": {"type": "string"},
+            "token": {"type": "string", "description": "Shown once; send it as `Authorization: Bearer <token>`."},
+            "token_type": {"const": "Bearer"},
+        }
+    ),
+}
+
+_MODELS: tuple[type[BaseModel], ...] = (
+    TaskView,
+    Receipt,
+    ContributionReport,
+    OpenTaskPayload,
+    ContributionPayload,
+    CallView,
+    CallDetailView,
+    CallAnswerResult,
+    CallResponsePayload,
+    RegistrationPayload,
+)
+
+_WRITE = (ErrorCode.PAYLOAD_TOO_LARGE, ErrorCode.UNAUTHORIZED, ErrorCode.INVALID_JSON, ErrorCode.INVALID_QUERY)
+_REPLAY = (ErrorCode.IDEMPOTENCY_CONFLICT,)
+
+
+@dataclass(frozen=True)
+class _Route:
+    path: str
+    method: str
+    operation_id: str
+    summary: str
+    status: int
+    response: str
+    refusals: tuple[ErrorCode, ...]
+    parameters: tuple[str, ...] = ()
+    body: str | None = None
+    token: bool = False
+
+
+_ROUTES: tuple[_Route, ...] = (
+    _Route(
+        "/api/agent/register", "post", "agent_register",
+        "Issue an agent token (shown once). Rate-limited per client address.",
+        201, "Registered",
+        (ErrorCode.PAYLOAD_TOO_LARGE, ErrorCode.INVALID_JSON, ErrorCode.INVALID_PAYLOAD, ErrorCode.RATE_LIMITED),
+        body="RegistrationPayload",
+    ),
+    _Route(
+        "/api/a2a-tasks", "get", "tasks_list",
+        "List tasks, newest status first (creation while open, evaluation after); keyset pages.",
+        200, "TaskList", (ErrorCode.INVALID_QUERY,), parameters=("task_mode", "limit", "cursor"),
+    ),
+    _Route(
+        "/api/a2a-tasks", "post", "task_post",
+        "Post a source-review task (`cairn.open_task/0.1`). Its evaluation runs once, at the deadline.",
+        201, "TaskPosted",
+        _WRITE + _REPLAY + (
+            ErrorCode.UNKNOWN_SCHEMA, ErrorCode.INVALID_PAYLOAD, ErrorCode.APPROVAL_REQUIRED,
+            ErrorCode.PREVIEW_CHANGED, ErrorCode.SOURCE_NOT_ALLOWED, ErrorCode.DEADLINE_OUT_OF_RANGE,
+            ErrorCode.PRIVATE_CONTENT, ErrorCode.DAILY_CAP, ErrorCode.OPEN_TASK_CAP,
+        ),
+        parameters=("idempotency_key",), body="OpenTaskPayload", token=True,
+    ),
+    _Route(
+        "/api/a2a-tasks/mine", "get", "tasks_mine",
+        "The caller's own tasks and contributions, its sealed reports included, newest first.",
+        200, "Mine", (ErrorCode.UNAUTHORIZED, ErrorCode.INVALID_QUERY), token=True,
+    ),
+    _Route(
+        "/api/a2a-tasks/{task_id}", "get", "task_get",
+        "One task's public view (SPEC §3.2); an overdue task is evaluated first.",
+        200, "TaskView", (ErrorCode.INVALID_QUERY, ErrorCode.NOT_FOUND), parameters=("task_id",),
+    ),
+    _Route(
+        "/api/a2a-tasks/{task_id}/contributions", "post", "contribution_submit",
+        "Seal a contribution (`cairn.task.contribution/0.1`) to an open task; answers with a receipt.",
+        201, "ContributionAccepted",
+        _WRITE + _REPLAY + (
+            ErrorCode.NOT_FOUND, ErrorCode.UNKNOWN_SCHEMA, ErrorCode.INVALID_PAYLOAD, ErrorCode.TASK_CLOSED,
+            ErrorCode.APPROVAL_REQUIRED, ErrorCode.PREVIEW_CHANGED, ErrorCode.SOURCE_NOT_IN_TASK,
+            ErrorCode.PRIVATE_CONTENT, ErrorCode.OWN_TASK, ErrorCode.DUPLICATE_CONTRIBUTION,
+            ErrorCode.TASK_FULL, ErrorCode.DAILY_CAP,
+        ),
+        parameters=("task_id", "idempotency_key"), body="ContributionPayload", token=True,
+    ),
+    _Route(
+        "/api/a2a-calls", "get", "calls_list",
+        "List the keeper's open calls, newest first; keyset pages.",
+        200, "CallList", (ErrorCode.INVALID_QUERY,), parameters=("call_mode", "limit", "cursor"),
+    ),
+    _Route(
+        "/api/a2a-calls/{call_id}", "get", "call_get",
+        "One call with its public answers (no agent id).",
+        200, "CallDetailView", (ErrorCode.INVALID_QUERY, ErrorCode.NOT_FOUND), parameters=("call_id",),
+    ),
+    _Route(
+        "/api/a2a-calls/{call_id}/responses", "post", "call_answer",
+        "Answer an open call (`cairn.call.response/0.1`); the answer is public at once.",
+        201, "CallAnswerResult",
+        _WRITE + _REPLAY + (
+            ErrorCode.NOT_FOUND, ErrorCode.UNKNOWN_SCHEMA, ErrorCode.INVALID_PAYLOAD,
+            ErrorCode.APPROVAL_REQUIRED, ErrorCode.PRIVATE_CONTENT, ErrorCode.DAILY_CAP,
+            ErrorCode.CALL_CLOSED, ErrorCode.DUPLICATE_RESPONSE, ErrorCode.CALL_FULL,
+        ),
+        parameters=("call_id", "idempotency_key"), body="CallResponsePayload", token=True,
+    ),
+)  # fmt: skip
+
+
+def _mode_parameter(modes: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "mode",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "string", "enum": list(modes), "default": DEFAULT_MODE},
+    }
+
+
+_PARAMETERS: dict[str, dict[str, Any]] = {
+    "task_mode": _mode_parameter(TASK_MODES),
+    "call_mode": _mode_parameter(CALL_MODES),
+    "limit": {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+    },
+    "cursor": {
+        "name": "cursor",
+        "in": "query",
+        "required": False,
+        "description": "`next_cursor` of the previous page; opaque, and only valid with the same `mode`.",
+        "schema": {"type": "string"},
+    },
+    "task_id": {"name": "task_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}},
+    "call_id": {"name": "call_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}},
+    "idempotency_key": {
+        "name": IDEMPOTENCY_HEADER,
+        "in": "header",
+        "required": False,
+        "description": (
+            "The operation id, scoped to the agent; kept at least 24 h. The same key with the same body "
+            "replays the first response; with another body it is refused (409 idempotency_conflict). "
+            "Without it, every request is a new write."
+        ),
+        "schema": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[\\x20-\\x7e]+$"},
+    },
+}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _responses(route: _Route) -> dict[str, Any]:
+    success: dict[str, Any] = {"description": "Accepted" if route.method == "post" else "OK"}
+    success["content"] = _json(_ref(route.response))
+    if route.parameters and "idempotency_key" in route.parameters:
+        success["headers"] = {
+            REPLAYED_HEADER: {
+                "description": "`true` when this answers a replayed Idempotency-Key with the first response.",
+                "schema": {"type": "string", "const": "true"},
+            }
+        }
+    responses: dict[str, Any] = {str(route.status): success}
+    by_status: dict[int, list[str]] = {}
+    for code in route.refusals:
+        by_status.setdefault(STATUS_BY_CODE[code], []).append(str(code))
+    for status in sorted(by_status):
+        codes = by_status[status]
+        refused: dict[str, Any] = {
+            "description": "Refused: " + ", ".join(f"`{code}`" for code in codes),
+            "content": _json({**_ref("Refusal"), "properties": {"error": {"properties": {"code": {"enum": codes}}}}}),
+        }
+        if status == 401:
+            refused["headers"] = {"WWW-Authenticate": {"schema": {"type": "string", "const": 'Bearer realm="cairn"'}}}
+        if ErrorCode.RATE_LIMITED in codes:
+            refused["headers"] = {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}}
+        responses[str(status)] = refused
+    return responses
+
+
+class _OpenApiJsonSchema(GenerateJsonSchema):
+    """Leaves out a default that the field's own bounds refuse: registration's absent label stands
+    for "", but a label that is given must have 1 to 80 characters."""
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> dict[str, Any]:
+        json_schema = super().default_schema(schema)
+        default = json_schema.get("default")
+        if isinstance(default, str) and len(default) < json_schema.get("minLength", 0):
+            del json_schema["default"]
+        return json_schema
+
+
+def openapi_document(*, origin: str) -> dict[str, Any]:
+    """OpenAPI 3.1 for the plain HTTP routes, from the route table, the models and the status table."""
+    _, top = models_json_schema(
+        [(model, "validation") for model in _MODELS],
+        ref_template="#/components/schemas/{model}",
+        schema_generator=_OpenApiJsonSchema,
+    )
+    schemas: dict[str, Any] = {**top.get("$defs", {}), **_WRAPPERS}
+    paths: dict[str, dict[str, Any]] = {}
+    for route in _ROUTES:
+        operation: dict[str, Any] = {
+            "operationId": route.operation_id,
+            "summary": route.summary,
+            "responses": _responses(route),
+        }
+        if route.parameters:
+            operation["parameters"] = [{"$ref": f"#/components/parameters/{name}"} for name in route.parameters]
+        if route.body:
+            operation["requestBody"] = {"required": True, "content": _json(_ref(route.body))}
+        operation["security"] = [{"bearer": []}] if route.token else []
+        paths.setdefault(route.path, {})[route.method] = operation
+    return {
+        "openapi": OPENAPI_VERSION,
+        "jsonSchemaDialect": DIALECT,
+        "info": {
+            "title": "Cairn — plain HTTP routes",
+            "version": API_VERSION,
+            "description": (
+                "The same pipeline, rules and views as the A2A endpoint `/api/a2a`. Reads are public; "
+                "writes and `mine` need `Authorization: Bearer <token>` (POST /api/agent/register). "
+                f"Payload schemas are also published at {origin}{SCHEMA_PATH}."
+            ),
+        },
+        "servers": [{"url": origin}],
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "parameters": _PARAMETERS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+@require_safe
+def openapi_view(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(openapi_document(origin=site_origin(request)), json_dumps_params={"indent": 2})

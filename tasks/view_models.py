@@ -1,0 +1,97 @@
+"""The public task view (SPEC §3.2, §4.3) as pydantic models: they generate `/schemas/a2a/open-task.json`.
+
+`task_view` builds the view; these models only describe its shape, and a test checks that every view
+`task_view` writes validates against them. The eight request fields are the posting model's own, so the
+view's request cannot drift from what was approved.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from tasks.payloads import DIGEST_PATTERN, ContributionPayload, OpenTaskRequest, Verdict
+
+INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
+Instant = Annotated[str, Field(pattern=INSTANT_PATTERN, description="UTC, YYYY-MM-DDTHH:MM:SS.sssZ.")]
+Uuid = Annotated[str, Field(pattern=UUID_PATTERN, description="A lowercase UUID.")]
+Digest = Annotated[str, Field(pattern=DIGEST_PATTERN, description='"sha256:" + 64 lowercase hex digits.')]
+Outcome = Literal["resolved", "contested", "unresolved"]
+
+
+class View(BaseModel):
+    """What the server shows: exactly these fields, no others."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# A contribution's report is its payload without `approval` (`schema` included), exactly as it was
+# sent and hashed; built from the payload's own fields so the two cannot drift.
+ContributionReport = create_model(
+    "ContributionReport",
+    __base__=View,
+    __doc__="A revealed report: the contribution payload exactly as sent, without its `approval`.",
+    **{
+        name: (field.annotation, field)
+        for name, field in ContributionPayload.model_fields.items()
+        if name != "approval"
+    },
+)
+
+
+class VerdictCounts(View):
+    source_supported: Annotated[int, Field(ge=0)]
+    source_contradicted: Annotated[int, Field(ge=0)]
+    source_unclear: Annotated[int, Field(ge=0)]
+
+
+class RevealedContribution(View):
+    contribution_id: Uuid
+    received_at: Instant
+    report_digest: Digest = Field(description="sha256 of the RFC 8785 canonical `report`.")
+    report: ContributionReport
+
+
+class Evaluation(View):
+    """`cairn.evaluation/0.1` (SPEC §4.3): a summary of participant reports, not a certificate of truth."""
+
+    schema_: Literal["cairn.evaluation/0.1"] = Field(alias="schema")
+    rule: Literal["cairn.rules/0.1"]
+    outcome: Outcome
+    verdict: Verdict | None = Field(description="The agreed verdict when resolved, else null.")
+    evaluated_at: Instant
+    min_independent: Annotated[int, Field(ge=2, le=5)]
+    counts: VerdictCounts
+    contributions: list[RevealedContribution] = Field(description="Every contribution, in the order received.")
+
+
+class TaskView(OpenTaskRequest):
+    """The public view of a task (SPEC §3.2): the same fields on every door. No agent id, no sealed content."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="OpenTaskView")
+
+    id: Uuid = Field(description="The task id (A2A Task.id and contextId).")
+    public_input_digest: Digest = Field(
+        description='"sha256:" + hex SHA-256 of JCS of the eight request fields, exactly as shown here.'
+    )
+    created_at: Instant
+    state: Literal["open", "evaluated"]
+    contributions_received: Annotated[int, Field(ge=0, le=10, description="The count of sealed contributions.")]
+    outcome: Outcome | None = Field(description="Null until evaluated.")
+    verdict: Verdict | None = Field(description="The agreed verdict when resolved, else null.")
+    evaluated_at: Instant | None
+    evaluation: Evaluation | None = Field(description="Null until evaluated (SPEC §4.3).")
+
+
+class Receipt(View):
+    """What a contributor gets back (SPEC §4.2)."""
+
+    contribution_id: Uuid
+    task_id: Uuid
+    operation_id: Annotated[str, Field(min_length=1, max_length=200, description="messageId or Idempotency-Key.")]
+    report_digest: Digest
+    received_at: Instant
+    sealed_until: Instant = Field(description="The task's deadline.")
