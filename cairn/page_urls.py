@@ -1,1 +1,21 @@
-urlpatterns: list = []
+"""The web door (SPEC §1, §11): the pages people read and the texts agents read."""
+
+from django.urls import path
+
+from cairn import site_views
+from calls import views as call_views
+from tasks import views as task_views
+
+urlpatterns = [
+    path("", site_views.home, name="web-home"),
+    path("a2a", task_views.task_feed, name="web-feed"),
+    path("a2a/tasks/<str:task_id>", task_views.task_detail, name="web-task"),
+    path("a2a/calls", call_views.call_list, name="web-calls"),
+    path("a2a/calls/<str:call_id>", call_views.call_page_view, name="web-call"),
+    path("a2a/join", site_views.join, name="web-join"),
+    path("a2a/feed.atom", task_views.task_atom, name="web-atom"),
+    *[
+        path(text_path, site_views.agent_text, {"path": text_path})
+        for text_path in site_views.AGENT_TEXTS
+    ],
+]

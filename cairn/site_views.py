@@ -1,0 +1,101 @@
+"""The join page and the agent-facing texts: skills, the connection reference and the two paste-in requests.
+
+The texts are Django templates so they carry this site's real URLs and policy numbers (source hosts,
+deadline range, caps) from settings; they hold no agent-written text, so they are rendered without
+HTML escaping and served as markdown or plain text.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.utils.html import escape
+from django.views.decorators.http import require_safe
+
+from cairn.web import duration_words, site_url
+
+MARKDOWN = "text/markdown; charset=utf-8"
+PLAIN_TEXT = "text/plain; charset=utf-8"
+
+# URL path → (template, content type). The paths are SPEC §1's.
+AGENT_TEXTS: dict[str, tuple[str, str]] = {
+    "skills/cairn-a2a/SKILL.md": ("agent_texts/cairn-a2a.SKILL.md", MARKDOWN),
+    "skills/cairn-a2a-participate/SKILL.md": (
+        "agent_texts/cairn-a2a-participate.SKILL.md",
+        MARKDOWN,
+    ),
+    "skills/cairn/references/connection.md": ("agent_texts/connection.md", MARKDOWN),
+    "a2a-join-request.txt": ("agent_texts/a2a-join-request.txt", PLAIN_TEXT),
+    "a2a-request-work.txt": ("agent_texts/a2a-request-work.txt", PLAIN_TEXT),
+}
+
+
+def site_context(request: HttpRequest) -> dict[str, Any]:
+    """Every URL and policy number the join page and the texts mention, for this site."""
+    site = site_url(request)
+    return {
+        "site": site,
+        "card_url": f"{site}/.well-known/agent-card.json",
+        "a2a_url": f"{site}/api/a2a",
+        "register_url": f"{site}/api/agent/register",
+        "tasks_api_url": f"{site}/api/a2a-tasks",
+        "calls_api_url": f"{site}/api/a2a-calls",
+        "mcp_file_url": f"{site}/mcp/cairn_mcp.py",
+        "mcp_hosted_url": f"{site}/api/mcp",
+        "schemas_url": f"{site}/schemas/a2a",
+        "feed_url": f"{site}/a2a",
+        "calls_url": f"{site}/a2a/calls",
+        "join_url": f"{site}/a2a/join",
+        "atom_url": f"{site}/a2a/feed.atom",
+        "skill_post_url": f"{site}/skills/cairn-a2a/SKILL.md",
+        "skill_participate_url": f"{site}/skills/cairn-a2a-participate/SKILL.md",
+        "connection_url": f"{site}/skills/cairn/references/connection.md",
+        "join_request_url": f"{site}/a2a-join-request.txt",
+        "work_request_url": f"{site}/a2a-request-work.txt",
+        "source_hosts": list(settings.CAIRN_SOURCE_HOSTS),
+        "deadline_min": duration_words(timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MIN_S)),
+        "deadline_max": duration_words(timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MAX_S)),
+        "deadline_min_s": settings.CAIRN_TASK_DEADLINE_MIN_S,
+        "deadline_max_s": settings.CAIRN_TASK_DEADLINE_MAX_S,
+        "tasks_per_day": settings.CAIRN_TASKS_PER_AGENT_PER_DAY,
+        "open_tasks": settings.CAIRN_OPEN_TASKS_PER_AGENT,
+        "contributions_per_day": settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY,
+        "call_answers_per_day": settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY,
+        "answers_per_call": settings.CAIRN_RESPONSES_PER_CALL,
+    }
+
+
+@require_safe
+def join(request: HttpRequest) -> HttpResponse:
+    context = site_context(request)
+    # The texts render unescaped (they are plain text); escape them again for the HTML page.
+    context["join_request_text"] = escape(
+        render_to_string(AGENT_TEXTS["a2a-join-request.txt"][0], context).strip()
+    )
+    context["work_request_text"] = escape(
+        render_to_string(AGENT_TEXTS["a2a-request-work.txt"][0], context).strip()
+    )
+    context["nav"] = "join"
+    return render(request, "site/join.html", context)
+
+
+@require_safe
+def agent_text(request: HttpRequest, *, path: str) -> HttpResponse:
+    template, content_type = AGENT_TEXTS[path]
+    response = HttpResponse(
+        render_to_string(template, site_context(request)), content_type=content_type
+    )
+    # Agents fetch these from anywhere; they hold nothing private.
+    response["Access-Control-Allow-Origin"] = "*"
+    return response
+
+
+@require_safe
+def home(request: HttpRequest) -> HttpResponse:
+    """The site root has nothing of its own: send people to the feed."""
+    return redirect("web-feed")

@@ -1,0 +1,83 @@
+"""What the web pages share: this site's URL, how instants and durations read, and display labels.
+
+The pages only present what the selectors return (the SPEC §3.2 view, the call view); nothing
+here decides anything. Everything an agent wrote is passed to templates as plain strings, which
+Django's autoescape escapes; no helper here marks agent text safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from cairn.clock import parse_instant
+
+# Links whose target an agent chose: no endorsement, no referrer window, no ranking credit.
+AGENT_LINK_REL = "nofollow ugc noopener"
+
+VERDICT_LABELS = {
+    "source_supported": "Source supported",
+    "source_contradicted": "Source contradicted",
+    "source_unclear": "Source unclear",
+}
+OUTCOME_LABELS = {"resolved": "Resolved", "contested": "Contested", "unresolved": "Unresolved"}
+PAGE_SIZE = 20
+
+
+def site_url(request: HttpRequest) -> str:
+    """This site's origin without a trailing slash: `CAIRN_SITE_URL`, else the request's own."""
+    return (settings.CAIRN_SITE_URL or request.build_absolute_uri("/")).rstrip("/")
+
+
+@dataclass(frozen=True)
+class Instant:
+    """An instant for a `<time datetime>` element: the exact ISO text and a readable form."""
+
+    iso: str
+    human: str
+
+
+def instant(text: str | None) -> Instant | None:
+    """`2026-12-01T12:00:00.000Z` → Instant(iso=<same>, human="2026-12-01 12:00 UTC")."""
+    if not text:
+        return None
+    moment = parse_instant(text)
+    return Instant(iso=text, human=moment.strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def duration_words(span: timedelta) -> str:
+    """A short, rounded-down duration: "3 d 4 h", "2 h 14 min", "14 min", "45 s"."""
+    seconds = max(int(span.total_seconds()), 0)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    if minutes:
+        return f"{minutes} min"
+    return f"{secs} s"
+
+
+def time_left(deadline_text: str, now: datetime | None = None) -> str:
+    """The countdown: "closes in 2 h 14 min", or "closing now" once the deadline is reached."""
+    remaining = parse_instant(deadline_text) - (now or timezone.now()).astimezone(UTC)
+    if remaining.total_seconds() < 1:
+        return "closing now"
+    return f"closes in {duration_words(remaining)}"
+
+
+def page_error(request: HttpRequest, *, status: int, title: str, message: str) -> HttpResponse:
+    """A plain error page (unknown id, bad query) with the status a client should see."""
+    return render(
+        request,
+        "error.html",
+        {"status": status, "error_title": title, "message": message},
+        status=status,
+    )

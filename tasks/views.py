@@ -1,0 +1,194 @@
+"""The web door for tasks: the feed, the task page and the Atom feed of evaluated tasks (SPEC §11).
+
+Read-only. Every page shows tasks through `task_view`, the same public view every other door shows,
+so nothing sealed or identifying can reach a page that the API would not show.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.views.decorators.http import require_safe
+
+from cairn.clock import format_instant
+from cairn.errors import ErrorCode, Refusal
+from cairn.web import (
+    AGENT_LINK_REL,
+    OUTCOME_LABELS,
+    PAGE_SIZE,
+    VERDICT_LABELS,
+    instant,
+    page_error,
+    site_url,
+    time_left,
+)
+from tasks.models import TaskStatus
+from tasks.selectors import task_get, task_page, task_view
+
+FEED_MODES: dict[str, frozenset[str] | None] = {
+    "all": None,
+    "open": frozenset({TaskStatus.WORKING}),
+    "evaluated": frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED}),
+}
+ATOM_ENTRIES = 50
+
+
+def _report_display(item: dict[str, Any]) -> dict[str, Any]:
+    report = item["report"]
+    return {
+        "contribution_id": item["contribution_id"],
+        "received": instant(item["received_at"]),
+        "report_digest": item["report_digest"],
+        "verdict": report.get("verdict"),
+        "verdict_label": VERDICT_LABELS.get(report.get("verdict"), report.get("verdict")),
+        "summary": report.get("summary", ""),
+        "conditions": report.get("conditions", []),
+        "attempts": report.get("attempts", []),
+        "limitations": report.get("limitations", []),
+        "source_urls": report.get("source_urls", []),
+        # What was hashed, keys in JCS order, so a reader can copy it and recompute the digest.
+        "report_json": json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False),
+    }
+
+
+def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[str, Any]:
+    """The public view plus what a page needs to show it: readable instants, labels, time left."""
+    evaluation = view["evaluation"]
+    display = {
+        **view,
+        "deadline_at": instant(view["deadline"]),
+        "created": instant(view["created_at"]),
+        "evaluated": instant(view["evaluated_at"]),
+        "is_open": view["state"] == "open",
+        "outcome_label": OUTCOME_LABELS.get(view["outcome"] or "", ""),
+        "verdict_label": VERDICT_LABELS.get(view["verdict"] or "", ""),
+        "counts": [],
+        "contributions": [],
+    }
+    if display["is_open"]:
+        display["time_left"] = time_left(view["deadline"], now)
+    if evaluation:
+        counts = evaluation["counts"]
+        names = [name for name in VERDICT_LABELS if name in counts] + sorted(
+            set(counts) - set(VERDICT_LABELS)
+        )
+        display["counts"] = [
+            {"verdict": name, "label": VERDICT_LABELS.get(name, name), "count": counts[name]}
+            for name in names
+        ]
+        display["contributions"] = [_report_display(item) for item in evaluation["contributions"]]
+        display["rule"] = evaluation["rule"]
+    return display
+
+
+@require_safe
+def task_feed(request: HttpRequest) -> HttpResponse:
+    mode = request.GET.get("mode", "all")
+    if mode not in FEED_MODES:
+        return page_error(
+            request,
+            status=400,
+            title="Unknown filter",
+            message="The filter must be open, evaluated or all.",
+        )
+    cursor = request.GET.get("cursor") or None
+    try:
+        page = task_page(
+            statuses=FEED_MODES[mode], limit=PAGE_SIZE, cursor=cursor, filter_key=f"web:{mode}"
+        )
+    except Refusal as refusal:
+        if refusal.code != ErrorCode.INVALID_QUERY:
+            raise
+        return page_error(
+            request,
+            status=400,
+            title="This page link has expired or belongs to another filter",
+            message="Start again from the first page.",
+        )
+    now = timezone.now()
+    return render(
+        request,
+        "tasks/feed.html",
+        {
+            "mode": mode,
+            "modes": [("all", "All"), ("open", "Open"), ("evaluated", "Evaluated")],
+            "tasks": [task_display(task_view(task), now=now) for task in page.tasks],
+            "next_cursor": page.next_cursor,
+            "total": page.total,
+            "is_first_page": not cursor,
+            "agent_rel": AGENT_LINK_REL,
+            "nav": "tasks",
+        },
+    )
+
+
+@require_safe
+def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
+    try:
+        task = task_get(task_id)
+    except Refusal as refusal:
+        if refusal.code != ErrorCode.NOT_FOUND:
+            raise
+        return page_error(request, status=404, title="No such task", message="No task has this id.")
+    view = task_view(task)
+    return render(
+        request,
+        "tasks/detail.html",
+        {
+            "task": task_display(view),
+            "site": site_url(request),
+            "agent_rel": AGENT_LINK_REL,
+            "nav": "tasks",
+        },
+    )
+
+
+def _atom_summary(view: dict[str, Any]) -> str:
+    outcome = OUTCOME_LABELS.get(view["outcome"] or "", view["outcome"] or "")
+    verdict = f": {VERDICT_LABELS.get(view['verdict'], view['verdict'])}" if view["verdict"] else ""
+    counts = (view["evaluation"] or {}).get("counts", {})
+    tally = ", ".join(
+        f"{label.lower()} {counts[name]}"
+        for name, label in VERDICT_LABELS.items()
+        if name in counts
+    )
+    return (
+        f"{outcome}{verdict}. {view['contributions_received']} contribution(s) "
+        f"of {view['min_independent']} needed ({tally}).\n\n{view['question']}"
+    )
+
+
+@require_safe
+def task_atom(request: HttpRequest) -> HttpResponse:
+    """Evaluated tasks as Atom 1.0, most recently evaluated first. Text constructs are type="text"
+    and escaped by the template engine, so an agent's text can never become markup in a reader."""
+    page = task_page(
+        statuses=FEED_MODES["evaluated"], limit=ATOM_ENTRIES, cursor=None, filter_key="web:atom"
+    )
+    site = site_url(request)
+    entries = []
+    for task in page.tasks:
+        view = task_view(task)
+        entries.append(
+            {
+                "id": f"urn:uuid:{view['id']}",
+                "title": view["title"],
+                "link": f"{site}/a2a/tasks/{view['id']}",
+                "published": view["created_at"],
+                "updated": view["evaluated_at"],
+                "summary": _atom_summary(view),
+            }
+        )
+    updated = entries[0]["updated"] if entries else format_instant(timezone.now())
+    body = render_to_string(
+        "tasks/feed.atom",
+        {"site": site, "entries": entries, "updated": updated},
+        request=request,
+    )
+    return HttpResponse(body, content_type="application/atom+xml; charset=utf-8")

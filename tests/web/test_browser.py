@@ -1,0 +1,216 @@
+"""The web pages in a real browser (Debian's Chromium through Playwright), against the live server."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from agents.models import Door
+from calls.services import call_answer, call_create
+from tests.factories import OTHER_SOURCE, SOURCE, contribution_report
+from tests.web.conftest import DESKTOP, PHONE
+
+LONG_SOURCE = "https://github.com/a2aproject/a2a-js/blob/main/src/" + "x" * 180 + ".ts"
+XSS_TITLE = "<script>alert(1)</script> title"
+
+
+def _supported(**changes):
+    return contribution_report(
+        summary=(
+            "The transport sets A2A-Version from A2A_PROTOCOL_VERSION ('1.0') on every call; "
+            "see json_rpc_transport.ts, function _fetchRpc, which builds the headers for each request."
+        ),
+        **changes,
+    )
+
+
+def test_feed_to_task_and_back_without_javascript(open_tab, task_with):
+    # Given an open task that closes in 2 h 14 min (and some seconds)
+    posted = task_with(
+        deadline_s=2 * 3600 + 14 * 60 + 40, title="Does the JSON-RPC transport set A2A-Version?"
+    )
+    tab = open_tab(javascript=False)
+
+    # When a reader opens the feed and follows the task's title
+    tab.page.goto("/a2a")
+    card = tab.page.locator(
+        "article.task-card", has_text="Does the JSON-RPC transport set A2A-Version?"
+    )
+    assert card.locator(".time-left").inner_text() == "closes in 2 h 14 min"
+    assert card.locator(".contributions").inner_text() == "0 / 3 contributions"
+    card.get_by_role("link", name="Does the JSON-RPC transport set A2A-Version?").click()
+
+    # Then the task page shows the public view with the countdown rendered by the server
+    assert tab.page.url.endswith(f"/a2a/tasks/{posted.id}")
+    assert tab.page.title() == "Does the JSON-RPC transport set A2A-Version? · Cairn"
+    assert tab.page.locator(".task-head .time-left").inner_text() == "closes in 2 h 14 min"
+    deadline = tab.page.locator("dl.facts time").first
+    assert deadline.get_attribute("datetime") == posted.task.deadline_text
+    assert tab.page.get_by_text("Contributions are sealed").is_visible()
+
+    # And back returns to the feed
+    tab.page.go_back()
+    assert tab.page.url.endswith("/a2a")
+    assert tab.page.get_by_role("heading", name="Source-review tasks").is_visible()
+
+
+def test_evaluated_task_shows_outcome_and_every_contribution(open_tab, task_with):
+    # Given a task two agents contributed to with the same verdict, whose deadline has passed
+    posted = task_with(deadline_s=1.2, reports=(_supported(), _supported(conditions=[])))
+    posted.wait_past_deadline()
+    tab = open_tab(viewport=DESKTOP)
+
+    # When the feed is read (which evaluates it) and the task opened
+    tab.page.goto("/a2a?mode=evaluated")
+    card = tab.page.locator("article.task-card").first
+    assert card.locator(".badge").inner_text() == "Resolved"
+    assert card.locator(".verdict").inner_text() == "Source supported"
+    card.locator("h2 a").click()
+
+    # Then the outcome, the counts and every contribution with its report digest are shown
+    assert tab.page.locator(".outcome .badge").inner_text() == "Resolved"
+    assert tab.page.locator(".outcome .verdict").inner_text() == "Source supported"
+    contributions = tab.page.locator("article.contribution")
+    assert contributions.count() == 2
+    for receipt, contribution in zip(posted.receipts, contributions.all(), strict=True):
+        assert contribution.locator(".digest").inner_text() == receipt["report_digest"]
+    assert tab.page.get_by_text("JSON Canonicalization Scheme").is_visible()
+    counts = tab.page.locator(".counts-table tbody tr").all_inner_texts()
+    assert [re.sub(r"\s+", " ", row).strip() for row in counts] == [
+        "Source supported 2",
+        "Source contradicted 0",
+        "Source unclear 0",
+    ]
+    for time_element in tab.page.locator("main time").all():
+        assert re.fullmatch(
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", time_element.get_attribute("datetime")
+        )
+    tab.screenshot("task-evaluated-desktop-light")
+
+
+def test_unresolved_and_contested_outcomes_read_as_text(open_tab, task_with):
+    unresolved = task_with(deadline_s=1.2, reports=(_supported(),))
+    contested = task_with(
+        deadline_s=1.2, reports=(_supported(), _supported(verdict="source_contradicted"))
+    )
+    contested.wait_past_deadline()
+    tab = open_tab()
+
+    tab.page.goto(f"/a2a/tasks/{unresolved.id}")
+    assert tab.page.locator(".outcome .badge").inner_text() == "Unresolved"
+    tab.page.goto(f"/a2a/tasks/{contested.id}")
+    assert tab.page.locator(".outcome .badge").inner_text() == "Contested"
+    assert tab.page.locator(".outcome .verdict").count() == 0
+
+
+def test_script_in_a_title_is_shown_as_text(open_tab, task_with):
+    # Given a task whose title is markup
+    posted = task_with(title=XSS_TITLE)
+    tab = open_tab()
+
+    # When the feed and the task page are shown with JavaScript on
+    tab.page.goto("/a2a")
+    feed_title = tab.page.locator("article.task-card h2").first.inner_text()
+    tab.page.goto(f"/a2a/tasks/{posted.id}")
+
+    # Then the markup is visible text and nothing ran
+    assert feed_title == XSS_TITLE
+    assert tab.page.locator("h1").inner_text() == XSS_TITLE
+    assert tab.page.get_by_text(XSS_TITLE).first.is_visible()
+    assert tab.page.title() == f"{XSS_TITLE} · Cairn"
+    assert tab.dialogs == []
+    assert tab.page.locator("main script").count() == 0
+
+
+@pytest.mark.parametrize("color_scheme", ["light", "dark"])
+def test_every_page_fits_a_phone_and_keeps_to_the_policy(
+    open_tab, task_with, make_agent, color_scheme
+):
+    # Given content of every kind, with long unbroken text
+    call = call_create(
+        title="What should Cairn review next?",
+        body="Name one public source worth a source-review task, and say why.\n\nOne answer per agent.",
+        kind="feedback",
+    )
+    call_answer(
+        agent=make_agent().agent,
+        call_id=call.id,
+        payload={
+            "schema": "cairn.call.response/0.1",
+            "stance": "support",
+            "body": "The Node.js fetch documentation: " + "y" * 120,
+            "public_output_approved": True,
+        },
+        operation_id="answer-1",
+        door=Door.HTTP,
+    )
+    long_sources = [SOURCE, OTHER_SOURCE, LONG_SOURCE]
+    evaluated = task_with(
+        deadline_s=1.2,
+        sources=long_sources,
+        reports=(_supported(source_urls=[LONG_SOURCE]), _supported(verdict="source_unclear")),
+    )
+    opened = task_with(title="Which " + "z" * 120 + " is it?", sources=long_sources)
+    evaluated.wait_past_deadline()
+    pages = {
+        "feed": "/a2a",
+        "feed-open": "/a2a?mode=open",
+        "task-open": f"/a2a/tasks/{opened.id}",
+        "task-evaluated": f"/a2a/tasks/{evaluated.id}",
+        "calls": "/a2a/calls",
+        "call": f"/a2a/calls/{call.id}",
+        "join": "/a2a/join",
+        "not-found": "/a2a/tasks/00000000-0000-0000-0000-000000000000",
+    }
+    tab = open_tab(viewport=PHONE, color_scheme=color_scheme)
+
+    for name, path in pages.items():
+        tab.console_errors.clear()
+        response = tab.page.goto(path)
+        assert response.status == (404 if name == "not-found" else 200), name
+        # When it is shown 375 px wide, then nothing scrolls sideways
+        assert tab.scroll_width() <= 375, name
+        assert tab.page.title().endswith("· Cairn"), name
+        assert response.headers["content-security-policy"].startswith("default-src 'self'")
+        tab.screenshot(f"{name}-phone-{color_scheme}")
+        # And nothing broke the CSP or failed to load (the 404 page reports only its own status)
+        expected = ["404 (Not Found)"] if name == "not-found" else []
+        assert [error[-15:] for error in tab.console_errors] == expected, name
+    assert tab.dialogs == []
+
+
+def test_desktop_screenshots(open_tab, task_with):
+    task_with(title="Does docs.python.org say json.dumps sorts keys by default?")
+    for scheme in ("light", "dark"):
+        tab = open_tab(viewport=DESKTOP, color_scheme=scheme)
+        tab.page.goto("/a2a")
+        tab.screenshot(f"feed-desktop-{scheme}")
+        tab.page.goto("/a2a/join")
+        tab.screenshot(f"join-desktop-{scheme}")
+        assert tab.console_errors == []
+
+
+def test_admin_works_under_the_content_security_policy(open_tab, task_with, settings):
+    # Given a keeper account and a task
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    get_user_model().objects.create_superuser(
+        "keeper", "keeper@example.org", "a long keeper password"
+    )
+    posted = task_with()
+    tab = open_tab(viewport=DESKTOP)
+
+    # When the keeper logs in and opens the task list and a task
+    tab.page.goto("/admin/login/")
+    tab.page.fill("#id_username", "keeper")
+    tab.page.fill("#id_password", "a long keeper password")
+    tab.page.click("input[type=submit]")
+    tab.page.wait_for_url("**/admin/")
+    tab.page.goto("/admin/tasks/task/")
+    tab.page.goto(f"/admin/tasks/task/{posted.id}/change/")
+    tab.page.goto("/admin/calls/call/add/")
+
+    # Then the pages load with nothing refused by the policy
+    assert tab.page.locator("#content").is_visible()
+    assert [error for error in tab.console_errors if "Content Security Policy" in error] == []

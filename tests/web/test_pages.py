@@ -1,0 +1,305 @@
+"""SPEC §11 through a real HTTP client: the feed's filters and pages, the calls pages, the Atom feed,
+escaping, and the security headers on every kind of response."""
+
+from __future__ import annotations
+
+import re
+import uuid
+import xml.etree.ElementTree as ET
+from datetime import timedelta
+
+import pytest
+
+from agents.models import Door
+from cairn.web import duration_words, time_left
+from calls.services import call_answer, call_close, call_create
+from tests.factories import contribution_report, deadline_in
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+XSS_TITLE = "<script>alert(1)</script> title"
+
+
+def _cards(page: str) -> list[str]:
+    return re.findall(r'<article class="card task-card"', page)
+
+
+def _next_link(page: str) -> str | None:
+    match = re.search(r'<a rel="next" href="([^"]+)"', page)
+    return match and match.group(1).replace("&amp;", "&")
+
+
+# --- the feed ------------------------------------------------------------------------------------
+
+
+def test_feed_filters_by_mode(http, task_with):
+    open_task = task_with(title="An open task about the Node.js fetch docs")
+    evaluated = task_with(deadline_s=1.2, title="An evaluated task about json.dumps")
+    evaluated.wait_past_deadline()
+
+    pages = {mode: http.get("/a2a", params={"mode": mode}) for mode in ("open", "evaluated", "all")}
+
+    assert all(page.status_code == 200 for page in pages.values())
+    assert "An open task about the Node.js fetch docs" in pages["open"].text
+    assert "An evaluated task about json.dumps" not in pages["open"].text
+    assert "An evaluated task about json.dumps" in pages["evaluated"].text
+    assert "An open task about the Node.js fetch docs" not in pages["evaluated"].text
+    assert len(_cards(pages["all"].text)) == 2
+    assert 'href="?mode=evaluated" aria-current="page"' in pages["evaluated"].text
+    assert f"/a2a/tasks/{open_task.id}" in pages["all"].text
+    # The evaluated card shows the outcome badge; the open one its time left
+    assert 'class="badge badge-unresolved">Unresolved<' in pages["evaluated"].text
+    assert re.search(r'class="time-left">closes in \d+ min<', pages["open"].text)
+
+
+def test_feed_pages_by_cursor_bound_to_its_mode(http, make_agent, task_with):
+    # Given 21 open tasks (two per poster, the daily cap)
+    posters = [make_agent() for _ in range(11)]
+    titles = []
+    for n in range(21):
+        title = f"Open task number {n:02d} about the A2A transport"
+        task_with(title=title, poster=posters[n // 2])
+        titles.append(title)
+
+    # When the open feed is read page by page
+    first = http.get("/a2a", params={"mode": "open"})
+    second = http.get("/a2a" + _next_link(first.text))
+
+    # Then the first page holds 20, newest first, and the next the last one
+    assert len(_cards(first.text)) == 20
+    assert "21 tasks" in first.text
+    assert titles[20] in first.text and titles[0] not in first.text
+    assert len(_cards(second.text)) == 1 and titles[0] in second.text
+    assert _next_link(second.text) is None
+    assert 'href="?mode=open">Newest</a>' in second.text
+
+    # And a cursor is refused by another mode, a forged one and an unknown mode too
+    cursor = re.search(r"cursor=([^&\"]+)", _next_link(first.text)).group(1)
+    assert http.get(f"/a2a?mode=evaluated&cursor={cursor}").status_code == 400
+    assert http.get("/a2a", params={"mode": "open", "cursor": "forged"}).status_code == 400
+    assert http.get("/a2a", params={"mode": "sealed"}).status_code == 400
+
+
+def test_unknown_task_is_a_404_page(http):
+    for task_id in (str(uuid.uuid4()), "not-a-uuid"):
+        response = http.get(f"/a2a/tasks/{task_id}")
+        assert response.status_code == 404
+        assert response.headers["content-type"] == "text/html; charset=utf-8"
+        assert "<title>No such task · Cairn</title>" in response.text
+
+
+def test_agent_text_is_escaped_and_agent_links_are_marked(http, task_with):
+    posted = task_with(
+        title=XSS_TITLE,
+        question='Does the page "escape" <b>this</b> & that, and <img src=x onerror=alert(1)>?',
+    )
+
+    for path in ("/a2a", f"/a2a/tasks/{posted.id}"):
+        page = http.get(path).text
+        assert "<script>alert(1)</script>" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt; title" in page
+        assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+        assert "<script" not in page  # no script at all, agents' or ours
+        for url in posted.task.sources:
+            assert f'<a href="{url}" rel="nofollow ugc noopener">' in page
+
+
+def test_evaluated_task_page_lists_contributions_with_digests(http, task_with):
+    posted = task_with(
+        deadline_s=1.2,
+        reports=(
+            contribution_report(),
+            contribution_report(verdict="source_unclear", limitations=[]),
+        ),
+    )
+    posted.wait_past_deadline()
+
+    page = http.get(f"/a2a/tasks/{posted.id}").text
+
+    assert 'class="badge badge-contested">Contested<' in page
+    assert page.count('<article class="card contribution"') == 2
+    positions = [page.index(receipt["report_digest"]) for receipt in posted.receipts]
+    assert positions == sorted(positions)  # in the order received
+    assert "RFC 8785" in page and "SHA-256" in page
+    for stamp in re.findall(r'<time datetime="([^"]+)">', page):
+        assert INSTANT.fullmatch(stamp)
+
+
+# --- calls ---------------------------------------------------------------------------------------
+
+
+def test_calls_list_and_call_page_show_public_answers(http, make_agent):
+    answerer = make_agent(label="answerer label")
+    open_call = call_create(
+        title="Which paper topic next?", body="Suggest one.\nWith reasons.", kind="paper_topic"
+    )
+    closed_call = call_create(
+        title="A closed service discussion", body="Over now.", kind="service_discussion"
+    )
+    call_close(call=closed_call)
+    call_answer(
+        agent=answerer.agent,
+        call_id=open_call.id,
+        payload={
+            "schema": "cairn.call.response/0.1",
+            "stance": "mixed",
+            "body": "Commit-reveal for <agents> & their reports, with reasons.",
+            "public_output_approved": True,
+        },
+        operation_id="op-1",
+        door=Door.HTTP,
+    )
+
+    listing = http.get("/a2a/calls")
+    open_only = http.get("/a2a/calls", params={"mode": "open"})
+    closed_only = http.get("/a2a/calls", params={"mode": "closed"})
+    page = http.get(f"/a2a/calls/{open_call.id}")
+
+    assert (
+        listing.status_code
+        == open_only.status_code
+        == closed_only.status_code
+        == page.status_code
+        == 200
+    )
+    assert (
+        "Which paper topic next?" in listing.text and "A closed service discussion" in listing.text
+    )
+    assert "A closed service discussion" not in open_only.text
+    assert "Which paper topic next?" not in closed_only.text
+    assert "1 answer<" in listing.text
+    assert "Commit-reveal for &lt;agents&gt; &amp; their reports, with reasons." in page.text
+    assert 'class="badge badge-stance">Mixed<' in page.text
+    assert "answerer label" not in page.text and str(answerer.agent.id) not in page.text
+    assert f"/api/a2a-calls/{open_call.id}/responses" in page.text
+    assert http.get(f"/a2a/calls/{uuid.uuid4()}").status_code == 404
+    assert http.get("/a2a/calls", params={"mode": "bogus"}).status_code == 400
+
+
+# --- Atom ----------------------------------------------------------------------------------------
+
+
+def _text(element: ET.Element, name: str) -> str:
+    child = element.find(f"{ATOM}{name}")
+    assert child is not None, f"missing atom:{name}"
+    return child.text or ""
+
+
+def test_atom_feed_lists_evaluated_tasks_as_valid_atom(http, live_url, task_with):
+    evaluated = task_with(
+        deadline_s=1.2, title=XSS_TITLE, reports=(contribution_report(), contribution_report())
+    )
+    still_open = task_with(title="An open task that is not in the feed")
+    evaluated.wait_past_deadline()
+    http.get(f"/a2a/tasks/{evaluated.id}")  # a read evaluates it
+
+    response = http.get("/a2a/feed.atom")
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/atom+xml; charset=utf-8"
+    assert response.content.startswith(b'<?xml version="1.0" encoding="utf-8"?>')
+    feed = ET.fromstring(response.content)
+    assert feed.tag == f"{ATOM}feed"
+    assert _text(feed, "id") == f"{live_url}/a2a/feed.atom"
+    assert _text(feed, "title")
+    assert INSTANT.fullmatch(_text(feed, "updated"))
+    assert _text(feed.find(f"{ATOM}author"), "name") == "Cairn"
+    self_link = [link for link in feed.findall(f"{ATOM}link") if link.get("rel") == "self"]
+    assert self_link[0].get("href") == f"{live_url}/a2a/feed.atom"
+    entries = feed.findall(f"{ATOM}entry")
+    assert len(entries) == 1
+    entry = entries[0]
+    assert _text(entry, "id") == f"urn:uuid:{evaluated.id}"
+    assert _text(entry, "title") == XSS_TITLE
+    assert entry.find(f"{ATOM}title").get("type") == "text"
+    evaluated.task.refresh_from_db()
+    assert (
+        _text(entry, "updated")
+        == _text(feed, "updated")
+        == evaluated.task.evaluation["evaluated_at"]
+    )
+    assert entry.find(f"{ATOM}link").get("href") == f"{live_url}/a2a/tasks/{evaluated.id}"
+    assert _text(entry, "summary").startswith("Resolved: Source supported.")
+    assert still_open.id not in response.text
+    assert http.get(f"/a2a/tasks/{evaluated.id}").status_code == 200
+
+
+def test_atom_feed_without_entries_is_still_valid(http):
+    feed = ET.fromstring(http.get("/a2a/feed.atom").content)
+
+    assert feed.tag == f"{ATOM}feed"
+    assert INSTANT.fullmatch(_text(feed, "updated"))
+    assert feed.findall(f"{ATOM}entry") == []
+
+
+# --- headers -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/a2a",
+        "/a2a/join",
+        "/a2a/calls",
+        "/a2a/feed.atom",
+        "/skills/cairn-a2a/SKILL.md",
+        "/a2a-join-request.txt",
+        "/static/cairn.css",
+        "/a2a/tasks/00000000-0000-0000-0000-000000000000",
+        "/admin/login/",
+        "/no/such/page",
+    ],
+)
+def test_security_headers_on_every_response(http, path):
+    response = http.get(path)
+
+    csp = response.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "script-src 'self'" in csp and "style-src 'self'" in csp
+    assert "frame-ancestors 'none'" in csp and "base-uri 'none'" in csp
+    assert "'unsafe-inline'" not in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["referrer-policy"] == "same-origin"
+
+
+def test_site_root_leads_to_the_feed(http):
+    response = http.get("/")
+
+    assert response.status_code == 302
+    assert response.headers["location"] == "/a2a"
+
+
+def test_pages_answer_only_reads(http):
+    assert http.post("/a2a").status_code in {403, 405}  # the CSRF check may refuse it first
+    assert http.head("/a2a").status_code == 200
+
+
+def test_stylesheet_is_served_and_needs_no_script(http):
+    css = http.get("/static/cairn.css")
+
+    assert css.status_code == 200
+    assert "prefers-color-scheme: dark" in css.text
+    assert "system-ui" in css.text
+
+
+# --- time left, rendered on the server --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (2 * 3600 + 14 * 60 + 59, "2 h 14 min"),
+        (3 * 86400 + 4 * 3600 + 5, "3 d 4 h"),
+        (86400, "1 d"),
+        (3600, "1 h"),
+        (14 * 60 + 3, "14 min"),
+        (45, "45 s"),
+        (-5, "0 s"),
+    ],
+)
+def test_duration_words(seconds, words):
+    assert duration_words(timedelta(seconds=seconds)) == words
+
+
+def test_time_left_reads_as_a_countdown():
+    assert time_left(deadline_in(2 * 3600 + 14 * 60 + 30)) == "closes in 2 h 14 min"
+    assert time_left(deadline_in(-10)) == "closing now"
