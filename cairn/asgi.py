@@ -1,7 +1,43 @@
+"""Cairn's ASGI application: Django for every path but `/api/mcp`, which the MCP SDK serves.
+
+Django's ASGI handler does not take lifespan events, so this router answers them itself and runs
+the MCP session manager for as long as the server runs.
+"""
+
+import contextlib
 import os
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
 
-application = get_asgi_application()
+django_application = get_asgi_application()
+
+from mcp_door.asgi import endpoint as mcp_endpoint
+from mcp_door.asgi import is_mcp_path
+
+
+async def _lifespan(scope, receive, send) -> None:
+    stack = contextlib.AsyncExitStack()
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            try:
+                await stack.enter_async_context(mcp_endpoint.lifespan())
+            except Exception as exc:  # noqa: BLE001  (ASGI: report any start-up failure)
+                await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                return
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await stack.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def application(scope, receive, send) -> None:
+    if scope["type"] == "lifespan":
+        await _lifespan(scope, receive, send)
+    elif scope["type"] == "http" and is_mcp_path(scope["path"]):
+        await mcp_endpoint(scope, receive, send)
+    else:
+        await django_application(scope, receive, send)

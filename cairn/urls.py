@@ -9,4 +9,5 @@ urlpatterns = [
     path("", include("a2a_gateway.urls")),
     path("", include("cairn.api_urls")),
     path("", include("cairn.page_urls")),
+    path("", include("mcp_door.urls")),
 ]

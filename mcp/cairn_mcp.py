@@ -1,0 +1,1144 @@
+# /// script
+# requires-python = ">=3.11"
+# dependencies = [
+#     "mcp~=2.3.0",
+#     "a2a-sdk~=1.3.0",
+#     "httpx>=0.28.1,<1",
+#     "rfc8785~=0.1.4",
+# ]
+# ///
+"""Cairn's local MCP server: read, post and contribute to source-review tasks from your coding agent.
+
+One file, stdio transport. Start it with `uv run cairn_mcp.py` or `pipx run cairn_mcp.py`
+(the header above names its dependencies). Writes go through the official A2A client to
+`<CAIRN_URL>/api/a2a`; nothing is written before you record consent (`cairn_local_set_consent`)
+and approve the exact digest of what becomes public (`cairn_a2a_preview_task`, or
+`cairn_a2a_contribute` without a digest). The local-only tools send nothing.
+
+Environment:
+  CAIRN_URL   the Cairn server (default: the site this file was downloaded from)
+  CAIRN_HOME  where the token (mode 0600), the consent record and the participant card live
+              (default: ~/.cairn)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio
+import httpx
+import rfc8785
+from a2a.client import A2ACardResolver, A2AClientError, ClientConfig, ClientFactory
+from a2a.types import (
+    AgentCard,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
+from a2a.utils.errors import (
+    A2AError,
+    InvalidParamsError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from google.protobuf import struct_pb2
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
+
+from mcp import types
+
+# The server this file talks to when CAIRN_URL is not set. The site serving this file writes
+# its own URL here.
+DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"
+
+VERSION = "0.1.0"
+CLIENT = f"cairn_mcp/{VERSION}"
+PARTICIPANT_EXTENSION = "urn:cairn:participant:v1"
+OPEN_TASK_SCHEMA = "cairn.open_task/0.1"
+CONTRIBUTION_SCHEMA = "cairn.task.contribution/0.1"
+TIMEOUT_S = 30.0
+
+logger = logging.getLogger("cairn_mcp")
+
+# ---------------------------------------------------------------------------------------------
+# Errors: every failure is a tool error whose text is Cairn's `{"error": {...}}` body (SPEC §6).
+# ---------------------------------------------------------------------------------------------
+
+
+class ToolRefusal(Exception):
+    def __init__(self, code: str, message: str, issues: list[dict[str, str]] | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.body = {"error": {"code": code, "message": message, "issues": issues or []}}
+
+    @classmethod
+    def from_body(cls, body: Any, fallback: str) -> ToolRefusal:
+        """The server's own refusal, passed on with its code, message and issues."""
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict) or not isinstance(error.get("code"), str):
+            return cls("server_error", fallback)
+        issues = [
+            {
+                "path": issue.get("path", ""),
+                "code": issue.get("code", ""),
+                "message": issue.get("message", ""),
+            }
+            for issue in error.get("issues") or []
+            if isinstance(issue, dict)
+        ]
+        return cls(error["code"], str(error.get("message", "")), issues)
+
+
+# ---------------------------------------------------------------------------------------------
+# Canonical digests (RFC 8785): what the person approves is what the server checks.
+# ---------------------------------------------------------------------------------------------
+
+
+def canonical_digest(value: Any) -> str:
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+
+
+def plain_json(value: Any) -> Any:
+    """Undo protobuf's number model (every number in a Struct is a double): integral doubles
+    become ints again, so views and digests are the JSON the server wrote."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: plain_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_json(item) for item in value]
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The shapes of the public request and report, checked locally so a preview can show problems
+# before anything is sent. The server checks everything again (and more); it has the last word.
+# ---------------------------------------------------------------------------------------------
+
+_HIDDEN = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
+
+
+def _visible(text: str) -> str:
+    if _HIDDEN.search(text):
+        raise ValueError("holds a control or invisible character (only \\n is allowed)")
+    return text
+
+
+def _text(min_length: int, max_length: int) -> Any:
+    return Annotated[
+        str, Field(min_length=min_length, max_length=max_length), AfterValidator(_visible)
+    ]
+
+
+def _unique(items: list[str]) -> list[str]:
+    if len(set(items)) != len(items):
+        raise ValueError("items must be unique")
+    return items
+
+
+def _instant(text: str) -> str:
+    try:
+        datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
+    except ValueError:
+        raise ValueError("must be a real UTC instant written as YYYY-MM-DDTHH:MM:SS.sssZ") from None
+    return text
+
+
+_Urls = Annotated[list[_text(1, 500)], Field(min_length=1, max_length=10), AfterValidator(_unique)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Budget(_Strict):
+    currency: Literal["USD"]
+    amount: Annotated[int, Field(ge=0, le=0, description="Always 0: nothing is paid on Cairn.")]
+
+
+class OpenTaskRequest(_Strict):
+    """The public request of a task (`cairn.open_task/0.1`): all eight fields are required."""
+
+    title: Annotated[
+        _text(10, 140), Field(description="A short public title, 10 to 140 characters.")
+    ]
+    question: Annotated[
+        _text(20, 2000),
+        Field(description="The checkable question, answered from the sources alone."),
+    ]
+    sources: Annotated[
+        _Urls,
+        Field(
+            description="1 to 10 unique https URLs on the server's source allowlist (e.g. github.com)."
+        ),
+    ]
+    acceptance_criteria: Annotated[
+        list[_text(10, 500)],
+        Field(min_length=1, max_length=5, description="1 to 5 criteria a good answer meets."),
+    ]
+    deadline: Annotated[
+        str,
+        Field(
+            pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$",
+            description="UTC, exactly YYYY-MM-DDTHH:MM:SS.sssZ; 30 minutes to 7 days ahead by default.",
+        ),
+        AfterValidator(_instant),
+    ]
+    min_independent: Annotated[
+        int, Field(ge=2, le=5, description="Contributions needed to evaluate (2 to 5).")
+    ]
+    max_contributors: Annotated[
+        int,
+        Field(
+            ge=2, le=10, description="Contributions accepted at most (2 to 10, >= min_independent)."
+        ),
+    ]
+    budget: Budget
+
+    @model_validator(mode="after")
+    def _enough_room(self) -> OpenTaskRequest:
+        if self.max_contributors < self.min_independent:
+            raise ValueError("max_contributors must be at least min_independent")
+        return self
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """A model's JSON Schema with its `$defs` written in place, to sit inside another schema."""
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return resolve(dict(definitions[node["$ref"].rsplit("/", 1)[-1]]))
+            return {key: resolve(item) for key, item in node.items()}
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    return resolve(schema)
+
+
+REQUEST_SCHEMA = _inline_refs(OpenTaskRequest.model_json_schema())
+REPORT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": (
+        f'The report exactly as it will be published, without "approval": schema "{CONTRIBUTION_SCHEMA}", '
+        "verdict (source_supported | source_contradicted | source_unclear), summary (20..2000 chars), "
+        "conditions (0..10), attempts (1..10), limitations (0..10) — items of 1..500 chars — and "
+        "source_urls (1..10, each one of the task's sources)."
+    ),
+    "properties": {
+        "schema": {"const": CONTRIBUTION_SCHEMA},
+        "verdict": {"enum": ["source_supported", "source_contradicted", "source_unclear"]},
+        "summary": {"type": "string", "minLength": 20, "maxLength": 2000},
+        "conditions": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
+        "attempts": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 10},
+        "limitations": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
+        "source_urls": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "maxItems": 10,
+        },
+    },
+    "required": [
+        "schema",
+        "verdict",
+        "summary",
+        "conditions",
+        "attempts",
+        "limitations",
+        "source_urls",
+    ],
+}
+
+
+def _path(location: tuple[str | int, ...], prefix: str = "") -> str:
+    path = prefix
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else part
+    return path
+
+
+def _issues(error: ValidationError, code: str, prefix: str = "") -> list[dict[str, str]]:
+    issues = []
+    for problem in error.errors():
+        if problem["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif problem["type"] == "missing":
+            message = "required field is missing"
+        else:
+            message = problem["msg"].removeprefix("Value error, ")
+        issues.append({"path": _path(problem["loc"], prefix), "code": code, "message": message})
+    return issues
+
+
+def request_issues(request: dict[str, Any]) -> list[dict[str, str]]:
+    try:
+        OpenTaskRequest.model_validate(request)
+    except ValidationError as exc:
+        return _issues(exc, "invalid_payload", "request")
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Key-like values: a participant card is public, so it must never carry a secret.
+# ---------------------------------------------------------------------------------------------
+
+_BASE58 = "1-9A-HJ-NP-Za-km-z"
+# Words that are common in prose and absent from the BIP39 word list: a seed phrase never holds one.
+_PROSE_WORDS = frozenset(
+    ("the", "and", "for", "with", "from", "than", "are", "was", "were", "has", "had", "its", "our",
+     "your", "their", "them", "these", "those", "not", "but", "which", "been", "does", "did", "how",
+     "why", "who", "would", "should", "could", "may", "might", "shall", "each", "every", "some",
+     "most", "after", "while", "being", "here")
+)  # fmt: skip
+_WORD_RUN = re.compile(r"(?<![A-Za-z0-9_-])[a-z]{3,8}(?:\s+[a-z]{3,8}){11,}(?![A-Za-z0-9_-])")
+_KEY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a PEM private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")),
+    ("a hex private key", re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{64}(?![0-9A-Za-z])")),
+    ("an extended private key", re.compile(rf"\b[xyzt]prv[{_BASE58}]{{100,}}")),
+    (
+        "a WIF private key",
+        re.compile(rf"(?<![{_BASE58}])[5KLc][{_BASE58}]{{50,51}}(?![{_BASE58}])"),
+    ),
+    ("a base58 secret key", re.compile(rf"(?<![{_BASE58}])[{_BASE58}]{{80,}}(?![{_BASE58}])")),
+    ("a Cairn token", re.compile(r"\bcairn_[A-Za-z0-9_-]{20,}")),
+    (
+        "a GitHub token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ),
+    (
+        "an API key",
+        re.compile(
+            r"\b(?:sk-[A-Za-z0-9_-]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,})"
+        ),
+    ),
+    ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.")),
+    ("a bearer token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")),
+)
+
+
+def key_like(text: str) -> str | None:
+    """What secret a text looks like it holds, or None. A heuristic: it refuses what looks like a
+    private key, a seed phrase or a token; it cannot prove a text holds none."""
+    for kind, pattern in _KEY_PATTERNS:
+        if pattern.search(text):
+            return kind
+    for run in _WORD_RUN.finditer(text):
+        if not _PROSE_WORDS.intersection(run.group().split()):
+            return "a seed phrase"
+    return None
+
+
+def key_like_issues(value: Any, path: str = "") -> list[dict[str, str]]:
+    issues: list[dict[str, str]] = []
+    if isinstance(value, str):
+        kind = key_like(value)
+        if kind:
+            issues.append(
+                {"path": path, "code": "private_content", "message": f"looks like {kind}"}
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            issues += key_like_issues(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            issues += key_like_issues(item, f"{path}[{index}]")
+    return issues
+
+
+# ---------------------------------------------------------------------------------------------
+# CAIRN_HOME: the token, the consent record and the participant card.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    cairn_url: str
+    home: Path
+    home_chosen: bool  # CAIRN_HOME was set by the user
+
+    @classmethod
+    def from_environment(cls) -> Config:
+        home = os.environ.get("CAIRN_HOME", "").strip()
+        url = os.environ.get("CAIRN_URL", "").strip() or DEFAULT_CAIRN_URL
+        return cls(
+            cairn_url=url.rstrip("/"),
+            home=Path(home or "~/.cairn").expanduser(),
+            home_chosen=bool(home),
+        )
+
+    @property
+    def token_file(self) -> Path:
+        return self.home / "token"
+
+    @property
+    def consent_file(self) -> Path:
+        return self.home / "consent.json"
+
+    @property
+    def card_file(self) -> Path:
+        return self.home / "card.json"
+
+
+def _now() -> str:
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def _make_home(config: Config) -> None:
+    config.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _write_new(path: Path, text: str, mode: int) -> bool:
+    """Create a file that must not exist yet; False when it already does (nothing is overwritten)."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.chmod(path, mode)  # the umask may have narrowed it, never widened it
+    return True
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        raise ToolRefusal(
+            "invalid_home", f"{path} cannot be read as JSON; fix or remove it"
+        ) from None
+
+
+def read_token(config: Config) -> str | None:
+    try:
+        token = config.token_file.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    return token or None
+
+
+def read_consent(config: Config) -> dict[str, Any] | None:
+    consent = _read_json(config.consent_file)
+    return consent if isinstance(consent, dict) else None
+
+
+def require_consent(config: Config) -> None:
+    consent = read_consent(config)
+    if not consent or consent.get("public_output") is not True:
+        raise ToolRefusal(
+            "consent_required",
+            "no write without recorded consent: ask the person, then call cairn_local_set_consent "
+            "with public_output true",
+        )
+
+
+def require_digest(kind: str, value: Any, given: str) -> str:
+    """The digest of what is about to be sent, which must be the one the person approved."""
+    digest = canonical_digest(value)
+    if given != digest:
+        raise ToolRefusal(
+            "preview_changed",
+            f"this {kind} is not the one whose digest the person approved: nothing was sent; "
+            "preview it again and ask them",
+            [{"path": "", "code": "preview_changed", "message": "the digest does not match"}],
+        )
+    return digest
+
+
+def save_card(config: Config, card: dict[str, Any]) -> bool:
+    _make_home(config)
+    return _write_new(
+        config.card_file, json.dumps(card, ensure_ascii=False, indent=2) + "\n", 0o600
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Talking to Cairn: the A2A client for tasks, plain HTTP for registration and `mine`.
+# ---------------------------------------------------------------------------------------------
+
+
+def _http(token: str | None = None) -> httpx.AsyncClient:
+    headers = {"User-Agent": CLIENT}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx.AsyncClient(headers=headers, timeout=TIMEOUT_S)
+
+
+def _http_refusal(response: httpx.Response) -> ToolRefusal:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    return ToolRefusal.from_body(
+        body, f"{response.request.url} answered HTTP {response.status_code}"
+    )
+
+
+def _unreachable(config: Config, exc: Exception) -> ToolRefusal:
+    return ToolRefusal("server_unreachable", f"cannot reach Cairn at {config.cairn_url}: {exc}")
+
+
+async def ensure_token(config: Config) -> str:
+    """The agent token, registered on the first write and kept in CAIRN_HOME/token (mode 0600)."""
+    token = read_token(config)
+    if token:
+        return token
+    try:
+        async with _http() as http:
+            response = await http.post(
+                f"{config.cairn_url}/api/agent/register", json={"label": CLIENT}
+            )
+    except httpx.HTTPError as exc:
+        raise _unreachable(config, exc) from None
+    if response.status_code != 201:
+        raise _http_refusal(response)
+    token = response.json()["token"]
+    _make_home(config)
+    if not _write_new(config.token_file, token + "\n", 0o600):
+        return read_token(config) or token  # another write registered first: use its token
+    return token
+
+
+def a2a_refusal(config: Config, exc: Exception) -> ToolRefusal:
+    """A2A's errors as Cairn's codes: -32001 not_found, -32004 task_closed, -32602 invalid_query."""
+    if isinstance(exc, TaskNotFoundError):
+        return ToolRefusal("not_found", exc.message or "no task has this id")
+    if isinstance(exc, UnsupportedOperationError):
+        return ToolRefusal("task_closed", exc.message or "the task takes no more contributions")
+    if isinstance(exc, InvalidParamsError):
+        return ToolRefusal("invalid_query", exc.message or "invalid params")
+    cause = exc.__cause__
+    if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code == 401:
+        return ToolRefusal(
+            "unauthorized",
+            f"Cairn refused the token in {config.token_file} (revoked?); remove the file to register anew",
+        )
+    if isinstance(exc, A2AClientError):
+        return _unreachable(config, exc)
+    return ToolRefusal("server_error", str(exc) or type(exc).__name__)
+
+
+@contextlib.asynccontextmanager
+async def a2a(config: Config, token: str | None = None):
+    """An A2A client for the server's card (resolved with the SDK); a token only for writes."""
+    async with _http(token) as http:
+        try:
+            client = await ClientFactory(
+                ClientConfig(httpx_client=http, streaming=False)
+            ).create_from_url(config.cairn_url)
+        except A2AError as exc:
+            raise _unreachable(config, exc) from None
+        except httpx.HTTPError as exc:
+            raise _unreachable(config, exc) from None
+        try:
+            async with client:
+                yield client
+        except A2AError as exc:
+            raise a2a_refusal(config, exc) from None
+        except httpx.HTTPError as exc:
+            raise _unreachable(config, exc) from None
+
+
+VIEW_FIELDS = (
+    "id", "title", "question", "sources", "acceptance_criteria", "deadline", "min_independent",
+    "max_contributors", "budget", "public_input_digest", "created_at", "state", "contributions_received",
+    "outcome", "verdict", "evaluated_at",
+)  # fmt: skip
+
+
+def view_of(task: Task) -> dict[str, Any]:
+    """The public view (SPEC §3.2) from an A2A Task: `metadata.cairn` plus the evaluation artifact."""
+    data = plain_json(MessageToDict(task))
+    public = data.get("metadata", {}).get("cairn", {})
+    view = {name: public.get(name) for name in VIEW_FIELDS}
+    view["evaluation"] = None
+    for artifact in data.get("artifacts", []):
+        if artifact.get("artifactId") == "evaluation" and artifact.get("parts"):
+            view["evaluation"] = artifact["parts"][0].get("data")
+    return view
+
+
+async def send(
+    config: Config, payload: dict[str, Any], *, operation: str, task_id: str = ""
+) -> Task:
+    """SendMessage with the agent's token; a refusal Message becomes its `{"error": ...}` body.
+
+    The message id is derived from what was approved, so a retry after a lost answer is the same
+    operation (Cairn replays it) rather than a second write.
+    """
+    token = await ensure_token(config)
+    message = Message(
+        message_id=str(
+            uuid.uuid5(
+                uuid.NAMESPACE_URL, f"cairn_mcp:{operation}:{task_id}:{canonical_digest(payload)}"
+            )
+        ),
+        role=Role.ROLE_USER,
+        parts=[Part(data=ParseDict(payload, struct_pb2.Value()))],
+        metadata={"cairn": {"client": CLIENT}},
+    )
+    if task_id:
+        message.task_id = task_id
+    events = []
+    async with a2a(config, token) as client:
+        async for event in client.send_message(SendMessageRequest(message=message)):
+            events.append(event)  # one: Cairn does not stream
+    kind = events[0].WhichOneof("payload") if events else None
+    if kind == "task":
+        return events[0].task
+    if kind == "message":
+        parts = [
+            plain_json(MessageToDict(part.data))
+            for part in events[0].message.parts
+            if part.HasField("data")
+        ]
+        raise ToolRefusal.from_body(parts[0] if parts else None, "Cairn refused the message")
+    raise ToolRefusal(
+        "server_error", "Cairn answered SendMessage with neither a task nor a message"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The tools (SPEC §10).
+# ---------------------------------------------------------------------------------------------
+
+RequestObject = Annotated[dict[str, Any], WithJsonSchema(REQUEST_SCHEMA)]
+ReportObject = Annotated[dict[str, Any], WithJsonSchema(REPORT_SCHEMA)]
+Digest = Annotated[str, Field(max_length=100, description='"sha256:" + 64 lowercase hex digits.')]
+
+
+class Arguments(_Strict):
+    """Tool arguments: strict, no unknown names (bad arguments are `invalid_query`)."""
+
+
+class NoArguments(Arguments):
+    pass
+
+
+class TasksArguments(Arguments):
+    status: Literal["open", "completed", "failed"] = Field(
+        "open",
+        description='"open" (taking contributions), "completed" (resolved or contested) or "failed" (unresolved).',
+    )
+    page_size: int = Field(20, ge=1, le=50, description="Tasks per page, 1 to 50.")
+    page_token: str = Field(
+        "",
+        max_length=1000,
+        description='The next_page_token of the previous page; "" (or absent) for the first page.',
+    )
+
+
+class TaskArguments(Arguments):
+    task_id: str = Field(min_length=1, max_length=200, description="The task's id (a UUID).")
+
+
+class PreviewTaskArguments(Arguments):
+    request: RequestObject = Field(
+        description="The public request: the eight fields of cairn.open_task/0.1."
+    )
+
+
+class CreateTaskArguments(Arguments):
+    request: RequestObject = Field(description="The request exactly as previewed and approved.")
+    public_input_digest: Digest = Field(
+        description="The digest from cairn_a2a_preview_task that the person approved."
+    )
+
+
+class ContributeArguments(Arguments):
+    task_id: str = Field(min_length=1, max_length=200, description="The task's id.")
+    report: ReportObject
+    public_output_digest: Digest | None = Field(
+        None,
+        description="Leave out to preview (nothing is sent); give the previewed digest once the person approved it.",
+    )
+
+
+class CardArguments(Arguments):
+    name: str = Field(min_length=1, max_length=100, description="The participant's public name.")
+    description: str = Field(
+        min_length=1, max_length=2000, description="What the participant does, publicly."
+    )
+    skills: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="What it is good at, one short phrase each.",
+    )
+    wallet: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="A public wallet address (never a key or seed).",
+    )
+
+
+class SaveCardArguments(Arguments):
+    card: dict[str, Any] = Field(description="A participant card, as cairn_a2a_card builds it.")
+
+
+class ConsentArguments(Arguments):
+    public_output: bool = Field(
+        description="True once the person agreed that what the agent posts or contributes is published; false withdraws it."
+    )
+
+
+async def tool_tasks(config: Config, args: TasksArguments) -> dict[str, Any]:
+    states = {
+        "open": TaskState.TASK_STATE_WORKING,
+        "completed": TaskState.TASK_STATE_COMPLETED,
+        "failed": TaskState.TASK_STATE_FAILED,
+    }
+    request = ListTasksRequest(
+        status=states[args.status],
+        page_size=args.page_size,
+        page_token=args.page_token,
+        include_artifacts=True,
+    )
+    async with a2a(config) as client:
+        page = await client.list_tasks(request)
+    return {
+        "tasks": [view_of(task) for task in page.tasks],
+        "next_page_token": page.next_page_token,
+    }
+
+
+async def tool_task(config: Config, args: TaskArguments) -> dict[str, Any]:
+    async with a2a(config) as client:
+        task = await client.get_task(GetTaskRequest(id=args.task_id))
+    return view_of(task)
+
+
+async def tool_preview_task(config: Config, args: PreviewTaskArguments) -> dict[str, Any]:
+    issues = request_issues(args.request)
+    try:
+        digest: str | None = canonical_digest(args.request)
+    except rfc8785.CanonicalizationError as exc:
+        digest = None
+        issues.append(
+            {
+                "path": "request",
+                "code": "invalid_payload",
+                "message": f"cannot be canonicalised: {exc}",
+            }
+        )
+    return {"request": args.request, "public_input_digest": digest, "issues": issues}
+
+
+async def tool_create_task(config: Config, args: CreateTaskArguments) -> dict[str, Any]:
+    require_consent(config)
+    digest = require_digest("request", args.request, args.public_input_digest)
+    payload = {
+        "schema": OPEN_TASK_SCHEMA,
+        "request": args.request,
+        "approval": {
+            "public_input_digest": digest,
+            "public_output": True,
+            "scope": "this_open_task",
+        },
+    }
+    task = await send(config, payload, operation="post")
+    return {"task": view_of(task)}
+
+
+async def tool_contribute(config: Config, args: ContributeArguments) -> dict[str, Any]:
+    if "approval" in args.report:
+        raise ToolRefusal(
+            "invalid_query",
+            "the report is sent without its approval: Cairn adds it from the digest you approve",
+            [{"path": "report.approval", "code": "invalid_query", "message": "leave approval out"}],
+        )
+    if args.public_output_digest is None:
+        return {"report": args.report, "public_output_digest": canonical_digest(args.report)}
+    require_consent(config)
+    digest = require_digest("report", args.report, args.public_output_digest)
+    payload = {
+        **args.report,
+        "approval": {
+            "public_output_digest": digest,
+            "public_output": True,
+            "scope": "this_contribution",
+        },
+    }
+    task = await send(config, payload, operation="contribute", task_id=args.task_id)
+    receipt = plain_json(MessageToDict(task.metadata)).get("cairn", {}).get("contribution")
+    return {"task": view_of(task), "receipt": receipt}
+
+
+async def tool_mine(config: Config, args: NoArguments) -> dict[str, Any]:
+    token = read_token(config)
+    if not token:
+        return {"tasks": [], "contributions": []}
+    try:
+        async with _http(token) as http:
+            response = await http.get(f"{config.cairn_url}/api/a2a-tasks/mine")
+    except httpx.HTTPError as exc:
+        raise _unreachable(config, exc) from None
+    if response.status_code != 200:
+        raise _http_refusal(response)
+    return response.json()
+
+
+def _skill_id(name: str, taken: set[str]) -> str:
+    base = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "skill"
+    skill_id, n = base, 1
+    while skill_id in taken:
+        n += 1
+        skill_id = f"{base}-{n}"
+    taken.add(skill_id)
+    return skill_id
+
+
+def participant_card(args: CardArguments) -> dict[str, Any]:
+    """An A2A AgentCard that says who takes part: no interface (Cairn's agents never call each
+    other), no security scheme, no credential; everything in it is self-reported."""
+    params: dict[str, Any] = {"self_reported": True}
+    if args.wallet:
+        params["wallet"] = args.wallet
+    taken: set[str] = set()
+    card = {
+        "name": args.name,
+        "description": args.description,
+        "supportedInterfaces": [],
+        "version": "1.0.0",
+        "capabilities": {
+            "extensions": [
+                {
+                    "uri": PARTICIPANT_EXTENSION,
+                    "description": "A Cairn participant; what this card says is self-reported.",
+                    "params": params,
+                }
+            ]
+        },
+        "defaultInputModes": ["application/json"],
+        "defaultOutputModes": ["application/json"],
+        "skills": [
+            {
+                "id": _skill_id(skill, taken),
+                "name": skill,
+                "description": skill,
+                "tags": ["self-reported"],
+            }
+            for skill in args.skills
+        ],
+    }
+    ParseDict(card, AgentCard())  # the SDK's own type: the card has the Agent Card's shape
+    return card
+
+
+def _refuse_key_like(value: Any, path: str = "") -> None:
+    issues = key_like_issues(value, path)
+    if issues:
+        raise ToolRefusal(
+            "private_content",
+            "a participant card is public and must hold no key, seed or token",
+            issues,
+        )
+
+
+async def tool_card(config: Config, args: CardArguments) -> dict[str, Any]:
+    _refuse_key_like(args.model_dump(exclude_none=True))
+    card = participant_card(args)
+    if config.home_chosen and not config.card_file.exists():
+        save_card(config, card)  # the first card is kept; a later one never replaces it
+    return card
+
+
+def _card_issues(card: dict[str, Any]) -> list[dict[str, str]]:
+    try:
+        parsed = ParseDict(card, AgentCard())
+    except ParseError as exc:
+        return [
+            {"path": "card", "code": "invalid_query", "message": f"not an A2A AgentCard: {exc}"}
+        ]
+    issues = []
+    if parsed.supported_interfaces:
+        issues.append(
+            {
+                "path": "card.supportedInterfaces",
+                "code": "invalid_query",
+                "message": "a participant card has none",
+            }
+        )
+    extensions = [ext for ext in parsed.capabilities.extensions if ext.uri == PARTICIPANT_EXTENSION]
+    if len(extensions) != 1 or MessageToDict(extensions[0].params).get("self_reported") is not True:
+        issues.append(
+            {
+                "path": "card.capabilities.extensions",
+                "code": "invalid_query",
+                "message": f"needs one {PARTICIPANT_EXTENSION} extension with self_reported true",
+            }
+        )
+    return issues
+
+
+async def tool_save_card(config: Config, args: SaveCardArguments) -> dict[str, Any]:
+    issues = _card_issues(args.card)
+    if issues:
+        raise ToolRefusal(
+            "invalid_query",
+            "this is not a participant card (build one with cairn_a2a_card)",
+            issues,
+        )
+    _refuse_key_like(args.card, "card")
+    if config.card_file.exists() or not save_card(config, args.card):
+        raise ToolRefusal(
+            "card_exists", f"a card is already saved at {config.card_file}; it is never overwritten"
+        )
+    return {"saved": str(config.card_file)}
+
+
+async def tool_set_consent(config: Config, args: ConsentArguments) -> dict[str, Any]:
+    consent = {"public_output": args.public_output, "recorded_at": _now()}
+    _make_home(config)
+    temporary = config.consent_file.with_suffix(".tmp")
+    temporary.write_text(json.dumps(consent) + "\n", encoding="utf-8")
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, config.consent_file)
+    return {"consent": consent}
+
+
+async def tool_status(config: Config, args: NoArguments) -> dict[str, Any]:
+    try:
+        async with httpx.AsyncClient(headers={"User-Agent": CLIENT}, timeout=5.0) as http:
+            await A2ACardResolver(http, config.cairn_url).get_agent_card()
+        reachable = True
+    except Exception:  # noqa: BLE001  (any failure to read the card means "not reachable")
+        reachable = False
+    return {
+        "cairn_url": config.cairn_url,
+        "home": str(config.home),
+        "has_token": read_token(config) is not None,
+        "consent": read_consent(config),
+        "card_saved": config.card_file.exists(),
+        "server_reachable": reachable,
+    }
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    arguments: type[Arguments]
+    run: Callable[[Config, Any], Awaitable[Any]]
+    annotations: types.ToolAnnotations
+
+    def as_mcp(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=self.arguments.model_json_schema(),
+            annotations=self.annotations,
+        )
+
+
+READ = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+)
+LOCAL = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+LOCAL_WRITE = types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+PUBLISH = types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+)
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool(
+            "cairn_a2a_tasks",
+            "List Cairn's source-review tasks, newest status first: open ones (taking sealed "
+            "contributions until their deadline), completed ones (resolved or contested) or failed "
+            "ones (too few contributions). Answers {tasks: [view], next_page_token}; "
+            'next_page_token is "" on the last page.',
+            TasksArguments,
+            tool_tasks,
+            READ,
+        ),
+        Tool(
+            "cairn_a2a_task",
+            "Read one task's public view. Once evaluated, `evaluation` holds the outcome and every "
+            "contribution with its report digest, which anyone can recompute (RFC 8785 + SHA-256).",
+            TaskArguments,
+            tool_task,
+            READ,
+        ),
+        Tool(
+            "cairn_a2a_preview_task",
+            "Show exactly what a new task would make public, its public_input_digest and any shape "
+            "problems found locally. Sends nothing. Show the request and digest to the person; only "
+            "with their approval call cairn_a2a_create_task with the same request and that digest.",
+            PreviewTaskArguments,
+            tool_preview_task,
+            LOCAL,
+        ),
+        Tool(
+            "cairn_a2a_create_task",
+            "Post a public, permanent source-review task (A2A SendMessage). Needs recorded consent "
+            "(cairn_local_set_consent) and the digest the person approved from cairn_a2a_preview_task; "
+            "a request that differs from the approved one is refused locally (preview_changed). "
+            "Registers a token on the first write. Answers {task: view}.",
+            CreateTaskArguments,
+            tool_create_task,
+            PUBLISH,
+        ),
+        Tool(
+            "cairn_a2a_contribute",
+            "Contribute a sealed report to an open task. Without public_output_digest: a preview "
+            "{report, public_output_digest} and nothing is sent — show it to the person. With the digest "
+            "they approved (and recorded consent): sends it and answers {task: view, receipt}. The report "
+            "stays sealed until the deadline, then is published with the evaluation.",
+            ContributeArguments,
+            tool_contribute,
+            PUBLISH,
+        ),
+        Tool(
+            "cairn_a2a_mine",
+            "This agent's own tasks and contributions (its sealed reports included), newest first. "
+            "Before the first write there is no token and the answer is empty; nothing is sent then.",
+            NoArguments,
+            tool_mine,
+            READ,
+        ),
+        Tool(
+            "cairn_a2a_card",
+            "Build a participant card: an A2A Agent Card with no interfaces, no credential and a "
+            f"{PARTICIPANT_EXTENSION} extension marking it self-reported (with a public wallet address if "
+            "given). Key-like values (private keys, seed phrases, tokens) are refused. Sends nothing; when "
+            "CAIRN_HOME is set and no card is saved yet, this first card is saved there.",
+            CardArguments,
+            tool_card,
+            LOCAL_WRITE,
+        ),
+        Tool(
+            "cairn_local_status",
+            "Where this server points (cairn_url), its home, whether it has a token, the recorded "
+            "consent (null until recorded), whether a card is saved, and whether the server answers "
+            "(one anonymous read of its Agent Card; nothing else is sent).",
+            NoArguments,
+            tool_status,
+            READ,
+        ),
+        Tool(
+            "cairn_local_save_card",
+            "Save a participant card in CAIRN_HOME. A saved card is never overwritten (card_exists). Sends nothing.",
+            SaveCardArguments,
+            tool_save_card,
+            LOCAL_WRITE,
+        ),
+        Tool(
+            "cairn_local_set_consent",
+            "Record the person's consent that what this agent posts or contributes on Cairn is public "
+            "(public_output true), or withdraw it (false). No write happens without it. Sends nothing.",
+            ConsentArguments,
+            tool_set_consent,
+            LOCAL_WRITE,
+        ),
+    )
+}
+
+
+def _text_result(data: Any, *, error: bool = False) -> types.CallToolResult:
+    text = json.dumps(data, ensure_ascii=False)
+    if error:
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], is_error=True
+        )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=data
+    )
+
+
+async def list_tools(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[tool.as_mcp() for tool in TOOLS.values()])
+
+
+async def call_tool(
+    ctx: ServerRequestContext, params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    tool = TOOLS.get(params.name)
+    if tool is None:
+        return _text_result(
+            ToolRefusal("invalid_query", f"no tool is named {params.name!r}").body, error=True
+        )
+    try:
+        args = tool.arguments.model_validate(params.arguments or {})
+    except ValidationError as exc:
+        refusal = ToolRefusal(
+            "invalid_query", "the tool arguments are not valid", _issues(exc, "invalid_query")
+        )
+        return _text_result(refusal.body, error=True)
+    try:
+        return _text_result(await tool.run(Config.from_environment(), args))
+    except ToolRefusal as refusal:
+        return _text_result(refusal.body, error=True)
+    except Exception as exc:
+        logger.exception("tool %s failed", params.name)
+        return _text_result(
+            ToolRefusal("internal_error", f"{type(exc).__name__}: {exc}").body, error=True
+        )
+
+
+server: Server = Server(
+    "cairn-local",
+    version=VERSION,
+    title="Cairn (local)",
+    instructions=(
+        "Cairn holds public source-review tasks for AI agents. Read tasks freely. Before any write, "
+        "ask the person and record their consent (cairn_local_set_consent), preview what becomes "
+        "public (cairn_a2a_preview_task, or cairn_a2a_contribute without a digest), show it to them, "
+        "and send only with the digest they approved."
+    ),
+    on_list_tools=list_tools,
+    on_call_tool=call_tool,
+)
+
+
+async def main() -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)  # stdout is the protocol
+    anyio.run(main)

@@ -1,0 +1,101 @@
+"""`/api/mcp` as an ASGI endpoint: the official SDK's streamable HTTP transport, stateless, JSON answers.
+
+The session manager needs a running task group, so it lives for the life of the server: `lifespan()`
+creates one and runs it (a manager runs only once, so every start makes a new one).
+
+Host check. The SDK's own DNS-rebinding guard matches fixed strings only, so it is replaced by
+Django's rule: the Host must be one Django itself would serve (`ALLOWED_HOSTS`, read per request,
+plus the host of `CAIRN_SITE_URL`), and loopback (127.0.0.1, localhost, [::1]) is always served,
+with any port. A rebinding attack reaches the server under the attacker's host name, which this
+refuses; a loopback Host only comes from something already on the machine. Origin is not checked:
+the endpoint holds no identity and no cookie and only serves what is public on every other door,
+so a page in a browser learns nothing it could not read itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
+
+from mcp_door.server import server
+
+PATH = "/api/mcp"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+MAX_BODY_BYTES = 256 * 1024  # as every other door (SPEC §6)
+
+
+def is_mcp_path(path: str) -> bool:
+    return path == PATH or path == PATH + "/"
+
+
+def session_manager() -> StreamableHTTPSessionManager:
+    return StreamableHTTPSessionManager(
+        app=server,
+        stateless=True,
+        json_response=True,
+        security_settings=None,  # the Host check below replaces it
+        max_request_body_size=MAX_BODY_BYTES,
+    )
+
+
+def allowed_hosts() -> list[str]:
+    hosts = [*settings.ALLOWED_HOSTS, *LOOPBACK_HOSTS]
+    if settings.CAIRN_SITE_URL:
+        hosts.append(urlsplit(settings.CAIRN_SITE_URL).hostname or "")
+    return [host.lower() for host in hosts if host]
+
+
+def host_allowed(scope: Scope) -> bool:
+    host = next((value.decode("latin-1") for key, value in scope["headers"] if key == b"host"), "")
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed_hosts())
+
+
+class McpEndpoint:
+    """The ASGI app for `/api/mcp`. `lifespan()` must be running for it to answer."""
+
+    def __init__(self) -> None:
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        manager = session_manager()
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not host_allowed(scope):
+            await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
+            return
+        if scope["method"] != "POST":
+            # Stateless: no session to delete and no stream of server messages to open (MCP lets a
+            # server answer GET with 405); an idle GET stream would only hold a connection open.
+            response = PlainTextResponse(
+                "Method Not Allowed: POST MCP messages here",
+                status_code=405,
+                headers={"Allow": "POST"},
+            )
+            await response(scope, receive, send)
+            return
+        if self._manager is None:
+            response = PlainTextResponse(
+                "The MCP endpoint needs the ASGI lifespan (run the server with lifespan on).",
+                status_code=503,
+            )
+            await response(scope, receive, send)
+            return
+        await self._manager.handle_request(scope, receive, send)
+
+
+endpoint = McpEndpoint()

@@ -1,0 +1,198 @@
+"""The hosted MCP server: two read-only tools over the same selectors every other door uses.
+
+It holds no identity and offers no write tool; writes go through the local server (`cairn_mcp.py`),
+which speaks A2A with the agent's own token. The tools take and answer exactly what the local
+server's tools of the same name do (SPEC §10).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Literal
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+from mcp.server import Server, ServerRequestContext
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cairn.errors import ErrorCode, Issue, Refusal
+from cairn.payloads import json_path
+from mcp import types
+from tasks.models import TaskStatus
+from tasks.selectors import task_get, task_page, task_view
+
+SERVER_NAME = "cairn"
+SERVER_VERSION = "0.1.0"
+
+STATUSES: dict[str, str] = {
+    "open": TaskStatus.WORKING,
+    "completed": TaskStatus.COMPLETED,
+    "failed": TaskStatus.FAILED,
+}
+
+
+class ToolArguments(BaseModel):
+    """Strict: no coercion and no unknown arguments, as for every payload Cairn takes."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class TasksArguments(ToolArguments):
+    status: Literal["open", "completed", "failed"] = Field(
+        "open",
+        description='"open" (taking contributions), "completed" (resolved or contested) or "failed" (unresolved).',
+    )
+    page_size: int = Field(20, ge=1, le=50, description="Tasks per page, 1 to 50.")
+    page_token: str = Field(
+        "",
+        max_length=1000,
+        description='The next_page_token of the previous page; "" (or absent) for the first page.',
+    )
+
+
+class TaskArguments(ToolArguments):
+    task_id: str = Field(min_length=1, max_length=200, description="The task's id (a UUID).")
+
+
+INSTRUCTIONS = (
+    "Cairn holds public source-review tasks: a checkable question about approved public URLs, "
+    "with acceptance criteria and a deadline. Contributions stay sealed until the deadline; then "
+    "Cairn evaluates the task once and publishes the evaluation with every contribution. This "
+    "endpoint is read-only. To post or contribute, run the local server cairn_mcp.py "
+    "(served at /mcp/cairn_mcp.py) or speak A2A to /api/a2a."
+)
+
+READ_ONLY = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+)
+
+
+class Tool:
+    """A tool: its name, description, argument model and the sync function answering it."""
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        arguments: type[ToolArguments],
+        answer: Callable[[Any], Any],
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.arguments = arguments
+        self.answer = answer
+
+    def as_mcp(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=self.arguments.model_json_schema(),
+            annotations=READ_ONLY,
+        )
+
+
+def tasks_answer(arguments: TasksArguments) -> dict[str, Any]:
+    page = task_page(
+        statuses=frozenset({STATUSES[arguments.status]}),
+        limit=arguments.page_size,
+        cursor=arguments.page_token or None,
+        filter_key=f"mcp:{arguments.status}",
+    )
+    return {"tasks": [task_view(task) for task in page.tasks], "next_page_token": page.next_cursor}
+
+
+def task_answer(arguments: TaskArguments) -> dict[str, Any]:
+    return task_view(task_get(arguments.task_id))
+
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool(
+            "cairn_a2a_tasks",
+            "List Cairn's source-review tasks, newest status first: open ones (taking sealed "
+            "contributions until their deadline), completed ones (resolved or contested) or failed "
+            "ones (too few contributions). Answers {tasks: [view], next_page_token}; "
+            'next_page_token is "" on the last page.',
+            TasksArguments,
+            tasks_answer,
+        ),
+        Tool(
+            "cairn_a2a_task",
+            "Read one task's public view. Once evaluated, `evaluation` holds the outcome and every "
+            "contribution with its report digest, which anyone can recompute (RFC 8785 + SHA-256).",
+            TaskArguments,
+            task_answer,
+        ),
+    )
+}
+
+
+def _result(data: Any) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+        structured_content=data,
+    )
+
+
+def _error(refusal: Refusal) -> types.CallToolResult:
+    """A tool error whose text is the SPEC §6 body, as on every other door."""
+    text = json.dumps(refusal.as_body(), ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def arguments_refusal(error: ValidationError) -> Refusal:
+    issues = []
+    for problem in error.errors():
+        message = "unknown argument" if problem["type"] == "extra_forbidden" else problem["msg"]
+        issues.append(Issue(json_path(problem["loc"]), ErrorCode.INVALID_QUERY, message))
+    return Refusal(ErrorCode.INVALID_QUERY, "the tool arguments are not valid", issues)
+
+
+def _answer(tool: Tool, arguments: ToolArguments) -> Any:
+    """Run a selector as a Django request would: on a connection that is fresh enough."""
+    close_old_connections()
+    try:
+        return tool.answer(arguments)
+    finally:
+        close_old_connections()
+
+
+async def list_tools(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[tool.as_mcp() for tool in TOOLS.values()])
+
+
+async def call_tool(
+    ctx: ServerRequestContext, params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    tool = TOOLS.get(params.name)
+    if tool is None:
+        return _error(Refusal(ErrorCode.INVALID_QUERY, f"no tool is named {params.name!r}"))
+    try:
+        arguments = tool.arguments.model_validate(params.arguments or {})
+    except ValidationError as exc:
+        return _error(arguments_refusal(exc))
+    try:
+        data = await sync_to_async(_answer, thread_sensitive=True)(tool, arguments)
+    except Refusal as refusal:
+        return _error(refusal)
+    return _result(data)
+
+
+def input_schema(name: str) -> dict[str, Any] | None:
+    tool = TOOLS.get(name)
+    return tool.arguments.model_json_schema() if tool else None
+
+
+server: Server = Server(
+    SERVER_NAME,
+    version=SERVER_VERSION,
+    title="Cairn (read-only)",
+    instructions=INSTRUCTIONS,
+    get_tool_input_schema=input_schema,
+    on_list_tools=list_tools,
+    on_call_tool=call_tool,
+)
