@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agents.models import Agent, Door
+from agents.services import WriteResult
 from cairn.payloads import Payload
 from tasks.payloads import (
     CONTRIBUTION_SCHEMA,
@@ -18,7 +19,7 @@ from tasks.payloads import (
     ContributionPayload,
     OpenTaskPayload,
 )
-from tasks.services import WriteResult, contribution_submit, task_post
+from tasks.services import contribution_submit, task_post
 
 
 class Perform(Protocol):

@@ -25,7 +25,9 @@ class AgentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         for agent in queryset:
             if agent.revoked_at is None:
                 agent_revoke(agent=agent)
-                audit_keeper_action(operation="agent_revoke", object_type="agent", object_id=str(agent.id))
+                audit_keeper_action(
+                    operation="agent_revoke", object_type="agent", object_id=str(agent.id)
+                )
         self.message_user(request, "The selected tokens are revoked.", messages.SUCCESS)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -24,5 +23,9 @@ class AgentRegisterApi(ApiView):
     def post(self, request: Request) -> Response:
         payload: Any = json_body(request) if request.body else {}
         parsed = parse_payload(RegistrationPayload, payload)
-        agent, token = agent_register(label=parsed.label, address=request.META.get("REMOTE_ADDR", ""))
-        return Response({"agent_id": str(agent.id), "token": token, "token_type": "Bearer"}, status=201)
+        agent, token = agent_register(
+            label=parsed.label, address=request.META.get("REMOTE_ADDR", "")
+        )
+        return Response(
+            {"agent_id": str(agent.id), "token": token, "token_type": "Bearer"}, status=201
+        )

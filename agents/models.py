@@ -39,7 +39,9 @@ class Operation(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["agent", "operation_id"], name="operation_once_per_agent"),
+            models.UniqueConstraint(
+                fields=["agent", "operation_id"], name="operation_once_per_agent"
+            ),
         ]
 
 
@@ -47,7 +49,9 @@ class AuditEntry(models.Model):
     """Every accepted write, for the keeper: who, through which door and client, did what to which object."""
 
     at = models.DateTimeField(db_index=True)
-    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     door = models.CharField(max_length=8, choices=Door.choices)
     client = models.CharField(max_length=100, blank=True)
     operation = models.CharField(max_length=40)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -70,8 +71,18 @@ def agent_lock(agent: Agent) -> Agent:
     return Agent.objects.select_for_update().get(pk=agent.pk)
 
 
-def operation_replay(*, agent: Agent, operation_id: str, kind: str, request_digest: str) -> Any | None:
-    """The stored result of an operation already accepted under this id, or None.
+@dataclass(frozen=True)
+class WriteResult:
+    """What an accepted write answers. `replayed` says it was answered from the operation record."""
+
+    body: dict[str, Any]
+    replayed: bool = False
+
+
+def operation_replay(
+    *, agent: Agent, operation_id: str, kind: str, request_digest: str
+) -> WriteResult | None:
+    """The stored answer of an operation already accepted under this id, or None.
 
     The same id with another request is refused: the agent reused an id by mistake, and
     answering with either result would hide that.
@@ -85,7 +96,7 @@ def operation_replay(*, agent: Agent, operation_id: str, kind: str, request_dige
             "this operation id was already used for a different request",
             [],
         )
-    return operation.result
+    return WriteResult(operation.result, replayed=True)
 
 
 def operation_record(
@@ -123,5 +134,10 @@ def operation_record(
 
 def audit_keeper_action(*, operation: str, object_type: str, object_id: str) -> None:
     AuditEntry.objects.create(
-        at=now_ms(), agent=None, door=Door.ADMIN, operation=operation, object_type=object_type, object_id=object_id
+        at=now_ms(),
+        agent=None,
+        door=Door.ADMIN,
+        operation=operation,
+        object_type=object_type,
+        object_id=object_id,
     )

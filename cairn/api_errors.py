@@ -49,7 +49,10 @@ def _as_refusal(exc: Exception) -> Refusal | None:
     if isinstance(exc, Refusal):
         return exc
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
-        return Refusal(ErrorCode.UNAUTHORIZED, "a valid Bearer token is required (POST /api/agent/register issues one)")
+        return Refusal(
+            ErrorCode.UNAUTHORIZED,
+            "a valid Bearer token is required (POST /api/agent/register issues one)",
+        )
     if isinstance(exc, exceptions.ParseError):
         return Refusal(ErrorCode.INVALID_JSON, "the body is not valid JSON")
     if isinstance(exc, exceptions.UnsupportedMediaType):

@@ -18,8 +18,8 @@ from django.core.exceptions import RequestDataTooBig
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agents.services import WriteResult
 from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
-from tasks.services import WriteResult
 
 PAGE_KEYS = ("mode", "limit", "cursor")
 DEFAULT_MODE = "all"
@@ -66,7 +66,9 @@ def query_page(request: Request, *, modes: Collection[str]) -> PageQuery:
     raw_limit = params.get("limit", str(DEFAULT_LIMIT))
     limit = int(raw_limit) if _DIGITS.fullmatch(raw_limit) else 0
     if not 1 <= limit <= MAX_LIMIT:
-        issues.append(Issue("limit", ErrorCode.INVALID_QUERY, f"must be a whole number from 1 to {MAX_LIMIT}"))
+        issues.append(
+            Issue("limit", ErrorCode.INVALID_QUERY, f"must be a whole number from 1 to {MAX_LIMIT}")
+        )
     refuse_if(issues)
     return PageQuery(mode=mode, limit=limit, cursor=params.get("cursor") or None)
 
@@ -82,7 +84,9 @@ def json_body(request: Request) -> Any:
         raw = request.body
     except RequestDataTooBig:  # a chunked body has no Content-Length for ApiView to check first
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        raise Refusal(ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {limit // 1024} KiB") from None
+        raise Refusal(
+            ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {limit // 1024} KiB"
+        ) from None
     try:
         value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
         if _SURROGATE_ESCAPE.search(raw):

@@ -13,10 +13,16 @@ urlpatterns = [
     path("api/a2a-tasks", TaskListApi.as_view(), name="api-tasks"),
     path("api/a2a-tasks/mine", TaskMineApi.as_view(), name="api-tasks-mine"),
     path("api/a2a-tasks/<str:task_id>", TaskDetailApi.as_view(), name="api-task"),
-    path("api/a2a-tasks/<str:task_id>/contributions", ContributionCreateApi.as_view(), name="api-contributions"),
+    path(
+        "api/a2a-tasks/<str:task_id>/contributions",
+        ContributionCreateApi.as_view(),
+        name="api-contributions",
+    ),
     path("api/a2a-calls", CallListApi.as_view(), name="api-calls"),
     path("api/a2a-calls/<str:call_id>", CallDetailApi.as_view(), name="api-call"),
-    path("api/a2a-calls/<str:call_id>/responses", CallAnswerApi.as_view(), name="api-call-responses"),
+    path(
+        "api/a2a-calls/<str:call_id>/responses", CallAnswerApi.as_view(), name="api-call-responses"
+    ),
     path("api/openapi.json", openapi_view, name="api-openapi"),
     *(
         path(SCHEMA_PATH.lstrip("/") + name, schema_document, {"name": name}, name=f"schema-{name}")

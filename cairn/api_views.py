@@ -24,5 +24,8 @@ class ApiView(APIView):
     def require_agent(self, request: Request) -> Agent:
         """The caller's agent; a missing, unknown or revoked token is refused with 401."""
         if not isinstance(request.user, Agent):
-            raise Refusal(ErrorCode.UNAUTHORIZED, "a valid Bearer token is required (POST /api/agent/register issues one)")
+            raise Refusal(
+                ErrorCode.UNAUTHORIZED,
+                "a valid Bearer token is required (POST /api/agent/register issues one)",
+            )
         return request.user

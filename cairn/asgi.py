@@ -13,8 +13,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
 
 django_application = get_asgi_application()
 
-from mcp_door.asgi import endpoint as mcp_endpoint
-from mcp_door.asgi import is_mcp_path
+# Django must be set up before the MCP door imports the selectors and models.
+from mcp_door.asgi import endpoint as mcp_endpoint  # noqa: E402
+from mcp_door.asgi import is_mcp_path  # noqa: E402
 
 
 async def _lifespan(scope, receive, send) -> None:

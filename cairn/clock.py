@@ -14,7 +14,9 @@ def now_ms() -> datetime:
 
 
 def format_instant(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return (
+        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    )
 
 
 def parse_instant(text: str) -> datetime:

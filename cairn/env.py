@@ -55,7 +55,11 @@ def env_url(name: str, default: str = "") -> str:
         return ""
     parts = urlsplit(raw)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise ImproperlyConfigured(f"{name} must be an http(s) URL such as https://cairn.example, not {raw!r}")
+        raise ImproperlyConfigured(
+            f"{name} must be an http(s) URL such as https://cairn.example, not {raw!r}"
+        )
     if parts.query or parts.fragment or parts.path not in {"", "/"}:
-        raise ImproperlyConfigured(f"{name} must be a site origin without path, query or fragment, not {raw!r}")
+        raise ImproperlyConfigured(
+            f"{name} must be a site origin without path, query or fragment, not {raw!r}"
+        )
     return f"{parts.scheme}://{parts.netloc}"

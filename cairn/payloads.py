@@ -40,7 +40,12 @@ def _unique(items: list[str]) -> list[str]:
 def url_list(description: str) -> Any:
     return Annotated[
         list[text(1, 500, "An https URL.")],
-        Field(min_length=1, max_length=10, description=description, json_schema_extra={"uniqueItems": True}),
+        Field(
+            min_length=1,
+            max_length=10,
+            description=description,
+            json_schema_extra={"uniqueItems": True},
+        ),
         AfterValidator(_unique),
     ]
 
@@ -88,4 +93,6 @@ def parse_payload(model: type[Payload], payload: Any, *, schema: str | None = No
             Issue(json_path(error["loc"]), ErrorCode.INVALID_PAYLOAD, _issue_message(error))
             for error in exc.errors()
         ]
-        raise Refusal(ErrorCode.INVALID_PAYLOAD, "the payload does not have the required shape", issues) from None
+        raise Refusal(
+            ErrorCode.INVALID_PAYLOAD, "the payload does not have the required shape", issues
+        ) from None

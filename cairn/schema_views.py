@@ -18,14 +18,20 @@ from pydantic_core import core_schema
 
 from agents.apis import RegistrationPayload
 from cairn.api_errors import STATUS_BY_CODE
-from cairn.api_inputs import DEFAULT_LIMIT, DEFAULT_MODE, IDEMPOTENCY_HEADER, MAX_LIMIT, REPLAYED_HEADER
+from cairn.api_inputs import (
+    DEFAULT_LIMIT,
+    DEFAULT_MODE,
+    IDEMPOTENCY_HEADER,
+    MAX_LIMIT,
+    REPLAYED_HEADER,
+)
 from cairn.errors import ErrorCode
 from cairn.schemas import DIALECT, model_schema
 from calls.payloads import CallResponsePayload
 from calls.selectors import CALL_MODES
 from calls.view_models import CallAnswerResult, CallDetailView, CallView
-from tasks.apis import TASK_MODES
 from tasks.payloads import ContributionPayload, OpenTaskPayload
+from tasks.selectors import TASK_MODES
 from tasks.view_models import ContributionReport, Receipt, TaskView
 
 SCHEMA_PATH = "/schemas/a2a/"
@@ -66,7 +72,12 @@ def _ref(name: str) -> dict[str, str]:
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def _page(key: str, item: str) -> dict[str, Any]:
@@ -86,13 +97,19 @@ _REFUSAL = _object(
         "error": _object(
             {
                 "code": {"type": "string", "enum": [str(code) for code in ErrorCode]},
-                "message": {"type": "string", "description": "For people; branch on `code`, not on this."},
+                "message": {
+                    "type": "string",
+                    "description": "For people; branch on `code`, not on this.",
+                },
                 "issues": {
                     "type": "array",
                     "description": "Every problem found at the first failing stage.",
                     "items": _object(
                         {
-                            "path": {"type": "string", "description": 'A JSON path into the payload; "" for all.'},
+                            "path": {
+                                "type": "string",
+                                "description": 'A JSON path into the payload; "" for all.',
+                            },
                             "code": {"type": "string", "enum": [str(code) for code in ErrorCode]},
                             "message": {"type": "string"},
                         }
@@ -112,12 +129,20 @@ _WRAPPERS: dict[str, dict[str, Any]] = {
     "ContributionAccepted": _object({"task": _ref("TaskView"), "receipt": _ref("Receipt")}),
     "Mine": _object(
         {
-            "tasks": {"type": "array", "items": _ref("TaskView"), "description": "The tasks it posted, newest first."},
+            "tasks": {
+                "type": "array",
+                "items": _ref("TaskView"),
+                "description": "The tasks it posted, newest first.",
+            },
             "contributions": {
                 "type": "array",
                 "description": "Its own contributions, sealed content included, newest first.",
                 "items": _object(
-                    {"task_id": {"type": "string"}, "receipt": _ref("Receipt"), "report": _ref("ContributionReport")}
+                    {
+                        "task_id": {"type": "string"},
+                        "receipt": _ref("Receipt"),
+                        "report": _ref("ContributionReport"),
+                    }
                 ),
             },
         }
@@ -125,7 +150,10 @@ _WRAPPERS: dict[str, dict[str, Any]] = {
     "Registered": _object(
         {
             "agent_id": {"type": "string"},
-            "token": {"type": "string", "description": "Shown once; send it as `Authorization: Bearer <token>`."},
+            "token": {
+                "type": "string",
+                "description": "Shown once; send it as `Authorization: Bearer <token>`.",
+            },
             "token_type": {"const": "Bearer"},
         }
     ),
@@ -144,7 +172,12 @@ _MODELS: tuple[type[BaseModel], ...] = (
     RegistrationPayload,
 )
 
-_WRITE = (ErrorCode.PAYLOAD_TOO_LARGE, ErrorCode.UNAUTHORIZED, ErrorCode.INVALID_JSON, ErrorCode.INVALID_QUERY)
+_WRITE = (
+    ErrorCode.PAYLOAD_TOO_LARGE,
+    ErrorCode.UNAUTHORIZED,
+    ErrorCode.INVALID_JSON,
+    ErrorCode.INVALID_QUERY,
+)
 _REPLAY = (ErrorCode.IDEMPOTENCY_CONFLICT,)
 
 
@@ -257,8 +290,18 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "description": "`next_cursor` of the previous page; opaque, and only valid with the same `mode`.",
         "schema": {"type": "string"},
     },
-    "task_id": {"name": "task_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}},
-    "call_id": {"name": "call_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}},
+    "task_id": {
+        "name": "task_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "format": "uuid"},
+    },
+    "call_id": {
+        "name": "call_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "format": "uuid"},
+    },
     "idempotency_key": {
         "name": IDEMPOTENCY_HEADER,
         "in": "header",
@@ -268,7 +311,12 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
             "replays the first response; with another body it is refused (409 idempotency_conflict). "
             "Without it, every request is a new write."
         ),
-        "schema": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[\\x20-\\x7e]+$"},
+        "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "pattern": "^[\\x20-\\x7e]+$",
+        },
     },
 }
 
@@ -295,12 +343,21 @@ def _responses(route: _Route) -> dict[str, Any]:
         codes = by_status[status]
         refused: dict[str, Any] = {
             "description": "Refused: " + ", ".join(f"`{code}`" for code in codes),
-            "content": _json({**_ref("Refusal"), "properties": {"error": {"properties": {"code": {"enum": codes}}}}}),
+            "content": _json(
+                {
+                    **_ref("Refusal"),
+                    "properties": {"error": {"properties": {"code": {"enum": codes}}}},
+                }
+            ),
         }
         if status == 401:
-            refused["headers"] = {"WWW-Authenticate": {"schema": {"type": "string", "const": 'Bearer realm="cairn"'}}}
+            refused["headers"] = {
+                "WWW-Authenticate": {"schema": {"type": "string", "const": 'Bearer realm="cairn"'}}
+            }
         if ErrorCode.RATE_LIMITED in codes:
-            refused["headers"] = {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}}
+            refused["headers"] = {
+                "Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}
+            }
         responses[str(status)] = refused
     return responses
 
@@ -333,7 +390,9 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
             "responses": _responses(route),
         }
         if route.parameters:
-            operation["parameters"] = [{"$ref": f"#/components/parameters/{name}"} for name in route.parameters]
+            operation["parameters"] = [
+                {"$ref": f"#/components/parameters/{name}"} for name in route.parameters
+            ]
         if route.body:
             operation["requestBody"] = {"required": True, "content": _json(_ref(route.body))}
         operation["security"] = [{"bearer": []}] if route.token else []
@@ -362,4 +421,6 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
 
 @require_safe
 def openapi_view(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(openapi_document(origin=site_origin(request)), json_dumps_params={"indent": 2})
+    return JsonResponse(
+        openapi_document(origin=site_origin(request)), json_dumps_params={"indent": 2}
+    )

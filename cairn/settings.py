@@ -18,7 +18,9 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set (a development default exists only when DEBUG=true)")
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set (a development default exists only when DEBUG=true)"
+        )
     SECRET_KEY = "cairn-development-only-secret-key-never-use-in-production"
 
 CAIRN_SITE_URL = env_url("CAIRN_SITE_URL")
@@ -81,7 +83,9 @@ def _database(url: str) -> dict:
     try:
         config = dj_database_url.parse(url, conn_max_age=60)
     except Exception as exc:  # dj-database-url raises several types for a bad URL
-        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL Cairn understands: {exc}") from None
+        raise ImproperlyConfigured(
+            f"DATABASE_URL is not a database URL Cairn understands: {exc}"
+        ) from None
     if config["ENGINE"] == "django.db.backends.sqlite3":
         config["CONN_MAX_AGE"] = 0
         # The web server and the worker write the same file: wait for the lock instead of failing,
@@ -105,7 +109,9 @@ def _database(url: str) -> dict:
 
 if not env_str("DATABASE_URL"):
     VAR_DIR.mkdir(exist_ok=True)
-DATABASES = {"default": _database(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'cairn.sqlite3'}"))}
+DATABASES = {
+    "default": _database(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'cairn.sqlite3'}"))
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en"
@@ -139,7 +145,9 @@ REST_FRAMEWORK = {
 CAIRN_TASK_DEADLINE_MIN_S = env_int("CAIRN_TASK_DEADLINE_MIN_S", 1800, minimum=1)
 CAIRN_TASK_DEADLINE_MAX_S = env_int("CAIRN_TASK_DEADLINE_MAX_S", 604800, minimum=1)
 if CAIRN_TASK_DEADLINE_MAX_S < CAIRN_TASK_DEADLINE_MIN_S:
-    raise ImproperlyConfigured("CAIRN_TASK_DEADLINE_MAX_S must be at least CAIRN_TASK_DEADLINE_MIN_S")
+    raise ImproperlyConfigured(
+        "CAIRN_TASK_DEADLINE_MAX_S must be at least CAIRN_TASK_DEADLINE_MIN_S"
+    )
 CAIRN_TASKS_PER_AGENT_PER_DAY = env_int("CAIRN_TASKS_PER_AGENT_PER_DAY", 2)
 CAIRN_OPEN_TASKS_PER_AGENT = env_int("CAIRN_OPEN_TASKS_PER_AGENT", 2)
 CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY = env_int("CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY", 3)

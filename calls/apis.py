@@ -33,6 +33,10 @@ class CallAnswerApi(ApiView):
         payload = json_body(request)
         query_none(request)
         result = call_answer(
-            agent=agent, call_id=call_id, payload=payload, operation_id=operation_id(request), door=Door.HTTP
+            agent=agent,
+            call_id=call_id,
+            payload=payload,
+            operation_id=operation_id(request),
+            door=Door.HTTP,
         )
         return write_response(result)

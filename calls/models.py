@@ -39,7 +39,11 @@ class Call(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index("status", F("created_at").desc(), F("id").desc(), name="call_feed_by_status")]
+        indexes = [
+            models.Index(
+                "status", F("created_at").desc(), F("id").desc(), name="call_feed_by_status"
+            )
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status=CallStatus.OPEN, closed_at__isnull=True)

@@ -19,4 +19,6 @@ class CallResponsePayload(Payload):
         default=None, description="Optional: where the answer stands on the call."
     )
     body: text(20, 4000, "The answer, public at once.")
-    public_output_approved: bool = Field(description="Must be true: the answer is published at once.")
+    public_output_approved: bool = Field(
+        description="Must be true: the answer is published at once."
+    )

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
-from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
-
 from cairn.clock import format_instant
-from cairn.cursors import cursor_decode, cursor_encode
-from cairn.errors import ErrorCode, Refusal
+from cairn.cursors import keyset_page
+from cairn.lookups import get_by_id
 from calls.models import Call, CallResponse, CallStatus
 
 
@@ -29,22 +25,22 @@ def call_view(call: Call) -> dict[str, Any]:
 
 def call_response_view(response: CallResponse) -> dict[str, Any]:
     """An answer as the public sees it: no agent id."""
-    return {"stance": response.stance or None, "body": response.body, "created_at": format_instant(response.created_at)}
+    return {
+        "stance": response.stance or None,
+        "body": response.body,
+        "created_at": format_instant(response.created_at),
+    }
 
 
 def call_get(call_id: Any) -> Call:
-    try:
-        key = call_id if isinstance(call_id, uuid.UUID) else uuid.UUID(str(call_id))
-    except ValueError:
-        raise Refusal(ErrorCode.NOT_FOUND, "no call has this id") from None
-    call = Call.objects.filter(pk=key).first()
-    if call is None:
-        raise Refusal(ErrorCode.NOT_FOUND, "no call has this id")
-    return call
+    return get_by_id(Call, call_id, what="call")
 
 
 def call_detail(call: Call) -> dict[str, Any]:
-    return {**call_view(call), "responses": [call_response_view(r) for r in call.responses.order_by("id")]}
+    return {
+        **call_view(call),
+        "responses": [call_response_view(r) for r in call.responses.order_by("id")],
+    }
 
 
 CALL_MODES: dict[str, frozenset[str] | None] = {
@@ -60,16 +56,7 @@ def call_page(*, mode: str, limit: int, cursor: str | None) -> tuple[list[Call],
     statuses = CALL_MODES[mode]
     if statuses is not None:
         calls = calls.filter(status__in=statuses)
-    filter_key = f"calls:{mode}"
-    if cursor:
-        position = cursor_decode(cursor, filter_key)
-        try:
-            after_time, after_id = datetime.fromisoformat(position[0]), uuid.UUID(position[1])
-        except (ValueError, TypeError, IndexError):
-            raise Refusal(ErrorCode.INVALID_QUERY, "the cursor is not one this server issued") from None
-        calls = calls.filter(Q(created_at__lt=after_time) | Q(created_at=after_time, pk__lt=after_id))
-    rows = list(calls.order_by("-created_at", "-id")[: limit + 1])
-    if len(rows) <= limit:
-        return rows, None
-    rows = rows[:limit]
-    return rows, cursor_encode(filter_key, [rows[-1].created_at.isoformat(), str(rows[-1].pk)])
+    calls, next_cursor = keyset_page(
+        calls, time_field="created_at", limit=limit, cursor=cursor, filter_key=f"calls:{mode}"
+    )
+    return calls, next_cursor or None

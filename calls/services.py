@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from agents.models import Agent, Door
-from agents.services import agent_lock, audit_keeper_action, operation_record, operation_replay
+from agents.services import (
+    WriteResult,
+    agent_lock,
+    audit_keeper_action,
+    operation_record,
+    operation_replay,
+)
 from cairn.canonical import fingerprint
 from cairn.clock import now_ms
 from cairn.errors import ErrorCode, Issue, refuse_if
@@ -18,7 +25,6 @@ from calls.models import Call, CallResponse, CallStatus
 from calls.payloads import CALL_RESPONSE_SCHEMA, CallResponsePayload
 from calls.selectors import call_get, call_response_view
 from tasks import privacy
-from tasks.services import WriteResult
 
 CALL_ANSWER = "call_answer"
 
@@ -42,7 +48,9 @@ def call_close(*, call: Call) -> None:
 def _answer_state_issues(agent: Agent, call: Call) -> list[Issue]:
     """Call with the agent's and the call's rows locked."""
     issues = []
-    answered_today = CallResponse.objects.filter(agent=agent, created_at__gt=now_ms() - timedelta(hours=24)).count()
+    answered_today = CallResponse.objects.filter(
+        agent=agent, created_at__gt=now_ms() - timedelta(hours=24)
+    ).count()
     if answered_today >= settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY:
         issues.append(
             Issue(
@@ -54,9 +62,17 @@ def _answer_state_issues(agent: Agent, call: Call) -> list[Issue]:
     if call.status != CallStatus.OPEN:
         issues.append(Issue("", ErrorCode.CALL_CLOSED, "the keeper has closed this call"))
     if CallResponse.objects.filter(call=call, agent=agent).exists():
-        issues.append(Issue("", ErrorCode.DUPLICATE_RESPONSE, "this agent already answered this call"))
+        issues.append(
+            Issue("", ErrorCode.DUPLICATE_RESPONSE, "this agent already answered this call")
+        )
     if call.responses_count >= settings.CAIRN_RESPONSES_PER_CALL:
-        issues.append(Issue("", ErrorCode.CALL_FULL, f"a call takes at most {settings.CAIRN_RESPONSES_PER_CALL} answers"))
+        issues.append(
+            Issue(
+                "",
+                ErrorCode.CALL_FULL,
+                f"a call takes at most {settings.CAIRN_RESPONSES_PER_CALL} answers",
+            )
+        )
     return issues
 
 
@@ -65,9 +81,15 @@ def call_answer(
 ) -> WriteResult:
     """Answer an open call (`cairn.call.response/0.1`); the answer is public at once."""
     request_digest = fingerprint({"call_id": str(call_id), "payload": payload})
-    replay = operation_replay(agent=agent, operation_id=operation_id, kind=CALL_ANSWER, request_digest=request_digest)
-    if replay is not None:
-        return WriteResult(replay, replayed=True)
+    replayed = partial(
+        operation_replay,
+        agent=agent,
+        operation_id=operation_id,
+        kind=CALL_ANSWER,
+        request_digest=request_digest,
+    )
+    if (replay := replayed()) is not None:
+        return replay
 
     call = call_get(call_id)
     parsed = parse_payload(CallResponsePayload, payload, schema=CALL_RESPONSE_SCHEMA)
@@ -77,11 +99,8 @@ def call_answer(
 
     with transaction.atomic():
         agent = agent_lock(agent)
-        replay = operation_replay(
-            agent=agent, operation_id=operation_id, kind=CALL_ANSWER, request_digest=request_digest
-        )
-        if replay is not None:
-            return WriteResult(replay, replayed=True)
+        if (replay := replayed()) is not None:
+            return replay
         call = Call.objects.select_for_update().get(pk=call.pk)
         refuse_if(_answer_state_issues(agent, call))
         response = CallResponse.objects.create(

@@ -60,6 +60,7 @@ from a2a.utils.errors import (
 )
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from pydantic import (
@@ -71,8 +72,6 @@ from pydantic import (
     WithJsonSchema,
     model_validator,
 )
-
-from mcp import types
 
 # The server this file talks to when CAIRN_URL is not set. The site serving this file writes
 # its own URL here.

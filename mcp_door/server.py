@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
+from mcp import types
 from mcp.server import Server, ServerRequestContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cairn.errors import ErrorCode, Issue, Refusal
 from cairn.payloads import json_path
-from mcp import types
 from tasks.models import TaskStatus
 from tasks.selectors import task_get, task_page, task_view
 

@@ -9,7 +9,15 @@ from tasks.models import Contribution, Task, TaskStatus
 
 @admin.register(Task)
 class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["title", "status", "outcome", "verdict", "deadline", "contributions_count", "created_at"]
+    list_display = [
+        "title",
+        "status",
+        "outcome",
+        "verdict",
+        "deadline",
+        "contributions_count",
+        "created_at",
+    ]
     list_filter = ["status", "outcome"]
     search_fields = ["id", "title"]
     date_hierarchy = "created_at"
@@ -23,7 +31,15 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["id", "task", "agent", "received_at", "sealed"]
     list_select_related = ["task"]
     search_fields = ["id", "task__id", "agent__id"]
-    fields = ["id", "task", "agent", "operation_id", "received_at", "report_digest", "revealed_report"]
+    fields = [
+        "id",
+        "task",
+        "agent",
+        "operation_id",
+        "received_at",
+        "report_digest",
+        "revealed_report",
+    ]
     readonly_fields = fields
 
     @admin.display(boolean=True, description="sealed")
@@ -33,7 +49,9 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="report")
     def revealed_report(self, contribution: Contribution) -> str:
         if self.sealed(contribution):
-            return f"Sealed until the task is evaluated (deadline {contribution.task.deadline_text})."
+            return (
+                f"Sealed until the task is evaluated (deadline {contribution.task.deadline_text})."
+            )
         return format_html("<pre>{}</pre>", _pretty(contribution.report))
 
 

@@ -9,16 +9,8 @@ from rest_framework.response import Response
 from agents.models import Door
 from cairn.api_inputs import json_body, operation_id, query_none, query_page, write_response
 from cairn.api_views import ApiView
-from tasks.models import TaskStatus
-from tasks.selectors import agent_mine, task_get, task_page, task_view
+from tasks.selectors import TASK_MODES, agent_mine, task_get, task_page, task_view
 from tasks.services import contribution_submit, task_post
-
-# `mode` → the A2A statuses it lists. Open is A2A's WORKING; evaluated is COMPLETED or FAILED.
-TASK_MODES: dict[str, frozenset[str] | None] = {
-    "open": frozenset({TaskStatus.WORKING}),
-    "evaluated": frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED}),
-    "all": None,
-}
 
 
 class TaskListApi(ApiView):
@@ -32,13 +24,20 @@ class TaskListApi(ApiView):
             cursor=query.cursor,
             filter_key=f"http.tasks:{query.mode}",
         )
-        return Response({"tasks": [task_view(task) for task in page.tasks], "next_cursor": page.next_cursor or None})
+        return Response(
+            {
+                "tasks": [task_view(task) for task in page.tasks],
+                "next_cursor": page.next_cursor or None,
+            }
+        )
 
     def post(self, request: Request) -> Response:
         agent = self.require_agent(request)
         payload = json_body(request)
         query_none(request)
-        result = task_post(agent=agent, payload=payload, operation_id=operation_id(request), door=Door.HTTP)
+        result = task_post(
+            agent=agent, payload=payload, operation_id=operation_id(request), door=Door.HTTP
+        )
         return write_response(result)
 
 
@@ -63,6 +62,10 @@ class ContributionCreateApi(ApiView):
         payload = json_body(request)
         query_none(request)
         result = contribution_submit(
-            agent=agent, task_id=task_id, payload=payload, operation_id=operation_id(request), door=Door.HTTP
+            agent=agent,
+            task_id=task_id,
+            payload=payload,
+            operation_id=operation_id(request),
+            door=Door.HTTP,
         )
         return write_response(result)

@@ -71,5 +71,7 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
 
 def tasks_evaluate_due() -> int:
     """Evaluate every task past its deadline; returns how many this call evaluated."""
-    due = Task.objects.filter(status=TaskStatus.WORKING, deadline__lte=timezone.now()).values_list("pk", flat=True)
+    due = Task.objects.filter(status=TaskStatus.WORKING, deadline__lte=timezone.now()).values_list(
+        "pk", flat=True
+    )
     return sum(task_evaluate(task_id=task_id) for task_id in list(due))

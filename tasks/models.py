@@ -50,13 +50,16 @@ class Task(models.Model):
         ordering = ["-status_timestamp", "-id"]
         indexes = [
             models.Index(F("status_timestamp").desc(), F("id").desc(), name="task_feed"),
-            models.Index("status", F("status_timestamp").desc(), F("id").desc(), name="task_feed_by_status"),
+            models.Index(
+                "status", F("status_timestamp").desc(), F("id").desc(), name="task_feed_by_status"
+            ),
             models.Index("status", "deadline", name="task_due"),
             models.Index("poster", "created_at", name="task_by_poster"),
         ]
         constraints = [
             models.CheckConstraint(
-                condition=Q(contributions_count__lte=F("max_contributors")), name="task_not_overfull"
+                condition=Q(contributions_count__lte=F("max_contributors")),
+                name="task_not_overfull",
             ),
             models.CheckConstraint(
                 condition=Q(max_contributors__gte=F("min_independent")), name="task_room_for_quorum"

@@ -50,8 +50,12 @@ class OpenTaskRequest(Payload):
         ),
         AfterValidator(_real_instant),
     ]
-    min_independent: Annotated[int, Field(ge=2, le=5, description="Contributions needed to evaluate.")]
-    max_contributors: Annotated[int, Field(ge=2, le=10, description="Contributions accepted at most.")]
+    min_independent: Annotated[
+        int, Field(ge=2, le=5, description="Contributions needed to evaluate.")
+    ]
+    max_contributors: Annotated[
+        int, Field(ge=2, le=10, description="Contributions accepted at most.")
+    ]
     budget: Budget
 
     @model_validator(mode="after")
@@ -89,7 +93,9 @@ class ContributionApproval(Payload):
             description='"sha256:" + hex SHA-256 of the RFC 8785 canonical report without its approval key.',
         ),
     ]
-    public_output: bool = Field(description="Must be true: the report is published after the deadline.")
+    public_output: bool = Field(
+        description="Must be true: the report is published after the deadline."
+    )
     scope: str = Field(description='Must be "this_contribution".')
 
 

@@ -19,7 +19,9 @@ def open_task_approval_issues(payload: OpenTaskPayload) -> list[Issue]:
     if approval.public_output is not True:
         issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
     if approval.scope != "this_open_task":
-        issues.append(Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, 'must be "this_open_task"'))
+        issues.append(
+            Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, 'must be "this_open_task"')
+        )
     if issues:
         return issues
     if approval.public_input_digest != canonical_digest(payload.request.model_dump()):
@@ -39,7 +41,9 @@ def contribution_approval_issues(payload: ContributionPayload, report: dict) -> 
     if approval.public_output is not True:
         issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
     if approval.scope != "this_contribution":
-        issues.append(Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, 'must be "this_contribution"'))
+        issues.append(
+            Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, 'must be "this_contribution"')
+        )
     if issues:
         return issues
     if approval.public_output_digest != canonical_digest(report):
@@ -86,7 +90,11 @@ def source_issues(sources: list[str]) -> list[Issue]:
 def source_in_task_issues(source_urls: list[str], task_sources: list[str]) -> list[Issue]:
     allowed = set(task_sources)
     return [
-        Issue(f"source_urls[{index}]", ErrorCode.SOURCE_NOT_IN_TASK, "is not one of the task's sources")
+        Issue(
+            f"source_urls[{index}]",
+            ErrorCode.SOURCE_NOT_IN_TASK,
+            "is not one of the task's sources",
+        )
         for index, url in enumerate(source_urls)
         if url not in allowed
     ]
@@ -114,7 +122,10 @@ def open_task_texts(payload: OpenTaskPayload) -> list[tuple[str, str]]:
     return [
         ("request.title", request.title),
         ("request.question", request.question),
-        *((f"request.acceptance_criteria[{i}]", c) for i, c in enumerate(request.acceptance_criteria)),
+        *(
+            (f"request.acceptance_criteria[{i}]", c)
+            for i, c in enumerate(request.acceptance_criteria)
+        ),
     ]
 
 

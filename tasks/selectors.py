@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import Agent
 from cairn.clock import format_instant
-from cairn.cursors import cursor_decode, cursor_encode
-from cairn.errors import ErrorCode, Refusal
+from cairn.cursors import keyset_page
+from cairn.lookups import get_by_id
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task, TaskStatus
 
@@ -78,14 +77,15 @@ def _evaluate_if_due(task: Task) -> Task:
 
 def task_get(task_id: str | uuid.UUID) -> Task:
     """The task, evaluated first when its deadline has passed, so no door shows it open too long."""
-    try:
-        key = task_id if isinstance(task_id, uuid.UUID) else uuid.UUID(str(task_id))
-    except ValueError:
-        raise Refusal(ErrorCode.NOT_FOUND, "no task has this id") from None
-    task = Task.objects.filter(pk=key).first()
-    if task is None:
-        raise Refusal(ErrorCode.NOT_FOUND, "no task has this id")
-    return _evaluate_if_due(task)
+    return _evaluate_if_due(get_by_id(Task, task_id, what="task"))
+
+
+# The read modes of the HTTP routes and the pages → the statuses they list.
+TASK_MODES: dict[str, frozenset[str] | None] = {
+    "open": frozenset({TaskStatus.WORKING}),
+    "evaluated": frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED}),
+    "all": None,
+}
 
 
 @dataclass(frozen=True)
@@ -114,23 +114,9 @@ def task_page(
         matches = matches.filter(pk=context_id)
     if status_timestamp_after is not None:
         matches = matches.filter(status_timestamp__gte=status_timestamp_after)
-    page = matches
-    if cursor:
-        position = cursor_decode(cursor, filter_key)
-        try:
-            after_time = datetime.fromisoformat(position[0])
-            after_id = uuid.UUID(position[1])
-        except (ValueError, TypeError, IndexError):
-            raise Refusal(ErrorCode.INVALID_QUERY, "the cursor is not one this server issued") from None
-        page = page.filter(
-            Q(status_timestamp__lt=after_time) | Q(status_timestamp=after_time, pk__lt=after_id)
-        )
-    rows = list(page.order_by("-status_timestamp", "-id")[: limit + 1])
-    next_cursor = ""
-    if len(rows) > limit:
-        rows = rows[:limit]
-        last = rows[-1]
-        next_cursor = cursor_encode(filter_key, [last.status_timestamp.isoformat(), str(last.pk)])
+    rows, next_cursor = keyset_page(
+        matches, time_field="status_timestamp", limit=limit, cursor=cursor, filter_key=filter_key
+    )
     return TaskPage(tasks=rows, next_cursor=next_cursor, total=matches.count())
 
 
@@ -139,11 +125,14 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
     tasks_evaluate_due()
     tasks = Task.objects.filter(poster=agent).order_by("-created_at", "-id")
     contributions = (
-        Contribution.objects.filter(agent=agent).select_related("task").order_by("-received_at", "-seq")
+        Contribution.objects.filter(agent=agent)
+        .select_related("task")
+        .order_by("-received_at", "-seq")
     )
     return {
         "tasks": [task_view(task) for task in tasks],
         "contributions": [
-            {"task_id": str(c.task_id), "receipt": receipt_view(c), "report": c.report} for c in contributions
+            {"task_id": str(c.task_id), "receipt": receipt_view(c), "report": c.report}
+            for c in contributions
         ],
     }

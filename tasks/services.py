@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from agents.models import Agent, Door
-from agents.services import agent_lock, operation_record, operation_replay
+from agents.services import WriteResult, agent_lock, operation_record, operation_replay
 from cairn.canonical import canonical_digest, fingerprint
 from cairn.clock import now_ms, parse_instant
 from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
@@ -18,7 +18,12 @@ from cairn.payloads import parse_payload
 from tasks import privacy
 from tasks.jobs import schedule_evaluation
 from tasks.models import Contribution, Task, TaskStatus
-from tasks.payloads import CONTRIBUTION_SCHEMA, OPEN_TASK_SCHEMA, ContributionPayload, OpenTaskPayload
+from tasks.payloads import (
+    CONTRIBUTION_SCHEMA,
+    OPEN_TASK_SCHEMA,
+    ContributionPayload,
+    OpenTaskPayload,
+)
 from tasks.rules import (
     contribution_approval_issues,
     contribution_texts,
@@ -35,36 +40,46 @@ CONTRIBUTION_SUBMIT = "contribution_submit"
 DAY = timedelta(hours=24)
 
 
-@dataclass(frozen=True)
-class WriteResult:
-    """What an accepted write answers. `replayed` says it was answered from the operation record."""
-
-    body: dict[str, Any]
-    replayed: bool = False
-
-
 def _posting_cap_issues(agent: Agent) -> list[Issue]:
     now = now_ms()
     issues = []
     posted_today = Task.objects.filter(poster=agent, created_at__gt=now - DAY).count()
     if posted_today >= settings.CAIRN_TASKS_PER_AGENT_PER_DAY:
         issues.append(
-            Issue("", ErrorCode.DAILY_CAP, f"at most {settings.CAIRN_TASKS_PER_AGENT_PER_DAY} tasks per agent in any 24 hours")
+            Issue(
+                "",
+                ErrorCode.DAILY_CAP,
+                f"at most {settings.CAIRN_TASKS_PER_AGENT_PER_DAY} tasks per agent in any 24 hours",
+            )
         )
-    open_now = Task.objects.filter(poster=agent, status=TaskStatus.WORKING, deadline__gt=now).count()
+    open_now = Task.objects.filter(
+        poster=agent, status=TaskStatus.WORKING, deadline__gt=now
+    ).count()
     if open_now >= settings.CAIRN_OPEN_TASKS_PER_AGENT:
         issues.append(
-            Issue("", ErrorCode.OPEN_TASK_CAP, f"at most {settings.CAIRN_OPEN_TASKS_PER_AGENT} open tasks per agent at once")
+            Issue(
+                "",
+                ErrorCode.OPEN_TASK_CAP,
+                f"at most {settings.CAIRN_OPEN_TASKS_PER_AGENT} open tasks per agent at once",
+            )
         )
     return issues
 
 
-def task_post(*, agent: Agent, payload: Any, operation_id: str, door: Door, client: str = "") -> WriteResult:
+def task_post(
+    *, agent: Agent, payload: Any, operation_id: str, door: Door, client: str = ""
+) -> WriteResult:
     """Post a source-review task (`cairn.open_task/0.1`) and schedule its evaluation."""
     request_digest = fingerprint(payload)
-    replay = operation_replay(agent=agent, operation_id=operation_id, kind=TASK_POST, request_digest=request_digest)
-    if replay is not None:
-        return WriteResult(replay, replayed=True)
+    replayed = partial(
+        operation_replay,
+        agent=agent,
+        operation_id=operation_id,
+        kind=TASK_POST,
+        request_digest=request_digest,
+    )
+    if (replay := replayed()) is not None:
+        return replay
 
     parsed = parse_payload(OpenTaskPayload, payload, schema=OPEN_TASK_SCHEMA)
     refuse_if(open_task_approval_issues(parsed))
@@ -74,9 +89,8 @@ def task_post(*, agent: Agent, payload: Any, operation_id: str, door: Door, clie
 
     with transaction.atomic():
         agent = agent_lock(agent)
-        replay = operation_replay(agent=agent, operation_id=operation_id, kind=TASK_POST, request_digest=request_digest)
-        if replay is not None:
-            return WriteResult(replay, replayed=True)
+        if (replay := replayed()) is not None:
+            return replay
         refuse_if(_posting_cap_issues(agent))
         request = parsed.request
         created_at = now_ms()
@@ -117,9 +131,19 @@ def _contribution_state_issues(agent: Agent, task: Task) -> list[Issue]:
     if task.poster_id == agent.pk:
         issues.append(Issue("", ErrorCode.OWN_TASK, "an agent cannot contribute to its own task"))
     if Contribution.objects.filter(task=task, agent=agent).exists():
-        issues.append(Issue("", ErrorCode.DUPLICATE_CONTRIBUTION, "this agent already contributed to this task"))
+        issues.append(
+            Issue(
+                "", ErrorCode.DUPLICATE_CONTRIBUTION, "this agent already contributed to this task"
+            )
+        )
     if task.contributions_count >= task.max_contributors:
-        issues.append(Issue("", ErrorCode.TASK_FULL, f"the task takes at most {task.max_contributors} contributions"))
+        issues.append(
+            Issue(
+                "",
+                ErrorCode.TASK_FULL,
+                f"the task takes at most {task.max_contributors} contributions",
+            )
+        )
     sent_today = Contribution.objects.filter(agent=agent, received_at__gt=now_ms() - DAY).count()
     if sent_today >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
         issues.append(
@@ -134,7 +158,9 @@ def _contribution_state_issues(agent: Agent, task: Task) -> list[Issue]:
 
 def _refuse_if_closed(task: Task) -> None:
     if task.status != TaskStatus.WORKING or task.deadline <= now_ms():
-        raise Refusal(ErrorCode.TASK_CLOSED, "the task is past its deadline and takes no more contributions")
+        raise Refusal(
+            ErrorCode.TASK_CLOSED, "the task is past its deadline and takes no more contributions"
+        )
 
 
 def contribution_submit(
@@ -142,11 +168,15 @@ def contribution_submit(
 ) -> WriteResult:
     """Seal a contribution (`cairn.task.contribution/0.1`) to an open task and answer with a receipt."""
     request_digest = fingerprint({"task_id": str(task_id), "payload": payload})
-    replay = operation_replay(
-        agent=agent, operation_id=operation_id, kind=CONTRIBUTION_SUBMIT, request_digest=request_digest
+    replayed = partial(
+        operation_replay,
+        agent=agent,
+        operation_id=operation_id,
+        kind=CONTRIBUTION_SUBMIT,
+        request_digest=request_digest,
     )
-    if replay is not None:
-        return WriteResult(replay, replayed=True)
+    if (replay := replayed()) is not None:
+        return replay
 
     task = task_get(task_id)
     parsed = parse_payload(ContributionPayload, payload, schema=CONTRIBUTION_SCHEMA)
@@ -158,11 +188,8 @@ def contribution_submit(
 
     with transaction.atomic():
         agent = agent_lock(agent)
-        replay = operation_replay(
-            agent=agent, operation_id=operation_id, kind=CONTRIBUTION_SUBMIT, request_digest=request_digest
-        )
-        if replay is not None:
-            return WriteResult(replay, replayed=True)
+        if (replay := replayed()) is not None:
+            return replay
         task = Task.objects.select_for_update().get(pk=task.pk)
         _refuse_if_closed(task)
         refuse_if(_contribution_state_issues(agent, task))

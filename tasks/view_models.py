@@ -16,9 +16,13 @@ from tasks.payloads import DIGEST_PATTERN, ContributionPayload, OpenTaskRequest,
 INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
-Instant = Annotated[str, Field(pattern=INSTANT_PATTERN, description="UTC, YYYY-MM-DDTHH:MM:SS.sssZ.")]
+Instant = Annotated[
+    str, Field(pattern=INSTANT_PATTERN, description="UTC, YYYY-MM-DDTHH:MM:SS.sssZ.")
+]
 Uuid = Annotated[str, Field(pattern=UUID_PATTERN, description="A lowercase UUID.")]
-Digest = Annotated[str, Field(pattern=DIGEST_PATTERN, description='"sha256:" + 64 lowercase hex digits.')]
+Digest = Annotated[
+    str, Field(pattern=DIGEST_PATTERN, description='"sha256:" + 64 lowercase hex digits.')
+]
 Outcome = Literal["resolved", "contested", "unresolved"]
 
 
@@ -65,7 +69,9 @@ class Evaluation(View):
     evaluated_at: Instant
     min_independent: Annotated[int, Field(ge=2, le=5)]
     counts: VerdictCounts
-    contributions: list[RevealedContribution] = Field(description="Every contribution, in the order received.")
+    contributions: list[RevealedContribution] = Field(
+        description="Every contribution, in the order received."
+    )
 
 
 class TaskView(OpenTaskRequest):
@@ -79,7 +85,9 @@ class TaskView(OpenTaskRequest):
     )
     created_at: Instant
     state: Literal["open", "evaluated"]
-    contributions_received: Annotated[int, Field(ge=0, le=10, description="The count of sealed contributions.")]
+    contributions_received: Annotated[
+        int, Field(ge=0, le=10, description="The count of sealed contributions.")
+    ]
     outcome: Outcome | None = Field(description="Null until evaluated.")
     verdict: Verdict | None = Field(description="The agreed verdict when resolved, else null.")
     evaluated_at: Instant | None
@@ -91,7 +99,9 @@ class Receipt(View):
 
     contribution_id: Uuid
     task_id: Uuid
-    operation_id: Annotated[str, Field(min_length=1, max_length=200, description="messageId or Idempotency-Key.")]
+    operation_id: Annotated[
+        str, Field(min_length=1, max_length=200, description="messageId or Idempotency-Key.")
+    ]
     report_digest: Digest
     received_at: Instant
     sealed_until: Instant = Field(description="The task's deadline.")

@@ -28,14 +28,8 @@ from cairn.web import (
     site_url,
     time_left,
 )
-from tasks.models import TaskStatus
-from tasks.selectors import task_get, task_page, task_view
+from tasks.selectors import TASK_MODES, task_get, task_page, task_view
 
-FEED_MODES: dict[str, frozenset[str] | None] = {
-    "all": None,
-    "open": frozenset({TaskStatus.WORKING}),
-    "evaluated": frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED}),
-}
 ATOM_ENTRIES = 50
 
 
@@ -90,7 +84,7 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
 @require_safe
 def task_feed(request: HttpRequest) -> HttpResponse:
     mode = request.GET.get("mode", "all")
-    if mode not in FEED_MODES:
+    if mode not in TASK_MODES:
         return page_error(
             request,
             status=400,
@@ -100,7 +94,7 @@ def task_feed(request: HttpRequest) -> HttpResponse:
     cursor = request.GET.get("cursor") or None
     try:
         page = task_page(
-            statuses=FEED_MODES[mode], limit=PAGE_SIZE, cursor=cursor, filter_key=f"web:{mode}"
+            statuses=TASK_MODES[mode], limit=PAGE_SIZE, cursor=cursor, filter_key=f"web:{mode}"
         )
     except Refusal as refusal:
         if refusal.code != ErrorCode.INVALID_QUERY:
@@ -169,7 +163,7 @@ def task_atom(request: HttpRequest) -> HttpResponse:
     """Evaluated tasks as Atom 1.0, most recently evaluated first. Text constructs are type="text"
     and escaped by the template engine, so an agent's text can never become markup in a reader."""
     page = task_page(
-        statuses=FEED_MODES["evaluated"], limit=ATOM_ENTRIES, cursor=None, filter_key="web:atom"
+        statuses=TASK_MODES["evaluated"], limit=ATOM_ENTRIES, cursor=None, filter_key="web:atom"
     )
     site = site_url(request)
     entries = []

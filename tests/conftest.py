@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 import uvicorn
-from django.db import connection
+from django.db import connection, connections
 
 from agents.models import Agent, Door
 from agents.services import agent_register
@@ -92,7 +92,9 @@ class _ServerThread(threading.Thread):
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.port = _free_port()
-        config = uvicorn.Config("cairn.asgi:application", host="127.0.0.1", port=self.port, log_level="warning")
+        config = uvicorn.Config(
+            "cairn.asgi:application", host="127.0.0.1", port=self.port, log_level="warning"
+        )
         self.server = uvicorn.Server(config)
 
     def run(self) -> None:
@@ -115,6 +117,11 @@ def _cairn_server(django_db_setup, django_db_blocker) -> Iterator[_ServerThread]
         yield server
         server.server.should_exit = True
         server.join(timeout=10)
+        # The server's threads borrowed pooled connections: close the pool so the test
+        # database can be dropped.
+        for wrapper in connections.all():
+            if getattr(wrapper, "pool", None) is not None:
+                wrapper.close_pool()
 
 
 @pytest.fixture

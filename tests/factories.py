@@ -9,7 +9,9 @@ from typing import Any
 from cairn.canonical import canonical_digest
 from cairn.clock import format_instant, now_ms
 
-SOURCE = "https://github.com/a2aproject/a2a-js/blob/main/src/client/transports/json_rpc_transport.ts"
+SOURCE = (
+    "https://github.com/a2aproject/a2a-js/blob/main/src/client/transports/json_rpc_transport.ts"
+)
 OTHER_SOURCE = "https://docs.python.org/3/library/json.html"
 
 
@@ -22,7 +24,10 @@ def open_task_request(**changes: Any) -> dict[str, Any]:
         "title": "Does @a2a-js/sdk 1.3.0 send the A2A-Version header on every request?",
         "question": "Read the client transport source and say whether every request carries A2A-Version.",
         "sources": [SOURCE, OTHER_SOURCE],
-        "acceptance_criteria": ["Names the function that sets the header", "Quotes the constant's value"],
+        "acceptance_criteria": [
+            "Names the function that sets the header",
+            "Quotes the constant's value",
+        ],
         "deadline": deadline_in(3600),
         "min_independent": 2,
         "max_contributors": 3,
@@ -32,7 +37,9 @@ def open_task_request(**changes: Any) -> dict[str, Any]:
     return request
 
 
-def open_task_payload(request: dict[str, Any] | None = None, **approval_changes: Any) -> dict[str, Any]:
+def open_task_payload(
+    request: dict[str, Any] | None = None, **approval_changes: Any
+) -> dict[str, Any]:
     """A posting payload whose digest matches its request (unless the approval is changed)."""
     request = copy.deepcopy(request) if request is not None else open_task_request()
     approval = {
@@ -58,7 +65,9 @@ def contribution_report(**changes: Any) -> dict[str, Any]:
     return report
 
 
-def contribution_payload(report: dict[str, Any] | None = None, **approval_changes: Any) -> dict[str, Any]:
+def contribution_payload(
+    report: dict[str, Any] | None = None, **approval_changes: Any
+) -> dict[str, Any]:
     report = copy.deepcopy(report) if report is not None else contribution_report()
     approval = {
         "public_output_digest": canonical_digest(report),

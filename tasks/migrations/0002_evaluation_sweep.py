@@ -7,7 +7,12 @@ def add_sweep(apps, schema_editor):
     Schedule = apps.get_model("django_q", "Schedule")
     Schedule.objects.update_or_create(
         name=SWEEP,
-        defaults={"func": "tasks.jobs.evaluate_due", "schedule_type": "I", "minutes": 1, "repeats": -1},
+        defaults={
+            "func": "tasks.jobs.evaluate_due",
+            "schedule_type": "I",
+            "minutes": 1,
+            "repeats": -1,
+        },
     )
 
 

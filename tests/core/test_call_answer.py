@@ -7,10 +7,10 @@ import uuid
 import pytest
 
 from agents.models import AuditEntry, Door
+from cairn.errors import ErrorCode, Refusal
 from calls.models import CallResponse
 from calls.selectors import call_detail, call_get
 from calls.services import call_answer, call_close, call_create
-from cairn.errors import ErrorCode, Refusal
 
 
 def answer_payload(**changes):
@@ -36,7 +36,9 @@ def answer(agent, call, payload=None, operation_id=None):
 
 @pytest.fixture
 def call(db):
-    return call_create(title="What should the first paper be about?", body="Tell us.", kind="paper_topic")
+    return call_create(
+        title="What should the first paper be about?", body="Tell us.", kind="paper_topic"
+    )
 
 
 def refusal_of(agent, call, payload=None) -> Refusal:
@@ -66,10 +68,19 @@ def test_stance_is_optional(call, make_agent):
 
 @pytest.mark.parametrize(
     "changes",
-    [{"stance": "maybe"}, {"body": "Too short."}, {"body": "b" * 4001}, {"extra": 1}, {"public_output_approved": "yes"}],
+    [
+        {"stance": "maybe"},
+        {"body": "Too short."},
+        {"body": "b" * 4001},
+        {"extra": 1},
+        {"public_output_approved": "yes"},
+    ],
 )
 def test_the_answer_shape_is_enforced(call, make_agent, changes):
-    assert refusal_of(make_agent().agent, call, answer_payload(**changes)).code == ErrorCode.INVALID_PAYLOAD
+    assert (
+        refusal_of(make_agent().agent, call, answer_payload(**changes)).code
+        == ErrorCode.INVALID_PAYLOAD
+    )
 
 
 def test_another_schema_is_unknown(call, make_agent):
@@ -116,7 +127,13 @@ def test_ten_answers_per_agent_a_day(make_agent, settings):
 
 def test_an_unknown_call_is_not_found(make_agent):
     with pytest.raises(Refusal) as caught:
-        call_answer(agent=make_agent().agent, call_id=uuid.uuid4(), payload=answer_payload(), operation_id="x", door=Door.HTTP)
+        call_answer(
+            agent=make_agent().agent,
+            call_id=uuid.uuid4(),
+            payload=answer_payload(),
+            operation_id="x",
+            door=Door.HTTP,
+        )
     assert caught.value.code == ErrorCode.NOT_FOUND
 
 

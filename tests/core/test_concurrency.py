@@ -69,7 +69,10 @@ def test_one_agent_posting_six_tasks_at_once_gets_two(make_agent):
     results = race(
         6,
         lambda i: task_post(
-            agent=poster.agent, payload=open_task_payload(), operation_id=str(uuid.uuid4()), door=Door.HTTP
+            agent=poster.agent,
+            payload=open_task_payload(),
+            operation_id=str(uuid.uuid4()),
+            door=Door.HTTP,
         ),
     )
     assert sum(not isinstance(r, Exception) for r in results) == 2
@@ -81,7 +84,10 @@ def test_one_operation_sent_eight_times_at_once_writes_once(make_agent):
     poster = make_agent()
     payload = open_task_payload()
     results = race(
-        8, lambda i: task_post(agent=poster.agent, payload=payload, operation_id="same-op", door=Door.HTTP)
+        8,
+        lambda i: task_post(
+            agent=poster.agent, payload=payload, operation_id="same-op", door=Door.HTTP
+        ),
     )
     assert not [r for r in results if isinstance(r, Exception)]
     assert [r.replayed for r in results].count(False) == 1
@@ -96,7 +102,11 @@ def test_the_same_contribution_sent_eight_times_at_once_is_sealed_once(make_agen
     results = race(
         8,
         lambda i: contribution_submit(
-            agent=contributor.agent, task_id=task.pk, payload=payload, operation_id="same-message", door=Door.A2A
+            agent=contributor.agent,
+            task_id=task.pk,
+            payload=payload,
+            operation_id="same-message",
+            door=Door.A2A,
         ),
     )
     assert not [r for r in results if isinstance(r, Exception)]
@@ -104,7 +114,9 @@ def test_the_same_contribution_sent_eight_times_at_once_is_sealed_once(make_agen
     assert Contribution.objects.count() == 1
 
 
-def test_four_evaluators_on_one_overdue_task_evaluate_once(make_agent, post_task, contribute, time_machine):
+def test_four_evaluators_on_one_overdue_task_evaluate_once(
+    make_agent, post_task, contribute, time_machine
+):
     task = post_task(make_agent(), open_task_payload())
     contribute(make_agent(), task)
     contribute(make_agent(), task)

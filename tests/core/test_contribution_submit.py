@@ -78,11 +78,15 @@ def test_a_contribution_is_sealed_and_answered_with_a_receipt(task, contributor)
     ],
 )
 def test_the_report_shape_is_enforced(task, contributor, changes):
-    refusal = refusal_of(contributor.agent, task, contribution_payload(contribution_report(**changes)))
+    refusal = refusal_of(
+        contributor.agent, task, contribution_payload(contribution_report(**changes))
+    )
     assert refusal.code == ErrorCode.INVALID_PAYLOAD
 
 
-@pytest.mark.parametrize("name", ["verdict", "summary", "conditions", "attempts", "limitations", "source_urls", "schema"])
+@pytest.mark.parametrize(
+    "name", ["verdict", "summary", "conditions", "attempts", "limitations", "source_urls", "schema"]
+)
 def test_every_report_field_is_required(task, contributor, name):
     report = contribution_report()
     del report[name]
@@ -99,12 +103,18 @@ def test_the_approval_is_required(task, contributor):
 
 def test_another_schema_is_unknown(task, contributor):
     report = contribution_report(schema="cairn.task.contribution/9")
-    assert refusal_of(contributor.agent, task, contribution_payload(report)).code == ErrorCode.UNKNOWN_SCHEMA
+    assert (
+        refusal_of(contributor.agent, task, contribution_payload(report)).code
+        == ErrorCode.UNKNOWN_SCHEMA
+    )
 
 
 @pytest.mark.parametrize("changes", [{"public_output": False}, {"scope": "this_open_task"}])
 def test_the_approval_must_cover_this_contribution(task, contributor, changes):
-    assert refusal_of(contributor.agent, task, contribution_payload(**changes)).code == ErrorCode.APPROVAL_REQUIRED
+    assert (
+        refusal_of(contributor.agent, task, contribution_payload(**changes)).code
+        == ErrorCode.APPROVAL_REQUIRED
+    )
 
 
 def test_a_report_changed_after_the_preview_is_refused(task, contributor):
@@ -174,7 +184,11 @@ def test_an_unknown_task_is_not_found(contributor):
     for task_id in [uuid.uuid4(), "not-a-uuid"]:
         with pytest.raises(Refusal) as caught:
             contribution_submit(
-                agent=contributor.agent, task_id=task_id, payload=contribution_payload(), operation_id="x", door=Door.A2A
+                agent=contributor.agent,
+                task_id=task_id,
+                payload=contribution_payload(),
+                operation_id="x",
+                door=Door.A2A,
             )
         assert caught.value.code == ErrorCode.NOT_FOUND
 
@@ -194,7 +208,9 @@ def test_task_closed_comes_right_after_shape(task, contributor, time_machine):
     assert refusal_of(contributor.agent, task, changed).code == ErrorCode.TASK_CLOSED
 
 
-def test_a_replay_returns_the_original_receipt_even_after_the_deadline(task, contributor, time_machine):
+def test_a_replay_returns_the_original_receipt_even_after_the_deadline(
+    task, contributor, time_machine
+):
     payload = contribution_payload()
     first = submit(contributor.agent, task, payload, "message-1")
     time_machine.move_to(task.deadline, tick=True)
@@ -203,7 +219,9 @@ def test_a_replay_returns_the_original_receipt_even_after_the_deadline(task, con
     assert Contribution.objects.count() == 1
 
 
-def test_the_same_message_to_another_task_is_a_conflict(poster, post_task, task, contributor, settings):
+def test_the_same_message_to_another_task_is_a_conflict(
+    poster, post_task, task, contributor, settings
+):
     settings.CAIRN_TASKS_PER_AGENT_PER_DAY = 10
     other = post_task(poster)
     payload = contribution_payload()

@@ -8,7 +8,12 @@ from cairn.canonical import canonical_digest
 from tasks.evaluation import decide, task_evaluate, tasks_evaluate_due
 from tasks.models import Outcome, Task
 from tasks.selectors import task_get, task_page, task_view
-from tests.factories import contribution_payload, contribution_report, open_task_payload, open_task_request
+from tests.factories import (
+    contribution_payload,
+    contribution_report,
+    open_task_payload,
+    open_task_request,
+)
 
 
 @pytest.mark.parametrize(
@@ -30,7 +35,9 @@ def test_the_rule_table(verdicts, min_independent, expected):
 
 @pytest.fixture
 def task(poster, post_task):
-    return post_task(poster, open_task_payload(open_task_request(min_independent=2, max_contributors=3)))
+    return post_task(
+        poster, open_task_payload(open_task_request(min_independent=2, max_contributors=3))
+    )
 
 
 def send(contribute, make_agent, task, verdicts):
@@ -42,16 +49,28 @@ def send(contribute, make_agent, task, verdicts):
     return reports
 
 
-def test_agreeing_reports_resolve_and_everything_is_published(task, contribute, make_agent, time_machine):
+def test_agreeing_reports_resolve_and_everything_is_published(
+    task, contribute, make_agent, time_machine
+):
     reports = send(contribute, make_agent, task, ["source_supported", "source_supported"])
     time_machine.move_to(task.deadline, tick=True)
 
     view = task_view(task_get(task.pk))
 
-    assert (view["state"], view["outcome"], view["verdict"]) == ("evaluated", "resolved", "source_supported")
+    assert (view["state"], view["outcome"], view["verdict"]) == (
+        "evaluated",
+        "resolved",
+        "source_supported",
+    )
     evaluation = view["evaluation"]
-    assert evaluation["schema"] == "cairn.evaluation/0.1" and evaluation["rule"] == "cairn.rules/0.1"
-    assert evaluation["counts"] == {"source_supported": 2, "source_contradicted": 0, "source_unclear": 0}
+    assert (
+        evaluation["schema"] == "cairn.evaluation/0.1" and evaluation["rule"] == "cairn.rules/0.1"
+    )
+    assert evaluation["counts"] == {
+        "source_supported": 2,
+        "source_contradicted": 0,
+        "source_unclear": 0,
+    }
     assert evaluation["min_independent"] == 2
     assert evaluation["evaluated_at"] == view["evaluated_at"]
     assert [item["report"] for item in evaluation["contributions"]] == reports
@@ -77,7 +96,9 @@ def test_too_few_reports_are_unresolved(task, contribute, make_agent, time_machi
 
 def test_contributions_are_listed_in_the_order_received(task, contribute, make_agent, time_machine):
     receipts = [
-        contribute(make_agent(), task, contribution_payload(contribution_report(verdict=v)))["receipt"]
+        contribute(make_agent(), task, contribution_payload(contribution_report(verdict=v)))[
+            "receipt"
+        ]
         for v in ["source_unclear", "source_supported", "source_contradicted"]
     ]
     time_machine.move_to(task.deadline, tick=True)
@@ -118,7 +139,9 @@ def test_a_list_never_shows_an_overdue_task_open(task, time_machine):
     assert Task.objects.get(pk=task.pk).status == "failed"
 
 
-def test_the_sweep_evaluates_every_overdue_task(poster, post_task, make_agent, settings, time_machine):
+def test_the_sweep_evaluates_every_overdue_task(
+    poster, post_task, make_agent, settings, time_machine
+):
     settings.CAIRN_TASKS_PER_AGENT_PER_DAY = settings.CAIRN_OPEN_TASKS_PER_AGENT = 5
     tasks = [post_task(poster) for _ in range(3)]
     time_machine.move_to(max(t.deadline for t in tasks), tick=True)

@@ -218,8 +218,7 @@ def test_screen_collects_issues_across_fields_in_order():
 
 def test_several_kinds_in_one_field_give_several_issues():
     text = (
-        "alice@example.com pasted /home/alice/.env with "
-        f"{CAIRN_TOKEN} from http://localhost:8000"
+        f"alice@example.com pasted /home/alice/.env with {CAIRN_TOKEN} from http://localhost:8000"
     )
 
     issues = screen_text("request.summary", text)

@@ -13,21 +13,39 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def check(**env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_") and k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY"}}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CAIRN_") and k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY"}
+    }
     return subprocess.run(
-        [sys.executable, "manage.py", "check"], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
     )
 
 
 @pytest.mark.parametrize(
     "env, named",
     [
-        ({"SECRET_KEY": "k", "CAIRN_TASKS_PER_AGENT_PER_DAY": "two"}, "CAIRN_TASKS_PER_AGENT_PER_DAY"),
+        (
+            {"SECRET_KEY": "k", "CAIRN_TASKS_PER_AGENT_PER_DAY": "two"},
+            "CAIRN_TASKS_PER_AGENT_PER_DAY",
+        ),
         ({"SECRET_KEY": "k", "CAIRN_OPEN_TASKS_PER_AGENT": "-1"}, "CAIRN_OPEN_TASKS_PER_AGENT"),
         ({"SECRET_KEY": "k", "DEBUG": "maybe"}, "DEBUG"),
         ({"SECRET_KEY": "k", "CAIRN_SITE_URL": "cairn.example"}, "CAIRN_SITE_URL"),
         ({"SECRET_KEY": "k", "DATABASE_URL": "mysql://root@localhost/cairn"}, "DATABASE_URL"),
-        ({"SECRET_KEY": "k", "CAIRN_TASK_DEADLINE_MIN_S": "900", "CAIRN_TASK_DEADLINE_MAX_S": "600"}, "CAIRN_TASK_DEADLINE_MAX_S"),
+        (
+            {
+                "SECRET_KEY": "k",
+                "CAIRN_TASK_DEADLINE_MIN_S": "900",
+                "CAIRN_TASK_DEADLINE_MAX_S": "600",
+            },
+            "CAIRN_TASK_DEADLINE_MAX_S",
+        ),
         ({"SECRET_KEY": "k", "CAIRN_SOURCE_HOSTS": " , "}, "CAIRN_SOURCE_HOSTS"),
         ({}, "SECRET_KEY"),
     ],

@@ -15,7 +15,9 @@ from tests.factories import deadline_in, open_task_payload, open_task_request
 
 
 def post(agent, payload, operation_id=None):
-    return task_post(agent=agent, payload=payload, operation_id=operation_id or str(uuid.uuid4()), door=Door.HTTP)
+    return task_post(
+        agent=agent, payload=payload, operation_id=operation_id or str(uuid.uuid4()), door=Door.HTTP
+    )
 
 
 def refusal_of(agent, payload) -> Refusal:
@@ -111,7 +113,11 @@ def test_all_shape_issues_are_listed_at_once(poster):
     payload = open_task_payload(open_task_request(title="short", min_independent=9))
     payload["approval"]["extra"] = True
     refusal = refusal_of(poster.agent, payload)
-    assert {issue.path for issue in refusal.issues} == {"request.title", "request.min_independent", "approval.extra"}
+    assert {issue.path for issue in refusal.issues} == {
+        "request.title",
+        "request.min_independent",
+        "approval.extra",
+    }
 
 
 def test_another_schema_is_unknown(poster):
@@ -121,10 +127,14 @@ def test_another_schema_is_unknown(poster):
 
 
 @pytest.mark.parametrize(
-    "approval_changes", [{"public_output": False}, {"scope": "everything"}, {"scope": "this_contribution"}]
+    "approval_changes",
+    [{"public_output": False}, {"scope": "everything"}, {"scope": "this_contribution"}],
 )
 def test_the_approval_must_cover_public_output_of_this_task(poster, approval_changes):
-    assert refusal_of(poster.agent, open_task_payload(**approval_changes)).code == ErrorCode.APPROVAL_REQUIRED
+    assert (
+        refusal_of(poster.agent, open_task_payload(**approval_changes)).code
+        == ErrorCode.APPROVAL_REQUIRED
+    )
 
 
 def test_a_request_changed_after_the_preview_is_refused(poster):
@@ -166,13 +176,17 @@ def test_sources_must_be_plain_https_urls_on_the_allowlist(poster, url):
 
 def test_the_allowlist_is_a_setting(poster, settings):
     settings.CAIRN_SOURCE_HOSTS = ["docs.python.org"]
-    request = open_task_request(sources=["https://docs.python.org/3/", "https://github.com/a2aproject"])
+    request = open_task_request(
+        sources=["https://docs.python.org/3/", "https://github.com/a2aproject"]
+    )
     assert refusal_of(poster.agent, open_task_payload(request)).code == ErrorCode.SOURCE_NOT_ALLOWED
 
 
 @pytest.mark.parametrize("seconds", [60, 1799, 604800 + 60, -3600])
 def test_the_deadline_must_be_half_an_hour_to_a_week_away(poster, seconds):
-    refusal = refusal_of(poster.agent, open_task_payload(open_task_request(deadline=deadline_in(seconds))))
+    refusal = refusal_of(
+        poster.agent, open_task_payload(open_task_request(deadline=deadline_in(seconds)))
+    )
     assert refusal.code == ErrorCode.DEADLINE_OUT_OF_RANGE
 
 
@@ -186,9 +200,27 @@ def test_the_deadline_is_stored_and_shown_exactly_as_written(poster):
     "changes, path",
     [
         ({"title": "Ask maintainer@example.com about the header"}, "request.title"),
-        ({"question": "Use token ghp_abcdefghijklmnopqrstuvwxyz0123456789 to read the private fork first."}, "request.question"),
-        ({"acceptance_criteria": ["Names the function", "Checks http://localhost:8000/api first"]}, "request.acceptance_criteria[1]"),
-        ({"question": "Why does /home/alice/project/client.ts differ from the published package?"}, "request.question"),
+        (
+            {
+                "question": "Use token ghp_abcdefghijklmnopqrstuvwxyz0123456789 to read the private fork first."
+            },
+            "request.question",
+        ),
+        (
+            {
+                "acceptance_criteria": [
+                    "Names the function",
+                    "Checks http://localhost:8000/api first",
+                ]
+            },
+            "request.acceptance_criteria[1]",
+        ),
+        (
+            {
+                "question": "Why does /home/alice/project/client.ts differ from the published package?"
+            },
+            "request.question",
+        ),
     ],
 )
 def test_private_content_is_refused_naming_the_field(poster, changes, path):
@@ -198,7 +230,10 @@ def test_private_content_is_refused_naming_the_field(poster, changes, path):
 
 
 def test_sources_are_judged_by_their_own_rule_before_privacy(poster):
-    request = open_task_request(sources=["https://alice:secret@github.com/x"], question="Mail alice@example.com for the rest, please.")
+    request = open_task_request(
+        sources=["https://alice:secret@github.com/x"],
+        question="Mail alice@example.com for the rest, please.",
+    )
     assert refusal_of(poster.agent, open_task_payload(request)).code == ErrorCode.SOURCE_NOT_ALLOWED
 
 
@@ -227,7 +262,10 @@ def test_when_both_caps_bind_the_code_is_daily_cap_with_both_issues(poster, post
     with pytest.raises(Refusal) as caught:
         post(poster.agent, open_task_payload())
     assert caught.value.code == ErrorCode.DAILY_CAP
-    assert [issue.code for issue in caught.value.issues] == [ErrorCode.DAILY_CAP, ErrorCode.OPEN_TASK_CAP]
+    assert [issue.code for issue in caught.value.issues] == [
+        ErrorCode.DAILY_CAP,
+        ErrorCode.OPEN_TASK_CAP,
+    ]
 
 
 def test_caps_are_per_agent(make_agent, post_task):
@@ -279,7 +317,9 @@ def test_a_refused_operation_is_not_recorded(poster):
     assert post(poster.agent, open_task_payload(), "op-1").replayed is False
 
 
-def test_posting_schedules_the_evaluation_at_the_deadline(poster, post_task, django_capture_on_commit_callbacks):
+def test_posting_schedules_the_evaluation_at_the_deadline(
+    poster, post_task, django_capture_on_commit_callbacks
+):
     from django_q.models import Schedule
 
     with django_capture_on_commit_callbacks(execute=True):

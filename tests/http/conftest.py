@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,8 +22,12 @@ def api(http: httpx.Client) -> httpx.Client:
 
 @pytest.fixture
 def make_call(db) -> Callable[..., Call]:
-    def make(title: str = "Which A2A transports should Cairn document next?", kind: str = "feedback") -> Call:
-        return call_create(title=title, body="Tell us which transport you use and why it matters.", kind=kind)
+    def make(
+        title: str = "Which A2A transports should Cairn document next?", kind: str = "feedback"
+    ) -> Call:
+        return call_create(
+            title=title, body="Tell us which transport you use and why it matters.", kind=kind
+        )
 
     return make
 

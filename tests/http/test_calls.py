@@ -12,7 +12,16 @@ from calls.selectors import call_detail, call_view
 from calls.services import call_close
 from tests.http.conftest import bearer, refused
 
-CALL_FIELDS = ["id", "title", "body", "kind", "status", "created_at", "closed_at", "responses_count"]
+CALL_FIELDS = [
+    "id",
+    "title",
+    "body",
+    "kind",
+    "status",
+    "created_at",
+    "closed_at",
+    "responses_count",
+]
 
 
 def answer_payload(**changes) -> dict:
@@ -28,7 +37,9 @@ def answer_payload(**changes) -> dict:
 
 def _answer(api, agent, call_id, payload=None, key=None):
     headers = bearer(agent.token) | ({"Idempotency-Key": key} if key else {})
-    return api.post(f"/api/a2a-calls/{call_id}/responses", json=payload or answer_payload(), headers=headers)
+    return api.post(
+        f"/api/a2a-calls/{call_id}/responses", json=payload or answer_payload(), headers=headers
+    )
 
 
 def test_answering_a_call_is_public_at_once_without_agent_id(api, make_call, make_agent):
@@ -45,7 +56,9 @@ def test_answering_a_call_is_public_at_once_without_agent_id(api, make_call, mak
     assert detail.status_code == 200
     call.refresh_from_db()
     assert detail.json() == call_detail(call)
-    assert detail.json()["responses"] == [body["response"]] and detail.json()["responses_count"] == 1
+    assert (
+        detail.json()["responses"] == [body["response"]] and detail.json()["responses_count"] == 1
+    )
     for hidden in (str(agent.agent.id), "label-never-shown"):
         assert hidden not in detail.text and hidden not in response.text
     entry = AuditEntry.objects.get(operation="call_answer")
@@ -89,7 +102,9 @@ def test_a_second_answer_to_one_call_is_409_duplicate_response(api, make_call, m
     call = make_call()
     agent = make_agent()
     assert _answer(api, agent, call.id).status_code == 201
-    refused(_answer(api, agent, call.id, answer_payload(stance="oppose")), 409, "duplicate_response")
+    refused(
+        _answer(api, agent, call.id, answer_payload(stance="oppose")), 409, "duplicate_response"
+    )
 
 
 def test_the_answer_past_the_per_call_limit_is_409_call_full(api, settings, make_call, make_agent):
@@ -117,10 +132,16 @@ ANSWER_REFUSALS = [
     (answer_payload(body="too short"), "invalid_payload"),
     (answer_payload(stance="maybe"), "invalid_payload"),
     ({**answer_payload(), "agent": "me"}, "invalid_payload"),
-    ({k: v for k, v in answer_payload().items() if k != "public_output_approved"}, "invalid_payload"),
+    (
+        {k: v for k, v in answer_payload().items() if k != "public_output_approved"},
+        "invalid_payload",
+    ),
     (answer_payload(schema="cairn.call.response/1.0"), "unknown_schema"),
     (answer_payload(public_output_approved=False), "approval_required"),
-    (answer_payload(body="Write to me at person@example.org for the long version."), "private_content"),
+    (
+        answer_payload(body="Write to me at person@example.org for the long version."),
+        "private_content",
+    ),
 ]
 
 
@@ -136,7 +157,9 @@ def test_answering_needs_a_valid_token(api, make_call, make_agent):
     revoked = make_agent()
     agent_revoke(agent=revoked.agent)
     for headers in ({}, bearer("cairn_unknown"), bearer(revoked.token)):
-        response = api.post(f"/api/a2a-calls/{call.id}/responses", json=answer_payload(), headers=headers)
+        response = api.post(
+            f"/api/a2a-calls/{call.id}/responses", json=answer_payload(), headers=headers
+        )
         refused(response, 401, "unauthorized")
         assert response.headers["WWW-Authenticate"] == 'Bearer realm="cairn"'
 
@@ -147,7 +170,11 @@ def test_answer_wire_errors(api, make_call, make_agent):
     path = f"/api/a2a-calls/{call.id}/responses"
     big = b'{"body": "' + b"x" * (300 * 1024) + b'"}'
 
-    refused(api.post(path, content=big, headers={"Content-Type": "application/json"}), 413, "payload_too_large")
+    refused(
+        api.post(path, content=big, headers={"Content-Type": "application/json"}),
+        413,
+        "payload_too_large",
+    )
     refused(api.post(path, content=b"{oops", headers=bearer(agent.token)), 400, "invalid_json")
     refused(api.post(path, content=b"[1]", headers=bearer(agent.token)), 422, "invalid_payload")
     refused(_answer(api, agent, call.id, key="\u00e9".encode("latin-1")), 400, "invalid_query")
@@ -162,7 +189,11 @@ def test_an_answer_replays_and_conflicts_by_idempotency_key(api, make_call, make
 
     assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
     assert again.json() == first.json()
-    refused(_answer(api, agent, call.id, answer_payload(stance="mixed"), key="answer-1"), 409, "idempotency_conflict")
+    refused(
+        _answer(api, agent, call.id, answer_payload(stance="mixed"), key="answer-1"),
+        409,
+        "idempotency_conflict",
+    )
     assert CallResponse.objects.count() == 1
 
 
@@ -193,7 +224,10 @@ def test_walking_calls_to_the_end_in_each_mode(api, make_call):
 
     for (mode, matches), limit in itertools.product(expected.items(), (1, 2, 3, 50)):
         views = _walk(api, mode, limit)
-        assert views == [call_view(call) for call in matches.order_by("-created_at", "-id")], (mode, limit)
+        assert views == [call_view(call) for call in matches.order_by("-created_at", "-id")], (
+            mode,
+            limit,
+        )
         assert len({view["id"] for view in views}) == len(views)
     assert [len(_walk(api, mode, 2)) for mode in expected] == [4, 3, 7]
 
@@ -202,7 +236,9 @@ def test_the_call_list_defaults_to_all_and_fifty(api, make_call):
     make_call()
     call_close(call=make_call())
     body = api.get("/api/a2a-calls").json()
-    assert {view["status"] for view in body["calls"]} == {"open", "closed"} and body["next_cursor"] is None
+    assert {view["status"] for view in body["calls"]} == {"open", "closed"} and body[
+        "next_cursor"
+    ] is None
 
 
 def test_a_call_cursor_only_works_with_its_own_mode(api, make_call):
@@ -211,12 +247,27 @@ def test_a_call_cursor_only_works_with_its_own_mode(api, make_call):
     cursor = api.get("/api/a2a-calls", params={"mode": "open", "limit": 1}).json()["next_cursor"]
     assert cursor
 
-    refused(api.get("/api/a2a-calls", params={"mode": "all", "cursor": cursor}), 400, "invalid_query")
-    refused(api.get("/api/a2a-calls", params={"mode": "open", "cursor": cursor[:-2]}), 400, "invalid_query")
-    next_page = api.get("/api/a2a-calls", params={"mode": "open", "limit": 1, "cursor": cursor}).json()
+    refused(
+        api.get("/api/a2a-calls", params={"mode": "all", "cursor": cursor}), 400, "invalid_query"
+    )
+    refused(
+        api.get("/api/a2a-calls", params={"mode": "open", "cursor": cursor[:-2]}),
+        400,
+        "invalid_query",
+    )
+    next_page = api.get(
+        "/api/a2a-calls", params={"mode": "open", "limit": 1, "cursor": cursor}
+    ).json()
     assert len(next_page["calls"]) == 1 and next_page["next_cursor"] is None
 
 
 def test_a_bad_call_list_query_is_400(api):
-    for query in ("mode=evaluated", "limit=0", "limit=51", "limit=ten", "status=open", "mode=all&mode=open"):
+    for query in (
+        "mode=evaluated",
+        "limit=0",
+        "limit=51",
+        "limit=ten",
+        "status=open",
+        "mode=all&mode=open",
+    ):
         refused(api.get(f"/api/a2a-calls?{query}"), 400, "invalid_query", query)

@@ -26,7 +26,9 @@ def test_register_takes_an_empty_object_or_no_body(api):
 
 def test_register_refuses_a_label_out_of_bounds(api):
     for label in ("", "x" * 81):
-        error = refused(api.post("/api/agent/register", json={"label": label}), 422, "invalid_payload")
+        error = refused(
+            api.post("/api/agent/register", json={"label": label}), 422, "invalid_payload"
+        )
         assert error["issues"][0]["path"] == "label"
     assert api.post("/api/agent/register", json={"label": "x" * 80}).status_code == 201
 
@@ -37,7 +39,9 @@ def test_register_refuses_an_unknown_field(api):
 
 
 def test_register_refuses_a_body_that_is_not_json(api):
-    response = api.post("/api/agent/register", content=b"{label", headers={"Content-Type": "application/json"})
+    response = api.post(
+        "/api/agent/register", content=b"{label", headers={"Content-Type": "application/json"}
+    )
     refused(response, 400, "invalid_json")
 
 

@@ -17,7 +17,13 @@ from tasks.models import Task
 from tasks.payloads import ContributionPayload, OpenTaskPayload
 from tasks.selectors import task_view
 from tasks.view_models import TaskView
-from tests.factories import contribution_payload, contribution_report, deadline_in, open_task_payload, open_task_request
+from tests.factories import (
+    contribution_payload,
+    contribution_report,
+    deadline_in,
+    open_task_payload,
+    open_task_request,
+)
 from tests.http.conftest import bearer, wait_past
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -32,8 +38,13 @@ SCHEMAS = {
 SPEC_REQUEST = {
     "title": "Does @a2a-js/sdk 1.3.0 send the A2A-Version header on every request?",
     "question": "Read the client transport source and say whether ...",
-    "sources": ["https://github.com/a2aproject/a2a-js/blob/main/src/client/transports/json_rpc_transport.ts"],
-    "acceptance_criteria": ["Names the function that sets the header", "Quotes the constant's value"],
+    "sources": [
+        "https://github.com/a2aproject/a2a-js/blob/main/src/client/transports/json_rpc_transport.ts"
+    ],
+    "acceptance_criteria": [
+        "Names the function that sets the header",
+        "Quotes the constant's value",
+    ],
     "deadline": "2026-12-01T12:00:00.000Z",
     "min_independent": 2,
     "max_contributors": 3,
@@ -55,7 +66,9 @@ SPEC_REPORT = {
     "conditions": ["Holds for @a2a-js/sdk 1.3.0"],
     "attempts": ["Read src/client/transports/json_rpc_transport.ts at tag v1.3.0"],
     "limitations": ["Did not check the gRPC transport"],
-    "source_urls": ["https://github.com/a2aproject/a2a-js/blob/main/src/client/transports/json_rpc_transport.ts"],
+    "source_urls": [
+        "https://github.com/a2aproject/a2a-js/blob/main/src/client/transports/json_rpc_transport.ts"
+    ],
 }
 SPEC_CONTRIBUTION = {
     **SPEC_REPORT,
@@ -112,7 +125,10 @@ EXAMPLES = {
     "open-task.json": [SPEC_OPEN_VIEW, SPEC_EVALUATED_VIEW],
     "open-task-create.json": [SPEC_OPEN_TASK],
     "task-contribution.json": [SPEC_CONTRIBUTION],
-    "call-response.json": [SPEC_CALL_RESPONSE, {k: v for k, v in SPEC_CALL_RESPONSE.items() if k != "stance"}],
+    "call-response.json": [
+        SPEC_CALL_RESPONSE,
+        {k: v for k, v in SPEC_CALL_RESPONSE.items() if k != "stance"},
+    ],
 }
 
 
@@ -184,7 +200,11 @@ COUNTER_EXAMPLES = {
         changed(SPEC_OPEN_VIEW, "contributions_received", -1),
         changed(SPEC_EVALUATED_VIEW, "evaluation.counts", delete=True),
         changed(SPEC_EVALUATED_VIEW, "evaluation.rule", "cairn.rules/0.2"),
-        changed(SPEC_EVALUATED_VIEW, "evaluation.contributions.0.report.approval", SPEC_CONTRIBUTION["approval"]),
+        changed(
+            SPEC_EVALUATED_VIEW,
+            "evaluation.contributions.0.report.approval",
+            SPEC_CONTRIBUTION["approval"],
+        ),
         changed(SPEC_EVALUATED_VIEW, "evaluation.contributions.0.agent_id", "x"),
     ],
 }
@@ -196,7 +216,10 @@ def served(api) -> dict[str, dict]:
     for name in SCHEMAS:
         response = api.get(f"/schemas/a2a/{name}")
         assert response.status_code == 200
-        assert response.headers["Content-Type"].split(";")[0] in {"application/schema+json", "application/json"}
+        assert response.headers["Content-Type"].split(";")[0] in {
+            "application/schema+json",
+            "application/json",
+        }
         schemas[name] = response.json()
     return schemas
 
@@ -244,12 +267,21 @@ def test_every_task_view_validates_against_open_task_json(
 ):
     settings.CAIRN_TASKS_PER_AGENT_PER_DAY = settings.CAIRN_OPEN_TASKS_PER_AGENT = 10
     poster = make_agent()
-    closing = [post_task(poster, open_task_payload(open_task_request(deadline=deadline_in(1.5)))) for _ in range(3)]
+    closing = [
+        post_task(poster, open_task_payload(open_task_request(deadline=deadline_in(1.5))))
+        for _ in range(3)
+    ]
     resolved, contested, unresolved = closing
     contribute(make_agent(), resolved)
-    contribute(make_agent(), resolved, contribution_payload(contribution_report(conditions=[], limitations=[])))
+    contribute(
+        make_agent(),
+        resolved,
+        contribution_payload(contribution_report(conditions=[], limitations=[])),
+    )
     contribute(make_agent(), contested)
-    contribute(make_agent(), contested, contribution_payload(contribution_report(verdict="source_unclear")))
+    contribute(
+        make_agent(), contested, contribution_payload(contribution_report(verdict="source_unclear"))
+    )
     contribute(make_agent(), unresolved)
     still_open = post_task(poster)
     contribute(make_agent(), still_open)
@@ -309,7 +341,9 @@ def test_openapi_refusals_carry_the_spec_statuses(openapi):
             for status, response in operation["responses"].items():
                 if int(status) < 400:
                     continue
-                codes = response["content"]["application/json"]["schema"]["properties"]["error"]["properties"]
+                codes = response["content"]["application/json"]["schema"]["properties"]["error"][
+                    "properties"
+                ]
                 for code in codes["code"]["enum"]:
                     assert STATUS_BY_CODE[code] == int(status), (path, method, code)
     post = openapi["paths"]["/api/a2a-tasks/{task_id}/contributions"]["post"]
@@ -323,7 +357,14 @@ def test_openapi_refusals_carry_the_spec_statuses(openapi):
 def _conforms(openapi: dict, path: str, method: str, response) -> None:
     """The live answer validates against what the OpenAPI document says of its status."""
     pointer = "/".join(
-        ["#", "paths", path.replace("~", "~0").replace("/", "~1"), method, "responses", str(response.status_code)]
+        [
+            "#",
+            "paths",
+            path.replace("~", "~0").replace("/", "~1"),
+            method,
+            "responses",
+            str(response.status_code),
+        ]
     )
     schema = {**openapi, "$ref": pointer + "/content/application~1json/schema"}
     errors = list(Draft202012Validator(schema).iter_errors(response.json()))
@@ -342,26 +383,42 @@ def test_live_answers_conform_to_the_openapi_document(api, openapi, make_agent, 
     _conforms(openapi, "/api/a2a-tasks", "post", posted)
     task_id = posted.json()["task"]["id"]
     contributed = api.post(
-        f"/api/a2a-tasks/{task_id}/contributions", json=contribution_payload(), headers=bearer(contributor.token)
+        f"/api/a2a-tasks/{task_id}/contributions",
+        json=contribution_payload(),
+        headers=bearer(contributor.token),
     )
     _conforms(openapi, "/api/a2a-tasks/{task_id}/contributions", "post", contributed)
-    answered = api.post(f"/api/a2a-calls/{call.id}/responses", json=SPEC_CALL_RESPONSE, headers=bearer(poster.token))
+    answered = api.post(
+        f"/api/a2a-calls/{call.id}/responses", json=SPEC_CALL_RESPONSE, headers=bearer(poster.token)
+    )
     _conforms(openapi, "/api/a2a-calls/{call_id}/responses", "post", answered)
 
     checks = [
         ("/api/a2a-tasks", "get", api.get("/api/a2a-tasks", params={"limit": 1})),
         ("/api/a2a-tasks/{task_id}", "get", api.get(f"/api/a2a-tasks/{task_id}")),
-        ("/api/a2a-tasks/mine", "get", api.get("/api/a2a-tasks/mine", headers=bearer(contributor.token))),
+        (
+            "/api/a2a-tasks/mine",
+            "get",
+            api.get("/api/a2a-tasks/mine", headers=bearer(contributor.token)),
+        ),
         ("/api/a2a-calls", "get", api.get("/api/a2a-calls")),
         ("/api/a2a-calls/{call_id}", "get", api.get(f"/api/a2a-calls/{call.id}")),
         ("/api/a2a-tasks", "get", api.get("/api/a2a-tasks", params={"mode": "nope"})),
         ("/api/a2a-tasks/{task_id}", "get", api.get("/api/a2a-tasks/nope")),
         ("/api/a2a-tasks/mine", "get", api.get("/api/a2a-tasks/mine")),
-        ("/api/a2a-tasks", "post", api.post("/api/a2a-tasks", json={}, headers=bearer(poster.token))),
+        (
+            "/api/a2a-tasks",
+            "post",
+            api.post("/api/a2a-tasks", json={}, headers=bearer(poster.token)),
+        ),
         (
             "/api/a2a-calls/{call_id}/responses",
             "post",
-            api.post(f"/api/a2a-calls/{closed.id}/responses", json=SPEC_CALL_RESPONSE, headers=bearer(poster.token)),
+            api.post(
+                f"/api/a2a-calls/{closed.id}/responses",
+                json=SPEC_CALL_RESPONSE,
+                headers=bearer(poster.token),
+            ),
         ),
     ]
     for path, method, response in checks:

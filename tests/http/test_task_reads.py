@@ -9,7 +9,13 @@ import pytest
 from agents.services import agent_revoke
 from tasks.models import Task
 from tasks.selectors import task_view
-from tests.factories import contribution_payload, contribution_report, deadline_in, open_task_payload, open_task_request
+from tests.factories import (
+    contribution_payload,
+    contribution_report,
+    deadline_in,
+    open_task_payload,
+    open_task_request,
+)
 from tests.http.conftest import bearer, refused, wait_past
 
 VIEW_FIELDS = [
@@ -34,19 +40,33 @@ def test_one_task_is_the_public_view_field_by_field(api, poster, post_task, make
     view = response.json()
     assert list(view) == VIEW_FIELDS
     assert view == _view_now(task)
-    assert view["state"] == "open" and view["contributions_received"] == 1 and view["evaluation"] is None
+    assert (
+        view["state"] == "open"
+        and view["contributions_received"] == 1
+        and view["evaluation"] is None
+    )
 
 
-def test_one_task_shows_no_agent_and_no_sealed_content(api, poster, post_task, make_agent, contribute):
+def test_one_task_shows_no_agent_and_no_sealed_content(
+    api, poster, post_task, make_agent, contribute
+):
     task = post_task(poster)
     contributor = make_agent("secret-label")
     contribute(
-        contributor, task, contribution_payload(contribution_report(summary="A sealed summary nobody reads early."))
+        contributor,
+        task,
+        contribution_payload(contribution_report(summary="A sealed summary nobody reads early.")),
     )
 
     text = api.get(f"/api/a2a-tasks/{task.id}").text + api.get("/api/a2a-tasks").text
 
-    for hidden in (str(poster.agent.id), str(contributor.agent.id), "secret-label", "poster", "A sealed summary"):
+    for hidden in (
+        str(poster.agent.id),
+        str(contributor.agent.id),
+        "secret-label",
+        "poster",
+        "A sealed summary",
+    ):
         assert hidden not in text
 
 
@@ -65,7 +85,11 @@ def test_an_overdue_task_is_evaluated_before_it_is_shown(
 
     view = api.get(f"/api/a2a-tasks/{task.id}").json()
 
-    assert view["state"] == "evaluated" and view["outcome"] == "resolved" and view["verdict"] == "source_supported"
+    assert (
+        view["state"] == "evaluated"
+        and view["outcome"] == "resolved"
+        and view["verdict"] == "source_supported"
+    )
     assert [item["report"]["summary"] for item in view["evaluation"]["contributions"]] == [
         contribution_report()["summary"]
     ] * 2
@@ -73,16 +97,25 @@ def test_an_overdue_task_is_evaluated_before_it_is_shown(
 
 
 @pytest.fixture
-def open_and_evaluated(settings, short_deadlines, make_agent, post_task, contribute) -> dict[str, list[str]]:
+def open_and_evaluated(
+    settings, short_deadlines, make_agent, post_task, contribute
+) -> dict[str, list[str]]:
     """Five open tasks and four evaluated ones (resolved, contested, unresolved twice), ids by mode."""
     settings.CAIRN_TASKS_PER_AGENT_PER_DAY = 20
     settings.CAIRN_OPEN_TASKS_PER_AGENT = 20
     poster = make_agent()
-    closing = [post_task(poster, open_task_payload(open_task_request(deadline=deadline_in(1.5)))) for _ in range(4)]
+    closing = [
+        post_task(poster, open_task_payload(open_task_request(deadline=deadline_in(1.5))))
+        for _ in range(4)
+    ]
     contribute(make_agent(), closing[0])
     contribute(make_agent(), closing[0])
     contribute(make_agent(), closing[1])
-    contribute(make_agent(), closing[1], contribution_payload(contribution_report(verdict="source_contradicted")))
+    contribute(
+        make_agent(),
+        closing[1],
+        contribution_payload(contribution_report(verdict="source_contradicted")),
+    )
     open_tasks = [post_task(poster) for _ in range(5)]
     wait_past(max(task.deadline_text for task in closing))
     return {
@@ -116,9 +149,12 @@ def test_walking_each_mode_to_the_end_lists_every_task_once_newest_first(api, op
         assert sorted(ids) == sorted(expected), (mode, limit)
         assert len(set(ids)) == len(ids), (mode, limit)
         assert views == [
-            task_view(task) for task in Task.objects.filter(pk__in=ids).order_by("-status_timestamp", "-id")
+            task_view(task)
+            for task in Task.objects.filter(pk__in=ids).order_by("-status_timestamp", "-id")
         ]
-        assert {view["state"] for view in views} == ({"open", "evaluated"} if mode == "all" else {mode})
+        assert {view["state"] for view in views} == (
+            {"open", "evaluated"} if mode == "all" else {mode}
+        )
 
 
 def test_the_list_defaults_to_every_mode_and_fifty(api, open_and_evaluated):
@@ -136,11 +172,30 @@ def test_a_cursor_only_works_with_its_own_mode(api, poster, post_task):
     cursor = api.get("/api/a2a-tasks", params={"mode": "open", "limit": 1}).json()["next_cursor"]
     assert cursor
 
-    refused(api.get("/api/a2a-tasks", params={"mode": "all", "limit": 1, "cursor": cursor}), 400, "invalid_query")
-    refused(api.get("/api/a2a-tasks", params={"mode": "evaluated", "cursor": cursor}), 400, "invalid_query")
-    refused(api.get("/api/a2a-tasks", params={"mode": "open", "cursor": cursor + "x"}), 400, "invalid_query")
-    refused(api.get("/api/a2a-tasks", params={"mode": "open", "cursor": "garbage"}), 400, "invalid_query")
-    assert api.get("/api/a2a-tasks", params={"mode": "open", "limit": 1, "cursor": cursor}).status_code == 200
+    refused(
+        api.get("/api/a2a-tasks", params={"mode": "all", "limit": 1, "cursor": cursor}),
+        400,
+        "invalid_query",
+    )
+    refused(
+        api.get("/api/a2a-tasks", params={"mode": "evaluated", "cursor": cursor}),
+        400,
+        "invalid_query",
+    )
+    refused(
+        api.get("/api/a2a-tasks", params={"mode": "open", "cursor": cursor + "x"}),
+        400,
+        "invalid_query",
+    )
+    refused(
+        api.get("/api/a2a-tasks", params={"mode": "open", "cursor": "garbage"}),
+        400,
+        "invalid_query",
+    )
+    assert (
+        api.get("/api/a2a-tasks", params={"mode": "open", "limit": 1, "cursor": cursor}).status_code
+        == 200
+    )
 
 
 BAD_QUERIES = [
@@ -168,10 +223,14 @@ def test_a_bad_list_query_is_refused(api):
 def test_single_resource_routes_take_no_query(api, poster, post_task):
     task = post_task(poster)
     refused(api.get(f"/api/a2a-tasks/{task.id}?mode=open"), 400, "invalid_query")
-    refused(api.get("/api/a2a-tasks/mine?limit=1", headers=bearer(poster.token)), 400, "invalid_query")
+    refused(
+        api.get("/api/a2a-tasks/mine?limit=1", headers=bearer(poster.token)), 400, "invalid_query"
+    )
 
 
-def test_mine_lists_own_tasks_and_own_sealed_reports_newest_first(api, make_agent, post_task, contribute):
+def test_mine_lists_own_tasks_and_own_sealed_reports_newest_first(
+    api, make_agent, post_task, contribute
+):
     agent = make_agent()
     other = make_agent()
     first = post_task(agent)
@@ -188,7 +247,11 @@ def test_mine_lists_own_tasks_and_own_sealed_reports_newest_first(api, make_agen
     assert body["tasks"] == [_view_now(first)]
     assert [item["task_id"] for item in body["contributions"]] == [str(third.id), str(second.id)]
     assert body["contributions"][0]["receipt"] == receipt_third
-    assert body["contributions"][1] == {"task_id": str(second.id), "receipt": receipt_second, "report": report}
+    assert body["contributions"][1] == {
+        "task_id": str(second.id),
+        "receipt": receipt_second,
+        "report": report,
+    }
     assert api.get("/api/a2a-tasks/mine", headers=bearer(other.token)).json()["contributions"] == []
 
 
@@ -213,7 +276,9 @@ def test_reads_stay_public_with_a_bad_token(api, poster, post_task):
 def test_a_task_cannot_be_deleted_or_edited(api, poster, post_task):
     task = post_task(poster)
     for method in ("DELETE", "PUT", "PATCH"):
-        response = api.request(method, f"/api/a2a-tasks/{task.id}", headers=bearer(poster.token), json={})
+        response = api.request(
+            method, f"/api/a2a-tasks/{task.id}", headers=bearer(poster.token), json={}
+        )
         assert response.status_code == 405, method
         assert response.json()["error"]["code"] == "method_not_allowed"
     assert api.get(f"/api/a2a-tasks/{task.id}").json() == _view_now(task)

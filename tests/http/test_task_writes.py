@@ -34,7 +34,11 @@ def _post_task(api, agent, payload=None, key=None):
 
 def _contribute(api, agent, task_id, payload=None, key=None):
     headers = bearer(agent.token) | ({"Idempotency-Key": key} if key else {})
-    return api.post(f"/api/a2a-tasks/{task_id}/contributions", json=payload or contribution_payload(), headers=headers)
+    return api.post(
+        f"/api/a2a-tasks/{task_id}/contributions",
+        json=payload or contribution_payload(),
+        headers=headers,
+    )
 
 
 # --- accepted writes -------------------------------------------------------------------------------
@@ -60,7 +64,9 @@ def test_contributing_answers_201_with_the_view_and_a_receipt(api, poster, post_
     contributor = make_agent()
     report = contribution_report()
 
-    response = _contribute(api, contributor, task.id, contribution_payload(report), key="retry-safe-1")
+    response = _contribute(
+        api, contributor, task.id, contribution_payload(report), key="retry-safe-1"
+    )
 
     assert response.status_code == 201
     body = response.json()
@@ -93,7 +99,9 @@ def test_a_body_sent_without_a_json_content_type_is_still_read_as_json(api, post
 # --- 401 -------------------------------------------------------------------------------------------
 
 
-def test_a_write_without_a_valid_token_is_401_with_www_authenticate(api, poster, post_task, make_agent):
+def test_a_write_without_a_valid_token_is_401_with_www_authenticate(
+    api, poster, post_task, make_agent
+):
     task = post_task(poster)
     revoked = make_agent()
     agent_revoke(agent=revoked.agent)
@@ -102,7 +110,13 @@ def test_a_write_without_a_valid_token_is_401_with_www_authenticate(api, poster,
         (f"/api/a2a-tasks/{task.id}/contributions", contribution_payload()),
     ]
 
-    bad = ({}, bearer("cairn_not-a-token"), bearer("garbage"), {"Authorization": "Token x"}, bearer(revoked.token))
+    bad = (
+        {},
+        bearer("cairn_not-a-token"),
+        bearer("garbage"),
+        {"Authorization": "Token x"},
+        bearer(revoked.token),
+    )
 
     for (path, payload), headers in itertools.product(writes, bad):
         response = api.post(path, json=payload, headers=headers)
@@ -112,7 +126,9 @@ def test_a_write_without_a_valid_token_is_401_with_www_authenticate(api, poster,
 
 
 def test_the_token_is_checked_before_the_json(api):
-    response = api.post("/api/a2a-tasks", content=b"not json", headers={"Content-Type": "application/json"})
+    response = api.post(
+        "/api/a2a-tasks", content=b"not json", headers={"Content-Type": "application/json"}
+    )
     refused(response, 401, "unauthorized")
 
 
@@ -125,7 +141,9 @@ def test_a_body_over_256_kib_is_413_before_anything_else(api, poster, post_task)
 
     for path in ("/api/a2a-tasks", f"/api/a2a-tasks/{task.id}/contributions"):
         for headers in ({}, bearer(poster.token)):
-            response = api.post(path, content=big, headers=headers | {"Content-Type": "application/json"})
+            response = api.post(
+                path, content=big, headers=headers | {"Content-Type": "application/json"}
+            )
             refused(response, 413, "payload_too_large")
 
 
@@ -146,17 +164,36 @@ def test_a_chunked_body_over_256_kib_is_413_too(api, poster):
 def test_a_body_that_is_not_json_is_400_invalid_json(api, poster, post_task, make_agent):
     task = post_task(make_agent())
     headers = bearer(poster.token) | {"Content-Type": "application/json"}
-    lone_surrogate = json.dumps({**open_task_payload(), "schema": "cairn.open_task/0.1\ud800"}).encode()
-    for body in (b"", b"{", b"not json", b'{"a": NaN}', b"\xff\xfe{}", b"{}}", b'{"a": 1,}', lone_surrogate):
+    lone_surrogate = json.dumps(
+        {**open_task_payload(), "schema": "cairn.open_task/0.1\ud800"}
+    ).encode()
+    for body in (
+        b"",
+        b"{",
+        b"not json",
+        b'{"a": NaN}',
+        b"\xff\xfe{}",
+        b"{}}",
+        b'{"a": 1,}',
+        lone_surrogate,
+    ):
         for path in ("/api/a2a-tasks", f"/api/a2a-tasks/{task.id}/contributions"):
-            refused(api.post(path, content=body, headers=headers), 400, "invalid_json", (path, body))
+            refused(
+                api.post(path, content=body, headers=headers), 400, "invalid_json", (path, body)
+            )
     # An escaped surrogate pair is a real character: taken as one.
-    payload = open_task_payload(open_task_request(title="Does the \U0001f600 emoji survive the JSON escape?"))
-    posted = api.post("/api/a2a-tasks", content=json.dumps(payload, ensure_ascii=True).encode(), headers=headers)
+    payload = open_task_payload(
+        open_task_request(title="Does the \U0001f600 emoji survive the JSON escape?")
+    )
+    posted = api.post(
+        "/api/a2a-tasks", content=json.dumps(payload, ensure_ascii=True).encode(), headers=headers
+    )
     assert posted.status_code == 201 and "\U0001f600" in posted.json()["task"]["title"]
 
 
-def test_json_that_is_not_an_object_is_the_services_invalid_payload(api, poster, post_task, make_agent):
+def test_json_that_is_not_an_object_is_the_services_invalid_payload(
+    api, poster, post_task, make_agent
+):
     task = post_task(make_agent())
     headers = bearer(poster.token) | {"Content-Type": "application/json"}
     for body in ([], "a string", 3, None, [open_task_payload()]):
@@ -170,7 +207,10 @@ def test_a_malformed_idempotency_key_is_400_invalid_query(api, poster):
         response = api.post(
             "/api/a2a-tasks",
             json=open_task_payload(),
-            headers=[("Authorization", f"Bearer {poster.token}"), ("Idempotency-Key", key.encode("latin-1"))],
+            headers=[
+                ("Authorization", f"Bearer {poster.token}"),
+                ("Idempotency-Key", key.encode("latin-1")),
+            ],
         )
         error = refused(response, 400, "invalid_query", key)
         assert error["issues"][0]["path"] == "Idempotency-Key"
@@ -184,7 +224,9 @@ def test_an_idempotency_key_of_200_printable_characters_is_taken(api, poster):
 
 
 def test_a_write_takes_no_query_parameters(api, poster):
-    response = api.post("/api/a2a-tasks?dry_run=1", json=open_task_payload(), headers=bearer(poster.token))
+    response = api.post(
+        "/api/a2a-tasks?dry_run=1", json=open_task_payload(), headers=bearer(poster.token)
+    )
     refused(response, 400, "invalid_query")
 
 
@@ -204,11 +246,15 @@ POSTING_REFUSALS = {
     "invalid_payload": open_task_payload(open_task_request(title="too short")),
     "unknown_schema": {**open_task_payload(), "schema": "cairn.open_task/9.9"},
     "approval_required": open_task_payload(public_output=False),
-    "preview_changed": open_task_payload(public_input_digest=canonical_digest({"other": "request"})),
+    "preview_changed": open_task_payload(
+        public_input_digest=canonical_digest({"other": "request"})
+    ),
     "source_not_allowed": open_task_payload(open_task_request(sources=["https://example.com/a"])),
     "deadline_out_of_range": open_task_payload(open_task_request(deadline=deadline_in(60))),
     "private_content": open_task_payload(
-        open_task_request(question="Please mail the answer to someone@example.com when the source says so.")
+        open_task_request(
+            question="Please mail the answer to someone@example.com when the source says so."
+        )
     ),
 }
 
@@ -226,18 +272,30 @@ def test_a_missing_field_and_an_unknown_field_are_invalid_payload(api, poster):
     unknown = open_task_payload()
     unknown["request"]["tags"] = ["x"]
 
-    assert refused(_post_task(api, poster, missing), 422, "invalid_payload")["issues"][0]["path"] == "approval"
-    assert refused(_post_task(api, poster, unknown), 422, "invalid_payload")["issues"][0]["path"] == "request.tags"
+    assert (
+        refused(_post_task(api, poster, missing), 422, "invalid_payload")["issues"][0]["path"]
+        == "approval"
+    )
+    assert (
+        refused(_post_task(api, poster, unknown), 422, "invalid_payload")["issues"][0]["path"]
+        == "request.tags"
+    )
 
 
 CONTRIBUTION_REFUSALS = {
     "invalid_payload": contribution_payload(contribution_report(verdict="true")),
     "unknown_schema": {**contribution_payload(), "schema": "cairn.task.contribution/2"},
     "approval_required": contribution_payload(scope="everything"),
-    "preview_changed": contribution_payload(public_output_digest=canonical_digest({"another": "report"})),
-    "source_not_in_task": contribution_payload(contribution_report(source_urls=["https://github.com/elsewhere"])),
+    "preview_changed": contribution_payload(
+        public_output_digest=canonical_digest({"another": "report"})
+    ),
+    "source_not_in_task": contribution_payload(
+        contribution_report(source_urls=["https://github.com/elsewhere"])
+    ),
     "private_content": contribution_payload(
-        contribution_report(limitations=["Read the copy at /home/alice/src/a2a-js instead of the tag"])
+        contribution_report(
+            limitations=["Read the copy at /home/alice/src/a2a-js instead of the tag"]
+        )
     ),
 }
 
@@ -255,7 +313,9 @@ def test_a_contribution_the_rules_refuse_is_422_with_its_code(api, poster, post_
 
 
 def test_own_task_duplicate_and_full_are_409(api, poster, post_task, make_agent):
-    task = post_task(poster, open_task_payload(open_task_request(min_independent=2, max_contributors=2)))
+    task = post_task(
+        poster, open_task_payload(open_task_request(min_independent=2, max_contributors=2))
+    )
     first, second = make_agent(), make_agent()
 
     refused(_contribute(api, poster, task.id), 409, "own_task")
@@ -267,8 +327,12 @@ def test_own_task_duplicate_and_full_are_409(api, poster, post_task, make_agent)
     assert task.contributions_count == 2
 
 
-def test_a_closed_task_is_409_task_closed_but_a_replay_is_still_answered(api, short_deadlines, poster, make_agent):
-    posted = _post_task(api, poster, open_task_payload(open_task_request(deadline=deadline_in(1.5))))
+def test_a_closed_task_is_409_task_closed_but_a_replay_is_still_answered(
+    api, short_deadlines, poster, make_agent
+):
+    posted = _post_task(
+        api, poster, open_task_payload(open_task_request(deadline=deadline_in(1.5)))
+    )
     assert posted.status_code == 201
     task = posted.json()["task"]
     early = make_agent()
@@ -282,7 +346,9 @@ def test_a_closed_task_is_409_task_closed_but_a_replay_is_still_answered(api, sh
     assert late.json() == first.json()
     # Shape comes before task_closed (SPEC §6).
     refused(
-        _contribute(api, make_agent(), task["id"], {"schema": "cairn.task.contribution/0.1"}), 422, "invalid_payload"
+        _contribute(api, make_agent(), task["id"], {"schema": "cairn.task.contribution/0.1"}),
+        422,
+        "invalid_payload",
     )
     assert api.get(f"/api/a2a-tasks/{task['id']}").json()["contributions_received"] == 1
 
@@ -336,7 +402,9 @@ def test_the_same_key_and_body_replays_the_first_answer(api, poster):
     assert AuditEntry.objects.filter(operation="task_post").count() == 1
 
 
-def test_a_replay_answers_the_first_body_even_after_the_task_changed(api, poster, post_task, make_agent):
+def test_a_replay_answers_the_first_body_even_after_the_task_changed(
+    api, poster, post_task, make_agent
+):
     task = post_task(poster)
     agent = make_agent()
     first = _contribute(api, agent, task.id, key="c-1")
@@ -348,7 +416,9 @@ def test_a_replay_answers_the_first_body_even_after_the_task_changed(api, poster
     assert again.json() == first.json() and again.json()["task"]["contributions_received"] == 1
 
 
-def test_the_same_key_with_another_body_is_409_idempotency_conflict(api, poster, post_task, make_agent):
+def test_the_same_key_with_another_body_is_409_idempotency_conflict(
+    api, poster, post_task, make_agent
+):
     assert _post_task(api, poster, key="k").status_code == 201
     other = open_task_payload(open_task_request(title="Another title for another question"))
     refused(_post_task(api, poster, other, key="k"), 409, "idempotency_conflict")
@@ -371,7 +441,9 @@ def test_without_a_key_a_retry_is_a_new_write(api, poster):
 
 def test_a_refused_write_is_not_recorded_so_its_key_can_be_retried(api, poster):
     refused(
-        _post_task(api, poster, POSTING_REFUSALS["source_not_allowed"], key="fix-and-retry"), 422, "source_not_allowed"
+        _post_task(api, poster, POSTING_REFUSALS["source_not_allowed"], key="fix-and-retry"),
+        422,
+        "source_not_allowed",
     )
     response = _post_task(api, poster, key="fix-and-retry")
     assert response.status_code == 201 and "Idempotent-Replayed" not in response.headers
@@ -382,14 +454,21 @@ def test_concurrent_replays_of_one_key_write_once(live_url, make_agent, post_tas
     task = post_task(make_agent())
     agent = make_agent()
     body = json.dumps(contribution_payload()).encode()
-    headers = bearer(agent.token) | {"Idempotency-Key": "same-key", "Content-Type": "application/json"}
+    headers = bearer(agent.token) | {
+        "Idempotency-Key": "same-key",
+        "Content-Type": "application/json",
+    }
     start = threading.Barrier(8)
     responses: list[httpx.Response] = []
 
     def send() -> None:
         with httpx.Client(base_url=live_url, timeout=30) as client:
             start.wait()
-            responses.append(client.post(f"/api/a2a-tasks/{task.id}/contributions", content=body, headers=headers))
+            responses.append(
+                client.post(
+                    f"/api/a2a-tasks/{task.id}/contributions", content=body, headers=headers
+                )
+            )
 
     threads = [threading.Thread(target=send) for _ in range(8)]
     for thread in threads:

@@ -3,8 +3,6 @@ and over stdio (the local `mcp/cairn_mcp.py`, spawned as a person's coding agent
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import json
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -18,10 +16,10 @@ import pytest
 import time_machine
 from asgiref.sync import sync_to_async
 from django.conf import settings as django_settings
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
-
 from mcp import Client, StdioServerParameters
+
 from tasks.models import Task
 from tests.factories import (
     contribution_payload,
@@ -118,12 +116,3 @@ async def connected(*servers: LocalServer) -> AsyncIterator[list[Client]]:
         for client in clients:
             await stack.enter_async_context(client)
         yield clients
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _close_served_connections(django_db_setup):
-    """The live server runs sync code on asgiref's threads, whose persistent connections would
-    keep the test database from being dropped: close them at the end."""
-    yield
-    asyncio.run(sync_to_async(connections.close_all, thread_sensitive=True)())
-    gc.collect()  # connections of per-request threads that have ended close when collected

@@ -6,9 +6,9 @@ from __future__ import annotations
 import anyio
 import httpx
 import pytest
+from mcp import Client
 
 from agents.models import AuditEntry
-from mcp import Client
 from tasks.models import Task
 from tasks.selectors import task_get, task_view
 from tests.factories import open_task_request

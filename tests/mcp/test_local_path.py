@@ -9,11 +9,11 @@ from datetime import timedelta
 
 import anyio
 import time_machine
+from mcp import Client
 
 from agents.models import Agent, AuditEntry, Door
 from cairn.canonical import canonical_digest
 from cairn.clock import parse_instant
-from mcp import Client
 from tasks.models import Task
 from tasks.selectors import task_get, task_request, task_view
 from tests.factories import SOURCE, contribution_report, open_task_request

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from django.utils import timezone
 from playwright.sync_api import Browser, Page, sync_playwright

@@ -1,0 +1,24 @@
+"""Fetching a public object by the id a client sent."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, TypeVar
+
+from django.db.models import Model
+
+from cairn.errors import ErrorCode, Refusal
+
+M = TypeVar("M", bound=Model)
+
+
+def get_by_id(model: type[M], raw_id: Any, *, what: str) -> M:
+    """The object whose UUID is `raw_id`; anything else, well-formed or not, is `not_found`."""
+    try:
+        key = raw_id if isinstance(raw_id, uuid.UUID) else uuid.UUID(str(raw_id))
+    except ValueError:
+        raise Refusal(ErrorCode.NOT_FOUND, f"no {what} has this id") from None
+    found = model.objects.filter(pk=key).first()
+    if found is None:
+        raise Refusal(ErrorCode.NOT_FOUND, f"no {what} has this id")
+    return found
