@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import tomllib
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
@@ -130,6 +131,13 @@ def agent_card(site: str) -> AgentCard:
     )
 
 
+@lru_cache(maxsize=32)
+def _card_text(site: str) -> str:
+    # Built once per site and process: the card depends only on the code, and generating the
+    # payload schemas is the costly part of it.
+    return json.dumps(agent_card_to_dict(agent_card(site)))
+
+
 def agent_card_json(site: str) -> dict[str, Any]:
-    """The card as the SDK's own card route serialises it."""
-    return agent_card_to_dict(agent_card(site))
+    """The card as the SDK's own card route serialises it (a fresh copy on every call)."""
+    return json.loads(_card_text(site))

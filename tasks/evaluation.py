@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections import defaultdict
 
 from django.db import transaction
 from django.utils import timezone
 
 from cairn.clock import format_instant, now_ms
-from tasks.models import Outcome, Task, TaskStatus
+from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.payloads import VERDICTS
 
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
@@ -25,6 +25,45 @@ def decide(verdicts: list[str], min_independent: int) -> tuple[Outcome, str | No
     return Outcome.CONTESTED, None
 
 
+def _evaluate(task: Task, contributions: list[Contribution]) -> None:
+    """Set the evaluation fields of a still-working task from its contributions, in received order."""
+    verdicts = [contribution.report["verdict"] for contribution in contributions]
+    outcome, verdict = decide(verdicts, task.min_independent)
+    evaluated_at = now_ms()
+    task.status = TaskStatus.FAILED if outcome == Outcome.UNRESOLVED else TaskStatus.COMPLETED
+    task.outcome = outcome
+    task.verdict = verdict or ""
+    task.evaluated_at = task.status_timestamp = evaluated_at
+    task.evaluation = {
+        "schema": EVALUATION_SCHEMA,
+        "rule": RULE,
+        "outcome": str(outcome),
+        "verdict": verdict,
+        "evaluated_at": format_instant(evaluated_at),
+        "min_independent": task.min_independent,
+        "counts": {name: verdicts.count(name) for name in VERDICTS},
+        "contributions": [
+            {
+                "contribution_id": str(contribution.id),
+                "received_at": format_instant(contribution.received_at),
+                "report_digest": contribution.report_digest,
+                "report": contribution.report,
+            }
+            for contribution in contributions
+        ],
+    }
+
+
+EVALUATION_FIELDS = [
+    "status",
+    "outcome",
+    "verdict",
+    "evaluated_at",
+    "status_timestamp",
+    "evaluation",
+]
+
+
 def task_evaluate(*, task_id: uuid.UUID) -> bool:
     """Evaluate a task whose deadline has passed. True when this call did it.
 
@@ -35,43 +74,30 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
         task = Task.objects.select_for_update().filter(pk=task_id).first()
         if task is None or task.status != TaskStatus.WORKING or task.deadline > timezone.now():
             return False
-        contributions = list(task.contributions.order_by("seq"))
-        verdicts = [contribution.report["verdict"] for contribution in contributions]
-        outcome, verdict = decide(verdicts, task.min_independent)
-        evaluated_at = now_ms()
-        evaluation: dict[str, Any] = {
-            "schema": EVALUATION_SCHEMA,
-            "rule": RULE,
-            "outcome": str(outcome),
-            "verdict": verdict,
-            "evaluated_at": format_instant(evaluated_at),
-            "min_independent": task.min_independent,
-            "counts": {name: verdicts.count(name) for name in VERDICTS},
-            "contributions": [
-                {
-                    "contribution_id": str(contribution.id),
-                    "received_at": format_instant(contribution.received_at),
-                    "report_digest": contribution.report_digest,
-                    "report": contribution.report,
-                }
-                for contribution in contributions
-            ],
-        }
-        return bool(
-            Task.objects.filter(pk=task.pk, status=TaskStatus.WORKING).update(
-                status=TaskStatus.FAILED if outcome == Outcome.UNRESOLVED else TaskStatus.COMPLETED,
-                outcome=outcome,
-                verdict=verdict or "",
-                evaluated_at=evaluated_at,
-                status_timestamp=evaluated_at,
-                evaluation=evaluation,
+        _evaluate(task, list(task.contributions.order_by("seq")))
+        task.save(update_fields=EVALUATION_FIELDS)
+    return True
+
+
+def tasks_evaluate_due(*, batch_size: int = 500) -> int:
+    """Evaluate every task past its deadline, a batch per transaction; returns how many this call did.
+
+    Rows another evaluator holds are skipped, not waited for: that evaluator is doing them.
+    """
+    evaluated = 0
+    while True:
+        with transaction.atomic():
+            batch = list(
+                Task.objects.select_for_update(skip_locked=True)
+                .filter(status=TaskStatus.WORKING, deadline__lte=timezone.now())
+                .order_by("deadline")[:batch_size]
             )
-        )
-
-
-def tasks_evaluate_due() -> int:
-    """Evaluate every task past its deadline; returns how many this call evaluated."""
-    due = Task.objects.filter(status=TaskStatus.WORKING, deadline__lte=timezone.now()).values_list(
-        "pk", flat=True
-    )
-    return sum(task_evaluate(task_id=task_id) for task_id in list(due))
+            contributions: dict[uuid.UUID, list[Contribution]] = defaultdict(list)
+            for contribution in Contribution.objects.filter(task__in=batch).order_by("seq"):
+                contributions[contribution.task_id].append(contribution)
+            for task in batch:
+                _evaluate(task, contributions[task.pk])
+            Task.objects.bulk_update(batch, EVALUATION_FIELDS)
+        evaluated += len(batch)
+        if len(batch) < batch_size:
+            return evaluated

@@ -12,7 +12,7 @@ from django.db import connection
 
 from agents.models import Door, Operation
 from cairn.errors import Refusal
-from tasks.evaluation import task_evaluate
+from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task
 from tasks.services import contribution_submit, task_post
 from tests.conftest import postgres_only
@@ -126,3 +126,16 @@ def test_four_evaluators_on_one_overdue_task_evaluate_once(
 
     assert sorted(results) == [False, False, False, True]
     assert Task.objects.get(pk=task.pk).outcome == "resolved"
+
+
+def test_two_sweeps_racing_over_many_overdue_tasks_evaluate_each_once(
+    make_agent, post_task, raised_caps, time_machine
+):
+    poster = make_agent()
+    tasks = [post_task(poster, open_task_payload()) for _ in range(60)]
+    time_machine.move_to(max(task.deadline for task in tasks), tick=True)
+
+    results = race(2, lambda i: tasks_evaluate_due(batch_size=7))
+
+    assert sum(results) == 60
+    assert not Task.objects.filter(status="working").exists()
