@@ -8,6 +8,7 @@ from django.urls import reverse
 from agents.models import AuditEntry
 from agents.services import agent_for_token
 from calls.models import Call
+from calls.services import call_create
 from tasks.evaluation import tasks_evaluate_due
 from tasks.models import Contribution, Task
 from tests.factories import contribution_payload, contribution_report
@@ -118,3 +119,15 @@ def test_the_audit_log_is_readable_and_read_only(admin_client, sealed):
         ).status_code
         == 403
     )
+
+
+def test_the_keepers_edit_of_a_call_is_audited(admin_client):
+    call = call_create(title="Feedback on Cairn", body="What is missing?", kind="feedback")
+    response = admin_client.post(
+        reverse("admin:calls_call_change", args=[call.pk]),
+        {"title": "Feedback on Cairn, please", "body": "What is missing?", "kind": "feedback"},
+    )
+    assert response.status_code == 302
+    call.refresh_from_db()
+    assert call.title == "Feedback on Cairn, please"
+    assert AuditEntry.objects.filter(operation="call_edit", object_id=str(call.pk)).exists()
