@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -9,6 +10,10 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from cairn.env import env_bool, env_int, env_list, env_str, env_url
+
+# The A2A SDK opens an OpenTelemetry span around every call, about a tenth of a request's time;
+# Cairn configures no exporter, so tracing is off unless the environment turns it on.
+os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
