@@ -239,6 +239,7 @@ class CairnRequestHandler(RequestHandler):
             page_token=params.page_token,
             context_id=params.context_id,
             after=after,
+            include_artifacts=params.include_artifacts,
         )
 
     @_guarded
@@ -297,6 +298,15 @@ def _task(task_id: str) -> Task:
         raise _as_error(refusal) from None
 
 
+def _listed_view(task: Any, include_artifacts: bool) -> dict[str, Any]:
+    """A list entry's view. Without includeArtifacts the SDK's serialiser drops the artifacts, so
+    the evaluation (the largest part of an evaluated task) is not converted at all."""
+    view = task_view(task)
+    if not include_artifacts:
+        view["evaluation"] = None
+    return view
+
+
 def _task_list(
     *,
     statuses: frozenset[str] | None,
@@ -305,6 +315,7 @@ def _task_list(
     page_token: str,
     context_id: str,
     after: Any,
+    include_artifacts: bool,
 ) -> ListTasksResponse:
     if context_id and not _is_uuid(context_id):  # no task has this context: an empty, final page
         return ListTasksResponse(tasks=[], next_page_token="", page_size=page_size, total_size=0)
@@ -325,7 +336,7 @@ def _task_list(
     except Refusal as refusal:
         raise _as_error(refusal) from None
     return ListTasksResponse(
-        tasks=[task_from_view(task_view(task)) for task in page.tasks],
+        tasks=[task_from_view(_listed_view(task, include_artifacts)) for task in page.tasks],
         next_page_token=page.next_cursor,
         page_size=page_size,
         total_size=page.total,
