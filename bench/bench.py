@@ -1,0 +1,924 @@
+"""Cairn's benchmark driver (issue 7). Standard library + psycopg only; run it through bench/run.sh.
+
+    .venv/bin/python bench/bench.py setup            # databases, migrations, fixtures (skips what exists)
+    .venv/bin/python bench/bench.py run [--only ...]  # servers on core 0, wrk on core 1, results to bench/results/
+    .venv/bin/python bench/bench.py sweep            # time the evaluation sweep over 10,000 overdue tasks
+    .venv/bin/python bench/bench.py clean            # drop every cairn_bench* database and bench/var
+
+Every server runs pinned to core 0 (`taskset -c 0`); the PostgreSQL backends serving the bench databases
+are pinned to core 0 too, by pid, as soon as they appear (a watcher polls pg_stat_activity every 0.2 s
+and calls sched_setaffinity). wrk runs pinned to core 1. Only 127.0.0.1 is ever contacted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+VAR = BENCH / "var"
+RESULTS = BENCH / "results"
+PY = str(ROOT / ".venv" / "bin" / "python")
+GUNICORN = str(ROOT / ".venv" / "bin" / "gunicorn")
+LUA = str(BENCH / "wrk" / "rpc.lua")
+# The benchmark's own PostgreSQL 15 cluster on 127.0.0.1:5433, started pinned to core 0 (`bench/run.sh pg-start`):
+# every backend inherits the postmaster's affinity, and a connection leak under test (finding F1) cannot
+# exhaust the shared server's slots. BENCH_PG=postgres://postgres@127.0.0.1:5432 uses the shared server
+# instead (its bench backends are then pinned one by one, see BackendPinner).
+PG_PORT = int(os.environ.get("BENCH_PG_PORT", "5433"))
+PG = os.environ.get("BENCH_PG", f"postgres://postgres@127.0.0.1:{PG_PORT}")
+PRIVATE_PG = PG.endswith(f":{PG_PORT}")
+PG_BIN = Path(os.environ.get("BENCH_PG_BIN", "/usr/lib/postgresql/15/bin"))
+PG_DATA = VAR / "pgdata"
+# The shared server's settings (SHOW ... on 127.0.0.1:5432, Debian defaults), so both measure alike.
+PG_SETTINGS = {
+    "listen_addresses": "127.0.0.1",
+    "port": str(PG_PORT),
+    "unix_socket_directories": "",
+    "max_connections": "300",
+    "shared_buffers": "128MB",
+    "work_mem": "4MB",
+    "effective_cache_size": "4GB",
+    "max_wal_size": "1GB",
+    "fsync": "on",
+    "synchronous_commit": "on",
+    "jit": "on",
+    "log_min_messages": "warning",
+}
+CAIRN_PORT, SDK_PORT = 18081, 18082
+SERVER_CORE, LOAD_CORE = "0", "1"
+DURATION = os.environ.get("BENCH_DURATION", "10s")
+WARMUP = os.environ.get("BENCH_WARMUP", "3s")
+CONNECTIONS = os.environ.get("BENCH_CONNECTIONS", "8")
+# Stop a run before it eats the server's connection slots (100 on the shared server, 300 on our own).
+MAX_BENCH_BACKENDS = 250 if PRIVATE_PG else 40
+SIZES = {"1k": 1000, "100k": 100_000}
+WRITE_TASKS = 3000  # x 10 contributions each = 30,000 single-use SendMessage requests
+SWEEP_TASKS = 10_000
+GUNICORN_WORKERS = os.environ.get("BENCH_GUNICORN_WORKERS", "3")
+
+CAIRN_ENV = {
+    "SECRET_KEY": "cairn-bench-only-secret-key",
+    "DEBUG": "false",
+    "ALLOWED_HOSTS": "127.0.0.1",
+    "CAIRN_SITE_URL": f"http://127.0.0.1:{CAIRN_PORT}",
+    # Caps raised for the SendMessage workload (SPEC §4.1 defaults are 3 a day).
+    "CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY": "1000000",
+    "CAIRN_TASKS_PER_AGENT_PER_DAY": "1000000",
+    "CAIRN_OPEN_TASKS_PER_AGENT": "1000000",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+
+def log(message: str) -> None:
+    print(f"[bench {datetime.now():%H:%M:%S}] {message}", flush=True)
+
+
+def pg_url(db: str) -> str:
+    return f"{PG}/{db}"
+
+
+def sqlite_url(name: str) -> str:
+    return f"sqlite:///{VAR / (name + '.sqlite3')}"
+
+
+def cairn_env(database_url: str, settings_module: str = "cairn.settings") -> dict[str, str]:
+    env = {
+        **os.environ,
+        **CAIRN_ENV,
+        "DATABASE_URL": database_url,
+        "DJANGO_SETTINGS_MODULE": settings_module,
+    }
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def admin(sql: str) -> None:
+    with psycopg.connect(pg_url("postgres"), autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def db_exists(db: str) -> bool:
+    with psycopg.connect(pg_url("postgres"), autocommit=True) as conn:
+        return (
+            conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone()
+            is not None
+        )
+
+
+def recreate_db(db: str, template: str | None = None) -> None:
+    assert db.startswith("cairn_bench"), db
+    admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+    admin(f'CREATE DATABASE "{db}"' + (f' TEMPLATE "{template}"' if template else ""))
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, env=env, cwd=ROOT, check=True, text=True, **kwargs)
+
+
+# ---------------------------------------------------------------- the private PostgreSQL cluster
+
+
+def pg_ctl(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(PG_DATA), *args],
+        check=False,
+        text=True,
+        capture_output=True,
+    )
+
+
+def pg_start(args: argparse.Namespace | None = None) -> None:
+    """initdb (once) and start the benchmark's own cluster, pinned to the server core."""
+    if not PRIVATE_PG:
+        log(f"using the PostgreSQL at {PG}: nothing to start")
+        return
+    if not (PG_DATA / "PG_VERSION").exists():
+        PG_DATA.mkdir(parents=True, exist_ok=True)
+        shutil.chown(PG_DATA, "postgres", "postgres")
+        run(
+            [
+                "runuser",
+                "-u",
+                "postgres",
+                "--",
+                str(PG_BIN / "initdb"),
+                "-D",
+                str(PG_DATA),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C.UTF-8",
+            ],
+            capture_output=True,
+        )
+        log(f"initdb {PG_DATA}")
+    if pg_ctl("status").returncode == 0:
+        log("bench PostgreSQL already running")
+        return
+    options = " ".join(
+        f"-c {key}={value}" if value else f"-c {key}=''" for key, value in PG_SETTINGS.items()
+    )
+    logfile = VAR / "logs" / "postgresql.log"
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    logfile.touch()
+    shutil.chown(logfile, "postgres", "postgres")
+    result = subprocess.run(
+        [
+            "taskset",
+            "-c",
+            SERVER_CORE,
+            "runuser",
+            "-u",
+            "postgres",
+            "--",
+            str(PG_BIN / "pg_ctl"),
+            "-D",
+            str(PG_DATA),
+            "-l",
+            str(logfile),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ],
+        text=True,
+        capture_output=True,
+    )
+    if result.returncode != 0:
+        sys.exit(
+            f"could not start the bench PostgreSQL: {result.stdout}{result.stderr} (see {logfile})"
+        )
+    log(f"bench PostgreSQL on 127.0.0.1:{PG_PORT}, pinned to core {SERVER_CORE}")
+
+
+def pg_stop(args: argparse.Namespace | None = None) -> None:
+    if PRIVATE_PG and (PG_DATA / "PG_VERSION").exists() and pg_ctl("status").returncode == 0:
+        pg_ctl("-m", "fast", "-w", "stop")
+        log("bench PostgreSQL stopped")
+
+
+# ---------------------------------------------------------------- setup
+
+
+def marker(name: str) -> Path:
+    return VAR / name / "seeded.json"
+
+
+def setup_cairn(name: str, database_url: str, profile: str, tasks: int, is_pg: bool) -> None:
+    """Create + migrate + seed one Cairn database, unless its marker says it is done."""
+    if marker(name).exists() and (not is_pg or db_exists(database_url.rsplit("/", 1)[1])):
+        log(f"{name}: already seeded ({marker(name).read_text().strip()})")
+        return
+    log(f"{name}: create, migrate, seed {profile} x {tasks}")
+    if is_pg:
+        recreate_db(database_url.rsplit("/", 1)[1])
+    else:
+        Path(database_url.removeprefix("sqlite:///")).unlink(missing_ok=True)
+    env = cairn_env(database_url)
+    run([PY, "manage.py", "migrate", "--noinput", "-v0"], env=env)
+    started = time.perf_counter()
+    out = run(
+        [PY, str(BENCH / "seed.py"), profile, "--tasks", str(tasks), "--out", str(VAR / name)],
+        env=env,
+        capture_output=True,
+    )
+    (VAR / name).mkdir(parents=True, exist_ok=True)
+    marker(name).write_text(
+        json.dumps(
+            {
+                "seed": json.loads(out.stdout.strip().splitlines()[-1]),
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+        )
+        + "\n"
+    )
+    log(f"{name}: {marker(name).read_text().strip()}")
+
+
+def setup_sdk(name: str, source_db: str) -> None:
+    """The SDK's DatabaseTaskStore table, filled with the same tasks as the Cairn database `source_db`."""
+    db = f"cairn_bench_{name}"
+    if marker(name).exists() and db_exists(db):
+        log(f"{name}: already seeded")
+        return
+    recreate_db(db)
+    started = time.perf_counter()
+    out = run(
+        [PY, str(BENCH / "seed.py"), "sdk", "--sdk-url", pg_url(db)],
+        env=cairn_env(pg_url(source_db)),
+        capture_output=True,
+    )
+    (VAR / name).mkdir(parents=True, exist_ok=True)
+    marker(name).write_text(
+        json.dumps(
+            {
+                "seed": json.loads(out.stdout.strip().splitlines()[-1]),
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+        )
+        + "\n"
+    )
+    log(f"{name}: {marker(name).read_text().strip()}")
+
+
+def setup(args: argparse.Namespace) -> None:
+    VAR.mkdir(parents=True, exist_ok=True)
+    pg_start()
+    for size, tasks in SIZES.items():
+        setup_cairn(f"pg_{size}", pg_url(f"cairn_bench_pg_{size}"), "reads", tasks, True)
+        setup_sdk(f"sdk_{size}", f"cairn_bench_pg_{size}")
+        setup_cairn(f"sqlite_{size}", sqlite_url(f"sqlite_{size}"), "reads", tasks, False)
+    # Templates: each write run and each sweep starts from a fresh copy (CREATE DATABASE ... TEMPLATE).
+    setup_cairn("write_tpl", pg_url("cairn_bench_write_tpl"), "writes", WRITE_TASKS, True)
+    setup_cairn("sweep_tpl", pg_url("cairn_bench_sweep_tpl"), "sweep", SWEEP_TASKS, True)
+    if not db_exists("cairn_bench_sdk_write_tpl"):
+        recreate_db("cairn_bench_sdk_write_tpl")
+        # An empty SDK store (its server creates the table on first use): nothing else to seed.
+    log("setup done")
+
+
+# ---------------------------------------------------------------- PostgreSQL backend pinning
+
+
+class BackendPinner(threading.Thread):
+    """Pins every PostgreSQL backend serving a cairn_bench* database to the server core, and counts them."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.stop_event = threading.Event()
+        self.pinned: set[int] = set()
+        self.peak = 0
+        self.over_limit = threading.Event()
+
+    def run(self) -> None:
+        with psycopg.connect(pg_url("postgres"), autocommit=True) as conn:
+            while not self.stop_event.wait(0.2):
+                pids = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT pid FROM pg_stat_activity WHERE datname LIKE 'cairn_bench%%' AND pid <> pg_backend_pid()"
+                    )
+                ]
+                self.peak = max(self.peak, len(pids))
+                if len(pids) > MAX_BENCH_BACKENDS:
+                    self.over_limit.set()
+                for pid in pids:
+                    if pid not in self.pinned:
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.sched_setaffinity(pid, {int(SERVER_CORE)})
+                        self.pinned.add(pid)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(timeout=5)
+
+
+# ---------------------------------------------------------------- servers
+
+
+class Server:
+    def __init__(self, label: str, cmd: list[str], env: dict[str, str], port: int) -> None:
+        self.label, self.cmd, self.env, self.port = label, cmd, env, port
+        self.proc: subprocess.Popen | None = None
+        self.log_path = VAR / "logs" / f"{label}.log"
+
+    def __enter__(self) -> Server:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_file = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", SERVER_CORE, *self.cmd],
+            env=self.env,
+            cwd=ROOT,
+            stdout=self.log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.label} exited: see {self.log_path}")
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{self.port}/.well-known/agent-card.json", timeout=5
+                ):
+                    return self
+            time.sleep(0.3)
+        raise RuntimeError(f"{self.label} did not start: see {self.log_path}")
+
+    def worker_pids(self) -> list[int]:
+        """The processes that serve requests: the server itself, or a gunicorn master's children."""
+        assert self.proc is not None
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        kids = [int(pid) for pid in children.read_text().split()] if children.exists() else []
+        return kids or [self.proc.pid]
+
+    def rss_mb(self) -> list[float]:
+        sizes = []
+        for pid in self.worker_pids():
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        sizes.append(round(int(line.split()[1]) / 1024, 1))
+        return sizes
+
+    def __exit__(self, *exc) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+        self.log_file.close()
+
+
+def cairn_server(stack: str, database_url: str, settings_module: str) -> Server:
+    env = cairn_env(database_url, settings_module)
+    bind = ["--host", "127.0.0.1", "--port", str(CAIRN_PORT)]
+    if stack == "uvicorn":  # what `make run` serves: ASGI, one process
+        cmd = [
+            PY,
+            "-m",
+            "uvicorn",
+            "cairn.asgi:application",
+            *bind,
+            "--no-access-log",
+            "--log-level",
+            "warning",
+        ]
+    elif (
+        stack == "gunicorn"
+    ):  # sync WSGI workers; the A2A view is async, so Django runs it via async_to_sync
+        cmd = [
+            GUNICORN,
+            "cairn.wsgi:application",
+            "-b",
+            f"127.0.0.1:{CAIRN_PORT}",
+            "-k",
+            "sync",
+            "-w",
+            GUNICORN_WORKERS,
+            "--log-level",
+            "warning",
+        ]
+    else:
+        raise ValueError(stack)
+    return Server(f"cairn-{stack}", cmd, env, CAIRN_PORT)
+
+
+def sdk_server(db: str) -> Server:
+    env = {
+        **os.environ,
+        "SDK_DATABASE_URL": pg_url(db),
+        "SDK_PORT": str(SDK_PORT),
+        "PYTHONPATH": str(ROOT),
+    }
+    # Like for like: Cairn turns the SDK's OpenTelemetry spans off (no exporter), so the reference does too.
+    # BENCH_SDK_OTEL=true keeps the SDK's default (spans on).
+    if os.environ.get("BENCH_SDK_OTEL", "false") != "true":
+        env.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
+    cmd = [
+        PY,
+        "-m",
+        "uvicorn",
+        "bench.sdk_server:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(SDK_PORT),
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+    return Server("sdk-uvicorn", cmd, env, SDK_PORT)
+
+
+# ---------------------------------------------------------------- load
+
+
+def rpc(port: int, method: str, params: dict) -> dict:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/a2a",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "A2A-Version": "1.0"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        answer = json.loads(response.read())
+    if "error" in answer:
+        raise RuntimeError(f"{method} failed: {answer['error']}")
+    return answer["result"]
+
+
+DEPTHS: dict[str, int] = {}
+
+
+def request_file(name: str, lines: list[str]) -> Path:
+    path = VAR / "requests" / f"{name}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"\t{line}\n" for line in lines))
+    return path
+
+
+def read_files(port: int, label: str, ids_file: Path) -> dict[str, tuple[str, Path | None]]:
+    """(path, request file) per read workload; the deep ListTasks token is found by walking 20 pages."""
+    ids = ids_file.read_text().split()[:1000]
+    get_lines = [
+        json.dumps({"jsonrpc": "2.0", "id": i, "method": "GetTask", "params": {"id": task_id}})
+        for i, task_id in enumerate(ids)
+    ]
+    first = {"pageSize": 50}
+    tokens: list[str] = []
+    for _ in range(20):  # 20 pages x 50 = 1,000 tasks deep (950, the last page, with 1,000 tasks)
+        token = rpc(port, "ListTasks", {**first, **({"pageToken": tokens[-1]} if tokens else {})})[
+            "nextPageToken"
+        ]
+        if not token:
+            break
+        tokens.append(token)
+    token = tokens[-1]
+    DEPTHS[label] = len(tokens) * 50
+    return {
+        "card": ("/.well-known/agent-card.json", None),
+        "get_task": ("/api/a2a", request_file(f"{label}-get", get_lines)),
+        "list_first": (
+            "/api/a2a",
+            request_file(
+                f"{label}-list-first",
+                [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": first})],
+            ),
+        ),
+        "list_deep": (
+            "/api/a2a",
+            request_file(
+                f"{label}-list-deep",
+                [
+                    json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 1,
+                            "method": "ListTasks",
+                            "params": {**first, "pageToken": token},
+                        }
+                    )
+                ],
+            ),
+        ),
+    }
+
+
+def wrk(
+    port: int,
+    path: str,
+    file: Path | None,
+    duration: str,
+    start: int = 1,
+    pinner: BackendPinner | None = None,
+) -> dict:
+    cmd = [
+        "taskset",
+        "-c",
+        LOAD_CORE,
+        "wrk",
+        "-t1",
+        f"-c{CONNECTIONS}",
+        f"-d{duration}",
+        "--timeout",
+        "10s",
+        "-s",
+        LUA,
+        f"http://127.0.0.1:{port}",
+        "--",
+        path,
+    ]
+    if file is not None:
+        cmd += [str(file), str(start)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    aborted = False
+    while proc.poll() is None:
+        if pinner is not None and pinner.over_limit.is_set():
+            proc.terminate()
+            aborted = True
+        time.sleep(0.1)
+    out, err = proc.communicate()
+    line = next((line for line in out.splitlines() if line.startswith("BENCH_JSON ")), None)
+    if line is None:
+        raise RuntimeError(f"wrk gave no summary: {out}\n{err}")
+    result = json.loads(line.removeprefix("BENCH_JSON "))
+    if aborted:
+        result["aborted"] = f"more than {MAX_BENCH_BACKENDS} PostgreSQL connections"
+    return result
+
+
+def measure(
+    port: int, path: str, file: Path | None, start: int = 1, pinner: BackendPinner | None = None
+) -> dict:
+    """Warm up, then measure. For single-use request files the measured run continues after the warm-up."""
+    warm = wrk(port, path, file, WARMUP, start, pinner)
+    load = os.getloadavg()
+    result = wrk(
+        port, path, file, DURATION, warm["last_index"] + 1 if file is not None else 1, pinner
+    )
+    result["load_before"] = [round(x, 2) for x in load]
+    result["warmup_requests"] = warm["requests"]
+    return result
+
+
+def summary(result: dict) -> str:
+    failures = result["failures"] + result["socket_errors"]
+    return (
+        f"{result['rps']:8.1f} req/s  p50 {result['p50_ms']:7.2f} ms  p99 {result['p99_ms']:7.2f} ms"
+        f"  fail {failures}"
+        + (" ABORTED" if "aborted" in result else "")
+        + (f"  first failure: {result['first_failure'][:200]}" if failures else "")
+    )
+
+
+# ---------------------------------------------------------------- the run
+
+
+def machine() -> dict:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem = next(
+        line.split(":", 1)[1].strip()
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal")
+    )
+    pg_version = ""
+    with contextlib.suppress(Exception), psycopg.connect(pg_url("postgres")) as conn:
+        pg_version = conn.execute("SHOW server_version").fetchone()[0]
+    wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.splitlines()[
+        0:1
+    ]
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "memory": mem,
+        "python": platform.python_version(),
+        "postgresql": pg_version,
+        "wrk": wrk_version[0] if wrk_version else "",
+        "kernel": platform.release(),
+    }
+
+
+def tree_state() -> dict:
+    """Which code was measured: the tree's path, HEAD and whether it has uncommitted changes (read-only git)."""
+
+    def git(*args: str) -> str:
+        result = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    return {
+        "root": str(ROOT),
+        "head": git("rev-parse", "--short", "HEAD"),
+        "uncommitted_files": len(git("status", "--porcelain").splitlines())
+        if git("rev-parse", "HEAD")
+        else None,
+    }
+
+
+def run_reads(
+    results: dict, config: str, server: Server, ids_file: Path, pinner: BackendPinner
+) -> None:
+    with server:
+        files = read_files(server.port, config, ids_file)
+        for workload, (path, file) in files.items():
+            result = measure(server.port, path, file, pinner=pinner)
+            results["runs"].append({"config": config, "workload": workload, **result})
+            log(f"{config:28s} {workload:11s} {summary(result)}")
+        results["rss_mb"][config] = server.rss_mb()
+        results["checks"][config + " list_deep depth"] = DEPTHS[config]
+        log(f"{config:28s} worker RSS after the run: {results['rss_mb'][config]} MB")
+
+
+def run_writes(results: dict, config: str, make_server, pinner: BackendPinner) -> None:
+    """SendMessage: Cairn contributions (fresh database from the template every time) or SDK messages."""
+    is_sdk = config.startswith("sdk")
+    db = "cairn_bench_sdk_write" if is_sdk else "cairn_bench_write"
+    recreate_db(db, template="cairn_bench_sdk_write_tpl" if is_sdk else "cairn_bench_write_tpl")
+    file = VAR / "write_tpl" / ("sdk_messages.txt" if is_sdk else "cairn_contributions.txt")
+    with make_server(db) as server:
+        result = measure(server.port, "/api/a2a", file, pinner=pinner)
+        results["runs"].append({"config": config, "workload": "send_message", **result})
+        log(f"{config:28s} {'send_message':11s} {summary(result)}")
+        if result["wrapped"]:
+            raise RuntimeError("the contribution file ran out: make WRITE_TASKS larger")
+        results["rss_mb"][config + " (writes)"] = server.rss_mb()
+    if not is_sdk:
+        with psycopg.connect(pg_url(db)) as conn:
+            stored = conn.execute("SELECT count(*) FROM tasks_contribution").fetchone()[0]
+        expected = result["requests"] + result["warmup_requests"]
+        results["checks"][config + " contributions stored"] = {
+            "stored": stored,
+            "responses": expected,
+        }
+        log(f"{config:28s} contributions stored {stored}, responses {expected}")
+
+
+CONFIGS = ["reads-pg", "reads-sqlite", "reads-gunicorn", "writes", "writes-gunicorn"]
+
+
+def wait_calm(threshold: float, max_seconds: int) -> None:
+    """Wait (at most max_seconds) for the 1-minute load average to fall below threshold: other work on
+    the machine shares the cores the figures depend on."""
+    if threshold <= 0:
+        return
+    deadline = time.monotonic() + max_seconds
+    while os.getloadavg()[0] >= threshold and time.monotonic() < deadline:
+        log(f"load {os.getloadavg()[0]:.2f} >= {threshold}: waiting")
+        time.sleep(30)
+    log(f"starting at load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def run_all(args: argparse.Namespace) -> None:
+    for name in (
+        "pg_1k",
+        "pg_100k",
+        "sdk_1k",
+        "sdk_100k",
+        "sqlite_1k",
+        "sqlite_100k",
+        "write_tpl",
+        "sweep_tpl",
+    ):
+        if not marker(name).exists():
+            sys.exit(f"{name} is not seeded: run `bench/run.sh setup` first")
+    pg_start()
+    wait_calm(args.calm, args.calm_wait)
+    settings_module = args.settings
+    only = set(args.only or CONFIGS)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    results = {
+        "started": stamp,
+        "settings": settings_module,
+        "machine": machine(),
+        "duration": DURATION,
+        "warmup": WARMUP,
+        "connections": CONNECTIONS,
+        "gunicorn_workers": GUNICORN_WORKERS,
+        "load_at_start": [round(x, 2) for x in os.getloadavg()],
+        "runs": [],
+        "rss_mb": {},
+        "checks": {},
+        "argv": sys.argv,
+    }
+    tag = "" if settings_module == "cairn.settings" else "+" + settings_module.rsplit(".", 1)[-1]
+    if args.tag:
+        tag += "+" + args.tag
+    results["tree"] = tree_state()
+    pinner = BackendPinner()
+    pinner.start()
+    try:
+        for size in args.sizes:
+            ids = VAR / f"pg_{size}" / "task_ids.txt"
+            if "reads-pg" in only:  # side by side: Cairn, then the SDK, on the same data
+                run_reads(
+                    results,
+                    f"cairn-uvicorn{tag}-pg-{size}",
+                    cairn_server("uvicorn", pg_url(f"cairn_bench_pg_{size}"), settings_module),
+                    ids,
+                    pinner,
+                )
+                run_reads(
+                    results,
+                    f"sdk-uvicorn-pg-{size}",
+                    sdk_server(f"cairn_bench_sdk_{size}"),
+                    ids,
+                    pinner,
+                )
+            if "reads-gunicorn" in only:
+                run_reads(
+                    results,
+                    f"cairn-gunicorn{tag}-pg-{size}",
+                    cairn_server("gunicorn", pg_url(f"cairn_bench_pg_{size}"), settings_module),
+                    ids,
+                    pinner,
+                )
+            if "reads-sqlite" in only:
+                run_reads(
+                    results,
+                    f"cairn-uvicorn{tag}-sqlite-{size}",
+                    cairn_server("uvicorn", sqlite_url(f"sqlite_{size}"), settings_module),
+                    VAR / f"sqlite_{size}" / "task_ids.txt",
+                    pinner,
+                )
+        if "writes" in only:
+            run_writes(
+                results,
+                f"cairn-uvicorn{tag}-pg",
+                lambda db: cairn_server("uvicorn", pg_url(db), settings_module),
+                pinner,
+            )
+            run_writes(results, "sdk-uvicorn-pg", sdk_server, pinner)
+        if "writes-gunicorn" in only:
+            run_writes(
+                results,
+                f"cairn-gunicorn{tag}-pg",
+                lambda db: cairn_server("gunicorn", pg_url(db), settings_module),
+                pinner,
+            )
+    finally:
+        pinner.stop()
+        results["pg_backends_peak"] = pinner.peak
+        results["pg_backends_pinned"] = len(pinner.pinned)
+        results["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        out = RESULTS / f"{stamp}{tag}.json"
+        out.write_text(json.dumps(results, indent=1) + "\n")
+        log(f"results: {out.relative_to(ROOT)} (peak bench PostgreSQL backends {pinner.peak})")
+        print(report_table(results))
+
+
+def sweep(args: argparse.Namespace) -> None:
+    if not marker("sweep_tpl").exists():
+        sys.exit("sweep_tpl is not seeded: run `bench/run.sh setup` first")
+    pg_start()
+    recreate_db("cairn_bench_sweep", template="cairn_bench_sweep_tpl")
+    pinner = BackendPinner()
+    pinner.start()
+    load = os.getloadavg()
+    try:
+        out = run(
+            ["taskset", "-c", SERVER_CORE, PY, str(BENCH / "sweep.py")],
+            env=cairn_env(pg_url("cairn_bench_sweep"), args.settings),
+            capture_output=True,
+        )
+    finally:
+        pinner.stop()
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["load_before"] = [round(x, 2) for x in load]
+    result["settings"] = args.settings
+    result["tree"] = tree_state()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"sweep-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
+    path.write_text(json.dumps(result) + "\n")
+    log(f"sweep: {result}  -> {path.relative_to(ROOT)}")
+
+
+# ---------------------------------------------------------------- report
+
+
+def report_table(results: dict) -> str:
+    """Markdown: each Cairn figure beside the SDK's on the same workload and data."""
+    runs = {(run["config"], run["workload"]): run for run in results["runs"]}
+    lines = [
+        "| config | workload | req/s | p50 ms | p99 ms | vs SDK req/s | failures |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for run in results["runs"]:
+        config, workload = run["config"], run["workload"]
+        ratio = ""
+        if not config.startswith("sdk") and "-pg" in config:
+            size = config.rsplit("-", 1)[-1]
+            sdk_key = (
+                ("sdk-uvicorn-pg", workload)
+                if workload == "send_message"
+                else (f"sdk-uvicorn-pg-{size}", workload)
+            )
+            if sdk_key in runs and runs[sdk_key]["rps"]:
+                ratio = f"{run['rps'] / runs[sdk_key]['rps']:.2f}x"
+        failures = run["failures"] + run["socket_errors"]
+        lines.append(
+            f"| {config} | {workload} | {run['rps']:.1f} | {run['p50_ms']:.2f} | {run['p99_ms']:.2f} | "
+            f"{ratio} | {failures}{' ABORTED' if 'aborted' in run else ''} |"
+        )
+    lines.append("")
+    lines.append(
+        "Worker RSS after the runs (MB): "
+        + "; ".join(f"{k}: {v}" for k, v in results["rss_mb"].items())
+    )
+    return "\n".join(lines)
+
+
+def report(args: argparse.Namespace) -> None:
+    print(report_table(json.loads(Path(args.file).read_text())))
+
+
+def clean(args: argparse.Namespace) -> None:
+    if PRIVATE_PG:
+        pg_stop()
+        shutil.rmtree(VAR, ignore_errors=True)
+        log(f"removed {VAR} (the bench cluster's data included)")
+        return
+    with psycopg.connect(pg_url("postgres"), autocommit=True) as conn:
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'cairn_bench%%'"
+            )
+        ]
+    for name in names:
+        admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        log(f"dropped {name}")
+    shutil.rmtree(VAR, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("setup").set_defaults(func=setup)
+    run_parser = sub.add_parser("run")
+    run_parser.add_argument("--only", nargs="*", choices=CONFIGS)
+    run_parser.add_argument(
+        "--calm",
+        type=float,
+        default=0.0,
+        help="wait until the 1-minute load average is below this before starting (0: don't)",
+    )
+    run_parser.add_argument(
+        "--calm-wait", type=int, default=1800, help="seconds to wait for --calm at most"
+    )
+    run_parser.add_argument(
+        "--tag", default="", help="a label for this tree/variant, added to every config name"
+    )
+    run_parser.add_argument("--sizes", nargs="*", choices=list(SIZES), default=list(SIZES))
+    run_parser.add_argument(
+        "--settings",
+        default="cairn.settings",
+        help="Django settings for Cairn",
+    )
+    run_parser.set_defaults(func=run_all)
+    sweep_parser = sub.add_parser("sweep")
+    sweep_parser.add_argument("--settings", default="cairn.settings")
+    sweep_parser.set_defaults(func=sweep)
+    report_parser = sub.add_parser("report")
+    report_parser.add_argument("file")
+    report_parser.set_defaults(func=report)
+    sub.add_parser("clean").set_defaults(func=clean)
+    sub.add_parser("pg-start").set_defaults(func=pg_start)
+    sub.add_parser("pg-stop").set_defaults(func=pg_stop)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
