@@ -50,9 +50,8 @@ from agents.models import Agent, AuditEntry, Door, Operation  # noqa: E402
 from agents.services import TOKEN_PREFIX, token_digest  # noqa: E402
 from cairn.canonical import canonical_digest, fingerprint  # noqa: E402
 from cairn.clock import format_instant, now_ms  # noqa: E402
-from tasks.evaluation import EVALUATION_SCHEMA, RULE, decide  # noqa: E402
-from tasks.models import Contribution, Outcome, Task, TaskStatus  # noqa: E402
-from tasks.payloads import VERDICTS  # noqa: E402
+from tasks.evaluation import evaluation_apply  # noqa: E402
+from tasks.models import Contribution, Task, TaskStatus  # noqa: E402
 from tasks.selectors import receipt_view, task_view  # noqa: E402
 from tasks.services import CONTRIBUTION_SUBMIT, TASK_POST  # noqa: E402
 
@@ -388,32 +387,7 @@ def add_task(
         )
         contributions.append(contribution)
     if evaluate:
-        verdicts = [c.report["verdict"] for c in contributions]
-        outcome, verdict = decide(verdicts, task.min_independent)
-        evaluated_at = deadline + timedelta(seconds=2)
-        task.status = TaskStatus.FAILED if outcome == Outcome.UNRESOLVED else TaskStatus.COMPLETED
-        task.outcome = outcome
-        task.verdict = verdict or ""
-        task.evaluated_at = evaluated_at
-        task.status_timestamp = evaluated_at
-        task.evaluation = {
-            "schema": EVALUATION_SCHEMA,
-            "rule": RULE,
-            "outcome": str(outcome),
-            "verdict": verdict,
-            "evaluated_at": format_instant(evaluated_at),
-            "min_independent": task.min_independent,
-            "counts": {name: verdicts.count(name) for name in VERDICTS},
-            "contributions": [
-                {
-                    "contribution_id": str(c.id),
-                    "received_at": format_instant(c.received_at),
-                    "report_digest": c.report_digest,
-                    "report": c.report,
-                }
-                for c in contributions
-            ],
-        }
+        evaluation_apply(task, contributions, evaluated_at=deadline + timedelta(seconds=2))
     writer.tasks.append(_row(task))
     return task
 

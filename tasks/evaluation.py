@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from datetime import datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -25,11 +26,13 @@ def decide(verdicts: list[str], min_independent: int) -> tuple[Outcome, str | No
     return Outcome.CONTESTED, None
 
 
-def _evaluate(task: Task, contributions: list[Contribution]) -> None:
-    """Set the evaluation fields of a still-working task from its contributions, in received order."""
+def evaluation_apply(
+    task: Task, contributions: list[Contribution], *, evaluated_at: datetime
+) -> None:
+    """Set the evaluation fields of a still-working task from its contributions, in received order.
+    Saving them is the caller's, under the task's row lock."""
     verdicts = [contribution.report["verdict"] for contribution in contributions]
     outcome, verdict = decide(verdicts, task.min_independent)
-    evaluated_at = now_ms()
     task.status = TaskStatus.FAILED if outcome == Outcome.UNRESOLVED else TaskStatus.COMPLETED
     task.outcome = outcome
     task.verdict = verdict or ""
@@ -74,7 +77,7 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
         task = Task.objects.select_for_update().filter(pk=task_id).first()
         if task is None or task.status != TaskStatus.WORKING or task.deadline > timezone.now():
             return False
-        _evaluate(task, list(task.contributions.order_by("seq")))
+        evaluation_apply(task, list(task.contributions.order_by("seq")), evaluated_at=now_ms())
         task.save(update_fields=EVALUATION_FIELDS)
     return True
 
@@ -114,7 +117,7 @@ def tasks_evaluate_due(*, batch_size: int = 500) -> int:
             for contribution in Contribution.objects.filter(task__in=batch).order_by("seq"):
                 contributions[contribution.task_id].append(contribution)
             for task in batch:
-                _evaluate(task, contributions[task.pk])
+                evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms())
             _save_evaluations(batch)
         evaluated += len(batch)
         if len(batch) < batch_size:
