@@ -1,4 +1,5 @@
-"""Cairn's ASGI application: Django for every path but `/api/mcp`, which the MCP SDK serves.
+"""Cairn's ASGI application: Django for every path but two. `/api/mcp` is the MCP SDK's; the A2A
+endpoint and its card are served by the A2A door's own ASGI app, without Django's request cycle.
 
 Django's ASGI handler does not take lifespan events, so this router answers them itself and runs
 the MCP session manager for as long as the server runs.
@@ -13,7 +14,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
 
 django_application = get_asgi_application()
 
-# Django must be set up before the MCP door imports the selectors and models.
+# Django must be set up before the doors import the selectors and models.
+from a2a_gateway.asgi import endpoint as a2a_endpoint  # noqa: E402
+from a2a_gateway.asgi import is_a2a_path  # noqa: E402
 from mcp_door.asgi import endpoint as mcp_endpoint  # noqa: E402
 from mcp_door.asgi import is_mcp_path  # noqa: E402
 
@@ -38,6 +41,8 @@ async def _lifespan(scope, receive, send) -> None:
 async def application(scope, receive, send) -> None:
     if scope["type"] == "lifespan":
         await _lifespan(scope, receive, send)
+    elif scope["type"] == "http" and is_a2a_path(scope["path"]):
+        await a2a_endpoint(scope, receive, send)
     elif scope["type"] == "http" and is_mcp_path(scope["path"]):
         await mcp_endpoint(scope, receive, send)
     else:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 import uvicorn
+from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+from django.core.wsgi import get_wsgi_application
 from django.db import connection, connections
 
 from agents.models import Agent, Door
@@ -108,20 +110,57 @@ class _ServerThread(threading.Thread):
                 raise RuntimeError("the test server did not start")
             time.sleep(0.05)
 
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.join(timeout=10)
 
-@pytest.fixture(scope="session")
-def _cairn_server(django_db_setup, django_db_blocker) -> Iterator[_ServerThread]:
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args) -> None:
+        pass
+
+
+class _WsgiServerThread(threading.Thread):
+    """Cairn's WSGI application (what gunicorn serves) under Django's threaded WSGI server."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.server = ThreadedWSGIServer(("127.0.0.1", 0), _QuietHandler, allow_reuse_address=False)
+        self.server.set_app(get_wsgi_application())
+        self.port = self.server.server_address[1]
+
+    def run(self) -> None:
+        self.server.serve_forever(poll_interval=0.05)
+
+    def start_and_wait(self) -> None:
+        self.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.join(timeout=10)
+
+
+def _serve(server: _ServerThread | _WsgiServerThread, django_db_blocker) -> Iterator:
     with django_db_blocker.unblock():
-        server = _ServerThread()
         server.start_and_wait()
         yield server
-        server.server.should_exit = True
-        server.join(timeout=10)
+        server.stop()
         # The server's threads borrowed pooled connections: close the pool so the test
         # database can be dropped.
         for wrapper in connections.all():
             if getattr(wrapper, "pool", None) is not None:
                 wrapper.close_pool()
+
+
+@pytest.fixture(scope="session")
+def _cairn_server(django_db_setup, django_db_blocker) -> Iterator[_ServerThread]:
+    yield from _serve(_ServerThread(), django_db_blocker)
+
+
+@pytest.fixture(scope="session")
+def _cairn_wsgi_server(django_db_setup, django_db_blocker) -> Iterator[_WsgiServerThread]:
+    yield from _serve(_WsgiServerThread(), django_db_blocker)
 
 
 @pytest.fixture

@@ -23,6 +23,15 @@ from cairn.clock import parse_instant
 _ids = itertools.count(1)
 
 
+@pytest.fixture(params=["asgi", "wsgi"])
+def live_url(request, transactional_db, settings) -> str:
+    """The A2A door has two adapters: its own ASGI app (what uvicorn serves) and the Django view
+    (what a WSGI server serves). Every A2A test runs against both."""
+    server = request.getfixturevalue(f"_cairn_{'wsgi_' if request.param == 'wsgi' else ''}server")
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "127.0.0.1", "localhost"]
+    return f"http://127.0.0.1:{server.port}"
+
+
 Rpc = Callable[..., httpx.Response]
 
 

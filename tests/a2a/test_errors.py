@@ -364,3 +364,30 @@ def test_a_notification_is_answered_with_a_null_id(http):
     body = raw(http, content).json()
 
     assert body["id"] is None and body["error"]["code"] == -32001
+
+
+def test_both_paths_answer_as_the_rest_of_the_site_does(http, subtests):
+    """Host rule, security headers, HEAD and Allow: the same on either adapter as on every page."""
+    for path in ("/api/a2a", "/.well-known/agent-card.json"):
+        with subtests.test(path=path):
+            card = http.get(path)
+            assert card.headers["Content-Type"] == "application/json"
+            assert card.headers["X-Content-Type-Options"] == "nosniff"
+            assert card.headers["X-Frame-Options"] == "DENY"
+            assert "frame-ancestors 'none'" in card.headers["Content-Security-Policy"]
+
+            head = http.head(path)
+            assert head.status_code == 200 and head.content == b""
+            assert head.headers["ETag"] == card.headers["ETag"]
+
+            assert http.get(path, headers={"Host": "attacker.example"}).status_code == 400
+            refused = raw(
+                http, envelope("GetTask", {"id": str(uuid.uuid4())}), {"Host": "attacker.example"}
+            )
+            assert refused.status_code == 400
+
+    assert http.post("/.well-known/agent-card.json", content=b"{}").headers["Allow"] == "GET, HEAD"
+    assert http.put("/api/a2a", content=b"{}").headers["Allow"] == "GET, HEAD, POST"
+    answered = raw(http, envelope("GetTask", {"id": str(uuid.uuid4())}))
+    assert answered.headers["Referrer-Policy"] == "same-origin"
+    assert answered.headers["Cross-Origin-Opener-Policy"] == "same-origin"

@@ -1,0 +1,197 @@
+"""What `POST /api/a2a` and the card answer, whichever server carries the request.
+
+The SDK speaks A2A; this module only moves bytes and headers to and from its JSON-RPC dispatcher,
+plus the two checks the SDK cannot place where SPEC §8.2 wants them: the Bearer token of
+SendMessage (HTTP 401, before the version) and the version (before the params). The Django view
+(WSGI) and the ASGI app (uvicorn) translate their requests into these calls and nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from a2a.auth.user import User
+from a2a.server.context import ServerCallContext
+from a2a.server.jsonrpc_models import JSONParseError
+from a2a.server.request_handlers.response_helpers import build_error_response
+from a2a.server.routes.agent_card_routes import (
+    _etag_for,
+    _if_none_match_hits,
+)  # the SDK card route's ETag
+from a2a.server.routes.common import DefaultServerCallContextBuilder
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.types import InvalidRequestError
+from a2a.utils.constants import PROTOCOL_VERSION_1_0
+from a2a.utils.errors import A2AError
+from a2a.utils.version_validator import validate_version
+from asgiref.sync import sync_to_async
+from jsonrpc.exceptions import JSONRPCException
+from jsonrpc.jsonrpc2 import JSONRPC20Request
+from starlette.requests import Request as StarletteRequest
+
+from a2a_gateway.card import agent_card_json
+from a2a_gateway.handler import AGENT_STATE, RAW_PARAMS_STATE, CairnRequestHandler
+from agents.auth import REALM, bearer_token
+from agents.models import Agent
+from agents.services import agent_for_token
+
+AUTHENTICATED_METHODS = frozenset({"SendMessage"})
+JSON_TYPE = "application/json"
+_AGENT_SCOPE = "cairn.agent"
+_PARAMS_SCOPE = "cairn.params"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An HTTP answer in the plainest form both servers can send."""
+
+    status: int
+    body: bytes
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+class AgentUser(User):
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return str(self.agent.pk)
+
+
+class CairnContextBuilder(DefaultServerCallContextBuilder):
+    """The SDK's context (it keeps the headers its version check reads), plus the agent and raw params."""
+
+    def build(self, request: StarletteRequest) -> ServerCallContext:
+        context = super().build(request)
+        agent = request.scope.get(_AGENT_SCOPE)
+        if agent is not None:
+            context.user = AgentUser(agent)
+            context.state[AGENT_STATE] = agent
+        context.state[RAW_PARAMS_STATE] = request.scope.get(_PARAMS_SCOPE)
+        return context
+
+
+DISPATCHER = JsonRpcDispatcher(CairnRequestHandler(), context_builder=CairnContextBuilder())
+
+
+def json_bytes(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+def _error(request_id: Any, error: A2AError | JSONParseError, status: int = 200) -> Reply:
+    return Reply(status, json_bytes(build_error_response(request_id, error)))
+
+
+def _single_request(document: Any) -> tuple[Any, str] | None:
+    """(id, method) of a well-formed single request for a method the SDK routes, else None:
+    everything else goes to the dispatcher untouched, which answers it as the SDK does."""
+    if not isinstance(document, dict) or document.get("jsonrpc") != "2.0":
+        return None
+    request_id = document.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int | None):
+        return None
+    try:
+        parsed = JSONRPC20Request.from_data(document)
+    except (JSONRPCException, ValueError, TypeError):
+        return None
+    if (
+        not isinstance(parsed, JSONRPC20Request)
+        or parsed.method not in JsonRpcDispatcher.METHOD_TO_MODEL
+    ):
+        return None
+    return request_id, parsed.method
+
+
+@validate_version(PROTOCOL_VERSION_1_0)
+async def _speaks_a2a_1(context: ServerCallContext) -> None:
+    """The SDK's own version rule (a missing A2A-Version means 0.3), checked before the params."""
+
+
+def _dispatcher_request(
+    path: str, headers: Mapping[str, str], body: bytes, agent: Agent | None, params: Any
+) -> StarletteRequest:
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": path,
+        "query_string": b"",
+        "headers": [
+            (key.encode("latin-1"), value.encode("latin-1")) for key, value in headers.items()
+        ],
+        _AGENT_SCOPE: agent,
+        _PARAMS_SCOPE: params,
+    }
+    return StarletteRequest(scope, receive)
+
+
+async def a2a_reply(*, path: str, headers: Mapping[str, str], body: bytes | None) -> Reply:
+    """The answer to one `POST /api/a2a`. `headers` are lower-cased; `body` is None when it was
+    over the limit (read no further, parse nothing)."""
+    if body is None:
+        return _error(None, InvalidRequestError(message="Payload too large: the limit is 256 KiB"))
+    try:
+        document = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        return _error(None, JSONParseError(message="the body is not UTF-8"))
+    except ValueError:
+        document = None  # the dispatcher answers -32700 with the parser's message
+
+    agent = None
+    envelope = _single_request(document)
+    if envelope is not None:
+        request_id, method = envelope
+        if method in AUTHENTICATED_METHODS:
+            token = bearer_token(headers.get("authorization", ""))
+            agent = await sync_to_async(agent_for_token)(token) if token else None
+            if agent is None:
+                reply = _error(
+                    request_id,
+                    InvalidRequestError(
+                        message=f"a valid Bearer token is required for {method} (POST /api/agent/register issues one)"
+                    ),
+                    status=401,
+                )
+                return Reply(reply.status, reply.body, (("WWW-Authenticate", REALM),))
+        try:
+            await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
+        except A2AError as error:
+            return _error(request_id, error)
+
+    params = document.get("params") if isinstance(document, dict) else None
+    answer = await DISPATCHER.handle_requests(
+        _dispatcher_request(path, headers, body, agent, params)
+    )
+    return Reply(answer.status_code, answer.body)
+
+
+@lru_cache(maxsize=32)
+def _card_entity(site: str) -> tuple[bytes, str]:
+    """The card's bytes and ETag, once per site and process: the card depends only on the code."""
+    card = agent_card_json(site)
+    return json_bytes(card), _etag_for(card)
+
+
+def card_reply(site: str, if_none_match: str | None) -> Reply:
+    """The card as the SDK's card route serves it: a weak ETag, and 304 when the client has it."""
+    body, etag = _card_entity(site)
+    if if_none_match and _if_none_match_hits(if_none_match, etag):
+        return Reply(304, b"", (("ETag", etag),))
+    return Reply(200, body, (("ETag", etag),))

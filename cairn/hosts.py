@@ -1,0 +1,19 @@
+"""The Host rule for the endpoints that the ASGI router serves without Django's request cycle."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+
+# What Django itself serves when DEBUG is on and ALLOWED_HOSTS is empty (HttpRequest.get_host).
+DEBUG_HOSTS = [".localhost", "127.0.0.1", "[::1]"]
+
+
+def host_served(host: str) -> bool:
+    """Whether Django would serve a request with this Host header: the same rule on every path, so
+    a name that reaches the pages with 400 reaches the A2A endpoint with 400 too."""
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = DEBUG_HOSTS
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed)
