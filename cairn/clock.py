@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from django.utils import timezone
@@ -19,8 +20,11 @@ def format_instant(moment: datetime) -> str:
     )
 
 
+_INSTANT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+
+
 def parse_instant(text: str) -> datetime:
     """Parse the exact `YYYY-MM-DDTHH:MM:SS.sssZ` form; raise ValueError for anything else."""
-    if len(text) != 24 or not text.endswith("Z"):
+    if not _INSTANT.fullmatch(text):
         raise ValueError("not of the form YYYY-MM-DDTHH:MM:SS.sssZ")
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return datetime.fromisoformat(text)  # checks the values; reads the Z as UTC
