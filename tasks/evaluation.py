@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
 
 from cairn.clock import format_instant, now_ms
+from tasks.counts import task_count_change
 from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.payloads import VERDICTS
 
@@ -79,6 +80,7 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
             return False
         evaluation_apply(task, list(task.contributions.order_by("seq")), evaluated_at=now_ms())
         task.save(update_fields=EVALUATION_FIELDS)
+        task_count_change({TaskStatus.WORKING: -1, task.status: 1})
     return True
 
 
@@ -98,6 +100,13 @@ def _save_evaluations(batch: list[Task]) -> None:
     ]
     with connection.cursor() as cursor:
         cursor.executemany(sql, rows)
+
+
+def _status_changes(batch: list[Task]) -> dict[str, int]:
+    """What a batch of evaluations does to the counts: every task leaves WORKING for its new status."""
+    changes = Counter(task.status for task in batch)
+    changes[TaskStatus.WORKING] -= len(batch)
+    return changes
 
 
 def tasks_evaluate_due(*, batch_size: int = 500) -> int:
@@ -124,6 +133,7 @@ def tasks_evaluate_due(*, batch_size: int = 500) -> int:
             for task in batch:
                 evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms())
             _save_evaluations(batch)
+            task_count_change(_status_changes(batch))
         evaluated += len(batch)
         if len(batch) < batch_size:
             return evaluated

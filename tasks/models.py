@@ -79,6 +79,14 @@ class Task(models.Model):
         return self.status == TaskStatus.WORKING
 
 
+class TaskCount(models.Model):
+    """How many tasks are in each status, kept exact in the transactions that change it, so a
+    list's `totalSize` is one row read instead of a count of the whole table."""
+
+    status = models.CharField(primary_key=True, max_length=10, choices=TaskStatus.choices)
+    count = models.BigIntegerField(default=0)
+
+
 class Contribution(models.Model):
     """A sealed report. Its content is public only inside the task's evaluation."""
 

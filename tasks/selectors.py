@@ -13,6 +13,7 @@ from agents.models import Agent
 from cairn.clock import format_instant
 from cairn.cursors import keyset_page
 from cairn.lookups import get_by_id
+from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task, TaskStatus
 
@@ -117,7 +118,11 @@ def task_page(
     rows, next_cursor = keyset_page(
         matches, time_field="status_timestamp", limit=limit, cursor=cursor, filter_key=filter_key
     )
-    return TaskPage(tasks=rows, next_cursor=next_cursor, total=matches.count())
+    # Counting every row of a status costs a scan of its index; the kept counts cost one read.
+    # The other filters match few tasks (a context is one task) or a bounded range of the index.
+    filtered = context_id is not None or status_timestamp_after is not None
+    total = matches.count() if filtered else task_count(statuses)
+    return TaskPage(tasks=rows, next_cursor=next_cursor, total=total)
 
 
 def agent_mine(agent: Agent) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from cairn.clock import now_ms, parse_instant
 from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
 from cairn.payloads import parse_payload
 from tasks import privacy
+from tasks.counts import task_count_change
 from tasks.jobs import schedule_evaluation
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.payloads import (
@@ -109,6 +110,7 @@ def task_post(
             created_at=created_at,
             status_timestamp=created_at,
         )
+        task_count_change({TaskStatus.WORKING: 1})
         body = {"task": task_view(task)}
         operation_record(
             agent=agent,

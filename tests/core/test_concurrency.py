@@ -12,6 +12,7 @@ from django.db import connection
 
 from agents.models import Door, Operation
 from cairn.errors import Refusal
+from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task
 from tasks.services import contribution_submit, task_post
@@ -78,6 +79,7 @@ def test_one_agent_posting_six_tasks_at_once_gets_two(make_agent):
     assert sum(not isinstance(r, Exception) for r in results) == 2
     assert {r.code for r in results if isinstance(r, Refusal)} == {"daily_cap"}
     assert Task.objects.filter(poster=poster.agent).count() == 2
+    assert task_count(["working"]) == 2
 
 
 def test_one_operation_sent_eight_times_at_once_writes_once(make_agent):
@@ -126,6 +128,7 @@ def test_four_evaluators_on_one_overdue_task_evaluate_once(
 
     assert sorted(results) == [False, False, False, True]
     assert Task.objects.get(pk=task.pk).outcome == "resolved"
+    assert (task_count(["working"]), task_count(["completed"])) == (0, 1)
 
 
 def test_two_sweeps_racing_over_many_overdue_tasks_evaluate_each_once(
@@ -139,3 +142,4 @@ def test_two_sweeps_racing_over_many_overdue_tasks_evaluate_each_once(
 
     assert sum(results) == 60
     assert not Task.objects.filter(status="working").exists()
+    assert (task_count(["working"]), task_count(["failed"])) == (0, 60)

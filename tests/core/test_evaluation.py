@@ -5,12 +5,15 @@ from __future__ import annotations
 import pytest
 
 from cairn.canonical import canonical_digest
+from cairn.errors import Refusal
+from tasks.counts import task_count
 from tasks.evaluation import decide, task_evaluate, tasks_evaluate_due
-from tasks.models import Outcome, Task
+from tasks.models import Outcome, Task, TaskStatus
 from tasks.selectors import task_get, task_page, task_view
 from tests.factories import (
     contribution_payload,
     contribution_report,
+    deadline_in,
     open_task_payload,
     open_task_request,
 )
@@ -147,3 +150,45 @@ def test_the_sweep_evaluates_every_overdue_task(
     time_machine.move_to(max(t.deadline for t in tasks), tick=True)
     assert tasks_evaluate_due() == 3
     assert set(Task.objects.values_list("status", flat=True)) == {"failed"}
+
+
+def counts_by_status() -> dict[str, tuple[int, int]]:
+    """Per status: (the kept count, a count of the rows)."""
+    return {
+        status: (task_count([status]), Task.objects.filter(status=status).count())
+        for status in TaskStatus.values
+    }
+
+
+def test_the_kept_counts_follow_every_post_and_evaluation(
+    poster, post_task, contribute, make_agent, raised_caps, time_machine
+):
+    early = [post_task(poster, open_task_payload(open_task_request(deadline=deadline_in(1900))))]
+    for agent in (make_agent(), make_agent()):
+        contribute(agent, early[0], contribution_payload(contribution_report()))
+    early += [post_task(poster, open_task_payload(open_task_request(deadline=deadline_in(1900))))]
+    later = [post_task(poster) for _ in range(4)]
+    assert counts_by_status()["working"] == (6, 6)
+
+    time_machine.move_to(max(t.deadline for t in early), tick=True)
+    task_get(early[0].pk)  # evaluated on read: resolved
+    task_get(early[1].pk)  # unresolved
+    assert counts_by_status() == {"working": (4, 4), "completed": (1, 1), "failed": (1, 1)}
+
+    time_machine.move_to(max(t.deadline for t in later), tick=True)
+    assert tasks_evaluate_due(batch_size=3) == 4
+    assert counts_by_status() == {"working": (0, 0), "completed": (1, 1), "failed": (5, 5)}
+    page = task_page(statuses=None, limit=2, cursor=None, filter_key="t")
+    assert page.total == 6
+    evaluated = task_page(
+        statuses=frozenset({"completed", "failed"}), limit=2, cursor=None, filter_key="e"
+    )
+    assert evaluated.total == 6
+
+
+def test_a_refused_post_changes_no_count(poster, post_task, settings):
+    settings.CAIRN_TASKS_PER_AGENT_PER_DAY = 1
+    post_task(poster)
+    with pytest.raises(Refusal):
+        post_task(poster)
+    assert counts_by_status()["working"] == (1, 1)
