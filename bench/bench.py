@@ -425,6 +425,24 @@ def cairn_server(stack: str, database_url: str, settings_module: str) -> Server:
     return Server(f"cairn-{stack}", cmd, env, CAIRN_PORT)
 
 
+def floor_server(database_url: str) -> Server:
+    """bench/floor_server.py: Cairn's A2A app with reads answered from memory (the floor)."""
+    cmd = [
+        PY,
+        "-m",
+        "uvicorn",
+        "bench.floor_server:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(CAIRN_PORT),
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+    return Server("floor-uvicorn", cmd, cairn_env(database_url), CAIRN_PORT)
+
+
 def sdk_server(db: str) -> Server:
     env = {
         **os.environ,
@@ -682,7 +700,7 @@ def run_writes(results: dict, config: str, make_server, pinner: BackendPinner) -
         log(f"{config:28s} contributions stored {stored}, responses {expected}")
 
 
-CONFIGS = ["reads-pg", "reads-sqlite", "reads-gunicorn", "writes", "writes-gunicorn"]
+CONFIGS = ["reads-pg", "reads-sqlite", "reads-gunicorn", "floor", "writes", "writes-gunicorn"]
 
 
 def wait_calm(threshold: float, max_seconds: int) -> None:
@@ -750,6 +768,14 @@ def run_all(args: argparse.Namespace) -> None:
                     results,
                     f"sdk-uvicorn-pg-{size}",
                     sdk_server(f"cairn_bench_sdk_{size}"),
+                    ids,
+                    pinner,
+                )
+            if "floor" in only:  # the same reads, from memory: the most any store could give
+                run_reads(
+                    results,
+                    f"floor-uvicorn{tag}-{size}",
+                    floor_server(pg_url(f"cairn_bench_pg_{size}")),
                     ids,
                     pinner,
                 )
@@ -835,7 +861,7 @@ def report_table(results: dict) -> str:
     for run in results["runs"]:
         config, workload = run["config"], run["workload"]
         ratio = ""
-        if not config.startswith("sdk") and "-pg" in config:
+        if not config.startswith("sdk") and ("-pg" in config or config.startswith("floor")):
             size = config.rsplit("-", 1)[-1]
             sdk_key = (
                 ("sdk-uvicorn-pg", workload)

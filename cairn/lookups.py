@@ -18,7 +18,7 @@ def get_by_id(model: type[M], raw_id: Any, *, what: str) -> M:
         key = raw_id if isinstance(raw_id, uuid.UUID) else uuid.UUID(str(raw_id))
     except ValueError:
         raise Refusal(ErrorCode.NOT_FOUND, f"no {what} has this id") from None
-    found = model.objects.filter(pk=key).first()
-    if found is None:
-        raise Refusal(ErrorCode.NOT_FOUND, f"no {what} has this id")
-    return found
+    try:
+        return model.objects.get(pk=key)  # no ORDER BY to build or sort, unlike first()
+    except model.DoesNotExist:
+        raise Refusal(ErrorCode.NOT_FOUND, f"no {what} has this id") from None
