@@ -298,15 +298,6 @@ def _task(task_id: str) -> Task:
         raise _as_error(refusal) from None
 
 
-def _listed_view(task: Any, include_artifacts: bool) -> dict[str, Any]:
-    """A list entry's view. Without includeArtifacts the SDK's serialiser drops the artifacts, so
-    the evaluation (the largest part of an evaluated task) is not converted at all."""
-    view = task_view(task)
-    if not include_artifacts:
-        view["evaluation"] = None
-    return view
-
-
 def _task_list(
     *,
     statuses: frozenset[str] | None,
@@ -332,11 +323,17 @@ def _task_list(
             filter_key=filter_key,
             context_id=uuid.UUID(context_id) if context_id else None,
             status_timestamp_after=after,
+            # Without includeArtifacts the SDK's serialiser drops the artifacts: the evaluations
+            # (the largest part of an evaluated task) are then neither loaded nor converted.
+            with_evaluation=include_artifacts,
         )
     except Refusal as refusal:
         raise _as_error(refusal) from None
     return ListTasksResponse(
-        tasks=[task_from_view(_listed_view(task, include_artifacts)) for task in page.tasks],
+        tasks=[
+            task_from_view(task_view(task, with_evaluation=include_artifacts))
+            for task in page.tasks
+        ],
         next_page_token=page.next_cursor,
         page_size=page_size,
         total_size=page.total,

@@ -30,8 +30,9 @@ REQUEST_FIELDS = (
 )
 
 
-def task_view(task: Task) -> dict[str, Any]:
-    """The public view of SPEC §3.2: no agent id, no sealed content, only the count of contributions."""
+def task_view(task: Task, *, with_evaluation: bool = True) -> dict[str, Any]:
+    """The public view of SPEC §3.2: no agent id, no sealed content, only the count of contributions.
+    `with_evaluation=False` leaves the evaluation out (None), for a list that does not show it."""
     return {
         "id": str(task.id),
         "title": task.title,
@@ -49,7 +50,7 @@ def task_view(task: Task) -> dict[str, Any]:
         "outcome": task.outcome or None,
         "verdict": task.verdict or None,
         "evaluated_at": format_instant(task.evaluated_at) if task.evaluated_at else None,
-        "evaluation": task.evaluation,
+        "evaluation": task.evaluation if with_evaluation else None,
     }
 
 
@@ -104,9 +105,12 @@ def task_page(
     filter_key: str,
     context_id: uuid.UUID | None = None,
     status_timestamp_after: datetime | None = None,
+    with_evaluation: bool = True,
 ) -> TaskPage:
     """One page of tasks, newest status first (ties by id), by keyset so a deep page costs what
-    the first does. `filter_key` names the filter; a cursor only works with the filter it came from."""
+    the first does. `filter_key` names the filter; a cursor only works with the filter it came from.
+    `with_evaluation=False` does not load the evaluations (the largest column), for a caller that
+    will not show them; pass the same to `task_view`."""
     tasks_evaluate_due()
     matches = Task.objects.all()
     if statuses is not None:
@@ -115,8 +119,9 @@ def task_page(
         matches = matches.filter(pk=context_id)
     if status_timestamp_after is not None:
         matches = matches.filter(status_timestamp__gte=status_timestamp_after)
+    listed = matches if with_evaluation else matches.defer("evaluation")
     rows, next_cursor = keyset_page(
-        matches, time_field="status_timestamp", limit=limit, cursor=cursor, filter_key=filter_key
+        listed, time_field="status_timestamp", limit=limit, cursor=cursor, filter_key=filter_key
     )
     # Counting every row of a status costs a scan of its index; the kept counts cost one read.
     # The other filters match few tasks (a context is one task) or a bounded range of the index.
