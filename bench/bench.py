@@ -19,6 +19,7 @@ import os
 import platform
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -883,8 +884,33 @@ def report_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def median_results(all_results: list[dict]) -> dict:
+    """Several runs of the same configs as one: each figure the median of its runs (a single run
+    on a shared machine is good to ±15-20%), failures summed, the largest RSS kept."""
+    found: dict[tuple[str, str], list[dict]] = {}
+    for results in all_results:
+        for run in results["runs"]:
+            found.setdefault((run["config"], run["workload"]), []).append(run)
+    runs = [
+        {
+            "config": config,
+            "workload": workload,
+            **{key: statistics.median(r[key] for r in same) for key in ("rps", "p50_ms", "p99_ms")},
+            "failures": sum(r["failures"] for r in same),
+            "socket_errors": sum(r["socket_errors"] for r in same),
+        }
+        for (config, workload), same in found.items()
+    ]
+    rss: dict[str, list[float]] = {}
+    for results in all_results:
+        for config, sizes in results["rss_mb"].items():
+            rss[config] = max(rss.get(config, [0.0]), sizes, key=max)
+    return {"runs": runs, "rss_mb": rss}
+
+
 def report(args: argparse.Namespace) -> None:
-    print(report_table(json.loads(Path(args.file).read_text())))
+    all_results = [json.loads(Path(file).read_text()) for file in args.files]
+    print(report_table(all_results[0] if len(all_results) == 1 else median_results(all_results)))
 
 
 def clean(args: argparse.Namespace) -> None:
@@ -937,7 +963,7 @@ def main() -> None:
     sweep_parser.add_argument("--settings", default="cairn.settings")
     sweep_parser.set_defaults(func=sweep)
     report_parser = sub.add_parser("report")
-    report_parser.add_argument("file")
+    report_parser.add_argument("files", nargs="+", help="one run, or several: the median of each figure")
     report_parser.set_defaults(func=report)
     sub.add_parser("clean").set_defaults(func=clean)
     sub.add_parser("pg-start").set_defaults(func=pg_start)

@@ -4,7 +4,7 @@
 #   bench/run.sh setup           create, migrate and seed the cairn_bench* databases (skips what is there)
 #   bench/run.sh run [--only reads-pg ...]
 #   bench/run.sh sweep [--settings ...]
-#   bench/run.sh report bench/results/<file>.json
+#   bench/run.sh report bench/results/<file>.json [<file> ...]   (several: the median of each figure)
 #   bench/run.sh pg-start|pg-stop  the benchmark's own PostgreSQL on 127.0.0.1:5433 (setup/run/sweep start it)
 #   bench/run.sh clean           stop it and remove bench/var (its data, the SQLite files, request files)
 set -euo pipefail
