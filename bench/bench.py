@@ -963,7 +963,9 @@ def main() -> None:
     sweep_parser.add_argument("--settings", default="cairn.settings")
     sweep_parser.set_defaults(func=sweep)
     report_parser = sub.add_parser("report")
-    report_parser.add_argument("files", nargs="+", help="one run, or several: the median of each figure")
+    report_parser.add_argument(
+        "files", nargs="+", help="one run, or several: the median of each figure"
+    )
     report_parser.set_defaults(func=report)
     sub.add_parser("clean").set_defaults(func=clean)
     sub.add_parser("pg-start").set_defaults(func=pg_start)
