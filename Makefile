@@ -24,7 +24,7 @@ run: migrate
 	@export DEBUG=$${DEBUG:-true}; \
 	$(PY) manage.py qcluster & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
-	$(PY) -m uvicorn cairn.asgi:application --host $(HOST) --port $(PORT) --no-access-log
+	$(PY) -m cairn.serve --host $(HOST) --port $(PORT)
 
 test: install
 	$(PY) -m pytest

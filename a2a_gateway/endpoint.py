@@ -24,7 +24,7 @@ from a2a.server.routes.agent_card_routes import (
 )  # the SDK card route's ETag
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.types import InvalidRequestError
+from a2a.types import InternalError, InvalidRequestError
 from a2a.utils.constants import PROTOCOL_VERSION_1_0
 from a2a.utils.errors import A2AError
 from a2a.utils.version_validator import validate_version
@@ -38,6 +38,7 @@ from a2a_gateway.handler import AGENT_STATE, RAW_PARAMS_STATE, CairnRequestHandl
 from agents.auth import REALM, bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
+from cairn.outages import outage_refusal
 
 AUTHENTICATED_METHODS = frozenset({"SendMessage"})
 JSON_TYPE = "application/json"
@@ -160,7 +161,13 @@ async def a2a_reply(*, path: str, headers: Mapping[str, str], body: bytes | None
         request_id, method = envelope
         if method in AUTHENTICATED_METHODS:
             token = bearer_token(headers.get("authorization", ""))
-            agent = await sync_to_async(agent_for_token)(token) if token else None
+            try:
+                agent = await sync_to_async(agent_for_token)(token) if token else None
+            except Exception as exc:
+                outage = outage_refusal(exc)
+                if outage is None:
+                    raise
+                return _error(request_id, InternalError(message=outage.message))
             if agent is None:
                 reply = _error(
                     request_id,

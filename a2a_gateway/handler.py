@@ -55,6 +55,7 @@ from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
 from a2a_gateway.translate import data_of, refusal_message, task_from_body, task_from_view
 from agents.models import Agent
 from cairn.errors import ErrorCode, Refusal
+from cairn.outages import outage_refusal
 from tasks.models import TaskStatus as CairnStatus
 from tasks.selectors import task_get, task_page, task_view
 
@@ -76,7 +77,8 @@ Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
 
 
 def _guarded(method: Method) -> Method:
-    """Let A2A errors through; turn anything else into a bare -32603, so no Python text leaks."""
+    """Let A2A errors through; turn anything else into a -32603 that says only what a client can
+    act on (the database is unavailable: retry), so no Python text leaks."""
 
     @functools.wraps(method)
     async def wrapper(self: RequestHandler, params: Any, context: ServerCallContext) -> Any:
@@ -84,7 +86,10 @@ def _guarded(method: Method) -> Method:
             return await method(self, params, context)
         except A2AError:
             raise
-        except Exception:
+        except Exception as exc:
+            outage = outage_refusal(exc)
+            if outage is not None:
+                raise InternalError(message=outage.message) from None
             logger.exception("A2A %s failed", method.__name__)
             raise InternalError() from None
 

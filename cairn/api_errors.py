@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from cairn.errors import ErrorCode, Refusal
+from cairn.outages import outage_refusal
 
 STATUS_BY_CODE: dict[ErrorCode, int] = {
     ErrorCode.INVALID_PAYLOAD: 422,
@@ -33,6 +34,7 @@ STATUS_BY_CODE: dict[ErrorCode, int] = {
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.UNAVAILABLE: 503,
 }
 
 
@@ -59,7 +61,7 @@ def _as_refusal(exc: Exception) -> Refusal | None:
         return Refusal(ErrorCode.INVALID_JSON, "send the body as application/json")
     if isinstance(exc, exceptions.NotFound):
         return Refusal(ErrorCode.NOT_FOUND, "not found")
-    return None
+    return outage_refusal(exc)
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:

@@ -17,6 +17,7 @@ django_application = get_asgi_application()
 # Django must be set up before the doors import the selectors and models.
 from a2a_gateway.asgi import endpoint as a2a_endpoint  # noqa: E402
 from a2a_gateway.asgi import is_a2a_path  # noqa: E402
+from cairn.metrics import with_request_metrics  # noqa: E402
 from mcp_door.asgi import endpoint as mcp_endpoint  # noqa: E402
 from mcp_door.asgi import is_mcp_path  # noqa: E402
 
@@ -38,7 +39,7 @@ async def _lifespan(scope, receive, send) -> None:
             return
 
 
-async def application(scope, receive, send) -> None:
+async def _route(scope, receive, send) -> None:
     if scope["type"] == "lifespan":
         await _lifespan(scope, receive, send)
     elif scope["type"] == "http" and is_a2a_path(scope["path"]):
@@ -47,3 +48,6 @@ async def application(scope, receive, send) -> None:
         await mcp_endpoint(scope, receive, send)
     else:
         await django_application(scope, receive, send)
+
+
+application = with_request_metrics(_route)

@@ -33,6 +33,7 @@ class ErrorCode(StrEnum):
     PAYLOAD_TOO_LARGE = "payload_too_large"
     UNAUTHORIZED = "unauthorized"
     RATE_LIMITED = "rate_limited"
+    UNAVAILABLE = "unavailable"
 
 
 @dataclass(frozen=True)

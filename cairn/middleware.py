@@ -1,8 +1,12 @@
-"""Security headers on every response, static files included (so it sits first in MIDDLEWARE)."""
+"""Security headers on every response (static files included, so it sits first in MIDDLEWARE), and
+the answer to a database outage."""
 
 from __future__ import annotations
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.http import HttpResponse, JsonResponse
+
+from cairn.outages import outage_refusal
 
 # No inline script or style anywhere on the site: pages work without JavaScript and style comes
 # from the one stylesheet, so everything an agent wrote can only ever be text.
@@ -43,3 +47,29 @@ class SecurityHeadersMiddleware:
 
     async def _acall(self, request):
         return _add_headers(await self.get_response(request))
+
+
+class OutageMiddleware:
+    """A database outage during a Django view answers 503 with Retry-After (SPEC §16): JSON under
+    /api/, a short page elsewhere. The DRF routes translate it themselves, with every refusal."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        refusal = outage_refusal(exception)
+        if refusal is None:
+            return None
+        if request.path.startswith("/api/"):
+            response = JsonResponse(refusal.as_body(), status=503)
+        else:
+            response = HttpResponse(
+                "<!doctype html><title>Cairn is unavailable</title>"
+                f"<p>Cairn's database is unavailable for a moment. Try again in {refusal.retry_after} seconds.</p>",
+                status=503,
+            )
+        response["Retry-After"] = str(refusal.retry_after)
+        return response

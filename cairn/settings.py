@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from cairn.env import env_bool, env_int, env_list, env_str, env_url
+from cairn.env import env_bool, env_choice, env_int, env_list, env_str, env_url
+from cairn.logs import logging_config
 
 # The A2A SDK opens an OpenTelemetry span around every call, about a tenth of a request's time;
 # Cairn configures no exporter, so tracing is off unless the environment turns it on.
@@ -46,14 +47,17 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "django_q",
+    "cairn",
     "agents",
     "tasks",
     "calls",
     "a2a_gateway",
+    "ops",
 ]
 
 MIDDLEWARE = [
     "cairn.middleware.SecurityHeadersMiddleware",
+    "cairn.middleware.OutageMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -103,14 +107,27 @@ def _database(url: str) -> dict:
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     elif config["ENGINE"] == "django.db.backends.postgresql":
+        config["ENGINE"] = "cairn.postgresql"
         # Under ASGI every request may run on a new thread, so per-thread persistent connections
         # would pile up; a pool shares a bounded set of them between threads instead.
         config["CONN_MAX_AGE"] = 0
+        config["CONN_HEALTH_CHECKS"] = True
         # Server-side binding lets psycopg prepare a statement it has run five times on a
         # connection, so PostgreSQL stops planning the same few queries on every request (on a
         # busy small server, planning a read costs more than running it).
+        # While the database is down a request must fail within 5 s, and the pool must find the
+        # database again within seconds of its return (SPEC §16): connections are checked before
+        # use, a connection attempt gives up after 3 s, a request waits at most 3 s for one, and
+        # a failing reconnection is abandoned after 4 s so the next request starts a fresh one
+        # instead of waiting out psycopg's growing back-off.
         config["OPTIONS"] = {
-            "pool": {"min_size": 2, "max_size": 20, "timeout": 20},
+            "pool": {
+                "min_size": 2,
+                "max_size": 20,
+                "timeout": 3,
+                "reconnect_timeout": 4,
+            },
+            "connect_timeout": 3,
             "server_side_binding": True,
         }
     else:
@@ -187,8 +204,10 @@ CAIRN_REDIS_URL = env_str("CAIRN_REDIS_URL")
 Q_CLUSTER = {
     "name": "cairn",
     "workers": env_int("CAIRN_WORKERS", 2, minimum=1),
-    "timeout": 60,
-    "retry": 120,
+    # A job gets 55 s (the sweep of a large backlog works in batches well within it); a job whose
+    # worker died is handed out again after 60 s, and the sweep catches its task before that.
+    "timeout": 55,
+    "retry": 60,
     "max_attempts": 3,
     "catch_up": False,
     "poll": 0.5,
@@ -198,3 +217,7 @@ if CAIRN_REDIS_URL:
     Q_CLUSTER["redis"] = CAIRN_REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+
+# Operations (SPEC §16).
+LOGGING = logging_config(env_choice("CAIRN_LOG_FORMAT", ("text", "json"), "text"))
+CAIRN_METRICS_TOKEN = env_str("CAIRN_METRICS_TOKEN")

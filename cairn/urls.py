@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("cairn.api_urls")),
     path("", include("cairn.page_urls")),
     path("", include("mcp_door.urls")),
+    path("", include("ops.urls")),
 ]

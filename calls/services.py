@@ -20,6 +20,7 @@ from agents.services import (
 from cairn.canonical import fingerprint
 from cairn.clock import now_ms
 from cairn.errors import ErrorCode, Issue, refuse_if
+from cairn.metrics import counted_write
 from cairn.payloads import parse_payload
 from calls.models import Call, CallResponse, CallStatus
 from calls.payloads import CALL_RESPONSE_SCHEMA, CallResponsePayload
@@ -76,6 +77,7 @@ def _answer_state_issues(agent: Agent, call: Call) -> list[Issue]:
     return issues
 
 
+@counted_write("call_response")
 def call_answer(
     *, agent: Agent, call_id: Any, payload: Any, operation_id: str, door: Door, client: str = ""
 ) -> WriteResult:

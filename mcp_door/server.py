@@ -18,6 +18,7 @@ from mcp.server import Server, ServerRequestContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cairn.errors import ErrorCode, Issue, Refusal
+from cairn.outages import outage_refusal
 from cairn.payloads import json_path
 from tasks.models import TaskStatus
 from tasks.selectors import task_get, task_page, task_view
@@ -178,6 +179,11 @@ async def call_tool(
     try:
         data = await sync_to_async(_answer, thread_sensitive=True)(tool, arguments)
     except Refusal as refusal:
+        return _error(refusal)
+    except Exception as exc:
+        refusal = outage_refusal(exc)
+        if refusal is None:
+            raise
         return _error(refusal)
     return _result(data)
 

@@ -109,3 +109,12 @@ class Contribution(models.Model):
 
     def __str__(self) -> str:
         return str(self.id)
+
+
+class Sweep(models.Model):
+    """The evaluation sweep's last run, one row: the readiness check (SPEC §16) asks whether a
+    worker is sweeping, which is what keeps "within a minute of the deadline" when nobody reads."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    finished_at = models.DateTimeField(null=True)
+    evaluated = models.PositiveIntegerField(default=0)

@@ -14,6 +14,7 @@ from agents.services import WriteResult, agent_lock, operation_record, operation
 from cairn.canonical import canonical_digest, fingerprint
 from cairn.clock import now_ms, parse_instant
 from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
+from cairn.metrics import counted_write
 from cairn.payloads import parse_payload
 from tasks import privacy
 from tasks.counts import task_count_change
@@ -67,6 +68,7 @@ def _posting_cap_issues(agent: Agent) -> list[Issue]:
     return issues
 
 
+@counted_write("task")
 def task_post(
     *, agent: Agent, payload: Any, operation_id: str, door: Door, client: str = ""
 ) -> WriteResult:
@@ -165,6 +167,7 @@ def _refuse_if_closed(task: Task) -> None:
         )
 
 
+@counted_write("contribution")
 def contribution_submit(
     *, agent: Agent, task_id: Any, payload: Any, operation_id: str, door: Door, client: str = ""
 ) -> WriteResult:

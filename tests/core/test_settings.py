@@ -47,6 +47,7 @@ def check(**env: str) -> subprocess.CompletedProcess:
             "CAIRN_TASK_DEADLINE_MAX_S",
         ),
         ({"SECRET_KEY": "k", "CAIRN_SOURCE_HOSTS": " , "}, "CAIRN_SOURCE_HOSTS"),
+        ({"SECRET_KEY": "k", "CAIRN_LOG_FORMAT": "xml"}, "CAIRN_LOG_FORMAT"),
         ({}, "SECRET_KEY"),
     ],
 )

@@ -1,0 +1,37 @@
+"""The metrics that live in the database, read at scrape time (SPEC §16)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+
+from tasks.health import evaluation_lag, tasks_overdue, tasks_per_status
+
+# Seconds after the deadline; SPEC §4.3 promises at most 60.
+LAG_BOUNDS = (1.0, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 300.0, 900.0)
+
+
+class DatabaseCollector(Collector):
+    def collect(self) -> Iterator:
+        tasks = GaugeMetricFamily("cairn_tasks", "Tasks per status.", labels=["state"])
+        for status, count in tasks_per_status().items():
+            tasks.add_metric([status], count)
+        yield tasks
+        yield GaugeMetricFamily(
+            "cairn_tasks_overdue",
+            "Open tasks past their deadline (the worker keeps this at zero within a minute).",
+            value=tasks_overdue(),
+        )
+        lag = evaluation_lag(LAG_BOUNDS)
+        buckets = [
+            (str(bound), count) for bound, count in zip(lag.bounds, lag.cumulative, strict=True)
+        ]
+        buckets.append(("+Inf", lag.count))
+        yield HistogramMetricFamily(
+            "cairn_evaluation_lag_seconds",
+            "Seconds from a task's deadline to its evaluation.",
+            buckets=buckets,
+            sum_value=lag.total_seconds,
+        )

@@ -1,0 +1,53 @@
+"""Reads for the operator (SPEC §16): tasks per status, how many are overdue, how late the
+evaluations were. Aggregates over the tasks table, exact whichever process asks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
+from django.utils import timezone
+
+from tasks.models import Task, TaskCount, TaskStatus
+
+
+def tasks_per_status() -> dict[str, int]:
+    counts = dict(TaskCount.objects.values_list("status", "count"))
+    return {status: counts.get(status, 0) for status in TaskStatus.values}
+
+
+def tasks_overdue() -> int:
+    """Open tasks past their deadline: the worker keeps this at zero within a minute."""
+    return Task.objects.filter(status=TaskStatus.WORKING, deadline__lt=timezone.now()).count()
+
+
+@dataclass(frozen=True)
+class LagHistogram:
+    """How late evaluations came: cumulative counts at most `bounds[i]` seconds after the
+    deadline, with their sum and count (a Prometheus histogram's parts)."""
+
+    bounds: tuple[float, ...]
+    cumulative: tuple[int, ...]
+    total_seconds: float
+    count: int
+
+
+def evaluation_lag(bounds: tuple[float, ...]) -> LagHistogram:
+    lag = ExpressionWrapper(F("evaluated_at") - F("deadline"), output_field=DurationField())
+    buckets = {
+        f"le{i}": Count("pk", filter=Q(lag__lte=timedelta(seconds=bound)))
+        for i, bound in enumerate(bounds)
+    }
+    row = (
+        Task.objects.filter(evaluated_at__isnull=False)
+        .annotate(lag=lag)
+        .aggregate(count=Count("pk"), total=Sum("lag"), **buckets)
+    )
+    total = row["total"] or timedelta(0)
+    return LagHistogram(
+        bounds,
+        tuple(row[f"le{i}"] for i in range(len(bounds))),
+        total.total_seconds(),
+        row["count"],
+    )

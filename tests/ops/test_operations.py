@@ -1,0 +1,178 @@
+"""SPEC §16: the operator's routes and logs, through a live server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tasks.jobs import evaluate_due
+from tests.deploy.postgres import free_port
+from tests.factories import deadline_in, open_task_payload, open_task_request
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_healthz_answers_while_the_process_serves(http):
+    response = http.get("/healthz")
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+
+
+def test_readyz_needs_a_recent_sweep(http):
+    response = http.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unready"
+    assert body["checks"]["database"]["ok"] is True
+    assert body["checks"]["sweep"]["ok"] is False
+    assert "sweep" in body["checks"]["sweep"]["detail"]
+
+    evaluate_due()  # what the worker's periodic job runs
+
+    response = http.get("/readyz")
+    assert response.status_code == 200
+    assert response.json()["status"] == "ready"
+    assert response.json()["checks"]["sweep"]["last_finished_at"].endswith("Z")
+
+
+def _samples(text: str) -> dict[str, float]:
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    return samples
+
+
+def test_metrics_count_requests_writes_tasks_and_evaluation_lag(http, make_agent, short_deadlines):
+    agent = make_agent()
+    payload = open_task_payload(open_task_request(deadline=deadline_in(2)))
+    assert http.post("/api/a2a-tasks", json=payload, headers=agent.headers).status_code == 201
+    refused = http.post("/api/a2a-tasks", json={"schema": "nope"}, headers=agent.headers)
+    assert refused.status_code == 422
+    time.sleep(2.2)
+    evaluate_due()
+
+    response = http.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("text/plain")
+    samples = _samples(response.text)
+    assert samples['cairn_writes_total{code="",kind="task",result="accepted"}'] >= 1
+    assert samples['cairn_writes_total{code="unknown_schema",kind="task",result="refused"}'] >= 1
+    assert samples['cairn_requests_total{door="http",method="POST",status="201"}'] >= 1
+    assert samples['cairn_request_duration_seconds_count{door="http",method="POST"}'] >= 2
+    assert samples['cairn_tasks{state="failed"}'] == 1
+    assert samples['cairn_tasks{state="working"}'] == 0
+    assert samples["cairn_tasks_overdue"] == 0
+    assert samples["cairn_evaluation_lag_seconds_count"] == 1
+    assert samples['cairn_evaluation_lag_seconds_bucket{le="60.0"}'] == 1
+
+
+def test_metrics_can_require_a_token(http, settings):
+    settings.CAIRN_METRICS_TOKEN = "scrape-secret"
+    refused = http.get("/metrics")
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "unauthorized"
+    assert http.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    allowed = http.get("/metrics", headers={"Authorization": "Bearer scrape-secret"})
+    assert allowed.status_code == 200
+    assert "cairn_tasks" in allowed.text
+
+
+@pytest.fixture
+def served(tmp_path):
+    """Cairn as `make run` serves it (`python -m cairn.serve`), in its own process, logging JSON
+    to a file."""
+    env = {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("CAIRN_") and k != "DATABASE_URL"
+        },
+        "DEBUG": "true",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'cairn.sqlite3'}",
+        "CAIRN_LOG_FORMAT": "json",
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    port = free_port()
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "cairn.serve", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    give_up = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(f"{url}/healthz", timeout=1)
+            break
+        except httpx.TransportError:
+            assert time.monotonic() < give_up, log.read_text()
+            time.sleep(0.2)
+    yield url, log
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=10)
+
+
+def test_json_logs_with_client_mistakes_at_info_and_no_traceback(served):
+    url, log = served
+    bad_envelope = httpx.post(
+        f"{url}/api/a2a",
+        content=b'{"jsonrpc": "2.0", "id": 1, "method": 5}',
+        headers={"A2A-Version": "1.0"},
+    )
+    assert bad_envelope.json()["error"]["code"] == -32600
+    bad_params = httpx.post(
+        f"{url}/api/a2a",
+        json={"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": 7}},
+        headers={"A2A-Version": "1.0"},
+    )
+    assert bad_params.json()["error"]["code"] == -32602
+    assert httpx.get(f"{url}/api/a2a-tasks/not-a-task").status_code == 404
+    time.sleep(0.5)
+
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert records, "the server logged nothing"
+    assert all({"time", "level", "logger", "message"} <= record.keys() for record in records)
+    mistakes = [
+        r
+        for r in records
+        if r["logger"] in ("django.request", "a2a.server.routes.jsonrpc_dispatcher")
+    ]
+    assert mistakes, records
+    assert {r["level"] for r in mistakes} == {"INFO"}
+    assert not any("exc_info" in r or "Traceback" in r["message"] for r in mistakes)
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> float | None:
+    started = time.monotonic()
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return None
+    return time.monotonic() - started
+
+
+def test_idle_connections_are_closed_within_thirty_seconds(served):
+    url, _ = served
+    port = int(url.rsplit(":", 1)[1])
+    silent = socket.create_connection(("127.0.0.1", port))
+    kept_alive = socket.create_connection(("127.0.0.1", port))
+    kept_alive.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+
+    assert _closed_within(silent, 30) is not None, "a connection that never spoke was kept open"
+    assert _closed_within(kept_alive, 30) is not None, "an idle keep-alive connection was kept open"
