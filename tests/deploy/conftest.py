@@ -1,0 +1,83 @@
+"""The deployment's shape (SPEC §16): a private PostgreSQL, two uvicorn processes and qclusters,
+each a separate OS process, for each broker."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+import redis
+
+from tests.deploy.postgres import BIN_DIR, PrivatePostgres
+from tests.deploy.processes import Deployment
+
+REDIS_URL = "redis://127.0.0.1:6379/9"
+
+BROKERS = {"orm": {}, "redis": {"CAIRN_REDIS_URL": REDIS_URL}}
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PrivatePostgres]:
+    if BIN_DIR is None:
+        pytest.fail(
+            "PostgreSQL's server binaries (initdb, pg_ctl) are needed: apt-get install postgresql"
+        )
+    server = PrivatePostgres()
+    server.start()
+    server.wait_ready()
+    yield server
+    server.stop()
+    server.remove()
+
+
+@pytest.fixture(scope="module", params=sorted(BROKERS))
+def deployment(request, postgres: PrivatePostgres, tmp_path_factory) -> Iterator[Deployment]:
+    broker = request.param
+    database = f"cairn_{broker}"
+    postgres.create_database(database)
+    if broker == "redis":
+        redis.Redis.from_url(REDIS_URL).flushdb()
+    logs = tmp_path_factory.mktemp(f"logs-{broker}")
+    env = {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("CAIRN_", "DATABASE_URL", "DEBUG"))
+        },
+        "PYTHONUNBUFFERED": "1",
+        "DATABASE_URL": postgres.url(database),
+        "DEBUG": "false",
+        "SECRET_KEY": "cairn-deployment-test",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "CAIRN_TASK_DEADLINE_MIN_S": "1",
+        "CAIRN_TASKS_PER_AGENT_PER_DAY": "10000",
+        "CAIRN_OPEN_TASKS_PER_AGENT": "10000",
+        "CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY": "10000",
+        "CAIRN_REGISTRATIONS_PER_IP_PER_HOUR": "10000",
+        "CAIRN_WORKERS": "2",
+        **BROKERS[broker],
+    }
+    deployed = Deployment(
+        broker=broker, postgres=postgres, database_url=postgres.url(database), env=env, logs=logs
+    )
+    deployed.manage("migrate", "--noinput")
+    deployed.start_web()
+    deployed.start_web()
+    yield deployed
+    deployed.stop_all()
+    with psycopg.connect(postgres.url("postgres"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+@pytest.fixture
+def db_rows(deployment: Deployment):
+    """Plain SQL on the deployment's database, outside Cairn: reading through a door would
+    evaluate overdue tasks itself, and these tests are about the worker doing it."""
+
+    def query(sql: str, *params) -> list[tuple]:
+        with psycopg.connect(deployment.database_url, autocommit=True) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    return query

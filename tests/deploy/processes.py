@@ -1,0 +1,182 @@
+"""Cairn as an operator runs it: uvicorn web processes and `manage.py qcluster` workers, each a
+separate OS process, on one PostgreSQL database."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psutil
+
+from tests.deploy.postgres import PrivatePostgres, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Service:
+    name: str
+    process: subprocess.Popen
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def tree(self) -> list[psutil.Process]:
+        """This process and every process it forked (a qcluster's sentinel, workers, monitor, pusher)."""
+        try:
+            top = psutil.Process(self.pid)
+            return [top, *top.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def pusher_pid(self) -> int:
+        """The pid of a qcluster's pusher, as its log announces it."""
+        give_up = time.monotonic() + 20
+        while time.monotonic() < give_up:
+            found = re.findall(r"pushing tasks at (\d+)", self.log.read_text(errors="replace"))
+            if found:
+                return int(found[-1])
+            time.sleep(0.2)
+        raise AssertionError(f"{self.name} never started its pusher\n{self.tail()}")
+
+    def kill_all(self) -> None:
+        """SIGKILL to the whole process group, as a crash of the host process would leave it."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(timeout=10)
+
+    def terminate(self, timeout: float) -> float:
+        """SIGTERM, then the seconds until the process and all its children were gone."""
+        family = self.tree()
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=timeout)
+        psutil.wait_procs(family, timeout=max(0.1, timeout - (time.monotonic() - started)))
+        return time.monotonic() - started
+
+    def tail(self, lines: int = 40) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return f"--- {self.name} ({self.log}) ---\n" + "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class Deployment:
+    """The environment of one deployment and the services started in it."""
+
+    broker: str
+    postgres: PrivatePostgres
+    database_url: str
+    env: dict[str, str]
+    logs: Path
+    services: list[Service] = field(default_factory=list)
+    web_urls: list[str] = field(default_factory=list)
+
+    def _spawn(self, name: str, argv: list[str]) -> Service:
+        log = self.logs / f"{name}-{len(self.services)}.log"
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                argv,
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        service = Service(name, process, log)
+        self.services.append(service)
+        return service
+
+    def manage(self, *args: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, f"manage.py {' '.join(args)} failed:\n{done.stderr[-3000:]}"
+
+    def start_web(self) -> Service:
+        port = free_port()
+        service = self._spawn("web", [sys.executable, "-m", "cairn.serve", "--port", str(port)])
+        url = f"http://127.0.0.1:{port}"
+        give_up = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > give_up or service.process.poll() is not None:
+                raise RuntimeError(f"the web process did not start\n{service.tail()}")
+            time.sleep(0.2)
+        self.web_urls.append(url)
+        return service
+
+    def start_worker(self) -> Service:
+        return self._spawn("qcluster", [sys.executable, "manage.py", "qcluster"])
+
+    def workers(self) -> list[Service]:
+        return [s for s in self.services if s.name == "qcluster" and s.process.poll() is None]
+
+    def stop_all(self) -> None:
+        for service in self.services:
+            if service.process.poll() is None:
+                service.kill_all()
+
+    def tails(self) -> str:
+        return "\n".join(service.tail() for service in self.services)
+
+
+def _tcp_inodes_to(port: int) -> set[int]:
+    inodes: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if int(fields[2].rsplit(":", 1)[1], 16) == port:
+                inodes.add(int(fields[9]))
+    return inodes
+
+
+def database_sockets(processes: list[psutil.Process], port: int) -> dict[int, set[int]]:
+    """For each process, the inodes of its TCP sockets connected to the database's port."""
+    wanted = _tcp_inodes_to(port)
+    held: dict[int, set[int]] = {}
+    for process in processes:
+        try:
+            fds = list(Path(f"/proc/{process.pid}/fd").iterdir())
+        except (FileNotFoundError, PermissionError):
+            continue
+        inodes = held.setdefault(process.pid, set())
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:[") and int(target[8:-1]) in wanted:
+                inodes.add(int(target[8:-1]))
+    return held
+
+
+def shared_connections(held: dict[int, set[int]]) -> dict[int, set[int]]:
+    """The database connections (socket inodes) that more than one process holds, with their pids."""
+    owners: dict[int, set[int]] = {}
+    for pid, inodes in held.items():
+        for inode in inodes:
+            owners.setdefault(inode, set()).add(pid)
+    return {inode: pids for inode, pids in owners.items() if len(pids) > 1}
