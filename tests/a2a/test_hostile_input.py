@@ -3,7 +3,7 @@ server never answers 5xx to a client's bytes, nor shows Python's own error text.
 
 from __future__ import annotations
 
-from tests.a2a.conftest import error_of
+from tests.a2a.conftest import error_of, message
 from tests.hostile import HOSTILE, nested, says_nothing_of_python
 
 HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
@@ -36,3 +36,16 @@ def test_a_surrogate_pair_is_a_character_and_an_escaped_backslash_is_no_surrogat
         response = http.post("/api/a2a", content=content, headers=HEADERS)
         error_of(response, -32001)
         assert response.json()["id"] in ("\U0001f600", "\\ud800")
+
+
+def test_a_payload_too_deep_for_protobuf_but_within_64_levels_is_invalid_params(rpc, poster):
+    """protobuf reads a data part to 100 of its own levels, two per JSON level: past about 50
+    the SDK's parser refuses the params, which is a protocol answer too."""
+    deep: list = []
+    for _ in range(55):
+        deep = [deep]
+    sent = message({"schema": "cairn.open_task/0.1", "x": deep})
+
+    error = error_of(rpc("SendMessage", {"message": sent}, token=poster.token), -32602)
+
+    assert error["message"] == "Invalid params"

@@ -139,3 +139,44 @@ def test_a_client_that_appends_a_slash_to_the_card_url_lists_up_to_100(live_url)
         body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 100}}
         result = result_of(client.post(url, json=body, headers={"A2A-Version": "1.0"}))
     assert result["pageSize"] == 50
+
+
+def test_unrecognized_fields_and_the_extensions_header_are_ignored(rpc, poster):
+    """A2A 1.0: a server ignores fields it does not know (forward compatibility), as the TCK's
+    DM-SERIAL-005 and JSONRPC-SVC-002 send them."""
+    sent = {**message(open_task_payload()), "tckUnknownField": "should-be-ignored"}
+
+    result = result_of(
+        rpc(
+            "SendMessage",
+            {"message": sent, "tckExtraParam": 42},
+            token=poster.token,
+            headers={"A2A-Extensions": "https://example.com/ext/v1,https://example.com/ext/v2"},
+        )
+    )
+
+    assert result["task"]["status"]["state"] == "TASK_STATE_WORKING"
+
+
+def test_each_a2a_error_carries_the_error_info_of_its_condition(rpc, poster, post_task, subtests):
+    """A2A 1.0 §9.5: `error.data` is an array holding a google.rpc.ErrorInfo whose reason names
+    the condition (what the TCK's JSONRPC error-info checks read)."""
+    task = post_task(poster)
+    for method, params, version, code, reason in (
+        ("GetTask", {"id": str(uuid.uuid4())}, "1.0", -32001, "TASK_NOT_FOUND"),
+        ("CancelTask", {"id": str(task.pk)}, "1.0", -32002, "TASK_NOT_CANCELABLE"),
+        (
+            "GetTaskPushNotificationConfig",
+            {"taskId": str(task.pk), "id": "x"},
+            "1.0",
+            -32003,
+            "PUSH_NOTIFICATION_NOT_SUPPORTED",
+        ),
+        ("GetExtendedAgentCard", {}, "1.0", -32004, "UNSUPPORTED_OPERATION"),
+        ("GetTask", {"id": str(task.pk)}, "9.9", -32009, "VERSION_NOT_SUPPORTED"),
+    ):
+        with subtests.test(method=method, code=code):
+            error = error_of(rpc(method, params, version=version), code)
+            info = error["data"][0]
+            assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+            assert (info["reason"], info["domain"]) == (reason, "a2a-protocol.org")
