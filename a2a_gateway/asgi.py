@@ -17,11 +17,14 @@ from django.core import signals
 from starlette.types import Receive, Scope, Send
 
 from a2a_gateway.card import site_url
-from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply
+from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply, json_bytes
+from cairn.errors import method_not_allowed
 from cairn.hosts import host_served
 from cairn.middleware import SECURITY_HEADERS
 
 ENDPOINT_PATH = "/api/a2a"
+# Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL: the same endpoint.
+ENDPOINT_PATHS = (ENDPOINT_PATH, ENDPOINT_PATH + "/")
 CARD_PATH = "/.well-known/agent-card.json"
 # Django's middleware adds these two as well (SecurityMiddleware, XFrameOptionsMiddleware).
 RESPONSE_HEADERS = {
@@ -36,7 +39,7 @@ class ClientGone(Exception):
 
 
 def is_a2a_path(path: str) -> bool:
-    return path in (ENDPOINT_PATH, CARD_PATH)
+    return path in ENDPOINT_PATHS or path == CARD_PATH
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -102,28 +105,31 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
     headers = _headers(scope)
     host = _host(scope, headers)
     method = scope["method"]
-    allowed = ("GET", "HEAD", "POST") if scope["path"] == ENDPOINT_PATH else ("GET", "HEAD")
+    allowed = ("GET", "HEAD", "POST") if scope["path"] in ENDPOINT_PATHS else ("GET", "HEAD")
     if not host_served(host):
         reply = Reply(400, b"Bad Request: this server does not answer to that Host")
         await _send(send, reply, content_type="text/plain; charset=utf-8")
     elif method not in allowed:
-        reply = Reply(405, b"", (("Allow", ", ".join(allowed)),))
-        await _send(send, reply, content_type="text/plain; charset=utf-8")
+        refusal = method_not_allowed(method, allowed)
+        reply = Reply(405, json_bytes(refusal.as_body()), (("Allow", ", ".join(allowed)),))
+        await _send(send, reply, content_type=JSON_TYPE)
     elif method in ("GET", "HEAD"):
         reply = card_reply(_origin(scope, host), headers.get("if-none-match"))
         await _send(send, reply, content_type=JSON_TYPE, head=method == "HEAD")
     else:
-        await _answer_rpc(scope, receive, send, headers)
+        await _answer_rpc(scope, receive, send, headers, _origin(scope, host))
 
 
-async def _answer_rpc(scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+async def _answer_rpc(
+    scope: Scope, receive: Receive, send: Send, headers: dict[str, str], origin: str
+) -> None:
     await sync_to_async(signals.request_started.send)(sender=endpoint, scope=scope)
     try:
         try:
             body = await _body(receive, headers)
         except ClientGone:
             return
-        reply = await a2a_reply(path=scope["path"], headers=headers, body=body)
+        reply = await a2a_reply(path=scope["path"], headers=headers, body=body, origin=origin)
         await _send(send, reply, content_type=JSON_TYPE)
     finally:
         await sync_to_async(signals.request_finished.send)(sender=endpoint)

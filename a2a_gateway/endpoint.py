@@ -24,7 +24,7 @@ from a2a.server.routes.agent_card_routes import (
 )  # the SDK card route's ETag
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.types import InternalError, InvalidRequestError
+from a2a.types import InternalError, InvalidParamsError, InvalidRequestError
 from a2a.utils.constants import PROTOCOL_VERSION_1_0
 from a2a.utils.errors import A2AError
 from a2a.utils.version_validator import validate_version
@@ -34,16 +34,21 @@ from jsonrpc.jsonrpc2 import JSONRPC20Request
 from starlette.requests import Request as StarletteRequest
 
 from a2a_gateway.card import agent_card_json
-from a2a_gateway.handler import AGENT_STATE, RAW_PARAMS_STATE, CairnRequestHandler
+from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE, RAW_PARAMS_STATE, CairnRequestHandler
+from a2a_gateway.params_shape import misplaced_value
 from agents.auth import REALM, bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
+from cairn.json_input import InvalidJson, parse_json
 from cairn.outages import outage_refusal
 
 AUTHENTICATED_METHODS = frozenset({"SendMessage"})
 JSON_TYPE = "application/json"
 _AGENT_SCOPE = "cairn.agent"
 _PARAMS_SCOPE = "cairn.params"
+_ORIGIN_SCOPE = "cairn.origin"
+# A2A 1.0 §8.6.1: a card may be cached; five minutes keeps a deploy's new card close behind.
+CARD_CACHE_CONTROL = "public, max-age=300"
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,7 @@ class CairnContextBuilder(DefaultServerCallContextBuilder):
             context.user = AgentUser(agent)
             context.state[AGENT_STATE] = agent
         context.state[RAW_PARAMS_STATE] = request.scope.get(_PARAMS_SCOPE)
+        context.state[ORIGIN_STATE] = request.scope.get(_ORIGIN_SCOPE, "")
         return context
 
 
@@ -118,7 +124,12 @@ async def _speaks_a2a_1(context: ServerCallContext) -> None:
 
 
 def _dispatcher_request(
-    path: str, headers: Mapping[str, str], body: bytes, agent: Agent | None, params: Any
+    path: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    agent: Agent | None,
+    params: Any,
+    origin: str,
 ) -> StarletteRequest:
     sent = False
 
@@ -139,21 +150,23 @@ def _dispatcher_request(
         ],
         _AGENT_SCOPE: agent,
         _PARAMS_SCOPE: params,
+        _ORIGIN_SCOPE: origin,
     }
     return StarletteRequest(scope, receive)
 
 
-async def a2a_reply(*, path: str, headers: Mapping[str, str], body: bytes | None) -> Reply:
+async def a2a_reply(
+    *, path: str, headers: Mapping[str, str], body: bytes | None, origin: str
+) -> Reply:
     """The answer to one `POST /api/a2a`. `headers` are lower-cased; `body` is None when it was
-    over the limit (read no further, parse nothing)."""
+    over the limit (read no further, parse nothing); `origin` is the site's, for the links a
+    refusal gives."""
     if body is None:
         return _error(None, InvalidRequestError(message="Payload too large: the limit is 256 KiB"))
     try:
-        document = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError:
-        return _error(None, JSONParseError(message="the body is not UTF-8"))
-    except ValueError:
-        document = None  # the dispatcher answers -32700 with the parser's message
+        document = parse_json(body)
+    except InvalidJson as error:
+        return _error(None, JSONParseError(message=str(error)))
 
     agent = None
     envelope = _single_request(document)
@@ -181,10 +194,15 @@ async def a2a_reply(*, path: str, headers: Mapping[str, str], body: bytes | None
             await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
         except A2AError as error:
             return _error(request_id, error)
+        if "params" in document:
+            model = JsonRpcDispatcher.METHOD_TO_MODEL[method]
+            where = misplaced_value(document["params"], model.DESCRIPTOR)
+            if where is not None:
+                return _error(request_id, InvalidParamsError(message=f"{where} must be an object"))
 
     params = document.get("params") if isinstance(document, dict) else None
     answer = await DISPATCHER.handle_requests(
-        _dispatcher_request(path, headers, body, agent, params)
+        _dispatcher_request(path, headers, body, agent, params, origin)
     )
     return Reply(answer.status_code, answer.body)
 
@@ -197,8 +215,10 @@ def _card_entity(site: str) -> tuple[bytes, str]:
 
 
 def card_reply(site: str, if_none_match: str | None) -> Reply:
-    """The card as the SDK's card route serves it: a weak ETag, and 304 when the client has it."""
+    """The card as the SDK's card route serves it: a weak ETag, and 304 when the client has it;
+    cacheable for five minutes."""
     body, etag = _card_entity(site)
+    headers = (("ETag", etag), ("Cache-Control", CARD_CACHE_CONTROL))
     if if_none_match and _if_none_match_hits(if_none_match, etag):
-        return Reply(304, b"", (("ETag", etag),))
-    return Reply(200, body, (("ETag", etag),))
+        return Reply(304, b"", headers)
+    return Reply(200, body, headers)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import unicodedata
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import UTC
@@ -22,7 +23,6 @@ from a2a.types import (
     AgentCard,
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
-    ExtendedAgentCardNotConfiguredError,
     GetExtendedAgentCardRequest,
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
@@ -54,8 +54,9 @@ from google.protobuf.json_format import MessageToDict
 from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
 from a2a_gateway.translate import data_of, refusal_message, task_from_body, task_from_view
 from agents.models import Agent
-from cairn.errors import ErrorCode, Refusal
+from cairn.errors import ErrorCode, Issue, Refusal
 from cairn.outages import outage_refusal
+from cairn.schema_views import published_schema_url
 from tasks.models import TaskStatus as CairnStatus
 from tasks.selectors import task_get, task_page, task_view
 
@@ -65,7 +66,12 @@ logger = logging.getLogger(__name__)
 AGENT_STATE = "cairn.agent"  # the Agent of a valid Bearer token, when the method needs one
 RAW_PARAMS_STATE = "cairn.params"  # `params` as sent, before the SDK parsed them into a proto
 
-MAX_PAGE_SIZE = 50
+ORIGIN_STATE = "cairn.origin"  # the site's origin, for the links a refusal gives
+
+MAX_PAGE_SIZE = 50  # a page holds at most this many tasks
+MAX_REQUESTED_PAGE_SIZE = 100  # what A2A lets a client ask for
+MAX_MESSAGE_ID = 128
+PART_KINDS = {"text": "text", "raw": "file", "url": "file", "data": "data", None: "empty"}
 STATUS_FILTERS: dict[int, frozenset[str] | None] = {
     TaskState.TASK_STATE_UNSPECIFIED: None,
     TaskState.TASK_STATE_WORKING: frozenset({CairnStatus.WORKING}),
@@ -108,22 +114,41 @@ def _is_uuid(text: str) -> bool:
         return False
 
 
+def _is_message_id(text: str) -> bool:
+    """1..128 characters, none a control character: any id a client makes (the SDKs send UUIDs)."""
+    return 1 <= len(text) <= MAX_MESSAGE_ID and not any(
+        unicodedata.category(char) == "Cc" for char in text
+    )
+
+
 def _check_message(message: Message) -> None:
     """The shape of a message Cairn can read (SPEC §8.2); what its payload says is for the services."""
-    if not _is_uuid(message.message_id):
-        raise InvalidParamsError(message="messageId must be a UUID (it is the operation id)")
+    if not _is_message_id(message.message_id):
+        raise InvalidParamsError(
+            message=f"messageId must be 1 to {MAX_MESSAGE_ID} characters without control characters (it is the operation id)"
+        )
     if message.role != Role.ROLE_USER:
         raise InvalidParamsError(message="role must be ROLE_USER")
-    if len(message.parts) != 1:
-        raise InvalidParamsError(
-            message="a message carries exactly one part, a data part with the payload"
-        )
-    if message.parts[0].WhichOneof("content") != "data":
-        raise InvalidParamsError(message="the part must be a data part holding the JSON payload")
+    if not message.parts:
+        raise InvalidParamsError(message="a message needs a part: one data part with the payload")
     if message.context_id and message.context_id != message.task_id:
         raise InvalidParamsError(
             message="contextId must be empty or equal to taskId (a task's id is its context)"
         )
+
+
+def _payload_part_refusal(
+    message: Message, operation: SendMessageOperation, origin: str
+) -> Refusal:
+    """A message that is not exactly one data part is refused as an invalid payload, not as a
+    protocol error, so a generic client (or an LLM saying "hello") learns what Cairn reads."""
+    kinds = ", ".join(PART_KINDS[part.WhichOneof("content")] for part in message.parts)
+    url = published_schema_url(operation.payload_model, origin=origin)
+    text = (
+        f"send exactly one data part holding a {operation.schema_name} payload "
+        f"(JSON Schema: {url}); this message has {len(message.parts)} part(s): {kinds}"
+    )
+    return Refusal(ErrorCode.INVALID_PAYLOAD, text, [Issue("", ErrorCode.INVALID_PAYLOAD, text)])
 
 
 def _declared_client(message: Message) -> str:
@@ -197,6 +222,11 @@ class CairnRequestHandler(RequestHandler):
         if agent is None:  # the view answers 401 before this; never run a write without an agent
             raise InvalidRequestError(message="a valid Bearer token is required for SendMessage")
         operation = self.operation_for(message)
+        if len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":
+            if message.task_id:  # an unknown task is -32001 whatever the message holds
+                await sync_to_async(_task)(message.task_id)
+            refusal = _payload_part_refusal(message, operation, context.state.get(ORIGIN_STATE, ""))
+            return refusal_message(refusal, task_id=message.task_id)
         try:
             result = await sync_to_async(operation.perform)(
                 agent=agent,
@@ -227,11 +257,15 @@ class CairnRequestHandler(RequestHandler):
         _no_tenant(params)
         validate_history_length(params)
         statuses = _status_filter(params, context.state.get(RAW_PARAMS_STATE))
-        page_size = (
+        requested = (
             params.page_size if params.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
         )
-        if not 1 <= page_size <= MAX_PAGE_SIZE:
-            raise InvalidParamsError(message=f"pageSize must be between 1 and {MAX_PAGE_SIZE}")
+        if not 1 <= requested <= MAX_REQUESTED_PAGE_SIZE:
+            raise InvalidParamsError(
+                message=f"pageSize must be between 1 and {MAX_REQUESTED_PAGE_SIZE}"
+            )
+        # A2A lets a server return fewer than asked; the response says how many a page holds.
+        page_size = min(requested, MAX_PAGE_SIZE)
         after = (
             params.status_timestamp_after.ToDatetime(tzinfo=UTC)
             if params.HasField("status_timestamp_after")
@@ -293,7 +327,10 @@ class CairnRequestHandler(RequestHandler):
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
-        raise ExtendedAgentCardNotConfiguredError(message="the public card is the whole card")
+        # A2A 1.0 §3.3.4: a card that declares no extended card makes this operation unsupported.
+        raise UnsupportedOperationError(
+            message="this agent declares no extended card: the public card is the whole card"
+        )
 
 
 def _task(task_id: str) -> Task:

@@ -7,4 +7,6 @@ from a2a_gateway import views
 urlpatterns = [
     path(".well-known/agent-card.json", views.agent_card, name="a2a-agent-card"),
     path("api/a2a", views.a2a_endpoint, name="a2a-endpoint"),
+    # Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL.
+    path("api/a2a/", views.a2a_endpoint),
 ]

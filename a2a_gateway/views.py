@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from a2a_gateway.card import site_url
-from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply
+from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply, json_bytes
+from cairn.errors import method_not_allowed
 
 
 def _response(reply: Reply) -> HttpResponse:
@@ -34,11 +35,16 @@ def _body(request: HttpRequest) -> bytes | None:
     return None if len(body) > limit else body
 
 
+def _not_allowed(request: HttpRequest, allowed: tuple[str, ...]) -> HttpResponse:
+    refusal = method_not_allowed(request.method or "", allowed)
+    return _response(Reply(405, json_bytes(refusal.as_body()), (("Allow", ", ".join(allowed)),)))
+
+
 @csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
 def agent_card(request: HttpRequest) -> HttpResponse:
     """`GET /.well-known/agent-card.json` (and `GET /api/a2a`): the card, served as the SDK's card route does."""
     if request.method not in ("GET", "HEAD"):
-        return HttpResponseNotAllowed(["GET", "HEAD"])
+        return _not_allowed(request, ("GET", "HEAD"))
     return _response(card_reply(site_url(request), request.headers.get("If-None-Match")))
 
 
@@ -48,6 +54,9 @@ async def a2a_endpoint(request: HttpRequest) -> HttpResponse:
     if request.method in ("GET", "HEAD"):
         return agent_card(request)
     if request.method != "POST":
-        return HttpResponseNotAllowed(["GET", "HEAD", "POST"])
+        return _not_allowed(request, ("GET", "HEAD", "POST"))
     headers = {key.lower(): value for key, value in request.headers.items()}
-    return _response(await a2a_reply(path=request.path, headers=headers, body=_body(request)))
+    reply = await a2a_reply(
+        path=request.path, headers=headers, body=_body(request), origin=site_url(request)
+    )
+    return _response(reply)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from cairn.errors import ErrorCode, Refusal
+from cairn.errors import ErrorCode, Refusal, method_not_allowed
 from cairn.outages import outage_refusal
 
 STATUS_BY_CODE: dict[ErrorCode, int] = {
@@ -32,6 +32,7 @@ STATUS_BY_CODE: dict[ErrorCode, int] = {
     ErrorCode.INVALID_QUERY: 400,
     ErrorCode.INVALID_JSON: 400,
     ErrorCode.NOT_FOUND: 404,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.UNAVAILABLE: 503,
@@ -68,7 +69,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     refusal = _as_refusal(exc)
     if refusal is not None:
         return refusal_response(refusal)
-    response = drf_exception_handler(exc, context)
-    if response is not None and response.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
-        response.data = {"error": {"code": "method_not_allowed", "message": str(exc), "issues": []}}
-    return response
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        view = context["view"]
+        return refusal_response(method_not_allowed(context["request"].method, view.allowed_methods))
+    return drf_exception_handler(exc, context)

@@ -6,7 +6,6 @@ Each helper refuses with the SPEC §6 code for its part of the wire (400 `invali
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections.abc import Collection
@@ -20,6 +19,7 @@ from rest_framework.response import Response
 
 from agents.services import WriteResult
 from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
+from cairn.json_input import InvalidJson, parse_json
 
 PAGE_KEYS = ("mode", "limit", "cursor")
 DEFAULT_MODE = "all"
@@ -29,7 +29,6 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,200}")
 _DIGITS = re.compile(r"[0-9]{1,3}")
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -73,10 +72,6 @@ def query_page(request: Request, *, modes: Collection[str]) -> PageQuery:
     return PageQuery(mode=mode, limit=limit, cursor=params.get("cursor") or None)
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def json_body(request: Request) -> Any:
     """The body parsed as JSON, whatever its Content-Type claims; any JSON value is returned as is
     (a payload that is not an object is the service's to refuse, with `invalid_payload`)."""
@@ -88,13 +83,9 @@ def json_body(request: Request) -> Any:
             ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {limit // 1024} KiB"
         ) from None
     try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-        if _SURROGATE_ESCAPE.search(raw):
-            # "\ud800" alone is valid JSON syntax but no Unicode text: nothing could store or hash it.
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except (UnicodeError, ValueError, RecursionError):
-        raise Refusal(ErrorCode.INVALID_JSON, "the body is not valid JSON (UTF-8)") from None
-    return value
+        return parse_json(raw)
+    except InvalidJson as error:
+        raise Refusal(ErrorCode.INVALID_JSON, str(error)) from None
 
 
 def operation_id(request: Request) -> str:

@@ -5,7 +5,13 @@
 
 from django.urls import path
 
-from cairn.schema_views import PUBLISHED_SCHEMAS, SCHEMA_PATH, openapi_view, schema_document
+from cairn.schema_views import (
+    PUBLISHED_SCHEMAS,
+    SCHEMA_PATH,
+    openapi_view,
+    schema_document,
+    schema_index,
+)
 from calls.apis import CallAnswerApi, CallDetailApi, CallListApi
 from tasks.apis import ContributionCreateApi, TaskDetailApi, TaskListApi, TaskMineApi
 
@@ -24,6 +30,7 @@ urlpatterns = [
         "api/a2a-calls/<str:call_id>/responses", CallAnswerApi.as_view(), name="api-call-responses"
     ),
     path("api/openapi.json", openapi_view, name="api-openapi"),
+    path(SCHEMA_PATH.lstrip("/"), schema_index, name="schema-index"),
     *(
         path(SCHEMA_PATH.lstrip("/") + name, schema_document, {"name": name}, name=f"schema-{name}")
         for name in PUBLISHED_SCHEMAS

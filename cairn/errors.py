@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -28,6 +29,7 @@ class ErrorCode(StrEnum):
     TASK_CLOSED = "task_closed"
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     NOT_FOUND = "not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
     INVALID_QUERY = "invalid_query"
     INVALID_JSON = "invalid_json"
     PAYLOAD_TOO_LARGE = "payload_too_large"
@@ -80,3 +82,11 @@ def refuse_if(issues: list[Issue]) -> None:
     if len(issues) > 1:
         message += f" (and {len(issues) - 1} more)"
     raise Refusal(first.code, message, list(issues))
+
+
+def method_not_allowed(method: str, allowed: Iterable[str]) -> Refusal:
+    """A request with a method the path does not take; the door also names them in `Allow`."""
+    return Refusal(
+        ErrorCode.METHOD_NOT_ALLOWED,
+        f"{method} is not allowed here (allowed: {', '.join(allowed)})",
+    )

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
@@ -55,6 +56,27 @@ def published_schema(name: str, *, origin: str) -> dict[str, Any]:
     return model_schema(PUBLISHED_SCHEMAS[name], schema_id=f"{origin}{SCHEMA_PATH}{name}")
 
 
+def published_schema_url(model: type[BaseModel], *, origin: str) -> str:
+    """Where this site publishes the JSON Schema of `model`, one of `PUBLISHED_SCHEMAS`."""
+    name = next(name for name, published in PUBLISHED_SCHEMAS.items() if published is model)
+    return f"{origin}{SCHEMA_PATH}{name}"
+
+
+@csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
+@require_safe
+def schema_index(request: HttpRequest) -> JsonResponse:
+    """`GET /schemas/a2a/`: what is published there, so a client can find each schema by name."""
+    origin = site_origin(request)
+    schemas = []
+    for name in PUBLISHED_SCHEMAS:
+        url = f"{origin}{SCHEMA_PATH}{name}"
+        schemas.append(
+            {"name": name, "$id": published_schema(name, origin=origin)["$id"], "url": url}
+        )
+    return JsonResponse({"schemas": schemas}, json_dumps_params={"indent": 2})
+
+
+@csrf_exempt
 @require_safe
 def schema_document(request: HttpRequest, name: str) -> JsonResponse:
     return JsonResponse(
@@ -192,6 +214,7 @@ class _Route:
     refusals: tuple[ErrorCode, ...]
     parameters: tuple[str, ...] = ()
     body: str | None = None
+    body_required: bool = True
     token: bool = False
 
 
@@ -201,7 +224,7 @@ _ROUTES: tuple[_Route, ...] = (
         "Issue an agent token (shown once). Rate-limited per client address.",
         201, "Registered",
         (ErrorCode.PAYLOAD_TOO_LARGE, ErrorCode.INVALID_JSON, ErrorCode.INVALID_PAYLOAD, ErrorCode.RATE_LIMITED),
-        body="RegistrationPayload",
+        body="RegistrationPayload", body_required=False,
     ),
     _Route(
         "/api/a2a-tasks", "get", "tasks_list",
@@ -394,7 +417,10 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
                 {"$ref": f"#/components/parameters/{name}"} for name in route.parameters
             ]
         if route.body:
-            operation["requestBody"] = {"required": True, "content": _json(_ref(route.body))}
+            operation["requestBody"] = {
+                "required": route.body_required,
+                "content": _json(_ref(route.body)),
+            }
         operation["security"] = [{"bearer": []}] if route.token else []
         paths.setdefault(route.path, {})[route.method] = operation
     return {
@@ -419,6 +445,7 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
     }
 
 
+@csrf_exempt
 @require_safe
 def openapi_view(request: HttpRequest) -> JsonResponse:
     return JsonResponse(

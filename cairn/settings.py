@@ -58,6 +58,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "cairn.middleware.SecurityHeadersMiddleware",
     "cairn.middleware.OutageMiddleware",
+    "cairn.api_fallback.ApiJsonMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -21,9 +21,12 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.responses import PlainTextResponse
-from starlette.types import Receive, Scope, Send
+from mcp.types import PARSE_ERROR, ErrorData, JSONRPCError
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.types import Message, Receive, Scope, Send
 
+from cairn.errors import method_not_allowed
+from cairn.json_input import InvalidJson, parse_json
 from mcp_door.server import server
 
 PATH = "/api/mcp"
@@ -81,11 +84,8 @@ class McpEndpoint:
         if scope["method"] != "POST":
             # Stateless: no session to delete and no stream of server messages to open (MCP lets a
             # server answer GET with 405); an idle GET stream would only hold a connection open.
-            response = PlainTextResponse(
-                "Method Not Allowed: POST MCP messages here",
-                status_code=405,
-                headers={"Allow": "POST"},
-            )
+            refusal = method_not_allowed(scope["method"], ["POST"])
+            response = JSONResponse(refusal.as_body(), status_code=405, headers={"Allow": "POST"})
             await response(scope, receive, send)
             return
         if self._manager is None:
@@ -95,7 +95,47 @@ class McpEndpoint:
             )
             await response(scope, receive, send)
             return
-        await self._manager.handle_request(scope, receive, send)
+        received, body = await _read_body(receive)
+        if body is not None:
+            try:
+                parse_json(body)
+            except InvalidJson as error:
+                await _parse_error(str(error))(scope, receive, send)
+                return
+        replay = iter(received)
+
+        async def replayed() -> Message:
+            return next(replay, None) or await receive()
+
+        await self._manager.handle_request(scope, replayed, send)
+
+
+async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
+    """The messages read, and the whole body when it arrived within the limit (else None: the
+    SDK, reading on, refuses an oversize body itself)."""
+    received: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        received.append(message)
+        if message["type"] != "http.request":
+            return received, None
+        size += len(message.get("body", b""))
+        if size > MAX_BODY_BYTES:
+            return received, None
+        if not message.get("more_body", False):
+            return received, b"".join(item.get("body", b"") for item in received)
+
+
+def _parse_error(text: str) -> Response:
+    """Bytes that are not JSON, by the rule every door shares (deeper than 64 levels, a lone
+    surrogate): a JSON-RPC parse error, as the SDK answers any other unparsable body."""
+    error = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message=text))
+    return Response(
+        error.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=400,
+        media_type="application/json",
+    )
 
 
 endpoint = McpEndpoint()

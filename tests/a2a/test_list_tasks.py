@@ -41,17 +41,20 @@ def expected_order(**filters) -> list[str]:
 
 
 def walk(rpc, page_size: int, **params) -> list[str]:
+    """Every page of one filter. A page holds at most 50 tasks, however many are asked for, and
+    says the size it used."""
+    used = min(page_size, 50)
     seen, token, pages = [], "", 0
     while True:
         result = result_of(rpc("ListTasks", {**params, "pageSize": page_size, "pageToken": token}))
         pages += 1
-        assert result["pageSize"] == page_size
-        assert len(result["tasks"]) <= page_size
+        assert result["pageSize"] == used
+        assert len(result["tasks"]) <= used
         seen += [task["id"] for task in result["tasks"]]
         token = result["nextPageToken"]
         if token == "":
             return seen
-        assert len(result["tasks"]) == page_size
+        assert len(result["tasks"]) == used
         assert pages <= 200, "the walk does not end"
 
 
@@ -63,7 +66,7 @@ def test_every_walk_sees_every_task_once_in_order(rpc, many_tasks):
     )
     assert shared == 40 + math.ceil((OPEN - 40) / 7), "many tasks share a timestamp"
 
-    for page_size in (1, 7, 50):
+    for page_size in (1, 7, 50, 100):
         for status, expected in [
             (None, expected_order()),
             ("TASK_STATE_WORKING", expected_order(status=TaskStatus.WORKING)),
@@ -84,6 +87,10 @@ def test_page_size_total_size_filters_and_artifacts(rpc, many_tasks):
     assert (working["pageSize"], len(working["tasks"]), working["totalSize"]) == (50, 50, OPEN)
     assert working["nextPageToken"] != ""
     assert completed == {"tasks": [], "nextPageToken": "", "pageSize": 50, "totalSize": 0}
+    for asked in (51, 100):  # A2A allows up to 100; a page holds 50 and says so
+        more = result_of(rpc("ListTasks", {"status": "TASK_STATE_WORKING", "pageSize": asked}))
+        assert (more["pageSize"], more["totalSize"]) == (50, OPEN)
+        assert [t["id"] for t in more["tasks"]] == [t["id"] for t in working["tasks"]]
 
     ordered = expected_order(status=TaskStatus.WORKING)
     pivot = Task.objects.get(pk=ordered[30])

@@ -12,6 +12,7 @@ from agents.models import AuditEntry
 from tasks.models import Task
 from tasks.selectors import task_get, task_view
 from tests.factories import open_task_request
+from tests.hostile import HOSTILE, nested, says_nothing_of_python
 from tests.mcp.conftest import call
 
 READ_TOOLS = {"cairn_a2a_tasks", "cairn_a2a_task"}
@@ -212,6 +213,19 @@ def test_it_takes_only_post(live_url):
             method, live_url + "/api/mcp", headers={"Accept": "text/event-stream"}, timeout=20
         )
         assert (response.status_code, response.headers["Allow"]) == (405, "POST")
+        assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_bytes_that_are_not_json_are_a_json_rpc_parse_error(live_url, subtests):
+    """The same rule as every door (SPEC §8.2): deeper than 64 levels or a lone surrogate is no
+    JSON, whatever Python's or the SDK's parser would make of it."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    for name, content in {**HOSTILE, "65 levels": nested(65)}.items():
+        with subtests.test(name=name):
+            response = httpx.post(live_url + "/api/mcp", content=content, headers=headers)
+            assert response.status_code == 400
+            assert response.json()["error"]["code"] == -32700
+            assert says_nothing_of_python(response.content)
 
 
 def test_without_the_asgi_lifespan_it_says_what_is_missing():

@@ -1,0 +1,61 @@
+"""Every answer under `/api/` is JSON (SPEC §1), including the ones no API view wrote.
+
+An unknown path never reaches a view, and Django's own 404 (or its debug page) and 405 are HTML or
+empty. This middleware, outside the others, rewrites exactly those into the SPEC §6 body, keeping
+`Allow` and the headers set so far; any answer that is already JSON passes untouched.
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from cairn.errors import ErrorCode, Refusal, method_not_allowed
+
+API_PREFIX = "/api/"
+OPENAPI_PATH = "/api/openapi.json"
+
+
+def _is_json(response: HttpResponse) -> bool:
+    return response.get("Content-Type", "").split(";")[0].strip().endswith("json")
+
+
+def as_api_answer(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    if (
+        not request.path.startswith(API_PREFIX)
+        or response.status_code not in (404, 405)
+        or _is_json(response)
+    ):
+        return response
+    if response.status_code == 404:
+        refusal = Refusal(ErrorCode.NOT_FOUND, f"nothing is at this path (see {OPENAPI_PATH})")
+    else:
+        allowed = [method.strip() for method in response.get("Allow", "").split(",")]
+        refusal = method_not_allowed(request.method or "", [m for m in allowed if m])
+    answer = JsonResponse(refusal.as_body(), status=response.status_code)
+    for name, value in response.items():  # Allow, and the security headers already set
+        if name.lower() not in ("content-type", "content-length"):
+            answer[name] = value
+    answer["Content-Length"] = str(len(answer.content))
+    return answer
+
+
+class ApiJsonMiddleware:
+    """Sync and async capable, like the security headers it sits beside."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self._async = iscoroutinefunction(get_response)
+        if self._async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self._async:
+            return self._acall(request)
+        return as_api_answer(request, self.get_response(request))
+
+    async def _acall(self, request):
+        return as_api_answer(request, await self.get_response(request))
