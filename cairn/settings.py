@@ -46,8 +46,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "django_q",
+    # Before django_q: `cairn` provides the qcluster command (cairn/worker.py).
     "cairn",
+    "django_q",
     "agents",
     "tasks",
     "calls",

@@ -38,15 +38,15 @@ class Service:
         except psutil.NoSuchProcess:
             return []
 
-    def pusher_pid(self) -> int:
-        """The pid of a qcluster's pusher, as its log announces it."""
+    def announced_pids(self, role: str, count: int) -> list[int]:
+        """The pids a qcluster's log announces for a role ("pushing tasks", "ready for work")."""
         give_up = time.monotonic() + 20
         while time.monotonic() < give_up:
-            found = re.findall(r"pushing tasks at (\d+)", self.log.read_text(errors="replace"))
-            if found:
-                return int(found[-1])
+            found = re.findall(rf"{role} at (\d+)", self.log.read_text(errors="replace"))
+            if len(found) >= count:
+                return [int(pid) for pid in found[:count]]
             time.sleep(0.2)
-        raise AssertionError(f"{self.name} never started its pusher\n{self.tail()}")
+        raise AssertionError(f"{self.name} never announced {count} x {role!r}\n{self.tail()}")
 
     def kill_all(self) -> None:
         """SIGKILL to the whole process group, as a crash of the host process would leave it."""

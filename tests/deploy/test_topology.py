@@ -112,9 +112,8 @@ def test_tasks_nobody_reads_are_evaluated_once_within_a_minute(deployment, db_ro
             assert response.status_code == 201, response.text
 
     # A process of the cluster that dies is replaced by a fork of its sentinel, which must not
-    # inherit the sentinel's connection. The pusher is the one to kill: an idle worker holds the
-    # lock of django-q2's in-memory task queue, and a worker killed with it wedges its cluster.
-    pusher = deployment.workers()[0].pusher_pid()
+    # inherit the sentinel's connection.
+    (pusher,) = deployment.workers()[0].announced_pids("pushing tasks", 1)
     os.kill(pusher, signal.SIGKILL)
 
     rows = _wait_evaluated(db_rows, ids, timeout=25 + PROMISED_LAG_S + 30)
@@ -139,6 +138,28 @@ def test_tasks_nobody_reads_are_evaluated_once_within_a_minute(deployment, db_ro
     assert outcomes == {"resolved": 10, "unresolved": 20}
     _assert_counts_exact(db_rows)
     _assert_no_shared_connections(deployment)
+
+
+def test_a_cluster_whose_idle_workers_were_killed_keeps_evaluating(deployment, db_rows):
+    """An idle worker holds the read lock of its cluster's in-memory task queue; killing it there
+    must not leave the cluster's other and new workers waiting on that lock forever."""
+    for worker in deployment.workers():
+        worker.terminate(timeout=15)
+    cluster = deployment.start_worker()
+    for pid in cluster.announced_pids("ready for work", 2):
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(2)
+    ids = _post_tasks(deployment, 6, first_s=5, last_s=8)
+
+    rows = _wait_evaluated(db_rows, ids, timeout=8 + PROMISED_LAG_S + 30)
+    lags = [(row[2] - row[1]).total_seconds() for row in rows if row[2] is not None]
+    print(
+        f"\n[{deployment.broker}] one qcluster, its idle workers killed: {_lag_figures(lags) if lags else 'none evaluated'}"
+    )
+    assert len(lags) == len(ids), (
+        f"{len(ids) - len(lags)} of {len(ids)} tasks still open\n{cluster.tail()}"
+    )
+    assert max(lags) <= PROMISED_LAG_S, f"evaluated late: {_lag_figures(lags)}"
 
 
 def test_killed_workers_catch_up_within_a_minute_of_a_restart(deployment, db_rows):
