@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+import warnings
 import xml.etree.ElementTree as ET
 from datetime import timedelta
 
@@ -279,6 +280,18 @@ def test_stylesheet_is_served_and_needs_no_script(http):
     assert css.status_code == 200
     assert "prefers-color-scheme: dark" in css.text
     assert "system-ui" in css.text
+
+
+def test_static_files_are_sent_without_the_sync_iterator_warning(http):
+    # The live server runs in this process, so a warning it raises is caught here.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        css = http.get("/static/cairn.css")
+        head = http.head("/static/cairn.css")
+
+    assert css.status_code == 200 and "system-ui" in css.text
+    assert head.status_code == 200 and head.content == b""
+    assert [str(w.message) for w in caught if "StreamingHttpResponse" in str(w.message)] == []
 
 
 # --- time left, rendered on the server --------------------------------------------------------------
