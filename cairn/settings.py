@@ -34,6 +34,12 @@ _default_hosts = [urlsplit(CAIRN_SITE_URL).hostname] if CAIRN_SITE_URL else []
 if DEBUG:
     _default_hosts += ["localhost", "127.0.0.1", "[::1]"]
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", _default_hosts)
+if not ALLOWED_HOSTS:
+    # Django would start and then answer every request 400: say so now instead.
+    raise ImproperlyConfigured(
+        "CAIRN_SITE_URL (or ALLOWED_HOSTS) must be set when DEBUG is false: "
+        "it names the host this site answers to"
+    )
 if CAIRN_SITE_URL:
     CSRF_TRUSTED_ORIGINS = [CAIRN_SITE_URL]
 
