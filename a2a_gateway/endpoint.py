@@ -26,7 +26,7 @@ from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import InvalidRequestError
 from a2a.utils.constants import PROTOCOL_VERSION_1_0
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2AError, VersionNotSupportedError
 from a2a.utils.version_validator import validate_version
 from asgiref.sync import sync_to_async
 from jsonrpc.exceptions import JSONRPCException
@@ -43,6 +43,8 @@ AUTHENTICATED_METHODS = frozenset({"SendMessage"})
 JSON_TYPE = "application/json"
 _AGENT_SCOPE = "cairn.agent"
 _PARAMS_SCOPE = "cairn.params"
+# The SDK reads a missing header as 0.3 and names that version; a client needs to hear the header is missing.
+MISSING_VERSION = f"the A2A-Version header is missing: send `A2A-Version: {PROTOCOL_VERSION_1_0}`"
 
 
 @dataclass(frozen=True)
@@ -172,8 +174,10 @@ async def a2a_reply(*, path: str, headers: Mapping[str, str], body: bytes | None
                 return Reply(reply.status, reply.body, (("WWW-Authenticate", REALM),))
         try:
             await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
-        except A2AError as error:
-            return _error(request_id, error)
+        except A2AError as refused:
+            if not headers.get("a2a-version", "").strip():
+                return _error(request_id, VersionNotSupportedError(message=MISSING_VERSION))
+            return _error(request_id, refused)
 
     params = document.get("params") if isinstance(document, dict) else None
     answer = await DISPATCHER.handle_requests(
