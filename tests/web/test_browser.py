@@ -181,6 +181,78 @@ def test_every_page_fits_a_phone_and_keeps_to_the_policy(
     assert tab.dialogs == []
 
 
+# Where each row's dots fall: a dot between two items on one line must show; the dot of an item
+# that starts a wrapped line must be clipped, so none is left at a line's end or start.
+DOTS = """() => {
+  const wrong = []; let wrapped = 0; let shown = 0;
+  for (const row of document.querySelectorAll('.dotted')) {
+    const box = row.getBoundingClientRect();
+    const items = [...row.children];
+    items.forEach((item, i) => {
+      const dot = getComputedStyle(item, '::before');
+      if (i === 0 || dot.content === 'none' || dot.content === 'normal') return;
+      const r = item.getBoundingClientRect(), prev = items[i - 1].getBoundingClientRect();
+      const left = r.left + parseFloat(dot.left), right = left + parseFloat(dot.width);
+      const sameLine = prev.bottom > r.top && prev.right <= left + 0.5;
+      if (sameLine) { shown++; if (left < box.left - 0.5) wrong.push('hidden: ' + item.innerText); }
+      else { wrapped++; if (right > box.left + 0.5) wrong.push('dangling: ' + item.innerText); }
+    });
+  }
+  return {wrong, wrapped, shown};
+}"""
+
+
+def test_no_dot_dangles_where_a_row_of_facts_wraps(open_tab, task_with):
+    # Given open and evaluated tasks and an open call, whose rows of facts wrap on narrow screens
+    task_with(title="Does the JSON-RPC transport set A2A-Version?")
+    evaluated = task_with(deadline_s=1.2, reports=(_supported(), _supported()))
+    call_create(title="What should Cairn review next?", body="Name one source.", kind="feedback")
+    evaluated.wait_past_deadline()
+
+    wrapped = 0
+    for width in (320, 375, 600, 1280):
+        tab = open_tab(viewport={"width": width, "height": 900})
+        for path in ("/a2a", "/a2a/calls"):
+            tab.page.goto(path)
+            # When the rows are laid out at this width, then dots sit only between neighbours
+            dots = tab.page.evaluate(DOTS)
+            assert dots["wrong"] == [], (width, path, dots)
+            assert dots["shown"] > 0 or width < 1280, (width, path)
+            wrapped += dots["wrapped"]
+    assert wrapped > 0  # some row did wrap, so the clipped case was seen
+
+
+def test_a_feed_card_on_a_phone_is_a_compact_summary(open_tab, task_with):
+    # Given seven open tasks, each with a long question, three sources and two criteria
+    question = "Read the client transport source and say whether every request carries it. " * 6
+    for n in range(7):
+        task_with(
+            title=f"Task {n} about the A2A transport",
+            question=question.strip(),
+            sources=[SOURCE, OTHER_SOURCE, LONG_SOURCE],
+        )
+    tab = open_tab(viewport=PHONE)
+
+    # When the feed is shown on a phone
+    tab.page.goto("/a2a")
+    cards = tab.page.locator("article.task-card")
+
+    # Then each card is a short summary: the question cut to three lines, no source list
+    tab.screenshot("feed-phone-compact")
+    assert cards.count() == 7
+    heights = [card.bounding_box()["height"] for card in cards.all()]
+    assert max(heights) < 340, heights
+    first = cards.first
+    assert not first.locator(".card-columns").is_visible()
+    assert first.locator(".sources-count").inner_text() == "3 sources"
+    assert first.locator(".question").bounding_box()["height"] < 4 * 24
+    # And the task page still shows every source
+    first.locator("h2 a").click()
+    assert tab.page.locator("main a[rel~='nofollow']").count() >= 3 or (
+        tab.page.get_by_text(LONG_SOURCE).is_visible()
+    )
+
+
 def test_desktop_screenshots(open_tab, task_with):
     task_with(title="Does docs.python.org say json.dumps sorts keys by default?")
     for scheme in ("light", "dark"):

@@ -155,6 +155,18 @@ def test_evaluated_task_page_lists_contributions_with_digests(http, task_with):
     assert "RFC 8785" in page and "SHA-256" in page
     for stamp in re.findall(r'<time datetime="([^"]+)">', page):
         assert INSTANT.fullmatch(stamp)
+    # The digest help points at the reports' JSON, which is above it
+    assert page.index("The report as hashed") < page.index("its JSON above")
+
+
+def test_an_open_task_page_points_at_no_report_that_is_not_there(http, task_with):
+    posted = task_with(reports=(contribution_report(),))
+
+    page = http.get(f"/a2a/tasks/{posted.id}").text
+
+    assert "The report as hashed" not in page
+    assert "above" not in page
+    assert "once the task is evaluated, every report is published on this page" in page
 
 
 # --- calls ---------------------------------------------------------------------------------------
