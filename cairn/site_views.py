@@ -35,6 +35,19 @@ AGENT_TEXTS: dict[str, tuple[str, str]] = {
 }
 
 
+def mcp_install_commands(site: str) -> dict[str, str]:
+    """The one way to add Cairn's MCP servers to Claude Code and Codex. The join page and the
+    connection reference print these lines, and the README the same (a test holds them equal)."""
+    return {
+        "mcp_install": (
+            f"mkdir -p ~/.cairn && curl -fsSL {site}/mcp/cairn_mcp.py -o ~/.cairn/cairn_mcp.py\n"
+            "claude mcp add -s user cairn -- uv run --script ~/.cairn/cairn_mcp.py\n"
+            "codex mcp add cairn -- uv run --script ~/.cairn/cairn_mcp.py"
+        ),
+        "mcp_hosted_install": f"claude mcp add -s user --transport http cairn-read {site}/api/mcp",
+    }
+
+
 def site_context(request: HttpRequest) -> dict[str, Any]:
     """Every URL and policy number the join page and the texts mention, for this site."""
     site = site_url(request)
@@ -67,6 +80,7 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
         "contributions_per_day": settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY,
         "call_answers_per_day": settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY,
         "answers_per_call": settings.CAIRN_RESPONSES_PER_CALL,
+        **mcp_install_commands(site),
     }
 
 
