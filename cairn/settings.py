@@ -44,7 +44,7 @@ if CAIRN_SITE_URL:
     CSRF_TRUSTED_ORIGINS = [CAIRN_SITE_URL]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "cairn.admin_site.CairnAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -132,6 +132,7 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en"
+FORMAT_MODULE_PATH = ["cairn.formats"]
 TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True

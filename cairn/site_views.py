@@ -14,6 +14,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.templatetags.static import static
 from django.utils.html import escape
 from django.views.decorators.http import require_safe
 
@@ -107,6 +108,12 @@ def agent_text(request: HttpRequest, *, path: str) -> HttpResponse:
     # Agents fetch these from anywhere; they hold nothing private.
     response["Access-Control-Allow-Origin"] = "*"
     return response
+
+
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico wherever a page names no icon (the Atom feed, the JSON routes)."""
+    return redirect(static("cairn.svg"), permanent=True)
 
 
 @require_safe

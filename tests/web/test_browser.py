@@ -264,21 +264,27 @@ def test_desktop_screenshots(open_tab, task_with):
         assert tab.console_errors == []
 
 
-def test_admin_works_under_the_content_security_policy(open_tab, task_with, settings):
-    # Given a keeper account and a task
+def _keeper_tab(open_tab, settings):
+    """A desktop tab logged in as the keeper."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     get_user_model().objects.create_superuser(
         "keeper", "keeper@example.org", "a long keeper password"
     )
-    posted = task_with()
     tab = open_tab(viewport=DESKTOP)
-
-    # When the keeper logs in and opens the task list and a task
     tab.page.goto("/admin/login/")
     tab.page.fill("#id_username", "keeper")
     tab.page.fill("#id_password", "a long keeper password")
     tab.page.click("input[type=submit]")
     tab.page.wait_for_url("**/admin/")
+    return tab
+
+
+def test_admin_works_under_the_content_security_policy(open_tab, task_with, settings):
+    # Given a keeper account and a task
+    posted = task_with()
+
+    # When the keeper logs in and opens the task list and a task
+    tab = _keeper_tab(open_tab, settings)
     tab.page.goto("/admin/tasks/task/")
     tab.page.goto(f"/admin/tasks/task/{posted.id}/change/")
     tab.page.goto("/admin/calls/call/add/")
@@ -286,3 +292,46 @@ def test_admin_works_under_the_content_security_policy(open_tab, task_with, sett
     # Then the pages load with nothing refused by the policy
     assert tab.page.locator("#content").is_visible()
     assert [error for error in tab.console_errors if "Content Security Policy" in error] == []
+
+
+# How a change list lays out: how far the table overflows its box, the narrowest title cell, and
+# every cell whose content is cut off.
+ADMIN_LAYOUT = """() => {
+  const box = document.querySelector('.results');
+  const titles = [...document.querySelectorAll('#result_list td.field-title, #result_list .cell-text')];
+  const clipped = [...document.querySelectorAll('#result_list td, #result_list th')]
+    .filter((cell) => cell.scrollWidth > cell.clientWidth + 1).map((cell) => cell.className);
+  return {
+    overflow: box.scrollWidth - box.clientWidth,
+    titleWidth: Math.min(...titles.map((cell) => cell.getBoundingClientRect().width)),
+    clipped,
+  };
+}"""
+
+
+def test_the_keepers_lists_read_at_1280_px(open_tab, task_with, make_agent, settings):
+    # Given tasks with long titles, a contribution, an open call and an audit log
+    title = "Does the Node.js fetch documentation promise that redirects are followed by default?"
+    task_with(title=title, reports=(_supported(),))
+    task_with(deadline_s=1.2, title=title + " (evaluated)", reports=(_supported(), _supported()))
+    call_create(title="What should Cairn review next?", body="Name one source.", kind="feedback")
+
+    # When the keeper opens each list on a 1280 px screen
+    tab = _keeper_tab(open_tab, settings)
+    for name in (
+        "tasks/task",
+        "tasks/contribution",
+        "agents/agent",
+        "agents/auditentry",
+        "calls/call",
+    ):
+        tab.page.goto(f"/admin/{name}/")
+        layout = tab.page.evaluate(ADMIN_LAYOUT)
+        tab.screenshot("admin-" + name.replace("/", "-") + "-1280")
+
+        # Then nothing is cut off or scrolls sideways, and a title has room for several words a line
+        assert layout["overflow"] <= 0, (name, layout)
+        assert layout["clipped"] == [], (name, layout)
+        assert layout["titleWidth"] >= 190, (name, layout)
+        assert " UTC" in tab.page.locator("#result_list").inner_text(), name
+    assert tab.page.title() == "Select call to change | Cairn keeper"
