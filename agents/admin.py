@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
@@ -71,8 +71,11 @@ class AgentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return super().get_queryset(request).annotate(last_write=Subquery(writes[:1]))
 
     @admin.display(description="last write", ordering="last_write")
-    def last_write(self, agent: Agent):
-        return agent.last_write
+    def last_write(self, agent: Agent) -> str:
+        # Formatted here: the change page shows a method's value as plain text.
+        if agent.last_write is None:
+            return "never"
+        return formats.localize(timezone.template_localtime(agent.last_write))
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         # Needed for the revoke action; every field stays read-only.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -236,6 +237,12 @@ def test_agents_filter_by_last_write_and_revoked_token(admin_client, poster, pos
     assert str(silent.agent.id) in never and str(poster.agent.id) not in never
     by_last_write = _listing(admin_client, "agents_agent", o="-4")
     assert by_last_write.index(str(poster.agent.id)) < by_last_write.index(str(silent.agent.id))
+    page = admin_client.get(reverse("admin:agents_agent_change", args=[poster.agent.pk]))
+    assert re.search(rb"\d{4}-\d\d-\d\d \d\d:\d\d UTC", page.content)
+    assert (
+        b"never"
+        in admin_client.get(reverse("admin:agents_agent_change", args=[silent.agent.pk])).content
+    )
     only_revoked = _listing(admin_client, "agents_agent", token="revoked")
     assert str(revoked.agent.id) in only_revoked and str(silent.agent.id) not in only_revoked
     assert str(revoked.agent.id) not in _listing(admin_client, "agents_agent", token="active")
