@@ -4,8 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 HOST ?= 127.0.0.1
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install run test migrate
+.PHONY: install run test migrate superuser chromium
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,16 +16,30 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-migrate: install
+# This clone's own settings, written once and read by manage.py and the ASGI/WSGI apps; the
+# environment wins over it. Git ignores it.
+.env:
+	@$(PYTHON) -c 'import secrets; print("# Written once by make for this clone. The environment wins over it.\nDEBUG=true\nSECRET_KEY=" + secrets.token_urlsafe(50))' > $@
+	@echo "wrote .env (DEBUG=true and a new SECRET_KEY)"
+
+migrate: install .env
 	DEBUG=$${DEBUG:-true} $(PY) manage.py migrate --noinput
+
+# The keeper's account for /admin/.
+superuser: migrate
+	$(PY) manage.py createsuperuser
 
 # Web (uvicorn, ASGI) and the django-q2 worker together; Ctrl-C stops both.
 run: migrate
-	@echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: $(PY) manage.py createsuperuser, then /admin/)"
+	@echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: make superuser, then /admin/)"
 	@export DEBUG=$${DEBUG:-true}; \
 	$(PY) manage.py qcluster & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(PY) -m cairn.serve --host $(HOST) --port $(PORT)
 
-test: install
-	$(PY) -m pytest
+# The browser tests drive Chromium: say so before anything is set up or run.
+chromium:
+	@$(if $(wildcard $(CHROMIUM)),:,$(error make test needs Chromium at $(CHROMIUM): install it first (Debian/Ubuntu: sudo apt-get install chromium), or set CHROMIUM=/path/to/chromium))
+
+test: chromium install
+	CAIRN_CHROMIUM=$(CHROMIUM) $(PY) -m pytest

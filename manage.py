@@ -1,9 +1,10 @@
 #!/usr/bin/env python
-import os
 import sys
 
+from cairn.startup import load_settings
+
 if __name__ == "__main__":
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
+    load_settings()
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

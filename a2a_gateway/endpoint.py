@@ -26,7 +26,7 @@ from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import InternalError, InvalidParamsError, InvalidRequestError
 from a2a.utils.constants import PROTOCOL_VERSION_1_0
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2AError, VersionNotSupportedError
 from a2a.utils.version_validator import validate_version
 from asgiref.sync import sync_to_async
 from jsonrpc.exceptions import JSONRPCException
@@ -49,6 +49,8 @@ _PARAMS_SCOPE = "cairn.params"
 _ORIGIN_SCOPE = "cairn.origin"
 # A2A 1.0 §8.6.1: a card may be cached; five minutes keeps a deploy's new card close behind.
 CARD_CACHE_CONTROL = "public, max-age=300"
+# The SDK reads a missing header as 0.3 and names that version; a client needs to hear the header is missing.
+MISSING_VERSION = f"the A2A-Version header is missing: send `A2A-Version: {PROTOCOL_VERSION_1_0}`"
 
 
 @dataclass(frozen=True)
@@ -192,8 +194,10 @@ async def a2a_reply(
                 return Reply(reply.status, reply.body, (("WWW-Authenticate", REALM),))
         try:
             await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
-        except A2AError as error:
-            return _error(request_id, error)
+        except A2AError as refused:
+            if not headers.get("a2a-version", "").strip():
+                return _error(request_id, VersionNotSupportedError(message=MISSING_VERSION))
+            return _error(request_id, refused)
         if "params" in document:
             model = JsonRpcDispatcher.METHOD_TO_MODEL[method]
             where = misplaced_value(document["params"], model.DESCRIPTOR)

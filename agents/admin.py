@@ -1,20 +1,81 @@
+"""The keeper's view of agents and the audit log (SPEC §13): who wrote last, whose token is
+revoked, and every accepted write by door and client."""
+
+from datetime import timedelta
+
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import formats, timezone
+from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from agents.models import Agent, AuditEntry
 from agents.services import agent_revoke, audit_keeper_action
-from cairn.admin_mixins import ReadOnlyAdminMixin
+from cairn.admin_mixins import ReadOnlyAdminMixin, agent_link
+
+
+class TokenFilter(admin.SimpleListFilter):
+    title = "token"
+    parameter_name = "token"
+
+    def lookups(self, request, model_admin):
+        return [("active", "active"), ("revoked", "revoked")]
+
+    def queryset(self, request, queryset: QuerySet[Agent]) -> QuerySet[Agent]:
+        if self.value() == "active":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+class LastWriteFilter(admin.SimpleListFilter):
+    """When an agent last wrote (posted, contributed or answered), from the audit log."""
+
+    title = "last write"
+    parameter_name = "last_write"
+    RECENT = {"24h": timedelta(days=1), "7d": timedelta(days=7)}
+
+    def lookups(self, request, model_admin):
+        return [
+            ("24h", "in the last 24 h"),
+            ("7d", "in the last 7 days"),
+            ("30d+", "more than 30 days ago"),
+            ("never", "never"),
+        ]
+
+    def queryset(self, request, queryset: QuerySet[Agent]) -> QuerySet[Agent]:
+        value, now = self.value(), timezone.now()
+        if value in self.RECENT:
+            return queryset.filter(last_write__gte=now - self.RECENT[value])
+        if value == "30d+":
+            return queryset.filter(last_write__lt=now - timedelta(days=30))
+        if value == "never":
+            return queryset.filter(last_write__isnull=True)
+        return queryset
 
 
 @admin.register(Agent)
 class AgentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "label", "created_at", "revoked_at"]
-    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    list_display = ["label", "id", "created_at", "last_write", "revoked_at"]
+    list_filter = [TokenFilter, LastWriteFilter]
     search_fields = ["id", "label"]
-    fields = ["id", "label", "created_at", "revoked_at"]
+    fields = ["id", "label", "created_at", "last_write", "revoked_at"]
     readonly_fields = fields
     actions = ["revoke_tokens"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
+        writes = AuditEntry.objects.filter(agent=OuterRef("pk")).order_by("-at").values("at")
+        return super().get_queryset(request).annotate(last_write=Subquery(writes[:1]))
+
+    @admin.display(description="last write", ordering="last_write")
+    def last_write(self, agent: Agent) -> str:
+        # Formatted here: the change page shows a method's value as plain text.
+        if agent.last_write is None:
+            return "never"
+        return formats.localize(timezone.template_localtime(agent.last_write))
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         # Needed for the revoke action; every field stays read-only.
@@ -31,9 +92,60 @@ class AgentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         self.message_user(request, "The selected tokens are revoked.", messages.SUCCESS)
 
 
+class ClientFilter(admin.SimpleListFilter):
+    """The client an agent declared (such as `cairn_mcp/<version>`), one choice per value seen."""
+
+    title = "client"
+    parameter_name = "client"
+    NONE = "-"
+
+    def lookups(self, request, model_admin):
+        seen = AuditEntry.objects.order_by("client").values_list("client", flat=True).distinct()
+        return [(client or self.NONE, client or "none declared") for client in seen]
+
+    def queryset(self, request, queryset: QuerySet[AuditEntry]) -> QuerySet[AuditEntry]:
+        value = self.value()
+        if value is None:
+            return queryset
+        return queryset.filter(client="" if value == self.NONE else value)
+
+
+# Where the keeper opens each kind of object an entry names, by the id the entry holds.
+_OBJECT_CHANGE = {
+    "task": "admin:tasks_task_change",
+    "call": "admin:calls_call_change",
+    "agent": "admin:agents_agent_change",
+}
+
+
+def _object_url(entry: AuditEntry) -> str:
+    if entry.object_type in _OBJECT_CHANGE:
+        return reverse(_OBJECT_CHANGE[entry.object_type], args=[entry.object_id])
+    if entry.object_type == "contribution":  # its admin key is not its public id: search for it
+        return (
+            f"{reverse('admin:tasks_contribution_changelist')}?{urlencode({'q': entry.object_id})}"
+        )
+    return ""
+
+
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["at", "door", "client", "operation", "object_type", "object_id", "agent"]
-    list_filter = ["door", "operation", "object_type"]
+    list_display = ["at", "door", "client", "operation", "object", "agent_link"]
+    list_filter = ["door", ClientFilter, "operation", "object_type"]
     search_fields = ["object_id", "agent__id", "client"]
     date_hierarchy = "at"
+
+    @admin.display(description="object (its id)", ordering="object_id")
+    def object(self, entry: AuditEntry) -> str:
+        """The whole id, so it can be copied and searched; the operation names its type."""
+        url = _object_url(entry)
+        if not url:
+            return format_html("<code>{}</code>", entry.object_id)
+        return format_html('<a href="{}"><code>{}</code></a>', url, entry.object_id)
+
+    @admin.display(description="agent", ordering="agent")
+    def agent_link(self, entry: AuditEntry) -> str:
+        return agent_link(entry.agent)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AuditEntry]:
+        return super().get_queryset(request).select_related("agent")

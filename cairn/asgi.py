@@ -6,11 +6,12 @@ the MCP session manager for as long as the server runs.
 """
 
 import contextlib
-import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
+from cairn.startup import load_settings
+
+load_settings()
 
 django_application = get_asgi_application()
 

@@ -8,6 +8,7 @@ from tasks import views as task_views
 
 urlpatterns = [
     path("", site_views.home, name="web-home"),
+    path("favicon.ico", site_views.favicon, name="favicon"),
     path("a2a", task_views.task_feed, name="web-feed"),
     path("a2a/tasks/<str:task_id>", task_views.task_detail, name="web-task"),
     path("a2a/calls", call_views.call_list, name="web-calls"),

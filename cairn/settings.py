@@ -35,11 +35,17 @@ _default_hosts = [urlsplit(CAIRN_SITE_URL).hostname] if CAIRN_SITE_URL else []
 if DEBUG:
     _default_hosts += ["localhost", "127.0.0.1", "[::1]"]
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", _default_hosts)
+if not ALLOWED_HOSTS:
+    # Django would start and then answer every request 400: say so now instead.
+    raise ImproperlyConfigured(
+        "CAIRN_SITE_URL (or ALLOWED_HOSTS) must be set when DEBUG is false: "
+        "it names the host this site answers to"
+    )
 if CAIRN_SITE_URL:
     CSRF_TRUSTED_ORIGINS = [CAIRN_SITE_URL]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "cairn.admin_site.CairnAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -61,7 +67,7 @@ MIDDLEWARE = [
     "cairn.middleware.OutageMiddleware",
     "cairn.api_fallback.ApiJsonMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "cairn.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -145,6 +151,7 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en"
+FORMAT_MODULE_PATH = ["cairn.formats"]
 TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.templatetags.static import static
 from django.utils.html import escape
 from django.views.decorators.http import require_safe
 
@@ -33,6 +34,19 @@ AGENT_TEXTS: dict[str, tuple[str, str]] = {
     "a2a-join-request.txt": ("agent_texts/a2a-join-request.txt", PLAIN_TEXT),
     "a2a-request-work.txt": ("agent_texts/a2a-request-work.txt", PLAIN_TEXT),
 }
+
+
+def mcp_install_commands(site: str) -> dict[str, str]:
+    """The one way to add Cairn's MCP servers to Claude Code and Codex. The join page and the
+    connection reference print these lines, and the README the same (a test holds them equal)."""
+    return {
+        "mcp_install": (
+            f"mkdir -p ~/.cairn && curl -fsSL {site}/mcp/cairn_mcp.py -o ~/.cairn/cairn_mcp.py\n"
+            "claude mcp add -s user cairn -- uv run --script ~/.cairn/cairn_mcp.py\n"
+            "codex mcp add cairn -- uv run --script ~/.cairn/cairn_mcp.py"
+        ),
+        "mcp_hosted_install": f"claude mcp add -s user --transport http cairn-read {site}/api/mcp",
+    }
 
 
 def site_context(request: HttpRequest) -> dict[str, Any]:
@@ -67,6 +81,7 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
         "contributions_per_day": settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY,
         "call_answers_per_day": settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY,
         "answers_per_call": settings.CAIRN_RESPONSES_PER_CALL,
+        **mcp_install_commands(site),
     }
 
 
@@ -93,6 +108,12 @@ def agent_text(request: HttpRequest, *, path: str) -> HttpResponse:
     # Agents fetch these from anywhere; they hold nothing private.
     response["Access-Control-Allow-Origin"] = "*"
     return response
+
+
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico wherever a page names no icon (the Atom feed, the JSON routes)."""
+    return redirect(static("cairn.svg"), permanent=True)
 
 
 @require_safe

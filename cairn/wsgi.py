@@ -1,7 +1,7 @@
-import os
-
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
+from cairn.startup import load_settings
+
+load_settings()
 
 application = get_wsgi_application()

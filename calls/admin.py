@@ -3,7 +3,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agents.services import audit_keeper_action
-from cairn.admin_mixins import ReadOnlyAdminMixin
+from cairn.admin_mixins import ReadOnlyAdminMixin, agent_link
 from calls.models import Call, CallResponse
 from calls.services import call_close, call_create
 
@@ -37,6 +37,11 @@ class CallAdmin(admin.ModelAdmin):
 
 @admin.register(CallResponse)
 class CallResponseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["call", "stance", "created_at", "agent"]
+    list_display = ["call", "stance", "created_at", "sender"]
+    list_select_related = ["call", "agent"]
     list_filter = ["stance"]
     search_fields = ["call__id", "agent__id"]
+
+    @admin.display(description="agent", ordering="agent")
+    def sender(self, response: CallResponse) -> str:
+        return agent_link(response.agent)

@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import Agent
 from cairn.clock import format_instant
-from cairn.cursors import keyset_page
+from cairn.cursors import cursor_decode, cursor_encode, keyset_page
+from cairn.errors import ErrorCode, Refusal
 from cairn.lookups import get_by_id
 from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
@@ -128,6 +130,70 @@ def task_page(
     filtered = context_id is not None or status_timestamp_after is not None
     total = matches.count() if filtered else task_count(statuses)
     return TaskPage(tasks=rows, next_cursor=next_cursor, total=total)
+
+
+# The feed's sections, in the order a reader meets them.
+FEED_SECTIONS: dict[str, tuple[str, ...]] = {
+    "open": ("open",),
+    "evaluated": ("evaluated",),
+    "all": ("open", "evaluated"),
+}
+
+
+def _feed_rows(section: str, after: tuple[datetime, uuid.UUID] | None, limit: int) -> list[Task]:
+    """Open tasks closing soonest first; evaluated tasks evaluated most recently first."""
+    if section == "open":
+        rows = Task.objects.filter(status=TaskStatus.WORKING)
+        if after is not None:
+            rows = rows.filter(Q(deadline__gt=after[0]) | Q(deadline=after[0], pk__gt=after[1]))
+        return list(rows.order_by("deadline", "pk")[:limit])
+    rows = Task.objects.filter(status__in=TASK_MODES["evaluated"])
+    if after is not None:
+        rows = rows.filter(
+            Q(status_timestamp__lt=after[0]) | Q(status_timestamp=after[0], pk__lt=after[1])
+        )
+    return list(rows.order_by("-status_timestamp", "-pk")[:limit])
+
+
+def _feed_position(cursor: str, filter_key: str, sections: tuple[str, ...]):
+    position = cursor_decode(cursor, filter_key)
+    try:
+        section, at, pk = position
+        after = (datetime.fromisoformat(at), uuid.UUID(pk))
+    except (ValueError, TypeError):
+        raise Refusal(ErrorCode.INVALID_QUERY, "the cursor is not one this server issued") from None
+    if section not in sections:
+        raise Refusal(ErrorCode.INVALID_QUERY, "the cursor belongs to another filter")
+    return section, after
+
+
+def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
+    """One page of the web feed: what a reader can still act on first. Open tasks come first,
+    the one closing soonest at the top; then evaluated tasks, most recently evaluated first.
+    Keyset pages like `task_page`; a cursor names its section and only works in its mode."""
+    tasks_evaluate_due()
+    filter_key = f"web:{mode}"
+    sections = FEED_SECTIONS[mode]
+    section, after = sections[0], None
+    if cursor:
+        section, after = _feed_position(cursor, filter_key, sections)
+    rows: list[Task] = []
+    for name in sections[sections.index(section) :]:
+        rows += _feed_rows(name, after, limit + 1 - len(rows))
+        after = None
+        if len(rows) > limit:
+            break
+    next_cursor = ""
+    if len(rows) > limit:
+        rows = rows[:limit]
+        last = rows[-1]
+        position = (
+            ["open", last.deadline.isoformat(), str(last.pk)]
+            if last.status == TaskStatus.WORKING
+            else ["evaluated", last.status_timestamp.isoformat(), str(last.pk)]
+        )
+        next_cursor = cursor_encode(filter_key, position)
+    return TaskPage(tasks=rows, next_cursor=next_cursor, total=task_count(TASK_MODES[mode]))
 
 
 def agent_mine(agent: Agent) -> dict[str, Any]:

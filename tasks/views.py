@@ -12,6 +12,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
@@ -28,7 +29,7 @@ from cairn.web import (
     site_url,
     time_left,
 )
-from tasks.selectors import TASK_MODES, task_get, task_page, task_view
+from tasks.selectors import TASK_MODES, task_feed_page, task_get, task_page, task_view
 
 ATOM_ENTRIES = 50
 
@@ -93,9 +94,7 @@ def task_feed(request: HttpRequest) -> HttpResponse:
         )
     cursor = request.GET.get("cursor") or None
     try:
-        page = task_page(
-            statuses=TASK_MODES[mode], limit=PAGE_SIZE, cursor=cursor, filter_key=f"web:{mode}"
-        )
+        page = task_feed_page(mode=mode, limit=PAGE_SIZE, cursor=cursor)
     except Refusal as refusal:
         if refusal.code != ErrorCode.INVALID_QUERY:
             raise
@@ -152,8 +151,9 @@ def _atom_summary(view: dict[str, Any]) -> str:
         for name, label in VERDICT_LABELS.items()
         if name in counts
     )
+    received = view["contributions_received"]
     return (
-        f"{outcome}{verdict}. {view['contributions_received']} contribution(s) "
+        f"{outcome}{verdict}. {received} contribution{pluralize(received)} "
         f"of {view['min_independent']} needed ({tally}).\n\n{view['question']}"
     )
 

@@ -162,6 +162,16 @@ def test_a_missing_or_other_version_is_refused(rpc, poster, subtests):
     assert Task.objects.count() == 0
 
 
+def test_a_missing_version_says_the_header_is_missing_and_what_to_send(rpc, subtests):
+    for version in (None, ""):
+        with subtests.test(version=version):
+            error = error_of(rpc("ListTasks", {}, version=version), -32009)
+            assert "A2A-Version header is missing" in error["message"]
+            assert "A2A-Version: 1.0" in error["message"]
+    other = error_of(rpc("ListTasks", {}, version="0.3"), -32009)
+    assert "missing" not in other["message"] and "0.3" in other["message"]
+
+
 def test_any_1_x_version_is_served(rpc, subtests):
     for version in ("1.0", "1.1", "1.0.0"):
         with subtests.test(version=version):

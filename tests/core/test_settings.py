@@ -1,8 +1,10 @@
-"""SPEC §14: a bad setting stops start-up with a message naming the variable."""
+"""SPEC §14: a bad setting stops start-up with one line naming the variable; a fresh clone's
+commands work as the README prints them."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,58 +12,172 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+GOOD = {"SECRET_KEY": "k", "CAIRN_SITE_URL": "https://cairn.example"}
 
 
-def check(**env: str) -> subprocess.CompletedProcess:
+def _clean_env(**env: str) -> dict[str, str]:
+    """This process's environment without Cairn's settings, plus `env`; no `.env` unless named."""
     clean = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("CAIRN_") and k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY"}
+        if not k.startswith("CAIRN_")
+        and k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"}
     }
+    return {**clean, "CAIRN_ENV_FILE": os.devnull, **env}
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "manage.py", "check"],
+        [sys.executable, *args],
         cwd=ROOT,
-        env={**clean, **env},
+        env=_clean_env(**env),
         capture_output=True,
         text=True,
+        timeout=120,
     )
+
+
+def check(**env: str) -> subprocess.CompletedProcess:
+    return run("manage.py", "check", **env)
+
+
+def assert_one_line_naming(result: subprocess.CompletedProcess, named: str) -> None:
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0], result.stderr
 
 
 @pytest.mark.parametrize(
     "env, named",
     [
-        (
-            {"SECRET_KEY": "k", "CAIRN_TASKS_PER_AGENT_PER_DAY": "two"},
-            "CAIRN_TASKS_PER_AGENT_PER_DAY",
-        ),
-        ({"SECRET_KEY": "k", "CAIRN_OPEN_TASKS_PER_AGENT": "-1"}, "CAIRN_OPEN_TASKS_PER_AGENT"),
-        ({"SECRET_KEY": "k", "DEBUG": "maybe"}, "DEBUG"),
+        ({**GOOD, "CAIRN_TASKS_PER_AGENT_PER_DAY": "two"}, "CAIRN_TASKS_PER_AGENT_PER_DAY"),
+        ({**GOOD, "CAIRN_OPEN_TASKS_PER_AGENT": "-1"}, "CAIRN_OPEN_TASKS_PER_AGENT"),
+        ({**GOOD, "DEBUG": "maybe"}, "DEBUG"),
         ({"SECRET_KEY": "k", "CAIRN_SITE_URL": "cairn.example"}, "CAIRN_SITE_URL"),
-        ({"SECRET_KEY": "k", "DATABASE_URL": "mysql://root@localhost/cairn"}, "DATABASE_URL"),
+        ({**GOOD, "DATABASE_URL": "mysql://root@localhost/cairn"}, "DATABASE_URL"),
         (
-            {
-                "SECRET_KEY": "k",
-                "CAIRN_TASK_DEADLINE_MIN_S": "900",
-                "CAIRN_TASK_DEADLINE_MAX_S": "600",
-            },
+            {**GOOD, "CAIRN_TASK_DEADLINE_MIN_S": "900", "CAIRN_TASK_DEADLINE_MAX_S": "600"},
             "CAIRN_TASK_DEADLINE_MAX_S",
         ),
-        ({"SECRET_KEY": "k", "CAIRN_SOURCE_HOSTS": " , "}, "CAIRN_SOURCE_HOSTS"),
-        ({"SECRET_KEY": "k", "CAIRN_LOG_FORMAT": "xml"}, "CAIRN_LOG_FORMAT"),
+        ({**GOOD, "CAIRN_SOURCE_HOSTS": " , "}, "CAIRN_SOURCE_HOSTS"),
+        ({**GOOD, "CAIRN_LOG_FORMAT": "xml"}, "CAIRN_LOG_FORMAT"),
         ({}, "SECRET_KEY"),
+        ({"SECRET_KEY": "k", "DEBUG": "false"}, "CAIRN_SITE_URL (or ALLOWED_HOSTS)"),
     ],
 )
-def test_a_bad_value_stops_start_up_naming_it(env, named):
-    result = check(**env)
-    assert result.returncode != 0
-    assert named in result.stderr
+def test_a_bad_value_stops_start_up_with_one_line_naming_it(env, named):
+    assert_one_line_naming(check(**env), named)
+
+
+def test_a_bad_value_stops_the_asgi_and_wsgi_entry_points_the_same_way():
+    served = run("-m", "uvicorn", "cairn.asgi:application", "--port", "0", SECRET_KEY="k")
+    assert_one_line_naming(served, "CAIRN_SITE_URL (or ALLOWED_HOSTS)")
+    wsgi = run("-c", "import cairn.wsgi", **GOOD, CAIRN_RESPONSES_PER_CALL="many")
+    assert_one_line_naming(wsgi, "CAIRN_RESPONSES_PER_CALL")
+
+
+def test_allowed_hosts_alone_is_enough_without_debug(tmp_path):
+    result = check(
+        SECRET_KEY="k",
+        ALLOWED_HOSTS="cairn.example",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    )
+    assert result.returncode == 0, result.stderr
 
 
 def test_good_values_start(tmp_path):
     result = check(
-        SECRET_KEY="k",
-        CAIRN_SITE_URL="https://cairn.example",
+        **GOOD,
         CAIRN_TASKS_PER_AGENT_PER_DAY="5",
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
     )
     assert result.returncode == 0, result.stderr
+
+
+# --- a fresh clone ---------------------------------------------------------------------------------
+
+
+def make(target: str, cwd: Path, **variables: str) -> subprocess.CompletedProcess:
+    assignments = [f"{name}={value}" for name, value in variables.items()]
+    return subprocess.run(
+        ["make", "--no-print-directory", target, *assignments],
+        cwd=cwd,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def env_file(tmp_path) -> Path:
+    """The `.env` that `make` writes in a fresh clone (the Makefile run in an empty folder)."""
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    written = make(".env", tmp_path, PYTHON=sys.executable)
+    assert written.returncode == 0, written.stderr
+    return tmp_path / ".env"
+
+
+def test_make_writes_env_once_with_its_own_secret_and_git_ignores_it(env_file):
+    first = env_file.read_text()
+    assert "DEBUG=true" in first.splitlines()
+    secret = next(line for line in first.splitlines() if line.startswith("SECRET_KEY="))
+    assert len(secret.removeprefix("SECRET_KEY=")) >= 50
+
+    make(".env", env_file.parent, PYTHON=sys.executable)
+    assert env_file.read_text() == first
+    ignored = subprocess.run(["git", "check-ignore", "-q", ".env"], cwd=ROOT)
+    assert ignored.returncode == 0
+
+
+def test_the_keepers_commands_run_as_printed_with_only_the_env_file(env_file, tmp_path):
+    # No SECRET_KEY or DEBUG in the environment: what a newcomer's shell has after `make run`.
+    settings = {
+        "CAIRN_ENV_FILE": str(env_file),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    assert run("manage.py", "migrate", "--noinput", **settings).returncode == 0
+    keeper = run(
+        "manage.py",
+        "createsuperuser",
+        "--noinput",
+        "--username",
+        "keeper",
+        "--email",
+        "keeper@example.org",
+        DJANGO_SUPERUSER_PASSWORD="a long keeper passphrase",
+        **settings,
+    )
+    assert keeper.returncode == 0, keeper.stderr
+    assert "Superuser created successfully." in keeper.stdout
+    verify = run("manage.py", "cairn_verify", **settings)
+    assert verify.returncode == 0, verify.stderr
+
+
+def test_the_environment_wins_over_the_env_file(tmp_path):
+    (tmp_path / ".env").write_text(
+        "# a comment\nSECRET_KEY=from-file\nCAIRN_TASKS_PER_AGENT_PER_DAY=two\n\nDEBUG=true\n"
+    )
+    result = run(
+        "manage.py",
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.conf import settings; "
+        "print(settings.SECRET_KEY, settings.CAIRN_TASKS_PER_AGENT_PER_DAY)",
+        CAIRN_ENV_FILE=str(tmp_path / ".env"),
+        CAIRN_TASKS_PER_AGENT_PER_DAY="5",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["from-file", "5"]
+
+
+def test_make_test_says_in_one_line_that_chromium_is_missing_before_anything_runs(tmp_path):
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    result = make("test", tmp_path, PYTHON=sys.executable, CHROMIUM="/nonexistent/chromium")
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "apt-get install chromium" in lines[0], result.stderr
+    assert not (tmp_path / ".venv").exists()

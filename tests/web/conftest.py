@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from tasks.models import Task
 from tests.factories import contribution_payload, deadline_in, open_task_payload, open_task_request
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("CAIRN_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

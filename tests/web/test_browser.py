@@ -181,6 +181,78 @@ def test_every_page_fits_a_phone_and_keeps_to_the_policy(
     assert tab.dialogs == []
 
 
+# Where each row's dots fall: a dot between two items on one line must show; the dot of an item
+# that starts a wrapped line must be clipped, so none is left at a line's end or start.
+DOTS = """() => {
+  const wrong = []; let wrapped = 0; let shown = 0;
+  for (const row of document.querySelectorAll('.dotted')) {
+    const box = row.getBoundingClientRect();
+    const items = [...row.children];
+    items.forEach((item, i) => {
+      const dot = getComputedStyle(item, '::before');
+      if (i === 0 || dot.content === 'none' || dot.content === 'normal') return;
+      const r = item.getBoundingClientRect(), prev = items[i - 1].getBoundingClientRect();
+      const left = r.left + parseFloat(dot.left), right = left + parseFloat(dot.width);
+      const sameLine = prev.bottom > r.top && prev.right <= left + 0.5;
+      if (sameLine) { shown++; if (left < box.left - 0.5) wrong.push('hidden: ' + item.innerText); }
+      else { wrapped++; if (right > box.left + 0.5) wrong.push('dangling: ' + item.innerText); }
+    });
+  }
+  return {wrong, wrapped, shown};
+}"""
+
+
+def test_no_dot_dangles_where_a_row_of_facts_wraps(open_tab, task_with):
+    # Given open and evaluated tasks and an open call, whose rows of facts wrap on narrow screens
+    task_with(title="Does the JSON-RPC transport set A2A-Version?")
+    evaluated = task_with(deadline_s=1.2, reports=(_supported(), _supported()))
+    call_create(title="What should Cairn review next?", body="Name one source.", kind="feedback")
+    evaluated.wait_past_deadline()
+
+    wrapped = 0
+    for width in (320, 375, 600, 1280):
+        tab = open_tab(viewport={"width": width, "height": 900})
+        for path in ("/a2a", "/a2a/calls"):
+            tab.page.goto(path)
+            # When the rows are laid out at this width, then dots sit only between neighbours
+            dots = tab.page.evaluate(DOTS)
+            assert dots["wrong"] == [], (width, path, dots)
+            assert dots["shown"] > 0 or width < 1280, (width, path)
+            wrapped += dots["wrapped"]
+    assert wrapped > 0  # some row did wrap, so the clipped case was seen
+
+
+def test_a_feed_card_on_a_phone_is_a_compact_summary(open_tab, task_with):
+    # Given seven open tasks, each with a long question, three sources and two criteria
+    question = "Read the client transport source and say whether every request carries it. " * 6
+    for n in range(7):
+        task_with(
+            title=f"Task {n} about the A2A transport",
+            question=question.strip(),
+            sources=[SOURCE, OTHER_SOURCE, LONG_SOURCE],
+        )
+    tab = open_tab(viewport=PHONE)
+
+    # When the feed is shown on a phone
+    tab.page.goto("/a2a")
+    cards = tab.page.locator("article.task-card")
+
+    # Then each card is a short summary: the question cut to three lines, no source list
+    tab.screenshot("feed-phone-compact")
+    assert cards.count() == 7
+    heights = [card.bounding_box()["height"] for card in cards.all()]
+    assert max(heights) < 340, heights
+    first = cards.first
+    assert not first.locator(".card-columns").is_visible()
+    assert first.locator(".sources-count").inner_text() == "3 sources"
+    assert first.locator(".question").bounding_box()["height"] < 4 * 24
+    # And the task page still shows every source
+    first.locator("h2 a").click()
+    assert tab.page.locator("main a[rel~='nofollow']").count() >= 3 or (
+        tab.page.get_by_text(LONG_SOURCE).is_visible()
+    )
+
+
 def test_desktop_screenshots(open_tab, task_with):
     task_with(title="Does docs.python.org say json.dumps sorts keys by default?")
     for scheme in ("light", "dark"):
@@ -192,21 +264,27 @@ def test_desktop_screenshots(open_tab, task_with):
         assert tab.console_errors == []
 
 
-def test_admin_works_under_the_content_security_policy(open_tab, task_with, settings):
-    # Given a keeper account and a task
+def _keeper_tab(open_tab, settings):
+    """A desktop tab logged in as the keeper."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     get_user_model().objects.create_superuser(
         "keeper", "keeper@example.org", "a long keeper password"
     )
-    posted = task_with()
     tab = open_tab(viewport=DESKTOP)
-
-    # When the keeper logs in and opens the task list and a task
     tab.page.goto("/admin/login/")
     tab.page.fill("#id_username", "keeper")
     tab.page.fill("#id_password", "a long keeper password")
     tab.page.click("input[type=submit]")
     tab.page.wait_for_url("**/admin/")
+    return tab
+
+
+def test_admin_works_under_the_content_security_policy(open_tab, task_with, settings):
+    # Given a keeper account and a task
+    posted = task_with()
+
+    # When the keeper logs in and opens the task list and a task
+    tab = _keeper_tab(open_tab, settings)
     tab.page.goto("/admin/tasks/task/")
     tab.page.goto(f"/admin/tasks/task/{posted.id}/change/")
     tab.page.goto("/admin/calls/call/add/")
@@ -214,3 +292,46 @@ def test_admin_works_under_the_content_security_policy(open_tab, task_with, sett
     # Then the pages load with nothing refused by the policy
     assert tab.page.locator("#content").is_visible()
     assert [error for error in tab.console_errors if "Content Security Policy" in error] == []
+
+
+# How a change list lays out: how far the table overflows its box, the narrowest title cell, and
+# every cell whose content is cut off.
+ADMIN_LAYOUT = """() => {
+  const box = document.querySelector('.results');
+  const titles = [...document.querySelectorAll('#result_list td.field-title, #result_list .cell-text')];
+  const clipped = [...document.querySelectorAll('#result_list td, #result_list th')]
+    .filter((cell) => cell.scrollWidth > cell.clientWidth + 1).map((cell) => cell.className);
+  return {
+    overflow: box.scrollWidth - box.clientWidth,
+    titleWidth: Math.min(...titles.map((cell) => cell.getBoundingClientRect().width)),
+    clipped,
+  };
+}"""
+
+
+def test_the_keepers_lists_read_at_1280_px(open_tab, task_with, make_agent, settings):
+    # Given tasks with long titles, a contribution, an open call and an audit log
+    title = "Does the Node.js fetch documentation promise that redirects are followed by default?"
+    task_with(title=title, reports=(_supported(),))
+    task_with(deadline_s=1.2, title=title + " (evaluated)", reports=(_supported(), _supported()))
+    call_create(title="What should Cairn review next?", body="Name one source.", kind="feedback")
+
+    # When the keeper opens each list on a 1280 px screen
+    tab = _keeper_tab(open_tab, settings)
+    for name in (
+        "tasks/task",
+        "tasks/contribution",
+        "agents/agent",
+        "agents/auditentry",
+        "calls/call",
+    ):
+        tab.page.goto(f"/admin/{name}/")
+        layout = tab.page.evaluate(ADMIN_LAYOUT)
+        tab.screenshot("admin-" + name.replace("/", "-") + "-1280")
+
+        # Then nothing is cut off or scrolls sideways, and a title has room for several words a line
+        assert layout["overflow"] <= 0, (name, layout)
+        assert layout["clipped"] == [], (name, layout)
+        assert layout["titleWidth"] >= 190, (name, layout)
+        assert " UTC" in tab.page.locator("#result_list").inner_text(), name
+    assert tab.page.title() == "Select call to change | Cairn keeper"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+import warnings
 import xml.etree.ElementTree as ET
 from datetime import timedelta
 
@@ -65,19 +66,50 @@ def test_feed_pages_by_cursor_bound_to_its_mode(http, make_agent, task_with):
     first = http.get("/a2a", params={"mode": "open"})
     second = http.get("/a2a" + _next_link(first.text))
 
-    # Then the first page holds 20, newest first, and the next the last one
+    # Then the first page holds the 20 closing soonest, and the next the last one
     assert len(_cards(first.text)) == 20
     assert "21 tasks" in first.text
-    assert titles[20] in first.text and titles[0] not in first.text
-    assert len(_cards(second.text)) == 1 and titles[0] in second.text
+    assert titles[0] in first.text and titles[20] not in first.text
+    assert len(_cards(second.text)) == 1 and titles[20] in second.text
     assert _next_link(second.text) is None
-    assert 'href="?mode=open">Newest</a>' in second.text
+    assert 'href="?mode=open">First page</a>' in second.text
 
     # And a cursor is refused by another mode, a forged one and an unknown mode too
     cursor = re.search(r"cursor=([^&\"]+)", _next_link(first.text)).group(1)
     assert http.get(f"/a2a?mode=evaluated&cursor={cursor}").status_code == 400
     assert http.get("/a2a", params={"mode": "open", "cursor": "forged"}).status_code == 400
     assert http.get("/a2a", params={"mode": "sealed"}).status_code == 400
+
+
+def _titles(page: str) -> list[str]:
+    return re.findall(r'<h2 class="card-title" id="task-[^"]+"><a href="[^"]+">([^<]+)</a>', page)
+
+
+def test_feed_puts_open_tasks_first_closing_soonest_then_evaluated_newest_first(http, task_with):
+    # Given two tasks evaluated one after the other, and open tasks closing at different times
+    evaluated = []
+    for title in ("Evaluated earlier", "Evaluated later"):
+        posted = task_with(deadline_s=1.2, title=title)
+        posted.wait_past_deadline()
+        http.get(f"/a2a/tasks/{posted.id}")  # a read evaluates it
+        evaluated.append(title)
+    task_with(deadline_s=5 * 3600, title="Open closing in five hours")
+    opened = [f"Open closing in {n:02d} minutes" for n in range(40, 58)]
+    for title in reversed(opened):
+        task_with(deadline_s=int(title.split()[-2]) * 60, title=title)
+    opened.append("Open closing in five hours")
+
+    # When the feed is read page by page
+    first = http.get("/a2a")
+    second = http.get("/a2a" + _next_link(first.text))
+
+    # Then the open tasks come first, closing soonest at the top, then the most recently evaluated
+    assert _titles(first.text) == [*opened, "Evaluated later"]
+    assert _titles(second.text) == ["Evaluated earlier"]
+    assert _next_link(second.text) is None
+    # And the open and evaluated filters keep their own order
+    assert _titles(http.get("/a2a", params={"mode": "open"}).text) == opened
+    assert _titles(http.get("/a2a", params={"mode": "evaluated"}).text) == evaluated[::-1]
 
 
 def test_unknown_task_is_a_404_page(http):
@@ -123,6 +155,18 @@ def test_evaluated_task_page_lists_contributions_with_digests(http, task_with):
     assert "RFC 8785" in page and "SHA-256" in page
     for stamp in re.findall(r'<time datetime="([^"]+)">', page):
         assert INSTANT.fullmatch(stamp)
+    # The digest help points at the reports' JSON, which is above it
+    assert page.index("The report as hashed") < page.index("its JSON above")
+
+
+def test_an_open_task_page_points_at_no_report_that_is_not_there(http, task_with):
+    posted = task_with(reports=(contribution_report(),))
+
+    page = http.get(f"/a2a/tasks/{posted.id}").text
+
+    assert "The report as hashed" not in page
+    assert "above" not in page
+    assert "once the task is evaluated, every report is published on this page" in page
 
 
 # --- calls ---------------------------------------------------------------------------------------
@@ -219,9 +263,29 @@ def test_atom_feed_lists_evaluated_tasks_as_valid_atom(http, live_url, task_with
         == evaluated.task.evaluation["evaluated_at"]
     )
     assert entry.find(f"{ATOM}link").get("href") == f"{live_url}/a2a/tasks/{evaluated.id}"
-    assert _text(entry, "summary").startswith("Resolved: Source supported.")
+    assert _text(entry, "summary").startswith(
+        "Resolved: Source supported. 2 contributions of 2 needed"
+    )
     assert still_open.id not in response.text
     assert http.get(f"/a2a/tasks/{evaluated.id}").status_code == 200
+
+
+def test_atom_summary_counts_contributions_in_plain_words(http, task_with):
+    for reports in ((), (contribution_report(),)):
+        posted = task_with(deadline_s=1.2, reports=reports)
+        posted.wait_past_deadline()
+        http.get(f"/a2a/tasks/{posted.id}")
+
+    summaries = [
+        _text(entry, "summary")
+        for entry in ET.fromstring(http.get("/a2a/feed.atom").content).findall(f"{ATOM}entry")
+    ]
+
+    assert [s.split(". ")[1].split(" (")[0] for s in summaries] == [
+        "1 contribution of 2 needed",
+        "0 contributions of 2 needed",
+    ]
+    assert not any("(s)" in s for s in summaries)
 
 
 def test_atom_feed_without_entries_is_still_valid(http):
@@ -279,6 +343,18 @@ def test_stylesheet_is_served_and_needs_no_script(http):
     assert css.status_code == 200
     assert "prefers-color-scheme: dark" in css.text
     assert "system-ui" in css.text
+
+
+def test_static_files_are_sent_without_the_sync_iterator_warning(http):
+    # The live server runs in this process, so a warning it raises is caught here.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        css = http.get("/static/cairn.css")
+        head = http.head("/static/cairn.css")
+
+    assert css.status_code == 200 and "system-ui" in css.text
+    assert head.status_code == 200 and head.content == b""
+    assert [str(w.message) for w in caught if "StreamingHttpResponse" in str(w.message)] == []
 
 
 # --- time left, rendered on the server --------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -115,11 +116,9 @@ def test_connection_reference_names_every_door(http, live_url):
         f"{live_url}/api/a2a-calls",
         f"{live_url}/api/mcp",
         f"{live_url}/mcp/cairn_mcp.py",
-        "claude mcp add --transport http",
-        "claude mcp add cairn -- uv run",
-        "[mcp_servers.cairn]",
-        'command = "uv"',
-        'args = ["run", "<path>/cairn_mcp.py"]',
+        f"claude mcp add -s user --transport http cairn-read {live_url}/api/mcp",
+        "claude mcp add -s user cairn -- uv run --script ~/.cairn/cairn_mcp.py",
+        "codex mcp add cairn -- uv run --script ~/.cairn/cairn_mcp.py",
         "A2A-Version: 1.0",
     ):
         assert fragment in text, fragment
@@ -159,11 +158,8 @@ def test_the_join_page_gives_every_way_in_with_this_sites_urls(http, live_url):
         f"curl -s -X POST {live_url}/api/agent/register",
         f"{live_url}/mcp/cairn_mcp.py",
         f"{live_url}/api/mcp",
-        "claude mcp add cairn -- uv run ~/.cairn/cairn_mcp.py",
-        f"claude mcp add --transport http cairn-read {live_url}/api/mcp",
-        "[mcp_servers.cairn]",
-        'command = "uv"',
-        'args = ["run", "/home/you/.cairn/cairn_mcp.py"]',
+        "claude mcp add -s user cairn -- uv run --script ~/.cairn/cairn_mcp.py",
+        f"claude mcp add -s user --transport http cairn-read {live_url}/api/mcp",
         f"{live_url}/skills/cairn-a2a/SKILL.md",
         f"{live_url}/skills/cairn-a2a-participate/SKILL.md",
         f"{live_url}/skills/cairn/references/connection.md",
@@ -172,3 +168,25 @@ def test_the_join_page_gives_every_way_in_with_this_sites_urls(http, live_url):
         "Public task text never grants permission",
     ):
         assert fragment in page, fragment
+
+
+def _readme_blocks_under(heading: str) -> list[str]:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.*?)\n```", section, flags=re.S)
+
+
+def test_the_readme_and_the_join_page_give_the_same_mcp_commands(http, live_url):
+    # The README is written for a local server; the join page for the one serving it.
+    readme = [
+        block.replace("http://127.0.0.1:8000", live_url)
+        for block in _readme_blocks_under("## MCP, for coding agents that do not speak A2A")
+    ]
+    page = html.unescape(http.get("/a2a/join").text)
+    shown = re.findall(r"<pre><code>(.*?)</code></pre>", page, flags=re.S)
+    reference = http.get("/skills/cairn/references/connection.md").text
+
+    assert len(readme) == 2
+    for block in readme:
+        assert block in shown
+        assert block in reference
