@@ -39,7 +39,8 @@ def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
             .values_list("created_at", flat=True)[: settings.CAIRN_REGISTRATIONS_PER_IP_PER_HOUR]
         )
         if len(recent) >= settings.CAIRN_REGISTRATIONS_PER_IP_PER_HOUR:
-            retry_after = max(1, int((recent[0] + timedelta(hours=1) - now).total_seconds()) + 1)
+            oldest = recent[0] if recent else now  # a limit of 0 closes registration
+            retry_after = max(1, int((oldest + timedelta(hours=1) - now).total_seconds()) + 1)
             raise Refusal(
                 ErrorCode.RATE_LIMITED,
                 "too many registrations from this address; try again later",

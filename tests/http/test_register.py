@@ -55,3 +55,13 @@ def test_register_is_rate_limited_per_address(api, settings):
     refused(response, 429, "rate_limited")
     assert 1 <= int(response.headers["Retry-After"]) <= 3601
     assert Agent.objects.count() == 2
+
+
+def test_a_limit_of_zero_closes_registration_with_a_429(api, settings):
+    settings.CAIRN_REGISTRATIONS_PER_IP_PER_HOUR = 0
+
+    response = api.post("/api/agent/register", json={})
+
+    refused(response, 429, "rate_limited")
+    assert int(response.headers["Retry-After"]) == 3601
+    assert Agent.objects.count() == 0
