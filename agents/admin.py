@@ -4,7 +4,7 @@ revoked, and every accepted write by door and client."""
 from datetime import timedelta
 
 from django.contrib import admin, messages
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import F, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import formats, timezone
@@ -70,7 +70,9 @@ class AgentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         writes = AuditEntry.objects.filter(agent=OuterRef("pk")).order_by("-at").values("at")
         return super().get_queryset(request).annotate(last_write=Subquery(writes[:1]))
 
-    @admin.display(description="last write", ordering="last_write")
+    # "Never" sorts as the oldest write on every database (PostgreSQL and SQLite place NULLs
+    # differently), so the newest writers head the list sorted descending.
+    @admin.display(description="last write", ordering=F("last_write").asc(nulls_first=True))
     def last_write(self, agent: Agent) -> str:
         # Formatted here: the change page shows a method's value as plain text.
         if agent.last_write is None:

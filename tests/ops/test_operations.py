@@ -98,6 +98,7 @@ def served(tmp_path):
             if not k.startswith("CAIRN_") and k != "DATABASE_URL"
         },
         "DEBUG": "true",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'cairn.sqlite3'}",
         "CAIRN_LOG_FORMAT": "json",
     }
