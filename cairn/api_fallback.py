@@ -7,10 +7,10 @@ empty. This middleware, outside the others, rewrites exactly those into the SPEC
 
 from __future__ import annotations
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from cairn.errors import ErrorCode, Refusal, method_not_allowed
+from cairn.middleware import ResponseMiddleware
 
 API_PREFIX = "/api/"
 OPENAPI_PATH = "/api/openapi.json"
@@ -40,22 +40,6 @@ def as_api_answer(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     return answer
 
 
-class ApiJsonMiddleware:
-    """Sync and async capable, like the security headers it sits beside."""
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self._async = iscoroutinefunction(get_response)
-        if self._async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self._async:
-            return self._acall(request)
-        return as_api_answer(request, self.get_response(request))
-
-    async def _acall(self, request):
-        return as_api_answer(request, await self.get_response(request))
+class ApiJsonMiddleware(ResponseMiddleware):
+    def respond(self, request, response):
+        return as_api_answer(request, response)

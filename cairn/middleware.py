@@ -21,15 +21,9 @@ SECURITY_HEADERS = {
 }
 
 
-def _add_headers(response):
-    for name, value in SECURITY_HEADERS.items():
-        if name not in response.headers:
-            response.headers[name] = value
-    return response
-
-
-class SecurityHeadersMiddleware:
-    """Adds CSP, nosniff and Referrer-Policy unless a view chose its own. Sync and async capable."""
+class ResponseMiddleware:
+    """A middleware that only rewrites the response, sync and async capable: subclasses say how
+    in `respond`."""
 
     sync_capable = True
     async_capable = True
@@ -40,13 +34,26 @@ class SecurityHeadersMiddleware:
         if self._async:
             markcoroutinefunction(self)
 
+    def respond(self, request, response):
+        raise NotImplementedError
+
     def __call__(self, request):
         if self._async:
             return self._acall(request)
-        return _add_headers(self.get_response(request))
+        return self.respond(request, self.get_response(request))
 
     async def _acall(self, request):
-        return _add_headers(await self.get_response(request))
+        return self.respond(request, await self.get_response(request))
+
+
+class SecurityHeadersMiddleware(ResponseMiddleware):
+    """Adds CSP, nosniff and Referrer-Policy unless a view chose its own."""
+
+    def respond(self, request, response):
+        for name, value in SECURITY_HEADERS.items():
+            if name not in response.headers:
+                response.headers[name] = value
+        return response
 
 
 class OutageMiddleware:
