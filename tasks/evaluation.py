@@ -10,6 +10,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from cairn.clock import format_instant, now_ms
+from ledger.entries import evaluation_entry
+from ledger.jobs import sequencing_nudge
+from ledger.services import log_queue
 from tasks.counts import task_count_change
 from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.payloads import VERDICTS
@@ -81,6 +84,8 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
         evaluation_apply(task, list(task.contributions.order_by("seq")), evaluated_at=now_ms())
         task.save(update_fields=EVALUATION_FIELDS)
         task_count_change({TaskStatus.WORKING: -1, task.status: 1})
+        log_queue([evaluation_entry(task)])
+        transaction.on_commit(sequencing_nudge)
     return True
 
 
@@ -134,6 +139,9 @@ def tasks_evaluate_due(*, batch_size: int = 500) -> int:
                 evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms())
             _save_evaluations(batch)
             task_count_change(_status_changes(batch))
+            log_queue(evaluation_entry(task) for task in batch)
+            if batch:
+                transaction.on_commit(sequencing_nudge)
         evaluated += len(batch)
         if len(batch) < batch_size:
             return evaluated

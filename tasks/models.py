@@ -99,6 +99,8 @@ class Contribution(models.Model):
     report = models.JSONField()
     report_digest = models.CharField(max_length=71)
     received_at = models.DateTimeField()
+    # The receipt's compact JWS (SPEC §15.2), kept so every later answer repeats the same bytes.
+    receipt_signature = models.TextField(blank=True)
 
     class Meta:
         ordering = ["seq"]

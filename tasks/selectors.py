@@ -59,7 +59,8 @@ def task_request(view: dict[str, Any]) -> dict[str, Any]:
     return {name: view[name] for name in REQUEST_FIELDS}
 
 
-def receipt_view(contribution: Contribution) -> dict[str, str]:
+def receipt_claims(contribution: Contribution) -> dict[str, str]:
+    """The receipt without its signature: what the signature covers (SPEC §4.2, §15.2)."""
     return {
         "contribution_id": str(contribution.id),
         "task_id": str(contribution.task_id),
@@ -68,6 +69,10 @@ def receipt_view(contribution: Contribution) -> dict[str, str]:
         "received_at": format_instant(contribution.received_at),
         "sealed_until": contribution.task.deadline_text,
     }
+
+
+def receipt_view(contribution: Contribution) -> dict[str, str]:
+    return {**receipt_claims(contribution), "signature": contribution.receipt_signature}
 
 
 def _evaluate_if_due(task: Task) -> Task:

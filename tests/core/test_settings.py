@@ -12,12 +12,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# Keys are required when not DEBUG (SPEC §14): every start here gets the tests' own.
+KEYS = {name: os.environ[name] for name in ("CAIRN_SIGNING_KEY", "CAIRN_SEAL_KEY")}
+
+
 def check(**env: str) -> subprocess.CompletedProcess:
     clean = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("CAIRN_") and k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY"}
     }
+    clean.update(KEYS)
     return subprocess.run(
         [sys.executable, "manage.py", "check"],
         cwd=ROOT,
@@ -48,6 +53,10 @@ def check(**env: str) -> subprocess.CompletedProcess:
         ),
         ({"SECRET_KEY": "k", "CAIRN_SOURCE_HOSTS": " , "}, "CAIRN_SOURCE_HOSTS"),
         ({}, "SECRET_KEY"),
+        ({"SECRET_KEY": "k", "CAIRN_SIGNING_KEY": ""}, "CAIRN_SIGNING_KEY"),
+        ({"SECRET_KEY": "k", "CAIRN_SIGNING_KEY": "/nonexistent/key.pem"}, "CAIRN_SIGNING_KEY"),
+        ({"SECRET_KEY": "k", "CAIRN_SEAL_KEY": ""}, "CAIRN_SEAL_KEY"),
+        ({"SECRET_KEY": "k", "CAIRN_SEAL_KEY": "00ff"}, "CAIRN_SEAL_KEY"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_it(env, named):
@@ -61,6 +70,18 @@ def test_good_values_start(tmp_path):
         SECRET_KEY="k",
         CAIRN_SITE_URL="https://cairn.example",
         CAIRN_TASKS_PER_AGENT_PER_DAY="5",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_keys_may_be_given_as_file_paths(tmp_path):
+    (tmp_path / "signing.pem").write_text(KEYS["CAIRN_SIGNING_KEY"])
+    (tmp_path / "seal").write_text(KEYS["CAIRN_SEAL_KEY"] + "\n")
+    result = check(
+        SECRET_KEY="k",
+        CAIRN_SIGNING_KEY=str(tmp_path / "signing.pem"),
+        CAIRN_SEAL_KEY=str(tmp_path / "seal"),
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
     )
     assert result.returncode == 0, result.stderr

@@ -1,0 +1,39 @@
+"""The sequencer as a django-q2 job (SPEC §15.3), and the nudge that starts it after a write.
+
+django-q2's scheduler looks at its schedules about every 30 seconds, too seldom for a log that
+promises to integrate within 10. So a committed write asks a worker to run the sequencer (at
+most once per interval per process), the job keeps integrating every interval while entries
+keep coming, and a schedule every minute catches anything a lost nudge left behind.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django_q.tasks import async_task
+
+from ledger.services import log_sequence
+
+SEQUENCE_JOB = "ledger.jobs.sequence_log"
+_last_nudge = 0.0
+
+
+def sequence_log() -> int:
+    """Integrate what is queued, then again after each interval until a pass finds nothing."""
+    appended = 0
+    while added := log_sequence():
+        appended += added
+        time.sleep(settings.CAIRN_LOG_INTERVAL_S)
+    return appended
+
+
+def sequencing_nudge() -> None:
+    """Ask a worker to run the sequencer, unless this process asked within the interval: that
+    run is still going, and its next pass will find the new entries."""
+    global _last_nudge
+    now = time.monotonic()
+    if now - _last_nudge < settings.CAIRN_LOG_INTERVAL_S:
+        return
+    _last_nudge = now
+    async_task(SEQUENCE_JOB)
