@@ -5,6 +5,7 @@ from django.utils.html import format_html
 
 from cairn.admin_mixins import ReadOnlyAdminMixin
 from tasks.models import Contribution, Task, TaskStatus
+from tasks.sealing import contribution_report
 
 
 @admin.register(Task)
@@ -52,7 +53,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             return (
                 f"Sealed until the task is evaluated (deadline {contribution.task.deadline_text})."
             )
-        return format_html("<pre>{}</pre>", _pretty(contribution.report))
+        return format_html("<pre>{}</pre>", _pretty(contribution_report(contribution)))
 
 
 def _pretty(report: dict) -> str:

@@ -16,6 +16,7 @@ from cairn.lookups import get_by_id
 from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task, TaskStatus
+from tasks.sealing import contribution_report
 
 # The request fields, in the order the view shows them; they are what the approval digest covers.
 REQUEST_FIELDS = (
@@ -147,7 +148,11 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
     return {
         "tasks": [task_view(task) for task in tasks],
         "contributions": [
-            {"task_id": str(c.task_id), "receipt": receipt_view(c), "report": c.report}
+            {
+                "task_id": str(c.task_id),
+                "receipt": receipt_view(c),
+                "report": contribution_report(c),
+            }
             for c in contributions
         ],
     }

@@ -18,6 +18,7 @@ from cairn.payloads import parse_payload
 from ledger.entries import contribution_entry, task_entry
 from ledger.jobs import sequencing_nudge
 from ledger.receipts import receipt_sign
+from ledger.seal import report_seal
 from ledger.services import log_queue
 from tasks import privacy
 from tasks.counts import task_count_change
@@ -205,9 +206,11 @@ def contribution_submit(
             task=task,
             agent=agent,
             operation_id=operation_id,
-            report=report,
             report_digest=canonical_digest(report),
             received_at=now_ms(),
+        )
+        contribution.sealed_report = report_seal(
+            report, task_id=task.id, contribution_id=contribution.id
         )
         contribution.receipt_signature = receipt_sign(receipt_claims(contribution))
         contribution.save(force_insert=True)
