@@ -8,6 +8,7 @@ keep coming, and a schedule every minute catches anything a lost nudge left behi
 
 from __future__ import annotations
 
+import logging
 import time
 
 from django.conf import settings
@@ -15,6 +16,7 @@ from django_q.tasks import async_task
 
 from ledger.services import log_sequence
 
+logger = logging.getLogger(__name__)
 SEQUENCE_JOB = "ledger.jobs.sequence_log"
 _last_nudge = 0.0
 
@@ -36,4 +38,7 @@ def sequencing_nudge() -> None:
     if now - _last_nudge < settings.CAIRN_LOG_INTERVAL_S:
         return
     _last_nudge = now
-    async_task(SEQUENCE_JOB)
+    try:
+        async_task(SEQUENCE_JOB)
+    except Exception:  # the write has committed; the minute's schedule will integrate its entry
+        logger.warning("could not queue the log sequencer; the schedule will run it", exc_info=True)
