@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from cairn.env import env_seal_key, env_signing_key
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -85,3 +87,15 @@ def test_keys_may_be_given_as_file_paths(tmp_path):
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_with_debug_each_key_is_created_once_and_then_reused(tmp_path):
+    signing = env_signing_key("CAIRN_TEST_UNSET_KEY", create_at=tmp_path / "signing_key.pem")
+    seal = env_seal_key("CAIRN_TEST_UNSET_KEY", create_at=tmp_path / "seal_key")
+
+    assert signing.startswith("-----BEGIN PRIVATE KEY-----") and len(seal) == 32
+    assert (tmp_path / "signing_key.pem").stat().st_mode & 0o777 == 0o600
+    assert (
+        env_signing_key("CAIRN_TEST_UNSET_KEY", create_at=tmp_path / "signing_key.pem") == signing
+    )
+    assert env_seal_key("CAIRN_TEST_UNSET_KEY", create_at=tmp_path / "seal_key") == seal

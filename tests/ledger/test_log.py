@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from cairn.canonical import canonical_digest
 from ledger.merkle import leaf_hash, node_hash
 from ledger.models import Leaf
-from ledger.selectors import inclusion_proof
+from ledger.selectors import inclusion_proof, log_stats
 from ledger.services import log_queue, log_sequence
 from tasks.evaluation import task_evaluate
 from tasks.models import Task
@@ -205,3 +205,15 @@ def test_the_checkpoint_is_a_signed_note_by_the_site_key(db, http):
     assert raw[:4] == hashlib.sha256(name.encode() + b"\n\x01" + public).digest()[:4]
     Ed25519PublicKey.from_public_bytes(public).verify(raw[4:], (body + "\n").encode())
     assert base64.b64decode(root) == leaf_hash(rfc8785.dumps({"type": "test", "n": 0}))
+
+
+def test_log_stats_count_the_entries_and_the_oldest_wait(db, time_machine):
+    time_machine.move_to("2026-12-01T06:00:00Z", tick=False)
+    log_queue({"type": "test", "n": n} for n in range(3))
+    log_sequence()
+    log_queue([{"type": "test", "n": 3}])
+    time_machine.move_to("2026-12-01T06:00:07Z", tick=False)
+
+    assert log_stats() == (3, 7.0)
+    log_sequence()
+    assert log_stats() == (4, 0.0)
