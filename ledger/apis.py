@@ -35,7 +35,7 @@ def _query(request: Request, names: tuple[str, ...]) -> dict[str, str]:
     params = request.query_params
     for key in params:
         if key not in names:
-            message = f"unknown query parameter (this route takes: {', '.join(names)})"
+            message = f"unknown query parameter (this route takes: {', '.join(names) or 'none'})"
             issues.append(Issue(key, ErrorCode.INVALID_QUERY, message))
         elif len(params.getlist(key)) > 1:
             issues.append(Issue(key, ErrorCode.INVALID_QUERY, "given more than once"))

@@ -19,7 +19,7 @@ from django.conf import settings
 from jwt import PyJWK
 from jwt.exceptions import InvalidKeyError
 
-from ledger.keys import ALGORITHM, public_jwk, site_kid
+from ledger.keys import ALGORITHM, site_kid
 
 JWKS_PATH = "/.well-known/jwks.json"
 
@@ -39,7 +39,3 @@ def card_verifier(jwks: dict[str, Any]) -> Callable[[AgentCard], None]:
         return PyJWK(keys[kid])
 
     return create_signature_verifier(key_for, algorithms=[ALGORITHM])
-
-
-def own_jwks() -> dict[str, Any]:
-    return {"keys": [public_jwk()]}

@@ -31,10 +31,16 @@ def site_key() -> OKPKey:
     return _key(settings.CAIRN_SIGNING_KEY)
 
 
-def site_private_key() -> ed25519.Ed25519PrivateKey:
-    key = serialization.load_pem_private_key(settings.CAIRN_SIGNING_KEY.encode(), password=None)
-    assert isinstance(key, ed25519.Ed25519PrivateKey)
+@lru_cache(maxsize=4)
+def _private_key(pem: str) -> ed25519.Ed25519PrivateKey:
+    key = serialization.load_pem_private_key(pem.encode(), password=None)
+    if not isinstance(key, ed25519.Ed25519PrivateKey):  # settings already refused any other kind
+        raise TypeError("CAIRN_SIGNING_KEY is not an Ed25519 key")
     return key
+
+
+def site_private_key() -> ed25519.Ed25519PrivateKey:
+    return _private_key(settings.CAIRN_SIGNING_KEY)
 
 
 def site_kid() -> str:

@@ -378,8 +378,9 @@ def command_receipt(site: Site, file: str) -> int:
         if payload != rfc8785.dumps(claims):
             raise Failed("the receipt's fields differ from what its signature covers")
 
-    if report.check("the receipt is signed by the site key", signature) is None and report.failures:
-        return _finish(report)
+    report.check("the receipt is signed by the site key", signature)
+    if report.failures:
+        return _finish(report)  # nothing else in an unsigned receipt can be trusted
     entry = {
         "type": "cairn.log/contribution",
         "task_id": claims["task_id"],

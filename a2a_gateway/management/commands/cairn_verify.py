@@ -14,7 +14,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from a2a_gateway.card import agent_card_json, site_url
 from a2a_gateway.checks import CHECK_SITE
 from a2a_gateway.verify import card_problems
-from ledger.card_signing import JWKS_PATH, own_jwks
+from ledger.card_signing import JWKS_PATH
+from ledger.keys import jwks as site_jwks
 
 
 def _fetch_json(url: str, what: str) -> Any:
@@ -45,7 +46,7 @@ class Command(BaseCommand):
     def handle(
         self, *args: Any, card: str | None = None, url: str | None = None, **options: Any
     ) -> None:
-        jwks = own_jwks()
+        jwks = site_jwks()
         if card:
             source = "standard input" if card == "-" else card
             try:
