@@ -43,8 +43,14 @@ def site_private_key() -> ed25519.Ed25519PrivateKey:
     return _private_key(settings.CAIRN_SIGNING_KEY)
 
 
+@lru_cache(maxsize=4)
+def _kid(pem: str) -> str:
+    return _key(pem).thumbprint()
+
+
 def site_kid() -> str:
-    return site_key().thumbprint()
+    """The RFC 7638 thumbprint of the site key, its `kid` everywhere."""
+    return _kid(settings.CAIRN_SIGNING_KEY)
 
 
 def public_jwk() -> dict[str, Any]:

@@ -25,11 +25,22 @@ SEQUENCER_LOCK = int.from_bytes(b"cairnlog", "big", signed=True)
 
 
 def log_queue(entries: Iterable[dict[str, Any]]) -> None:
-    """Queue entries for the log. Call inside the transaction of the write they record."""
-    at = now_ms()
-    QueuedEntry.objects.bulk_create(
-        [QueuedEntry(entry=rfc8785.dumps(entry).decode(), queued_at=at) for entry in entries]
+    """Queue entries for the log. Call inside the transaction of the write they record.
+
+    Every accepted write runs this, so it is one prepared INSERT rather than the ORM's
+    bulk_create, which cost twice as much CPU for a single row (SPEC §15's budget: the log must
+    not slow a contribution down noticeably)."""
+    at = QueuedEntry._meta.get_field("queued_at").get_db_prep_save(now_ms(), connection)
+    rows = [(rfc8785.dumps(entry).decode(), at) for entry in entries]
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(QueuedEntry._meta.db_table)} ({quote('entry')}, {quote('queued_at')}) "
+        "VALUES (%s, %s)"
     )
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
 
 
 def _sequencer_lock() -> bool:
