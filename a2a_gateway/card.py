@@ -27,8 +27,11 @@ from django.http import HttpRequest
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
 from cairn.schemas import model_schema
+from ledger.card_signing import JWKS_PATH, card_sign
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
+VERIFIABLE_EXTENSION_URI = "urn:cairn:verifiable:v1"
+MAX_MERGE_DELAY_S = 60
 BEARER_SCHEME = "bearer"
 ENDPOINT_PATH = "/api/a2a"
 JSON = "application/json"
@@ -110,7 +113,22 @@ def agent_card(site: str) -> AgentCard:
                     ),
                     required=False,
                     params={"schemas": payload_schemas(operations)},
-                )
+                ),
+                AgentExtension(
+                    uri=VERIFIABLE_EXTENSION_URI,
+                    description=(
+                        "Receipts and the Agent Card are signed with the site key (JWKS); every task, "
+                        "contribution and evaluation is in a public RFC 9162 transparency log with "
+                        "signed checkpoints; the offline verifier checks them all (SPEC §15)."
+                    ),
+                    required=False,
+                    params={
+                        "jwks": f"{site}{JWKS_PATH}",
+                        "checkpoint": f"{site}/api/log/checkpoint",
+                        "verifier": f"{site}/verify/cairn_verify.py",
+                        "max_merge_delay_s": MAX_MERGE_DELAY_S,
+                    },
+                ),
             ],
         ),
         security_schemes={
@@ -133,9 +151,9 @@ def agent_card(site: str) -> AgentCard:
 
 @lru_cache(maxsize=32)
 def _card_text(site: str) -> str:
-    # Built once per site and process: the card depends only on the code, and generating the
-    # payload schemas is the costly part of it.
-    return json.dumps(agent_card_to_dict(agent_card(site)))
+    # Built once per site and process: the card depends only on the code (and the site key), and
+    # generating the payload schemas is the costly part of it.
+    return json.dumps(agent_card_to_dict(card_sign(agent_card(site), site=site)))
 
 
 def agent_card_json(site: str) -> dict[str, Any]:

@@ -9,9 +9,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from a2a.types import AgentCard
+from a2a.utils.signing import NoSignatureError, SignatureVerificationError
+from google.protobuf.json_format import ParseDict, ParseError
+
 from a2a_gateway.card import PAYLOADS_EXTENSION_URI, payload_schemas
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.translate import ints_from_doubles
+from ledger.card_signing import card_verifier
 
 
 def _same_json(a: Any, b: Any) -> bool:
@@ -90,8 +95,24 @@ def _schema_problems(card: dict[str, Any]) -> list[str]:
     return problems
 
 
-def card_problems(card: Any) -> list[str]:
-    """Everything that makes the card say something the code does not do; empty when it is true."""
+def _signature_problems(card: dict[str, Any], jwks: dict[str, Any]) -> list[str]:
+    """The SDK's own verifier: at least one signature over the card must verify with `jwks`."""
+    try:
+        parsed = ParseDict(card, AgentCard(), ignore_unknown_fields=True)
+        card_verifier(jwks)(parsed)
+    except NoSignatureError:
+        return ["the card carries no signature (SPEC §15.4)"]
+    except (SignatureVerificationError, ParseError) as error:
+        return [f"no signature on the card verifies with the site's keys ({error})"]
+    return []
+
+
+def card_problems(card: Any, *, jwks: dict[str, Any] | None = None) -> list[str]:
+    """Everything that makes the card say something the code does not do; empty when it is true.
+    With `jwks`, the card's signature must also verify with one of its keys."""
     if not isinstance(card, dict):
         return ["the card is not a JSON object"]
-    return _skill_problems(card) + _schema_problems(card)
+    problems = _skill_problems(card) + _schema_problems(card)
+    if jwks is not None:
+        problems += _signature_problems(card, jwks)
+    return problems

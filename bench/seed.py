@@ -51,10 +51,12 @@ from agents.models import Agent, AuditEntry, Door, Operation  # noqa: E402
 from agents.services import TOKEN_PREFIX, token_digest  # noqa: E402
 from cairn.canonical import canonical_digest, fingerprint  # noqa: E402
 from cairn.clock import format_instant, now_ms  # noqa: E402
+from ledger.receipts import receipt_sign  # noqa: E402
+from ledger.seal import report_seal  # noqa: E402
 from tasks.counts import task_count_change  # noqa: E402
 from tasks.evaluation import evaluation_apply  # noqa: E402
 from tasks.models import Contribution, Task, TaskStatus  # noqa: E402
-from tasks.selectors import receipt_view, task_view  # noqa: E402
+from tasks.selectors import receipt_claims, receipt_view, task_view  # noqa: E402
 from tasks.services import CONTRIBUTION_SUBMIT, TASK_POST  # noqa: E402
 
 BATCH = 5000
@@ -355,10 +357,16 @@ def add_task(
             task_id=task.id,
             agent_id=agent.pk,
             operation_id=operation_id,
-            report=report,
+            report=report if evaluate else None,
+            sealed_report=None,
             report_digest=report_digest,
             received_at=received_at,
         )
+        if not evaluate:  # sealed until its deadline, as contribution_submit stores it
+            contribution.sealed_report = report_seal(
+                report, task_id=task.id, contribution_id=contribution.id
+            )
+        contribution.receipt_signature = receipt_sign(receipt_claims(contribution))
         task.contributions_count += 1
         body = {"task": task_view(task), "receipt": receipt_view(contribution)}
         request_digest = fingerprint({"task_id": str(task.id), "payload": payload_fingerprint})
@@ -382,8 +390,10 @@ def add_task(
                     "agent_id",
                     "operation_id",
                     "report",
+                    "sealed_report",
                     "report_digest",
                     "received_at",
+                    "receipt_signature",
                 )
             }
         )

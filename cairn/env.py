@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
+import secrets
+from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import urlsplit
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -70,3 +76,74 @@ def env_url(name: str, default: str = "") -> str:
             f"{name} must be a site origin without path, query or fragment, not {raw!r}"
         )
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def _key_text(name: str, raw: str) -> str:
+    """The key itself (PEM, or 64 hex characters), or the contents of the file that `raw` names."""
+    if not raw or raw.startswith("-----BEGIN") or re.fullmatch(r"[0-9a-fA-F]{64}", raw):
+        return raw
+    try:
+        return Path(raw).expanduser().read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(
+            f"{name} is neither a key nor the path of a readable file: {exc.strerror}"
+        ) from None
+
+
+def _created_once(path: Path, make: Callable[[], str]) -> str:
+    """A development key: created on first start under var/ (mode 0600) and reused after."""
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(make())
+    return path.read_text(encoding="utf-8").strip()
+
+
+def env_signing_key(name: str, *, create_at: Path | None) -> str:
+    """An Ed25519 private key as PKCS#8 PEM (the value, or the path of a file holding it).
+    Unset, it is created once at `create_at` (development), or start-up stops when that is None."""
+    text = _key_text(name, env_str(name))
+    if not text:
+        if create_at is None:
+            raise ImproperlyConfigured(
+                f"{name} must be set (an Ed25519 private key as PKCS#8 PEM, or its file's path)"
+            )
+        text = _created_once(
+            create_at,
+            lambda: (
+                ed25519.Ed25519PrivateKey.generate()
+                .private_bytes(
+                    serialization.Encoding.PEM,
+                    serialization.PrivateFormat.PKCS8,
+                    serialization.NoEncryption(),
+                )
+                .decode()
+            ),
+        )
+    try:
+        key = serialization.load_pem_private_key(text.encode(), password=None)
+    except (ValueError, TypeError):
+        raise ImproperlyConfigured(
+            f"{name} must be an Ed25519 private key as unencrypted PKCS#8 PEM, or its file's path"
+        ) from None
+    if not isinstance(key, ed25519.Ed25519PrivateKey):
+        raise ImproperlyConfigured(f"{name} must be an Ed25519 key, not {type(key).__name__}")
+    return text
+
+
+def env_seal_key(name: str, *, create_at: Path | None) -> bytes:
+    """A 32-byte AES-256 key as 64 hex characters (the value, or the path of a file holding them).
+    Unset, it is created once at `create_at` (development), or start-up stops when that is None."""
+    text = _key_text(name, env_str(name))
+    if not text:
+        if create_at is None:
+            raise ImproperlyConfigured(
+                f"{name} must be set (32 bytes as 64 hex characters, or its file's path)"
+            )
+        text = _created_once(create_at, lambda: secrets.token_hex(32))
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", text):
+        raise ImproperlyConfigured(
+            f"{name} must be 32 bytes as 64 hex characters, or the path of a file holding them"
+        )
+    return bytes.fromhex(text)

@@ -9,7 +9,16 @@ from urllib.parse import urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from cairn.env import env_bool, env_choice, env_int, env_list, env_str, env_url
+from cairn.env import (
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_seal_key,
+    env_signing_key,
+    env_str,
+    env_url,
+)
 from cairn.logs import logging_config
 
 # The A2A SDK opens an OpenTelemetry span around every call, about a tenth of a request's time;
@@ -30,6 +39,15 @@ if not SECRET_KEY:
     SECRET_KEY = "cairn-development-only-secret-key-never-use-in-production"
 
 CAIRN_SITE_URL = env_url("CAIRN_SITE_URL")
+
+# The site key signs receipts, checkpoints and the card; the seal key encrypts reports until
+# evaluation (SPEC §15). Development creates each once under var/ and keeps it.
+CAIRN_SIGNING_KEY = env_signing_key(
+    "CAIRN_SIGNING_KEY", create_at=VAR_DIR / "signing_key.pem" if DEBUG else None
+)
+CAIRN_SEAL_KEY = env_seal_key("CAIRN_SEAL_KEY", create_at=VAR_DIR / "seal_key" if DEBUG else None)
+# How often the sequencer integrates queued log entries and publishes a checkpoint (§15.3).
+CAIRN_LOG_INTERVAL_S = env_int("CAIRN_LOG_INTERVAL_S", 5, minimum=1, maximum=10)
 
 _default_hosts = [urlsplit(CAIRN_SITE_URL).hostname] if CAIRN_SITE_URL else []
 if DEBUG:
@@ -60,6 +78,7 @@ INSTALLED_APPS = [
     "calls",
     "a2a_gateway",
     "ops",
+    "ledger",
 ]
 
 MIDDLEWARE = [

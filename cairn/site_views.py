@@ -71,6 +71,7 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
         "connection_url": f"{site}/skills/cairn/references/connection.md",
         "join_request_url": f"{site}/a2a-join-request.txt",
         "work_request_url": f"{site}/a2a-request-work.txt",
+        "verifier_url": f"{site}/verify/cairn_verify.py",
         "source_hosts": list(settings.CAIRN_SOURCE_HOSTS),
         "deadline_min": duration_words(timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MIN_S)),
         "deadline_max": duration_words(timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MAX_S)),

@@ -7,6 +7,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/agent/register", AgentRegisterApi.as_view(), name="agent-register"),
     path("", include("a2a_gateway.urls")),
+    path("", include("ledger.urls")),
     path("", include("cairn.api_urls")),
     path("", include("cairn.page_urls")),
     path("", include("mcp_door.urls")),

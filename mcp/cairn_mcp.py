@@ -17,8 +17,8 @@ and approve the exact digest of what becomes public (`cairn_a2a_preview_task`, o
 
 Environment:
   CAIRN_URL   the Cairn server (default: the site this file was downloaded from)
-  CAIRN_HOME  where the token (mode 0600), the consent record and the participant card live
-              (default: ~/.cairn)
+  CAIRN_HOME  where the token (mode 0600), the consent record, the participant card and every
+              signed receipt (receipts/<contribution_id>.json) live (default: ~/.cairn)
 """
 
 from __future__ import annotations
@@ -411,6 +411,10 @@ class Config:
     def card_file(self) -> Path:
         return self.home / "card.json"
 
+    @property
+    def receipts_dir(self) -> Path:
+        return self.home / "receipts"
+
 
 def _now() -> str:
     now = datetime.now(UTC)
@@ -478,6 +482,17 @@ def require_digest(kind: str, value: Any, given: str) -> str:
             [{"path": "", "code": "preview_changed", "message": "the digest does not match"}],
         )
     return digest
+
+
+def save_receipt(config: Config, receipt: dict[str, Any]) -> None:
+    """Keep a signed receipt: with `cairn_verify.py receipt <file>` it proves the contribution was
+    sealed, and proves its omission if the log or the evaluation ever leaves it out."""
+    name = str(receipt.get("contribution_id", ""))
+    if not re.fullmatch(r"[0-9a-f-]{36}", name):
+        return
+    _make_home(config)
+    config.receipts_dir.mkdir(mode=0o700, exist_ok=True)
+    _write_new(config.receipts_dir / f"{name}.json", json.dumps(receipt, indent=2) + "\n", 0o600)
 
 
 def save_card(config: Config, card: dict[str, Any]) -> bool:
@@ -796,6 +811,8 @@ async def tool_contribute(config: Config, args: ContributeArguments) -> dict[str
     }
     task = await send(config, payload, operation="contribute", task_id=args.task_id)
     receipt = plain_json(MessageToDict(task.metadata)).get("cairn", {}).get("contribution")
+    if isinstance(receipt, dict):
+        save_receipt(config, receipt)
     return {"task": view_of(task), "receipt": receipt}
 
 

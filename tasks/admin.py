@@ -14,6 +14,7 @@ from django.utils.http import urlencode
 
 from cairn.admin_mixins import ReadOnlyAdminMixin, agent_link
 from tasks.models import Contribution, Outcome, Task, TaskStatus
+from tasks.sealing import contribution_report
 
 
 def task_state(task: Task) -> str:
@@ -182,7 +183,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             return (
                 f"Sealed until the task is evaluated (deadline {contribution.task.deadline_text})."
             )
-        return format_html("<pre>{}</pre>", _pretty(contribution.report))
+        return format_html("<pre>{}</pre>", _pretty(contribution_report(contribution)))
 
 
 def _pretty(report: dict) -> str:

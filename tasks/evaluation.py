@@ -10,9 +10,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from cairn.clock import format_instant, now_ms
+from ledger.entries import evaluation_entry
+from ledger.jobs import sequencing_nudge
+from ledger.services import log_queue
 from tasks.counts import task_count_change
 from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.payloads import VERDICTS
+from tasks.sealing import contributions_reveal
 
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
 RULE = "cairn.rules/0.1"
@@ -30,8 +34,9 @@ def decide(verdicts: list[str], min_independent: int) -> tuple[Outcome, str | No
 def evaluation_apply(
     task: Task, contributions: list[Contribution], *, evaluated_at: datetime
 ) -> None:
-    """Set the evaluation fields of a still-working task from its contributions, in received order.
-    Saving them is the caller's, under the task's row lock."""
+    """Set the evaluation fields of a still-working task from its contributions, in received order,
+    their reports revealed first (`contributions_reveal`). Saving the task is the caller's, under
+    its row lock."""
     verdicts = [contribution.report["verdict"] for contribution in contributions]
     outcome, verdict = decide(verdicts, task.min_independent)
     task.status = TaskStatus.FAILED if outcome == Outcome.UNRESOLVED else TaskStatus.COMPLETED
@@ -78,9 +83,13 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
         task = Task.objects.select_for_update().filter(pk=task_id).first()
         if task is None or task.status != TaskStatus.WORKING or task.deadline > timezone.now():
             return False
-        evaluation_apply(task, list(task.contributions.order_by("seq")), evaluated_at=now_ms())
+        contributions = list(task.contributions.order_by("seq"))
+        contributions_reveal(contributions)
+        evaluation_apply(task, contributions, evaluated_at=now_ms())
         task.save(update_fields=EVALUATION_FIELDS)
         task_count_change({TaskStatus.WORKING: -1, task.status: 1})
+        log_queue([evaluation_entry(task)])
+        transaction.on_commit(sequencing_nudge)
     return True
 
 
@@ -130,10 +139,14 @@ def tasks_evaluate_due(*, batch_size: int = 500) -> int:
             contributions: dict[uuid.UUID, list[Contribution]] = defaultdict(list)
             for contribution in Contribution.objects.filter(task__in=batch).order_by("seq"):
                 contributions[contribution.task_id].append(contribution)
+            contributions_reveal([c for task in batch for c in contributions[task.pk]])
             for task in batch:
                 evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms())
             _save_evaluations(batch)
             task_count_change(_status_changes(batch))
+            log_queue(evaluation_entry(task) for task in batch)
+            if batch:
+                transaction.on_commit(sequencing_nudge)
         evaluated += len(batch)
         if len(batch) < batch_size:
             return evaluated

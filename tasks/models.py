@@ -96,9 +96,14 @@ class Contribution(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="contributions")
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="contributions")
     operation_id = models.CharField(max_length=200)
-    report = models.JSONField()
+    # Until evaluation the report is only `sealed_report` (AES-256-GCM, SPEC §15.6) and `report` is
+    # null; the evaluation opens it once into `report`, the public copy, and drops the sealed one.
+    report = models.JSONField(null=True, blank=True)
+    sealed_report = models.BinaryField(null=True, blank=True)
     report_digest = models.CharField(max_length=71)
     received_at = models.DateTimeField()
+    # The receipt's compact JWS (SPEC §15.2), kept so every later answer repeats the same bytes.
+    receipt_signature = models.TextField(blank=True)
 
     class Meta:
         ordering = ["seq"]

@@ -18,6 +18,7 @@ from cairn.lookups import get_by_id
 from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task, TaskStatus
+from tasks.sealing import contribution_report
 
 # The request fields, in the order the view shows them; they are what the approval digest covers.
 REQUEST_FIELDS = (
@@ -61,7 +62,8 @@ def task_request(view: dict[str, Any]) -> dict[str, Any]:
     return {name: view[name] for name in REQUEST_FIELDS}
 
 
-def receipt_view(contribution: Contribution) -> dict[str, str]:
+def receipt_claims(contribution: Contribution) -> dict[str, str]:
+    """The receipt without its signature: what the signature covers (SPEC §4.2, §15.2)."""
     return {
         "contribution_id": str(contribution.id),
         "task_id": str(contribution.task_id),
@@ -70,6 +72,10 @@ def receipt_view(contribution: Contribution) -> dict[str, str]:
         "received_at": format_instant(contribution.received_at),
         "sealed_until": contribution.task.deadline_text,
     }
+
+
+def receipt_view(contribution: Contribution) -> dict[str, str]:
+    return {**receipt_claims(contribution), "signature": contribution.receipt_signature}
 
 
 def _evaluate_if_due(task: Task) -> Task:
@@ -208,7 +214,11 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
     return {
         "tasks": [task_view(task) for task in tasks],
         "contributions": [
-            {"task_id": str(c.task_id), "receipt": receipt_view(c), "report": c.report}
+            {
+                "task_id": str(c.task_id),
+                "receipt": receipt_view(c),
+                "report": contribution_report(c),
+            }
             for c in contributions
         ],
     }

@@ -16,6 +16,11 @@ from cairn.clock import now_ms, parse_instant
 from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
 from cairn.metrics import counted_write
 from cairn.payloads import parse_payload
+from ledger.entries import contribution_entry, task_entry
+from ledger.jobs import sequencing_nudge
+from ledger.receipts import receipt_sign
+from ledger.seal import report_seal
+from ledger.services import log_queue
 from tasks import privacy
 from tasks.counts import task_count_change
 from tasks.jobs import schedule_evaluation
@@ -35,7 +40,7 @@ from tasks.rules import (
     source_in_task_issues,
     source_issues,
 )
-from tasks.selectors import receipt_view, task_get, task_view
+from tasks.selectors import receipt_claims, receipt_view, task_get, task_view
 
 TASK_POST = "task_post"
 CONTRIBUTION_SUBMIT = "contribution_submit"
@@ -113,6 +118,8 @@ def task_post(
             status_timestamp=created_at,
         )
         task_count_change({TaskStatus.WORKING: 1})
+        log_queue([task_entry(task)])
+        transaction.on_commit(sequencing_nudge)
         body = {"task": task_view(task)}
         operation_record(
             agent=agent,
@@ -198,14 +205,20 @@ def contribution_submit(
         task = Task.objects.select_for_update().get(pk=task.pk)
         _refuse_if_closed(task)
         refuse_if(_contribution_state_issues(agent, task))
-        contribution = Contribution.objects.create(
+        contribution = Contribution(
             task=task,
             agent=agent,
             operation_id=operation_id,
-            report=report,
             report_digest=canonical_digest(report),
             received_at=now_ms(),
         )
+        contribution.sealed_report = report_seal(
+            report, task_id=task.id, contribution_id=contribution.id
+        )
+        contribution.receipt_signature = receipt_sign(receipt_claims(contribution))
+        contribution.save(force_insert=True)
+        log_queue([contribution_entry(contribution)])
+        transaction.on_commit(sequencing_nudge)
         task.contributions_count += 1
         task.save(update_fields=["contributions_count"])
         body = {"task": task_view(task), "receipt": receipt_view(contribution)}

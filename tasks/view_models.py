@@ -105,3 +105,10 @@ class Receipt(View):
     report_digest: Digest
     received_at: Instant
     sealed_until: Instant = Field(description="The task's deadline.")
+    signature: str = Field(
+        description=(
+            "A compact JWS (alg EdDSA, kid of a key in /.well-known/jwks.json) whose payload is the "
+            "JCS form of this receipt without `signature` (SPEC §15.2)."
+        ),
+        pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$",
+    )

@@ -63,7 +63,7 @@ def test_the_card_parses_into_the_sdk_agent_card_and_says_what_spec_8_1_says(htt
 def test_the_extension_carries_the_payload_models_own_schemas(http):
     served = http.get("/.well-known/agent-card.json").json()
 
-    (extension,) = served["capabilities"]["extensions"]
+    extension, _verifiable = served["capabilities"]["extensions"]
     assert extension["uri"] == "urn:cairn:a2a:payloads:v1"
     assert extension.get("required", False) is False
     schemas = as_json(extension["params"]["schemas"])

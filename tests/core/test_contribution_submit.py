@@ -10,6 +10,7 @@ from agents.models import Door
 from cairn.canonical import canonical_digest
 from cairn.errors import ErrorCode, Refusal
 from tasks.models import Contribution
+from tasks.sealing import contribution_report as contribution_report_of
 from tasks.selectors import agent_mine, task_get, task_view
 from tasks.services import contribution_submit
 from tests.factories import OTHER_SOURCE, SOURCE, contribution_payload, contribution_report
@@ -56,7 +57,9 @@ def test_a_contribution_is_sealed_and_answered_with_a_receipt(task, contributor)
     view = result.body["task"]
     assert view["contributions_received"] == 1
     assert report["summary"] not in str(view) and "source_supported" not in str(view)
-    assert Contribution.objects.get().report == report
+    stored = Contribution.objects.get()
+    assert stored.report is None and report["summary"].encode() not in bytes(stored.sealed_report)
+    assert contribution_report_of(stored) == report
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from cairn.env import env_seal_key, env_signing_key
+
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = {"SECRET_KEY": "k", "CAIRN_SITE_URL": "https://cairn.example"}
+
+
+# Keys are required when not DEBUG (SPEC §14): every start here gets the tests' own.
+KEYS = {name: os.environ[name] for name in ("CAIRN_SIGNING_KEY", "CAIRN_SEAL_KEY")}
 
 
 def _clean_env(**env: str) -> dict[str, str]:
@@ -23,7 +29,7 @@ def _clean_env(**env: str) -> dict[str, str]:
         if not k.startswith("CAIRN_")
         and k not in {"DATABASE_URL", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"}
     }
-    return {**clean, "CAIRN_ENV_FILE": os.devnull, **env}
+    return {**clean, **KEYS, "CAIRN_ENV_FILE": os.devnull, **env}
 
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -64,6 +70,10 @@ def assert_one_line_naming(result: subprocess.CompletedProcess, named: str) -> N
         ({**GOOD, "CAIRN_LOG_FORMAT": "xml"}, "CAIRN_LOG_FORMAT"),
         ({}, "SECRET_KEY"),
         ({"SECRET_KEY": "k", "DEBUG": "false"}, "CAIRN_SITE_URL (or ALLOWED_HOSTS)"),
+        ({**GOOD, "CAIRN_SIGNING_KEY": ""}, "CAIRN_SIGNING_KEY"),
+        ({**GOOD, "CAIRN_SIGNING_KEY": "/nonexistent/key.pem"}, "CAIRN_SIGNING_KEY"),
+        ({**GOOD, "CAIRN_SEAL_KEY": ""}, "CAIRN_SEAL_KEY"),
+        ({**GOOD, "CAIRN_SEAL_KEY": "00ff"}, "CAIRN_SEAL_KEY"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_one_line_naming_it(env, named):
@@ -181,3 +191,27 @@ def test_make_test_says_in_one_line_that_chromium_is_missing_before_anything_run
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "apt-get install chromium" in lines[0], result.stderr
     assert not (tmp_path / ".venv").exists()
+
+
+def test_keys_may_be_given_as_file_paths(tmp_path):
+    (tmp_path / "signing.pem").write_text(KEYS["CAIRN_SIGNING_KEY"])
+    (tmp_path / "seal").write_text(KEYS["CAIRN_SEAL_KEY"] + "\n")
+    result = check(
+        **GOOD,
+        CAIRN_SIGNING_KEY=str(tmp_path / "signing.pem"),
+        CAIRN_SEAL_KEY=str(tmp_path / "seal"),
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_with_debug_each_key_is_created_once_and_then_reused(tmp_path):
+    signing = env_signing_key("CAIRN_TEST_UNSET_KEY", create_at=tmp_path / "signing_key.pem")
+    seal = env_seal_key("CAIRN_TEST_UNSET_KEY", create_at=tmp_path / "seal_key")
+
+    assert signing.startswith("-----BEGIN PRIVATE KEY-----") and len(seal) == 32
+    assert (tmp_path / "signing_key.pem").stat().st_mode & 0o777 == 0o600
+    assert (
+        env_signing_key("CAIRN_TEST_UNSET_KEY", create_at=tmp_path / "signing_key.pem") == signing
+    )
+    assert env_seal_key("CAIRN_TEST_UNSET_KEY", create_at=tmp_path / "seal_key") == seal

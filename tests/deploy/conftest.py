@@ -57,6 +57,8 @@ def deployment(request, postgres: PrivatePostgres, tmp_path_factory) -> Iterator
         "CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY": "10000",
         "CAIRN_REGISTRATIONS_PER_IP_PER_HOUR": "10000",
         "CAIRN_WORKERS": "2",
+        "CAIRN_SIGNING_KEY": os.environ["CAIRN_SIGNING_KEY"],
+        "CAIRN_SEAL_KEY": os.environ["CAIRN_SEAL_KEY"],
         **BROKERS[broker],
     }
     deployed = Deployment(

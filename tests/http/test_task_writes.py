@@ -82,6 +82,7 @@ def test_contributing_answers_201_with_the_view_and_a_receipt(api, poster, post_
         "report_digest": canonical_digest(report),
         "received_at": receipt["received_at"],
         "sealed_until": task.deadline_text,
+        "signature": receipt["signature"],
     }
     entry = AuditEntry.objects.get(object_id=str(contribution.id))
     assert (entry.door, entry.operation) == ("http", "contribution_submit")

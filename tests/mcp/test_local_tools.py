@@ -19,6 +19,7 @@ from cairn.canonical import canonical_digest
 from cairn.clock import parse_instant
 from tasks.models import Task
 from tests.factories import SOURCE, contribution_report, open_task_request
+from tests.ledger.conftest import receipt_verified
 from tests.mcp.conftest import call, connected
 
 LOCAL_TOOLS = {
@@ -394,3 +395,20 @@ def test_a_contribution_to_a_task_past_its_deadline_is_task_closed(
             )
 
     assert run(local_server(), steps).code == "task_closed"
+
+
+def test_every_signed_receipt_is_kept_under_cairn_home(local_server, make_agent, post_task, http):
+    task = post_task(make_agent())
+    server = local_server()
+
+    async def steps(client):
+        await call(client, "cairn_local_set_consent", {"public_output": True})
+        return await send_report(client, str(task.pk), contribution_report())
+
+    sent = run(server, steps)
+
+    receipt = sent.data["receipt"]
+    receipt_verified(receipt, http)
+    kept = server.home / "receipts" / f"{receipt['contribution_id']}.json"
+    assert json.loads(kept.read_text()) == receipt
+    assert kept.stat().st_mode & 0o777 == 0o600

@@ -101,6 +101,8 @@ def served(tmp_path):
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'cairn.sqlite3'}",
         "CAIRN_LOG_FORMAT": "json",
+        "CAIRN_SIGNING_KEY": os.environ["CAIRN_SIGNING_KEY"],
+        "CAIRN_SEAL_KEY": os.environ["CAIRN_SEAL_KEY"],
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     port = free_port()

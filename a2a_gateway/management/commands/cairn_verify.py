@@ -1,4 +1,5 @@
-"""`manage.py cairn_verify`: fail, naming each problem, when the Agent Card says what the code does not do."""
+"""`manage.py cairn_verify`: fail, naming each problem, when the Agent Card says what the code does not
+do, or when its signature does not verify with the site key."""
 
 from __future__ import annotations
 
@@ -13,13 +14,24 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from a2a_gateway.card import agent_card_json, site_url
 from a2a_gateway.checks import CHECK_SITE
 from a2a_gateway.verify import card_problems
+from ledger.card_signing import JWKS_PATH
+from ledger.keys import jwks as site_jwks
+
+
+def _fetch_json(url: str, what: str) -> Any:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return json.load(response)
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot fetch {what} from {url}: {exc}") from None
 
 
 class Command(BaseCommand):
     help = (
         "Check the A2A Agent Card against the code: every skill is a SendMessage operation the gateway "
         "dispatches, with a description and tags, and the extension's schemas are the payload models' schemas. "
-        "By default the card built from the code is checked; --card checks a saved card, --url a served one."
+        "By default the card built from the code is checked; --card checks a saved card, --url a served one. "
+        "The card's signature must verify: with this site's key, or for --url with that site's JWKS."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,6 +46,7 @@ class Command(BaseCommand):
     def handle(
         self, *args: Any, card: str | None = None, url: str | None = None, **options: Any
     ) -> None:
+        jwks = site_jwks()
         if card:
             source = "standard input" if card == "-" else card
             try:
@@ -43,22 +56,20 @@ class Command(BaseCommand):
                 raise CommandError(f"cannot read a JSON card from {source}: {exc}") from None
         elif url:
             source = url.rstrip("/") + "/.well-known/agent-card.json"
-            try:
-                with urllib.request.urlopen(source, timeout=10) as response:
-                    document = json.load(response)
-            except (OSError, ValueError) as exc:
-                raise CommandError(f"cannot fetch the card from {source}: {exc}") from None
+            document = _fetch_json(source, "the card")
+            jwks = _fetch_json(url.rstrip("/") + JWKS_PATH, "the site's keys")
         else:
             source = "the code"
             document = agent_card_json(site_url() or CHECK_SITE)
 
-        problems = card_problems(document)
+        problems = card_problems(document, jwks=jwks)
         if problems:
             listing = "\n".join(f"  - {problem}" for problem in problems)
             raise CommandError(f"the Agent Card from {source} does not match the code:\n{listing}")
         skills = ", ".join(skill["id"] for skill in document["skills"])
         self.stdout.write(
             self.style.SUCCESS(
-                f"OK: the Agent Card from {source} matches the code (skills: {skills})"
+                f"OK: the Agent Card from {source} matches the code and its signature verifies "
+                f"(skills: {skills})"
             )
         )

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tasks", "0003_task_counts"),
+        ("tasks", "0005_contribution_sealed_report"),
     ]
 
     operations = [

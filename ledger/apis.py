@@ -1,0 +1,131 @@
+"""The public routes of verifiability (SPEC §15): the site's keys, the log, and the verifier.
+
+All are read-only and need no token. Query mistakes are 400 `invalid_query`, a leaf not in the
+asked tree 404 `not_found` (§15.3), through the same translation as every JSON route.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.http import require_safe
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from a2a_gateway.card import site_url
+from cairn.api_views import ApiView
+from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
+from ledger.keys import jwks
+from ledger.selectors import (
+    checkpoint_latest,
+    consistency_proof,
+    entries_range,
+    inclusion_proof,
+)
+from ledger.verifier import verifier_source
+
+_COUNT = re.compile(r"[0-9]{1,18}")
+_HASH = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def _query(request: Request, names: tuple[str, ...]) -> dict[str, str]:
+    """Exactly these parameters, each once; anything else is refused, every problem listed."""
+    issues = []
+    params = request.query_params
+    for key in params:
+        if key not in names:
+            message = f"unknown query parameter (this route takes: {', '.join(names) or 'none'})"
+            issues.append(Issue(key, ErrorCode.INVALID_QUERY, message))
+        elif len(params.getlist(key)) > 1:
+            issues.append(Issue(key, ErrorCode.INVALID_QUERY, "given more than once"))
+    issues += [
+        Issue(name, ErrorCode.INVALID_QUERY, "required") for name in names if name not in params
+    ]
+    refuse_if(issues)
+    return {name: params[name] for name in names}
+
+
+def _count(query: dict[str, str], name: str, *, minimum: int) -> int:
+    raw = query[name]
+    if not _COUNT.fullmatch(raw) or int(raw) < minimum:
+        message = f"must be a whole number of at least {minimum}"
+        raise Refusal(
+            ErrorCode.INVALID_QUERY,
+            f"{name} {message}",
+            [Issue(name, ErrorCode.INVALID_QUERY, message)],
+        )
+    return int(raw)
+
+
+def _invalid(name: str, message: str) -> Refusal:
+    return Refusal(
+        ErrorCode.INVALID_QUERY,
+        f"{name} {message}",
+        [Issue(name, ErrorCode.INVALID_QUERY, message)],
+    )
+
+
+class EntriesApi(ApiView):
+    """`GET /api/log/entries?start=&end=`: at most 1,000 entries, `end` exclusive."""
+
+    def get(self, request: Request) -> Response:
+        query = _query(request, ("start", "end"))
+        start = _count(query, "start", minimum=0)
+        end = _count(query, "end", minimum=0)
+        if end < start:
+            raise _invalid("end", "must not be below start")
+        return Response({"entries": entries_range(start=start, end=end)})
+
+
+class InclusionProofApi(ApiView):
+    def get(self, request: Request) -> Response:
+        query = _query(request, ("leaf_hash", "tree_size"))
+        if not _HASH.fullmatch(query["leaf_hash"]):
+            raise _invalid("leaf_hash", "must be a SHA-256 hash as 64 hex characters")
+        proof = inclusion_proof(
+            leaf_hash=query["leaf_hash"].lower(),
+            tree_size=_count(query, "tree_size", minimum=1),
+        )
+        return Response(
+            {"index": proof.index, "tree_size": proof.tree_size, "hashes": proof.hashes}
+        )
+
+
+class ConsistencyProofApi(ApiView):
+    def get(self, request: Request) -> Response:
+        query = _query(request, ("first", "second"))
+        first = _count(query, "first", minimum=1)
+        second = _count(query, "second", minimum=1)
+        if second < first:
+            raise _invalid("second", "must not be below first")
+        return Response({"hashes": consistency_proof(first=first, second=second)})
+
+
+class CheckpointApi(ApiView):
+    """The latest signed checkpoint, as the signed note's own text."""
+
+    def get(self, request: Request) -> HttpResponse:
+        _query(request, ())
+        latest = checkpoint_latest()
+        if latest is None:
+            raise Refusal(ErrorCode.NOT_FOUND, "the log has no checkpoint yet")
+        response = HttpResponse(latest.note, content_type="text/plain; charset=utf-8")
+        response["Cache-Control"] = "no-cache"
+        return response
+
+
+@require_safe
+def jwks_view(request: HttpRequest) -> JsonResponse:
+    response = JsonResponse(jwks())
+    response["Cache-Control"] = "public, max-age=300"
+    return response
+
+
+@require_safe
+def verifier_file(request: HttpRequest) -> HttpResponse:
+    response = HttpResponse(
+        verifier_source(site_url(request)), content_type="text/x-python; charset=utf-8"
+    )
+    response["Content-Disposition"] = 'inline; filename="cairn_verify.py"'
+    return response

@@ -1,0 +1,47 @@
+"""What the log records of each write (SPEC §15.3): digests, ids and instants, never content or
+an agent id. Each entry's bytes are its JCS form."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cairn.canonical import canonical_digest
+from cairn.clock import format_instant
+
+if TYPE_CHECKING:
+    from tasks.models import Contribution, Task
+
+TASK = "cairn.log/task"
+CONTRIBUTION = "cairn.log/contribution"
+EVALUATION = "cairn.log/evaluation"
+
+
+def task_entry(task: Task) -> dict[str, Any]:
+    return {
+        "type": TASK,
+        "task_id": str(task.id),
+        "public_input_digest": task.public_input_digest,
+        "deadline": task.deadline_text,
+        "created_at": format_instant(task.created_at),
+    }
+
+
+def contribution_entry(contribution: Contribution) -> dict[str, Any]:
+    return {
+        "type": CONTRIBUTION,
+        "task_id": str(contribution.task_id),
+        "contribution_id": str(contribution.id),
+        "report_digest": contribution.report_digest,
+        "received_at": format_instant(contribution.received_at),
+    }
+
+
+def evaluation_entry(task: Task) -> dict[str, Any]:
+    """Call once the task's evaluation is set: the entry commits to its digest."""
+    return {
+        "type": EVALUATION,
+        "task_id": str(task.id),
+        "outcome": task.outcome,
+        "evaluated_at": format_instant(task.evaluated_at),
+        "evaluation_digest": canonical_digest(task.evaluation),
+    }

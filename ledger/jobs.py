@@ -1,0 +1,43 @@
+"""The sequencer as a django-q2 job (SPEC §15.3), and the nudge that starts it after a write.
+
+django-q2's scheduler looks at its schedules about every 30 seconds, too seldom for a log that
+promises to integrate within 10. So a committed write nudges a worker to run the sequencer, at
+most once per interval per process; the job integrates what is queued, waits one interval and
+integrates again, which takes in every write whose own nudge was skipped. A schedule every
+minute catches anything a lost nudge left behind. A run holds its worker one interval, no longer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+from django_q.tasks import async_task
+
+from ledger.services import log_sequence
+
+logger = logging.getLogger(__name__)
+SEQUENCE_JOB = "ledger.jobs.sequence_log"
+_last_nudge = 0.0
+
+
+def sequence_log() -> int:
+    """Integrate what is queued, and again one interval later. Returns how many were appended."""
+    appended = log_sequence()
+    time.sleep(settings.CAIRN_LOG_INTERVAL_S)
+    return appended + log_sequence()
+
+
+def sequencing_nudge() -> None:
+    """Ask a worker to run the sequencer, unless this process asked within the interval: that
+    run's second pass, an interval after the nudge, will find the new entries."""
+    global _last_nudge
+    now = time.monotonic()
+    if now - _last_nudge < settings.CAIRN_LOG_INTERVAL_S:
+        return
+    _last_nudge = now
+    try:
+        async_task(SEQUENCE_JOB)
+    except Exception:  # the write has committed; the minute's schedule will integrate its entry
+        logger.warning("could not queue the log sequencer; the schedule will run it", exc_info=True)

@@ -1,0 +1,70 @@
+"""The site key (SPEC §15.1): one Ed25519 key signs receipts, checkpoints and the Agent Card.
+
+Its public half is published as a JWKS whose `kid` is the RFC 7638 thumbprint, so a verifier can
+pin it and any signature names the key it needs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import lru_cache
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+from django.conf import settings
+from joserfc import jws
+from joserfc.errors import SecurityWarning
+from joserfc.jwk import OKPKey
+
+# SPEC §15 and A2A name the algorithm `EdDSA` (RFC 8037); joserfc warns that RFC 9864 prefers
+# the fully specified `Ed25519`. With an Ed25519-only key set the two mean the same thing.
+ALGORITHM = "EdDSA"
+
+
+@lru_cache(maxsize=4)
+def _key(pem: str) -> OKPKey:
+    return OKPKey.import_key(pem)
+
+
+def site_key() -> OKPKey:
+    return _key(settings.CAIRN_SIGNING_KEY)
+
+
+@lru_cache(maxsize=4)
+def _private_key(pem: str) -> ed25519.Ed25519PrivateKey:
+    key = serialization.load_pem_private_key(pem.encode(), password=None)
+    if not isinstance(key, ed25519.Ed25519PrivateKey):  # settings already refused any other kind
+        raise TypeError("CAIRN_SIGNING_KEY is not an Ed25519 key")
+    return key
+
+
+def site_private_key() -> ed25519.Ed25519PrivateKey:
+    return _private_key(settings.CAIRN_SIGNING_KEY)
+
+
+@lru_cache(maxsize=4)
+def _kid(pem: str) -> str:
+    return _key(pem).thumbprint()
+
+
+def site_kid() -> str:
+    """The RFC 7638 thumbprint of the site key, its `kid` everywhere."""
+    return _kid(settings.CAIRN_SIGNING_KEY)
+
+
+def public_jwk() -> dict[str, Any]:
+    """The public key as a JWK, as the JWKS lists it."""
+    return {**site_key().as_dict(private=False), "use": "sig", "alg": ALGORITHM, "kid": site_kid()}
+
+
+def jwks() -> dict[str, Any]:
+    return {"keys": [public_jwk()]}
+
+
+def sign_compact(payload: bytes, **header: str) -> str:
+    """A compact JWS with the payload embedded (`alg` EdDSA, `kid` the site key's thumbprint)."""
+    protected = {"alg": ALGORITHM, "kid": site_kid(), **header}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SecurityWarning)
+        return jws.serialize_compact(protected, payload, site_key(), algorithms=[ALGORITHM])

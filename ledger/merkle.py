@@ -1,0 +1,105 @@
+"""RFC 9162 §2.1 Merkle tree hashing and proofs, over stored perfect-subtree nodes.
+
+Every proof is a list of subtree hashes MTH(D[start:end]); each such range splits into at most
+log2(n) perfect subtrees (left-largest, the RFC's own split), which are the rows `Node` keeps.
+The functions here only say which ranges and nodes are needed and fold their hashes; reading the
+rows is the caller's, in one query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+
+NodeKey = tuple[int, int]  # (level, index): leaves [index·2^level, (index+1)·2^level)
+Range = tuple[int, int]  # leaves [start, end)
+
+EMPTY_ROOT = hashlib.sha256(b"").digest()
+
+
+def leaf_hash(entry: bytes) -> bytes:
+    return hashlib.sha256(b"\x00" + entry).digest()
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def _split(size: int) -> int:
+    """The largest power of two smaller than `size` (size ≥ 2): where the RFC splits a tree."""
+    return 1 << ((size - 1).bit_length() - 1)
+
+
+def perfect_nodes(start: int, end: int) -> list[NodeKey]:
+    """The perfect subtrees that make up MTH(D[start:end]), left to right. `start` is aligned as
+    in every range the RFC's recursion produces."""
+    keys = []
+    while start < end:
+        level = (end - start).bit_length() - 1
+        keys.append((level, start >> level))
+        start += 1 << level
+    return keys
+
+
+def range_hash(start: int, end: int, nodes: Mapping[NodeKey, bytes]) -> bytes:
+    """MTH(D[start:end]) from the stored perfect subtrees."""
+    if start == end:
+        return EMPTY_ROOT
+    hashes = [nodes[key] for key in perfect_nodes(start, end)]
+    result = hashes[-1]
+    for left in reversed(hashes[:-1]):
+        result = node_hash(left, result)
+    return result
+
+
+def inclusion_ranges(index: int, size: int) -> list[Range]:
+    """PATH(index, D[0:size]) of RFC 9162 §2.1.3.1, as ranges, leaf side first."""
+    ranges = []
+    start, end, m = 0, size, index
+    while end - start > 1:
+        k = _split(end - start)
+        if m < k:
+            ranges.append((start + k, end))
+            end = start + k
+        else:
+            ranges.append((start, start + k))
+            start, m = start + k, m - k
+    return ranges[::-1]
+
+
+def consistency_ranges(first: int, second: int) -> list[Range]:
+    """PROOF(first, D[0:second]) of RFC 9162 §2.1.4.1, as ranges; empty when `first` is 0 (every
+    tree extends the empty one) or equals `second`."""
+    if first == 0:
+        return []
+    ranges = []
+    start, end, m, whole = 0, second, first, True
+    while m != end - start:
+        k = _split(end - start)
+        if m <= k:
+            ranges.append((start + k, end))
+            end = start + k
+        else:
+            ranges.append((start, start + k))
+            start, m, whole = start + k, m - k, False
+    if not whole:
+        ranges.append((start, end))
+    return ranges[::-1]
+
+
+def nodes_for(ranges: Iterable[Range]) -> set[NodeKey]:
+    return {key for start, end in ranges for key in perfect_nodes(start, end)}
+
+
+def parents_closed_by(
+    index: int, leaf: bytes, nodes: Mapping[NodeKey, bytes]
+) -> list[tuple[NodeKey, bytes]]:
+    """The nodes that appending leaf number `index` completes, itself first. Each needs its left
+    sibling, a perfect subtree already in `nodes` (the log's right frontier)."""
+    closed = [((0, index), leaf)]
+    level, position, current = 0, index, leaf
+    while position % 2 == 1:
+        current = node_hash(nodes[(level, position - 1)], current)
+        level, position = level + 1, position // 2
+        closed.append(((level, position), current))
+    return closed

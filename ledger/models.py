@@ -1,0 +1,55 @@
+"""The transparency log's storage (SPEC §15.3), laid out so every read is O(log n) rows.
+
+Writers queue entries; the sequencer moves them into leaves, in order, and stores the hash of
+every complete (perfect) subtree as it closes. Any root or proof of any tree size is then a
+fold of at most a few dozen stored nodes, fetched in one query, however long the log grows.
+"""
+
+from django.db import models
+
+
+class QueuedEntry(models.Model):
+    """An entry written in the same transaction as the write it records, not yet in the tree."""
+
+    id = models.BigAutoField(primary_key=True)
+    entry = models.TextField()  # JCS text: these bytes are the leaf's, exactly
+    queued_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+
+
+class Leaf(models.Model):
+    index = models.BigIntegerField(primary_key=True)
+    leaf_hash = models.CharField(max_length=64, db_index=True)
+    entry = models.TextField()
+    queued_at = models.DateTimeField()
+    integrated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["index"]
+
+
+class Node(models.Model):
+    """The hash of the perfect subtree over leaves [index·2^level, (index+1)·2^level)."""
+
+    level = models.PositiveSmallIntegerField()
+    index = models.BigIntegerField()
+    hash = models.BinaryField(max_length=32)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["level", "index"], name="node_once")]
+
+
+class Checkpoint(models.Model):
+    """A signed note (C2SP tlog-checkpoint) naming a tree size and its root hash."""
+
+    id = models.BigAutoField(primary_key=True)
+    tree_size = models.BigIntegerField()
+    root_hash = models.CharField(max_length=64)
+    note = models.TextField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-id"]
+        get_latest_by = "id"

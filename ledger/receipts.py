@@ -1,0 +1,18 @@
+"""Signed receipts (SPEC §15.2): Cairn's signed promise that a sealed contribution will be in the
+log within the maximum merge delay and in the evaluation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import rfc8785
+
+from ledger.keys import sign_compact
+
+
+def receipt_sign(claims: dict[str, Any]) -> str:
+    """The compact JWS over the JCS form of the receipt without its `signature`.
+
+    Ed25519 signatures are deterministic, but the signature is stored with the contribution all
+    the same: a replay must return the same bytes after the site key has been rotated too."""
+    return sign_compact(rfc8785.dumps(claims))

@@ -1,0 +1,40 @@
+"""Sealed at rest (SPEC §15.6): a report is stored only encrypted until its task is evaluated.
+
+AES-256-GCM under `CAIRN_SEAL_KEY`, a fresh 96-bit nonce per report, and the task and
+contribution ids as associated data, so a sealed report moved onto another row does not open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from django.conf import settings
+
+NONCE_BYTES = 12
+
+
+def _associated_data(task_id: uuid.UUID, contribution_id: uuid.UUID) -> bytes:
+    return f"cairn.report/{task_id}/{contribution_id}".encode()
+
+
+def report_seal(report: Any, *, task_id: uuid.UUID, contribution_id: uuid.UUID) -> bytes:
+    """`nonce ‖ ciphertext ‖ tag` of the report's JSON text (it is opened to the same value)."""
+    nonce = os.urandom(NONCE_BYTES)
+    text = json.dumps(report, ensure_ascii=False).encode()
+    sealed = AESGCM(settings.CAIRN_SEAL_KEY).encrypt(
+        nonce, text, _associated_data(task_id, contribution_id)
+    )
+    return nonce + sealed
+
+
+def report_open(sealed: bytes, *, task_id: uuid.UUID, contribution_id: uuid.UUID) -> Any:
+    """The report; `cryptography.exceptions.InvalidTag` when the bytes, key or ids are not its own."""
+    sealed = bytes(sealed)
+    text = AESGCM(settings.CAIRN_SEAL_KEY).decrypt(
+        sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], _associated_data(task_id, contribution_id)
+    )
+    return json.loads(text)

@@ -1,0 +1,14 @@
+"""Verifiability's public routes (SPEC §1, §15)."""
+
+from django.urls import path
+
+from ledger import apis
+
+urlpatterns = [
+    path(".well-known/jwks.json", apis.jwks_view, name="jwks"),
+    path("api/log/checkpoint", apis.CheckpointApi.as_view(), name="log-checkpoint"),
+    path("api/log/entries", apis.EntriesApi.as_view(), name="log-entries"),
+    path("api/log/proof/inclusion", apis.InclusionProofApi.as_view(), name="log-inclusion"),
+    path("api/log/proof/consistency", apis.ConsistencyProofApi.as_view(), name="log-consistency"),
+    path("verify/cairn_verify.py", apis.verifier_file, name="verifier"),
+]

@@ -1,0 +1,40 @@
+"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+
+from ledger.seal import report_open
+from tasks.models import Contribution
+
+
+def contribution_report(contribution: Contribution) -> dict[str, Any]:
+    """The report: the public copy once evaluated, else opened from its seal (for its author, or
+    for the evaluation)."""
+    if contribution.report is not None:
+        return contribution.report
+    return report_open(
+        contribution.sealed_report, task_id=contribution.task_id, contribution_id=contribution.id
+    )
+
+
+def contributions_reveal(contributions: list[Contribution]) -> None:
+    """Open each sealed report once, keep it as the public copy and drop the sealed bytes, in one
+    parametrised UPDATE. Call inside the evaluation's transaction, under the task's row lock."""
+    sealed = [c for c in contributions if c.report is None]
+    for contribution in sealed:
+        contribution.report = contribution_report(contribution)
+        contribution.sealed_report = None
+    if not sealed:
+        return
+    report_field = Contribution._meta.get_field("report")
+    quote = connection.ops.quote_name
+    sql = (
+        f"UPDATE {quote(Contribution._meta.db_table)} SET {quote('report')} = %s, "
+        f"{quote('sealed_report')} = NULL WHERE {quote('seq')} = %s"
+    )
+    rows = [[report_field.get_db_prep_save(c.report, connection), c.seq] for c in sealed]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
