@@ -195,7 +195,7 @@ async def a2a_reply(
         except A2AError as error:
             return _error(request_id, error)
         if "params" in document:
-            model = JsonRpcDispatcher.METHOD_TO_MODEL[method]
+            model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
             where = misplaced_value(document["params"], model.DESCRIPTOR)
             if where is not None:
                 return _error(request_id, InvalidParamsError(message=f"{where} must be an object"))
@@ -204,7 +204,7 @@ async def a2a_reply(
     answer = await DISPATCHER.handle_requests(
         _dispatcher_request(path, headers, body, agent, params, origin)
     )
-    return Reply(answer.status_code, answer.body)
+    return Reply(answer.status_code, bytes(answer.body))
 
 
 @lru_cache(maxsize=32)

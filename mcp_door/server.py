@@ -181,10 +181,10 @@ async def call_tool(
     except Refusal as refusal:
         return _error(refusal)
     except Exception as exc:
-        refusal = outage_refusal(exc)
-        if refusal is None:
+        outage = outage_refusal(exc)
+        if outage is None:
             raise
-        return _error(refusal)
+        return _error(outage)
     return _result(data)
 
 
