@@ -1,11 +1,12 @@
-# Cairn: `make run` serves it, `make test` tests it. Both set up .venv first.
+# Cairn: `make run` serves it, `make test` tests it, `make lint` and `make typecheck` check the code.
+# All set up .venv first.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 HOST ?= 127.0.0.1
 
-.PHONY: install run test migrate
+.PHONY: install run test migrate lint typecheck
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,3 +29,11 @@ run: migrate
 
 test: install
 	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# django-stubs loads the settings, which need a SECRET_KEY; mypy reads its options from pyproject.toml.
+typecheck: install
+	SECRET_KEY=$${SECRET_KEY:-cairn-typecheck-only} $(VENV)/bin/mypy
