@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from cairn.errors import ErrorCode, Issue, Refusal
 from cairn.outages import outage_refusal
 from cairn.payloads import json_path
+from cairn.version import cairn_version
 from tasks.models import TaskStatus
 from tasks.selectors import task_get, task_page, task_view
 
 SERVER_NAME = "cairn"
-SERVER_VERSION = "0.1.0"
 
 STATUSES: dict[str, str] = {
     "open": TaskStatus.WORKING,
@@ -195,7 +195,7 @@ def input_schema(name: str) -> dict[str, Any] | None:
 
 server: Server = Server(
     SERVER_NAME,
-    version=SERVER_VERSION,
+    version=cairn_version(),
     title="Cairn (read-only)",
     instructions=INSTRUCTIONS,
     get_tool_input_schema=input_schema,
