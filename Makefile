@@ -1,4 +1,5 @@
-# Cairn: `make run` serves it, `make test` tests it. Both set up .venv first.
+# Cairn: `make run` serves it, `make test` tests it, `make lint` and `make typecheck` check the code.
+# All set up .venv first.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -6,7 +7,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install run test migrate superuser chromium
+.PHONY: install run test migrate superuser chromium lint typecheck
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,3 +44,11 @@ chromium:
 
 test: chromium install
 	CAIRN_CHROMIUM=$(CHROMIUM) $(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# django-stubs loads the settings, which need a SECRET_KEY (and, without DEBUG, the site keys); mypy reads its options from pyproject.toml.
+typecheck: install
+	DEBUG=true SECRET_KEY=$${SECRET_KEY:-cairn-typecheck-only} $(VENV)/bin/mypy

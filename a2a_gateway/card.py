@@ -1,11 +1,10 @@
-"""The Agent Card (SPEC §8.1), built from the code on every request, never from a stored file."""
+"""The Agent Card (SPEC §8.1), built from the code, never from a stored file: once per site and
+process, since nothing else changes it."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-import tomllib
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
@@ -27,6 +26,7 @@ from django.http import HttpRequest
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
 from cairn.schemas import model_schema
+from cairn.version import cairn_version
 from ledger.card_signing import JWKS_PATH, card_sign
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
@@ -47,16 +47,6 @@ DESCRIPTION = (
     "unresolved). Writes are SendMessage with a Bearer token from POST /api/agent/register. Tasks are "
     "permanent: CancelTask always answers -32002. No streaming, no push notifications."
 )
-
-
-@cache
-def cairn_version() -> str:
-    """The version of the package: pyproject.toml in a source tree, the installed metadata otherwise."""
-    pyproject = settings.BASE_DIR / "pyproject.toml"
-    if pyproject.is_file():
-        with pyproject.open("rb") as file:
-            return tomllib.load(file)["project"]["version"]
-    return importlib.metadata.version("cairn")
 
 
 def site_url(request: HttpRequest | None = None) -> str:

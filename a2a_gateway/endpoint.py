@@ -18,10 +18,6 @@ from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
 from a2a.server.jsonrpc_models import JSONParseError
 from a2a.server.request_handlers.response_helpers import build_error_response
-from a2a.server.routes.agent_card_routes import (
-    _etag_for,
-    _if_none_match_hits,
-)  # the SDK card route's ETag
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import InternalError, InvalidParamsError, InvalidRequestError
@@ -34,6 +30,7 @@ from jsonrpc.jsonrpc2 import JSONRPC20Request
 from starlette.requests import Request as StarletteRequest
 
 from a2a_gateway.card import agent_card_json
+from a2a_gateway.etag import card_etag, if_none_match_hits
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE, RAW_PARAMS_STATE, CairnRequestHandler
 from a2a_gateway.params_shape import misplaced_value
 from agents.auth import REALM, bearer_token
@@ -199,7 +196,7 @@ async def a2a_reply(
                 return _error(request_id, VersionNotSupportedError(message=MISSING_VERSION))
             return _error(request_id, refused)
         if "params" in document:
-            model = JsonRpcDispatcher.METHOD_TO_MODEL[method]
+            model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
             where = misplaced_value(document["params"], model.DESCRIPTOR)
             if where is not None:
                 return _error(request_id, InvalidParamsError(message=f"{where} must be an object"))
@@ -208,14 +205,14 @@ async def a2a_reply(
     answer = await DISPATCHER.handle_requests(
         _dispatcher_request(path, headers, body, agent, params, origin)
     )
-    return Reply(answer.status_code, answer.body)
+    return Reply(answer.status_code, bytes(answer.body))
 
 
 @lru_cache(maxsize=32)
 def _card_entity(site: str) -> tuple[bytes, str]:
     """The card's bytes and ETag, once per site and process: the card depends only on the code."""
     card = agent_card_json(site)
-    return json_bytes(card), _etag_for(card)
+    return json_bytes(card), card_etag(card)
 
 
 def card_reply(site: str, if_none_match: str | None) -> Reply:
@@ -223,6 +220,6 @@ def card_reply(site: str, if_none_match: str | None) -> Reply:
     cacheable for five minutes."""
     body, etag = _card_entity(site)
     headers = (("ETag", etag), ("Cache-Control", CARD_CACHE_CONTROL))
-    if if_none_match and _if_none_match_hits(if_none_match, etag):
+    if if_none_match and if_none_match_hits(if_none_match, etag):
         return Reply(304, b"", headers)
     return Reply(200, body, headers)

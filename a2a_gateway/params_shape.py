@@ -28,11 +28,13 @@ def misplaced_value(value: Any, descriptor: Descriptor, path: str = "params") ->
         return path
     for key, item in value.items():
         field = _field(descriptor, key)
+        message = field.message_type if field is not None else None
         if (
             field is None
+            or message is None
             or field.type != FieldDescriptor.TYPE_MESSAGE
-            or field.message_type.full_name.startswith(_WELL_KNOWN)
-            or field.message_type.GetOptions().map_entry
+            or message.full_name.startswith(_WELL_KNOWN)
+            or message.GetOptions().map_entry
             or item is None
         ):
             continue
@@ -41,7 +43,7 @@ def misplaced_value(value: Any, descriptor: Descriptor, path: str = "params") ->
             return f"{path}.{key}"
         for index, element in enumerate(items):
             where = f"{path}.{key}[{index}]" if items is item else f"{path}.{key}"
-            found = misplaced_value(element, field.message_type, where)
+            found = misplaced_value(element, message, where)
             if found is not None:
                 return found
     return None

@@ -35,7 +35,7 @@ def _skill_problems(card: dict[str, Any]) -> list[str]:
     if not isinstance(skills, list):
         return ["the card has no skills list"]
     problems = []
-    seen: set[str] = set()
+    seen: set[str | None] = set()
     for index, skill in enumerate(skills):
         if not isinstance(skill, dict):
             problems.append(f"skills[{index}] is not an object")

@@ -26,7 +26,7 @@ def _release_before_fork() -> None:
             logger.warning("dropped a broken %s connection before a fork", connection.alias)
             connection.connection = None
         if connection.settings_dict.get("OPTIONS", {}).get("pool"):
-            connection.close_pool()
+            connection.close_pool()  # type: ignore[attr-defined]  # PostgreSQL's wrapper, pooled
 
 
 def release_connections_at_fork() -> None:

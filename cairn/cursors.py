@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core import signing
 from django.db.models import Model, Q, QuerySet
@@ -30,9 +30,12 @@ def cursor_decode(token: str, filter_key: str) -> list[Any]:
     return position
 
 
+M = TypeVar("M", bound=Model)
+
+
 def keyset_page(
-    rows: QuerySet, *, time_field: str, limit: int, cursor: str | None, filter_key: str
-) -> tuple[list[Model], str]:
+    rows: QuerySet[M], *, time_field: str, limit: int, cursor: str | None, filter_key: str
+) -> tuple[list[M], str]:
     """One page of `rows`, newest `time_field` first, ties by id descending; returns the rows and
     the cursor of the next page ("" on the last). Rows must have a UUID primary key."""
     if cursor:

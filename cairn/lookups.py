@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, TypeVar
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Model
 
 from cairn.errors import ErrorCode, Refusal
@@ -19,6 +20,6 @@ def get_by_id(model: type[M], raw_id: Any, *, what: str) -> M:
     except ValueError:
         raise Refusal(ErrorCode.NOT_FOUND, f"no {what} has this id") from None
     try:
-        return model.objects.get(pk=key)  # no ORDER BY to build or sort, unlike first()
-    except model.DoesNotExist:
+        return model._default_manager.get(pk=key)  # no ORDER BY to build or sort, unlike first()
+    except ObjectDoesNotExist:
         raise Refusal(ErrorCode.NOT_FOUND, f"no {what} has this id") from None

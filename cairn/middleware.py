@@ -70,6 +70,7 @@ class OutageMiddleware:
         refusal = outage_refusal(exception)
         if refusal is None:
             return None
+        response: HttpResponse
         if request.path.startswith("/api/"):
             response = JsonResponse(refusal.as_body(), status=503)
         else:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from cairn.errors import ErrorCode, Issue, Refusal
 
@@ -64,6 +65,9 @@ class Payload(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+P = TypeVar("P", bound=Payload)
+
+
 def json_path(location: tuple[str | int, ...]) -> str:
     path = ""
     for part in location:
@@ -74,7 +78,7 @@ def json_path(location: tuple[str | int, ...]) -> str:
     return path
 
 
-def _issue_message(error: dict) -> str:
+def _issue_message(error: ErrorDetails) -> str:
     if error["type"] == "extra_forbidden":
         return "unknown field"
     if error["type"] == "missing":
@@ -82,7 +86,7 @@ def _issue_message(error: dict) -> str:
     return error["msg"].removeprefix("Value error, ")
 
 
-def parse_payload(model: type[Payload], payload: Any, *, schema: str | None = None) -> Payload:
+def parse_payload(model: type[P], payload: Any, *, schema: str | None = None) -> P:
     """Validate a raw payload against its model, refusing with every shape issue at once.
 
     A `schema` naming something else is `unknown_schema`: the rest of such a payload means

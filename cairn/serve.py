@@ -21,7 +21,7 @@ class IdleClosingH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with its keep-alive timer started as the connection opens, not only
     after a first response: a client that connects and says nothing is closed like an idle one."""
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         super().connection_made(transport)
         self.timeout_keep_alive_task = self.loop.call_later(
             self.timeout_keep_alive, self.timeout_keep_alive_handler

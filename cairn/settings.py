@@ -49,7 +49,7 @@ CAIRN_SEAL_KEY = env_seal_key("CAIRN_SEAL_KEY", create_at=VAR_DIR / "seal_key" i
 # How often the sequencer integrates queued log entries and publishes a checkpoint (§15.3).
 CAIRN_LOG_INTERVAL_S = env_int("CAIRN_LOG_INTERVAL_S", 5, minimum=1, maximum=10)
 
-_default_hosts = [urlsplit(CAIRN_SITE_URL).hostname] if CAIRN_SITE_URL else []
+_default_hosts = [str(urlsplit(CAIRN_SITE_URL).hostname)] if CAIRN_SITE_URL else []
 if DEBUG:
     _default_hosts += ["localhost", "127.0.0.1", "[::1]"]
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", _default_hosts)
@@ -159,7 +159,7 @@ def _database(url: str) -> dict:
         }
     else:
         raise ImproperlyConfigured("DATABASE_URL must name SQLite or PostgreSQL")
-    return config
+    return dict(config)
 
 
 if not env_str("DATABASE_URL"):

@@ -52,11 +52,11 @@ CALL_MODES: dict[str, frozenset[str] | None] = {
 
 def call_page(*, mode: str, limit: int, cursor: str | None) -> tuple[list[Call], str | None]:
     """Newest first, by keyset; the cursor is bound to its mode. Returns the calls and the next cursor."""
-    calls = Call.objects.all()
+    matches = Call.objects.all()
     statuses = CALL_MODES[mode]
     if statuses is not None:
-        calls = calls.filter(status__in=statuses)
+        matches = matches.filter(status__in=statuses)
     calls, next_cursor = keyset_page(
-        calls, time_field="created_at", limit=limit, cursor=cursor, filter_key=f"calls:{mode}"
+        matches, time_field="created_at", limit=limit, cursor=cursor, filter_key=f"calls:{mode}"
     )
     return calls, next_cursor or None

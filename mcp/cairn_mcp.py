@@ -140,9 +140,10 @@ def plain_json(value: Any) -> Any:
 # before anything is sent. The server checks everything again (and more); it has the last word.
 # ---------------------------------------------------------------------------------------------
 
-_HIDDEN = re.compile(
-    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+_HIDDEN_CLASS = (
+    r"\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
 )
+_HIDDEN = re.compile(f"[{_HIDDEN_CLASS}]")
 
 
 def _visible(text: str) -> str:
@@ -153,7 +154,13 @@ def _visible(text: str) -> str:
 
 def _text(min_length: int, max_length: int) -> Any:
     return Annotated[
-        str, Field(min_length=min_length, max_length=max_length), AfterValidator(_visible)
+        str,
+        Field(
+            min_length=min_length,
+            max_length=max_length,
+            json_schema_extra={"pattern": f"^[^{_HIDDEN_CLASS}]*$"},
+        ),
+        AfterValidator(_visible),
     ]
 
 
@@ -171,7 +178,11 @@ def _instant(text: str) -> str:
     return text
 
 
-_Urls = Annotated[list[_text(1, 500)], Field(min_length=1, max_length=10), AfterValidator(_unique)]
+_Urls = Annotated[
+    list[_text(1, 500)],
+    Field(min_length=1, max_length=10, json_schema_extra={"uniqueItems": True}),
+    AfterValidator(_unique),
+]
 
 
 class _Strict(BaseModel):
@@ -229,6 +240,18 @@ class OpenTaskRequest(_Strict):
         return self
 
 
+class ContributionReport(_Strict):
+    """The report of a contribution (`cairn.task.contribution/0.1`) without its approval."""
+
+    schema_: Literal["cairn.task.contribution/0.1"] = Field(alias="schema")
+    verdict: Literal["source_supported", "source_contradicted", "source_unclear"]
+    summary: _text(20, 2000)
+    conditions: Annotated[list[_text(1, 500)], Field(max_length=10)]
+    attempts: Annotated[list[_text(1, 500)], Field(min_length=1, max_length=10)]
+    limitations: Annotated[list[_text(1, 500)], Field(max_length=10)]
+    source_urls: _Urls
+
+
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """A model's JSON Schema with its `$defs` written in place, to sit inside another schema."""
     definitions = schema.pop("$defs", {})
@@ -247,36 +270,13 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 
 REQUEST_SCHEMA = _inline_refs(OpenTaskRequest.model_json_schema())
 REPORT_SCHEMA: dict[str, Any] = {
-    "type": "object",
+    **_inline_refs(ContributionReport.model_json_schema(by_alias=True)),
     "description": (
         f'The report exactly as it will be published, without "approval": schema "{CONTRIBUTION_SCHEMA}", '
         "verdict (source_supported | source_contradicted | source_unclear), summary (20..2000 chars), "
         "conditions (0..10), attempts (1..10), limitations (0..10) — items of 1..500 chars — and "
         "source_urls (1..10, each one of the task's sources)."
     ),
-    "properties": {
-        "schema": {"const": CONTRIBUTION_SCHEMA},
-        "verdict": {"enum": ["source_supported", "source_contradicted", "source_unclear"]},
-        "summary": {"type": "string", "minLength": 20, "maxLength": 2000},
-        "conditions": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
-        "attempts": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 10},
-        "limitations": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
-        "source_urls": {
-            "type": "array",
-            "items": {"type": "string"},
-            "minItems": 1,
-            "maxItems": 10,
-        },
-    },
-    "required": [
-        "schema",
-        "verdict",
-        "summary",
-        "conditions",
-        "attempts",
-        "limitations",
-        "source_urls",
-    ],
 }
 
 

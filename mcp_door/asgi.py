@@ -85,7 +85,9 @@ class McpEndpoint:
             # Stateless: no session to delete and no stream of server messages to open (MCP lets a
             # server answer GET with 405); an idle GET stream would only hold a connection open.
             refusal = method_not_allowed(scope["method"], ["POST"])
-            response = JSONResponse(refusal.as_body(), status_code=405, headers={"Allow": "POST"})
+            response: Response = JSONResponse(
+                refusal.as_body(), status_code=405, headers={"Allow": "POST"}
+            )
             await response(scope, receive, send)
             return
         if self._manager is None:

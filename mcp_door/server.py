@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from cairn.errors import ErrorCode, Issue, Refusal
 from cairn.outages import outage_refusal
 from cairn.payloads import json_path
+from cairn.version import cairn_version
 from tasks.models import TaskStatus
 from tasks.selectors import task_get, task_page, task_view
 
 SERVER_NAME = "cairn"
-SERVER_VERSION = "0.1.0"
 
 STATUSES: dict[str, str] = {
     "open": TaskStatus.WORKING,
@@ -181,10 +181,10 @@ async def call_tool(
     except Refusal as refusal:
         return _error(refusal)
     except Exception as exc:
-        refusal = outage_refusal(exc)
-        if refusal is None:
+        outage = outage_refusal(exc)
+        if outage is None:
             raise
-        return _error(refusal)
+        return _error(outage)
     return _result(data)
 
 
@@ -195,7 +195,7 @@ def input_schema(name: str) -> dict[str, Any] | None:
 
 server: Server = Server(
     SERVER_NAME,
-    version=SERVER_VERSION,
+    version=cairn_version(),
     title="Cairn (read-only)",
     instructions=INSTRUCTIONS,
     get_tool_input_schema=input_schema,

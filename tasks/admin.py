@@ -81,7 +81,7 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = [StateFilter, DeadlineFilter]
     search_fields = ["id", "title"]
     date_hierarchy = "created_at"
-    fields = [
+    fields = readonly_fields = (
         "id",
         "title",
         "state",
@@ -98,8 +98,7 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "contributions",
         "evaluated_at",
         "evaluation",
-    ]
-    readonly_fields = fields
+    )
 
     @admin.display(description="deadline (as approved)")
     def deadline_as_approved(self, task: Task) -> str:
@@ -147,7 +146,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = [SealedFilter]
     search_fields = ["id", "task__id", "agent__id"]
     date_hierarchy = "received_at"
-    fields = [
+    fields = readonly_fields = (
         "id",
         "task",
         "agent",
@@ -155,8 +154,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "received_at",
         "report_digest",
         "revealed_report",
-    ]
-    readonly_fields = fields
+    )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Contribution]:
         return super().get_queryset(request).defer("report")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import uuid
 from collections import Counter, defaultdict
 from datetime import datetime
+from typing import cast
 
 from django.db import connection, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from cairn.clock import format_instant, now_ms
@@ -37,7 +39,7 @@ def evaluation_apply(
     """Set the evaluation fields of a still-working task from its contributions, in received order,
     their reports revealed first (`contributions_reveal`). Saving the task is the caller's, under
     its row lock."""
-    verdicts = [contribution.report["verdict"] for contribution in contributions]
+    verdicts = [cast(dict, contribution.report)["verdict"] for contribution in contributions]
     outcome, verdict = decide(verdicts, task.min_independent)
     task.status = TaskStatus.FAILED if outcome == Outcome.UNRESOLVED else TaskStatus.COMPLETED
     task.outcome = outcome
@@ -93,18 +95,25 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
     return True
 
 
+def _column(field: Field) -> str:
+    assert field.column, f"{field.name} has no column"
+    return field.column
+
+
 def _save_evaluations(batch: list[Task]) -> None:
     """One parametrised UPDATE for the whole batch, which psycopg pipelines: `bulk_update` builds a
     CASE expression per row and field, and that cost more than the evaluation itself."""
     if not batch:
         return
-    fields = [Task._meta.get_field(name) for name in EVALUATION_FIELDS]
+    # Concrete columns of Task, not relations: what the stubs' wider return types allow for.
+    fields = [cast(Field, Task._meta.get_field(name)) for name in EVALUATION_FIELDS]
+    pk = Task._meta.pk
     quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
-    sql = f"UPDATE {quote(Task._meta.db_table)} SET {assignments} WHERE {quote(Task._meta.pk.column)} = %s"
+    assignments = ", ".join(f"{quote(_column(field))} = %s" for field in fields)
+    sql = f"UPDATE {quote(Task._meta.db_table)} SET {assignments} WHERE {quote(_column(pk))} = %s"
     rows = [
         [field.get_db_prep_save(getattr(task, field.attname), connection) for field in fields]
-        + [Task._meta.pk.get_db_prep_save(task.pk, connection)]
+        + [pk.get_db_prep_save(task.pk, connection)]
         for task in batch
     ]
     with connection.cursor() as cursor:

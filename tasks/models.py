@@ -74,10 +74,6 @@ class Task(models.Model):
     def __str__(self) -> str:
         return self.title
 
-    @property
-    def is_open(self) -> bool:
-        return self.status == TaskStatus.WORKING
-
 
 class TaskCount(models.Model):
     """How many tasks are in each status, kept exact in the transactions that change it, so a

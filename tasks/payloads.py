@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -14,7 +14,7 @@ CONTRIBUTION_SCHEMA = "cairn.task.contribution/0.1"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 
 Verdict = Literal["source_supported", "source_contradicted", "source_unclear"]
-VERDICTS: tuple[str, ...] = Verdict.__args__
+VERDICTS: tuple[str, ...] = get_args(Verdict)
 
 
 def _real_instant(value: str) -> str:

@@ -15,9 +15,10 @@ def contribution_report(contribution: Contribution) -> dict[str, Any]:
     for the evaluation)."""
     if contribution.report is not None:
         return contribution.report
-    return report_open(
-        contribution.sealed_report, task_id=contribution.task_id, contribution_id=contribution.id
-    )
+    sealed = contribution.sealed_report
+    if sealed is None:
+        raise ValueError(f"contribution {contribution.id} holds neither a report nor its seal")
+    return report_open(bytes(sealed), task_id=contribution.task_id, contribution_id=contribution.id)
 
 
 def contributions_reveal(contributions: list[Contribution]) -> None:

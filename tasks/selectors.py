@@ -153,7 +153,7 @@ def _feed_rows(section: str, after: tuple[datetime, uuid.UUID] | None, limit: in
         if after is not None:
             rows = rows.filter(Q(deadline__gt=after[0]) | Q(deadline=after[0], pk__gt=after[1]))
         return list(rows.order_by("deadline", "pk")[:limit])
-    rows = Task.objects.filter(status__in=TASK_MODES["evaluated"])
+    rows = Task.objects.exclude(status=TaskStatus.WORKING)
     if after is not None:
         rows = rows.filter(
             Q(status_timestamp__lt=after[0]) | Q(status_timestamp=after[0], pk__lt=after[1])

@@ -34,7 +34,7 @@ class View(BaseModel):
 
 # A contribution's report is its payload without `approval` (`schema` included), exactly as it was
 # sent and hashed; built from the payload's own fields so the two cannot drift.
-ContributionReport = create_model(
+ContributionReport = create_model(  # type: ignore[call-overload]  # fields from another model
     "ContributionReport",
     __base__=View,
     __doc__="A revealed report: the contribution payload exactly as sent, without its `approval`.",

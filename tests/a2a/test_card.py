@@ -92,6 +92,19 @@ def test_the_card_revalidates_with_its_etag(http):
     assert again.status_code == 304 and again.headers["ETag"] == first.headers["ETag"]
 
 
+def test_if_none_match_compares_weakly_and_takes_a_list_or_a_star(http):
+    etag = http.get("/.well-known/agent-card.json").headers["ETag"]
+
+    def status(if_none_match: str) -> int:
+        headers = {"If-None-Match": if_none_match}
+        return http.get("/.well-known/agent-card.json", headers=headers).status_code
+
+    assert status(etag.removeprefix("W/")) == 304
+    assert status(f'W/"other", {etag}') == 304
+    assert status("*") == 304
+    assert status('W/"other"') == 200
+
+
 def test_the_sdk_client_resolves_the_card(live_url):
     async def resolve():
         async with sdk_client(live_url) as client:

@@ -3,9 +3,12 @@ tools answering with the same public views as every other door, no identity, no 
 
 from __future__ import annotations
 
+import tomllib
+
 import anyio
 import httpx
 import pytest
+from django.conf import settings as django_settings
 from mcp import Client
 
 from agents.models import AuditEntry
@@ -41,6 +44,18 @@ def test_it_offers_exactly_the_two_read_tools(hosted, mode):
     ]
     assert schema["status"]["enum"] == ["open", "completed", "failed"]
     assert (schema["page_size"]["minimum"], schema["page_size"]["maximum"]) == (1, 50)
+
+
+def test_it_names_itself_with_cairns_own_version(hosted):
+    async def scenario():
+        async with Client(hosted) as client:
+            return client.server_info
+
+    info = anyio.run(scenario)
+
+    with open(django_settings.BASE_DIR / "pyproject.toml", "rb") as file:
+        version = tomllib.load(file)["project"]["version"]
+    assert (info.name, info.version) == ("cairn", version)
 
 
 def test_it_pages_through_open_tasks_newest_first(hosted, make_agent, post_task):
