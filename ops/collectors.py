@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from ledger.selectors import log_stats
 from tasks.health import evaluation_lag, tasks_overdue, tasks_per_status
 
 # Seconds after the deadline; SPEC §4.3 promises at most 60.
@@ -34,4 +35,13 @@ class DatabaseCollector(Collector):
             "Seconds from a task's deadline to its evaluation.",
             buckets=buckets,
             sum_value=lag.total_seconds,
+        )
+        entries, sequencer_lag = log_stats()
+        yield GaugeMetricFamily(
+            "cairn_log_entries", "Entries in the transparency log's tree.", value=entries
+        )
+        yield GaugeMetricFamily(
+            "cairn_log_sequencer_lag_seconds",
+            "How long the oldest entry not yet in the log has waited (SPEC §15.3: at most 60 s).",
+            value=sequencer_lag,
         )

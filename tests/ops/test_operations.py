@@ -74,6 +74,9 @@ def test_metrics_count_requests_writes_tasks_and_evaluation_lag(http, make_agent
     assert samples["cairn_tasks_overdue"] == 0
     assert samples["cairn_evaluation_lag_seconds_count"] == 1
     assert samples['cairn_evaluation_lag_seconds_bucket{le="60.0"}'] == 1
+    # The post and the evaluation each queued a log entry; nothing has sequenced them here.
+    assert samples["cairn_log_entries"] == 0
+    assert samples["cairn_log_sequencer_lag_seconds"] > 2
 
 
 def test_metrics_can_require_a_token(http, settings):
