@@ -439,7 +439,13 @@ class WebDoor(Door):
         context = await db(lambda: self._get("/a2a", query))()
         if isinstance(context, dict):
             return context
-        views = [self._view(display) for display in context["tasks"]]
+        # The feed puts what a reader can still act on first (open tasks, closing soonest: §11);
+        # the other doors order by status time (A2A §8.5). The same tasks, put in that order.
+        views = sorted(
+            (self._view(display) for display in context["tasks"]),
+            key=lambda view: (view["evaluated_at"] or view["created_at"], view["id"]),
+            reverse=True,
+        )
         return {**listing(views, context["next_cursor"]), "next": context["next_cursor"]}
 
 
