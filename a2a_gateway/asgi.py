@@ -18,9 +18,9 @@ from starlette.types import Receive, Scope, Send
 
 from a2a_gateway.card import site_url
 from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply, json_bytes
-from cairn.errors import method_not_allowed
-from cairn.hosts import host_served
-from cairn.middleware import SECURITY_HEADERS
+from core.errors import method_not_allowed
+from core.hosts import host_served
+from core.middleware import SECURITY_HEADERS
 
 ENDPOINT_PATH = "/api/a2a"
 # Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL: the same endpoint.

@@ -25,8 +25,8 @@ from django.http import HttpRequest
 
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
-from cairn.schemas import model_schema
-from cairn.version import cairn_version
+from core.schemas import model_schema
+from core.version import cairn_version
 from ledger.card_signing import JWKS_PATH, card_sign
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"

@@ -36,8 +36,8 @@ from a2a_gateway.params_shape import misplaced_value
 from agents.auth import REALM, bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
-from cairn.json_input import InvalidJson, parse_json
-from cairn.outages import outage_refusal
+from core.json_input import InvalidJson, parse_json
+from core.outages import outage_refusal
 
 AUTHENTICATED_METHODS = frozenset({"SendMessage"})
 JSON_TYPE = "application/json"

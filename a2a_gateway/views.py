@@ -10,7 +10,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from a2a_gateway.card import site_url
 from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply, json_bytes
-from cairn.errors import method_not_allowed
+from core.errors import method_not_allowed
 
 
 def _response(reply: Reply) -> HttpResponse:

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from agents.services import agent_register
 from cairn.api_inputs import json_body
 from cairn.api_views import ApiView
-from cairn.payloads import Payload, parse_payload, text
+from core.payloads import Payload, parse_payload, text
 
 
 class RegistrationPayload(Payload):

@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.models import Agent, AuditEntry, Door, Operation
-from cairn.clock import now_ms
-from cairn.errors import ErrorCode, Refusal
+from core.clock import now_ms
+from core.errors import ErrorCode, Refusal
 
 TOKEN_PREFIX = "cairn_"
 

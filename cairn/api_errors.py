@@ -6,8 +6,8 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from cairn.errors import ErrorCode, Refusal, method_not_allowed
-from cairn.outages import outage_refusal
+from core.errors import ErrorCode, Refusal, method_not_allowed
+from core.outages import outage_refusal
 
 STATUS_BY_CODE: dict[ErrorCode, int] = {
     ErrorCode.INVALID_PAYLOAD: 422,

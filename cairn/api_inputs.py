@@ -18,8 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.services import WriteResult
-from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
-from cairn.json_input import InvalidJson, parse_json
+from core.errors import ErrorCode, Issue, Refusal, refuse_if
+from core.json_input import InvalidJson, parse_json
 
 PAGE_KEYS = ("mode", "limit", "cursor")
 DEFAULT_MODE = "all"

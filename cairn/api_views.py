@@ -7,7 +7,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from agents.models import Agent
-from cairn.errors import ErrorCode, Refusal
+from core.errors import ErrorCode, Refusal
 
 
 class ApiView(APIView):

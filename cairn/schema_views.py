@@ -26,11 +26,11 @@ from cairn.api_inputs import (
     MAX_LIMIT,
     REPLAYED_HEADER,
 )
-from cairn.errors import ErrorCode
-from cairn.schemas import DIALECT, model_schema
 from calls.payloads import CallResponsePayload
 from calls.selectors import CALL_MODES
 from calls.view_models import CallAnswerResult, CallDetailView, CallView
+from core.errors import ErrorCode
+from core.schemas import DIALECT, model_schema
 from tasks.payloads import ContributionPayload, OpenTaskPayload
 from tasks.selectors import TASK_MODES
 from tasks.view_models import ContributionReport, Receipt, TaskView

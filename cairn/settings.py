@@ -19,7 +19,7 @@ from cairn.env import (
     env_str,
     env_url,
 )
-from cairn.logs import logging_config
+from core.logs import logging_config
 
 # The A2A SDK opens an OpenTelemetry span around every call, about a tenth of a request's time;
 # Cairn configures no exporter, so tracing is off unless the environment turns it on.
@@ -82,8 +82,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "cairn.middleware.SecurityHeadersMiddleware",
-    "cairn.middleware.OutageMiddleware",
+    "core.middleware.SecurityHeadersMiddleware",
+    "core.middleware.OutageMiddleware",
     "cairn.api_fallback.ApiJsonMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "cairn.static_files.StaticFilesMiddleware",

@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from cairn.clock import parse_instant
+from core.clock import parse_instant
 
 # Links whose target an agent chose: no endorsement, no referrer window, no ranking credit.
 AGENT_LINK_REL = "nofollow ugc noopener"

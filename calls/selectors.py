@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn.clock import format_instant
-from cairn.cursors import keyset_page
-from cairn.lookups import get_by_id
 from calls.models import Call, CallResponse, CallStatus
+from core.clock import format_instant
+from core.cursors import keyset_page
+from core.lookups import get_by_id
 
 
 def call_view(call: Call) -> dict[str, Any]:

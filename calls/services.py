@@ -17,15 +17,15 @@ from agents.services import (
     operation_record,
     operation_replay,
 )
-from cairn.canonical import fingerprint
-from cairn.clock import now_ms
-from cairn.errors import ErrorCode, Issue, refuse_if
-from cairn.metrics import counted_write
-from cairn.payloads import parse_payload
 from calls.models import Call, CallResponse, CallStatus
 from calls.payloads import CALL_RESPONSE_SCHEMA, CallResponsePayload
 from calls.selectors import call_get, call_response_view
-from tasks import privacy
+from core import privacy
+from core.canonical import fingerprint
+from core.clock import now_ms
+from core.errors import ErrorCode, Issue, refuse_if
+from core.metrics import counted_write
+from core.payloads import parse_payload
 
 CALL_ANSWER = "call_answer"
 

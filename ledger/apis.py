@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from a2a_gateway.card import site_url
 from cairn.api_views import ApiView
-from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
+from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from ledger.keys import jwks
 from ledger.selectors import (
     checkpoint_latest,

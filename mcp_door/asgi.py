@@ -25,8 +25,8 @@ from mcp.types import PARSE_ERROR, ErrorData, JSONRPCError
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
-from cairn.errors import method_not_allowed
-from cairn.json_input import InvalidJson, parse_json
+from core.errors import method_not_allowed
+from core.json_input import InvalidJson, parse_json
 from mcp_door.server import server
 
 PATH = "/api/mcp"

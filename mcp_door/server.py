@@ -17,10 +17,10 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cairn.errors import ErrorCode, Issue, Refusal
-from cairn.outages import outage_refusal
-from cairn.payloads import json_path
-from cairn.version import cairn_version
+from core.errors import ErrorCode, Issue, Refusal
+from core.outages import outage_refusal
+from core.payloads import json_path
+from core.version import cairn_version
 from tasks.models import TaskStatus
 from tasks.selectors import task_get, task_page, task_view
 

@@ -11,17 +11,17 @@ from django.db import transaction
 
 from agents.models import Agent, Door
 from agents.services import WriteResult, agent_lock, operation_record, operation_replay
-from cairn.canonical import canonical_digest, fingerprint
-from cairn.clock import now_ms, parse_instant
-from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
-from cairn.metrics import counted_write
-from cairn.payloads import parse_payload
+from core import privacy
+from core.canonical import canonical_digest, fingerprint
+from core.clock import now_ms, parse_instant
+from core.errors import ErrorCode, Issue, Refusal, refuse_if
+from core.metrics import counted_write
+from core.payloads import parse_payload
 from ledger.entries import contribution_entry, task_entry
 from ledger.jobs import sequencing_nudge
 from ledger.receipts import receipt_sign
 from ledger.seal import report_seal
 from ledger.services import log_queue
-from tasks import privacy
 from tasks.counts import task_count_change
 from tasks.jobs import schedule_evaluation
 from tasks.models import Contribution, Task, TaskStatus

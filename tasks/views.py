@@ -17,8 +17,6 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from cairn.clock import format_instant
-from cairn.errors import ErrorCode, Refusal
 from cairn.web import (
     AGENT_LINK_REL,
     OUTCOME_LABELS,
@@ -29,6 +27,8 @@ from cairn.web import (
     site_url,
     time_left,
 )
+from core.clock import format_instant
+from core.errors import ErrorCode, Refusal
 from tasks.selectors import TASK_MODES, task_feed_page, task_get, task_page, task_view
 
 ATOM_ENTRIES = 50

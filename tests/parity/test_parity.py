@@ -25,8 +25,8 @@ from django.test import Client as WebClient
 from django.utils import timezone
 from mcp import Client as McpClient
 
-from cairn.canonical import canonical_digest
 from cairn.web import PAGE_SIZE as WEB_PAGE_SIZE
+from core.canonical import canonical_digest
 from tasks.selectors import task_get
 from tests.a2a.conftest import as_json
 from tests.factories import (
