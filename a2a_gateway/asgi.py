@@ -16,11 +16,11 @@ from django.conf import settings
 from django.core import signals
 from starlette.types import Receive, Scope, Send
 
-from a2a_gateway.card import site_url
 from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply, json_bytes
 from core.errors import method_not_allowed
 from core.hosts import host_served
 from core.middleware import SECURITY_HEADERS
+from core.site import site_url
 
 ENDPOINT_PATH = "/api/a2a"
 # Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL: the same endpoint.

@@ -54,7 +54,7 @@ from google.protobuf.json_format import MessageToDict
 from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
 from a2a_gateway.translate import data_of, refusal_message, task_from_body, task_from_view
 from agents.models import Agent
-from cairn.schema_views import published_schema_url
+from calls.published_schemas import published_schema_url
 from core.errors import ErrorCode, Issue, Refusal
 from core.outages import outage_refusal
 from tasks.models import TaskStatus as CairnStatus

@@ -8,9 +8,9 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from a2a_gateway.card import site_url
 from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply, json_bytes
 from core.errors import method_not_allowed
+from core.site import site_url
 
 
 def _response(reply: Reply) -> HttpResponse:

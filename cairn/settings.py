@@ -84,7 +84,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "core.middleware.SecurityHeadersMiddleware",
     "core.middleware.OutageMiddleware",
-    "cairn.api_fallback.ApiJsonMiddleware",
+    "http_api.fallback.ApiJsonMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "cairn.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -193,7 +193,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "cairn.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "http_api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 
