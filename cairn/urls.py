@@ -9,7 +9,7 @@ urlpatterns = [
     path("", include("a2a_gateway.urls")),
     path("", include("http_api.ledger_urls")),
     path("", include("http_api.urls")),
-    path("", include("cairn.page_urls")),
+    path("", include("web.urls")),
     path("", include("mcp_door.urls")),
     path("", include("ops.urls")),
 ]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -27,11 +26,6 @@ VERDICT_LABELS = {
 }
 OUTCOME_LABELS = {"resolved": "Resolved", "contested": "Contested", "unresolved": "Unresolved"}
 PAGE_SIZE = 20
-
-
-def site_url(request: HttpRequest) -> str:
-    """This site's origin without a trailing slash: `CAIRN_SITE_URL`, else the request's own."""
-    return (settings.CAIRN_SITE_URL or request.build_absolute_uri("/")).rstrip("/")
 
 
 @dataclass(frozen=True)
