@@ -13,7 +13,7 @@ from django.utils.http import urlencode
 
 from agents.models import Agent, AuditEntry
 from agents.services import agent_revoke, audit_keeper_action
-from cairn.admin_mixins import ReadOnlyAdminMixin, agent_link
+from keeper.mixins import ReadOnlyAdminMixin, agent_link
 
 
 class TokenFilter(admin.SimpleListFilter):

@@ -63,7 +63,7 @@ if CAIRN_SITE_URL:
     CSRF_TRUSTED_ORIGINS = [CAIRN_SITE_URL]
 
 INSTALLED_APPS = [
-    "cairn.admin_site.CairnAdminConfig",
+    "keeper.site.CairnAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -3,9 +3,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agents.services import audit_keeper_action
-from cairn.admin_mixins import ReadOnlyAdminMixin, agent_link
 from calls.models import Call, CallResponse
 from calls.services import call_close, call_create
+from keeper.mixins import ReadOnlyAdminMixin, agent_link
 
 
 @admin.register(Call)
