@@ -33,11 +33,12 @@ from a2a_gateway.card import agent_card_json
 from a2a_gateway.etag import card_etag, if_none_match_hits
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE, RAW_PARAMS_STATE, CairnRequestHandler
 from a2a_gateway.params_shape import misplaced_value
-from agents.auth import REALM, bearer_token
+from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
 from core.json_input import InvalidJson, parse_json
 from core.outages import outage_refusal
+from core.policy import WWW_AUTHENTICATE
 
 AUTHENTICATED_METHODS = frozenset({"SendMessage"})
 JSON_TYPE = "application/json"
@@ -188,7 +189,7 @@ async def a2a_reply(
                     ),
                     status=401,
                 )
-                return Reply(reply.status, reply.body, (("WWW-Authenticate", REALM),))
+                return Reply(reply.status, reply.body, (("WWW-Authenticate", WWW_AUTHENTICATE),))
         try:
             await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
         except A2AError as refused:

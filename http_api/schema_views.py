@@ -25,6 +25,7 @@ from calls.published_schemas import (
 from calls.selectors import CALL_MODES
 from calls.view_models import CallAnswerResult, CallDetailView, CallView
 from core.errors import ErrorCode
+from core.policy import WWW_AUTHENTICATE
 from core.schemas import DIALECT
 from core.site import site_url
 from http_api.agents import RegistrationPayload
@@ -357,7 +358,7 @@ def _responses(route: _Route) -> dict[str, Any]:
         }
         if status == 401:
             refused["headers"] = {
-                "WWW-Authenticate": {"schema": {"type": "string", "const": 'Bearer realm="cairn"'}}
+                "WWW-Authenticate": {"schema": {"type": "string", "const": WWW_AUTHENTICATE}}
             }
         if ErrorCode.RATE_LIMITED in codes:
             refused["headers"] = {
