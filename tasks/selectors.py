@@ -222,3 +222,9 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
             for c in contributions
         ],
     }
+
+
+def task_for_update(task_id: Any) -> Task:
+    """The task with its row locked until the transaction ends (Zulip's `access_…(lock=True)`):
+    read its counts and state only after this. Call inside a transaction."""
+    return Task.objects.select_for_update().get(pk=task_id)
