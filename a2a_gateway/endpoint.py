@@ -38,7 +38,7 @@ from agents.models import Agent
 from agents.services import agent_for_token
 from core.json_input import InvalidJson, parse_json
 from core.outages import outage_refusal
-from core.policy import WWW_AUTHENTICATE
+from core.policy import WWW_AUTHENTICATE, body_limit
 
 AUTHENTICATED_METHODS = frozenset({"SendMessage"})
 JSON_TYPE = "application/json"
@@ -162,7 +162,12 @@ async def a2a_reply(
     over the limit (read no further, parse nothing); `origin` is the site's, for the links a
     refusal gives."""
     if body is None:
-        return _error(None, InvalidRequestError(message="Payload too large: the limit is 256 KiB"))
+        return _error(
+            None,
+            InvalidRequestError(
+                message=f"Payload too large: the limit is {body_limit() // 1024} KiB"
+            ),
+        )
     try:
         document = parse_json(body)
     except InvalidJson as error:
