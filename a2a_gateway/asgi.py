@@ -12,15 +12,15 @@ returned and checked exactly as under Django.
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.core import signals
 from starlette.types import Receive, Scope, Send
 
-from a2a_gateway.card import site_url
 from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply, json_bytes
-from cairn.errors import method_not_allowed
-from cairn.hosts import host_served
-from cairn.middleware import SECURITY_HEADERS
+from core.errors import method_not_allowed
+from core.hosts import host_served
+from core.middleware import SECURITY_HEADERS
+from core.policy import body_limit
+from core.site import site_url
 
 ENDPOINT_PATH = "/api/a2a"
 # Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL: the same endpoint.
@@ -59,7 +59,7 @@ def _host(scope: Scope, headers: dict[str, str]) -> str:
 
 async def _body(receive: Receive, headers: dict[str, str]) -> bytes | None:
     """The body, or None as soon as it is over the limit (the rest is never read)."""
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    limit = body_limit()
     declared = headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         return None

@@ -20,13 +20,11 @@ from a2a.types import (
     StringList,
 )
 from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
-from django.conf import settings
-from django.http import HttpRequest
 
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
-from cairn.schemas import model_schema
-from cairn.version import cairn_version
+from core.schemas import model_schema
+from core.version import cairn_version
 from ledger.card_signing import JWKS_PATH, card_sign
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
@@ -47,13 +45,6 @@ DESCRIPTION = (
     "unresolved). Writes are SendMessage with a Bearer token from POST /api/agent/register. Tasks are "
     "permanent: CancelTask always answers -32002. No streaming, no push notifications."
 )
-
-
-def site_url(request: HttpRequest | None = None) -> str:
-    """`CAIRN_SITE_URL`, or the origin the request came to: clients call the URL on the card."""
-    if settings.CAIRN_SITE_URL or request is None:
-        return settings.CAIRN_SITE_URL
-    return f"{request.scheme}://{request.get_host()}"
 
 
 def payload_schemas(operations: tuple[SendMessageOperation, ...]) -> dict[str, dict[str, Any]]:

@@ -33,11 +33,12 @@ from a2a_gateway.card import agent_card_json
 from a2a_gateway.etag import card_etag, if_none_match_hits
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE, RAW_PARAMS_STATE, CairnRequestHandler
 from a2a_gateway.params_shape import misplaced_value
-from agents.auth import REALM, bearer_token
+from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
-from cairn.json_input import InvalidJson, parse_json
-from cairn.outages import outage_refusal
+from core.json_input import InvalidJson, parse_json
+from core.outages import outage_refusal
+from core.policy import WWW_AUTHENTICATE, body_limit
 
 AUTHENTICATED_METHODS = frozenset({"SendMessage"})
 JSON_TYPE = "application/json"
@@ -161,7 +162,12 @@ async def a2a_reply(
     over the limit (read no further, parse nothing); `origin` is the site's, for the links a
     refusal gives."""
     if body is None:
-        return _error(None, InvalidRequestError(message="Payload too large: the limit is 256 KiB"))
+        return _error(
+            None,
+            InvalidRequestError(
+                message=f"Payload too large: the limit is {body_limit() // 1024} KiB"
+            ),
+        )
     try:
         document = parse_json(body)
     except InvalidJson as error:
@@ -188,7 +194,7 @@ async def a2a_reply(
                     ),
                     status=401,
                 )
-                return Reply(reply.status, reply.body, (("WWW-Authenticate", REALM),))
+                return Reply(reply.status, reply.body, (("WWW-Authenticate", WWW_AUTHENTICATE),))
         try:
             await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
         except A2AError as refused:

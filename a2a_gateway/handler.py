@@ -54,9 +54,10 @@ from google.protobuf.json_format import MessageToDict
 from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
 from a2a_gateway.translate import data_of, refusal_message, task_from_body, task_from_view
 from agents.models import Agent
-from cairn.errors import ErrorCode, Issue, Refusal
-from cairn.outages import outage_refusal
-from cairn.schema_views import published_schema_url
+from calls.published_schemas import published_schema_url
+from core.errors import ErrorCode, Issue, Refusal
+from core.outages import outage_refusal
+from core.policy import PAGE_CAP
 from tasks.models import TaskStatus as CairnStatus
 from tasks.selectors import task_get, task_page, task_view
 
@@ -68,7 +69,7 @@ RAW_PARAMS_STATE = "cairn.params"  # `params` as sent, before the SDK parsed the
 
 ORIGIN_STATE = "cairn.origin"  # the site's origin, for the links a refusal gives
 
-MAX_PAGE_SIZE = 50  # a page holds at most this many tasks
+MAX_PAGE_SIZE = PAGE_CAP
 MAX_REQUESTED_PAGE_SIZE = 100  # what A2A lets a client ask for
 MAX_MESSAGE_ID = 128
 PART_KINDS = {"text": "text", "raw": "file", "url": "file", "data": "data", None: "empty"}

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from agents.models import Agent, Door
 from agents.services import WriteResult
-from cairn.payloads import Payload
+from core.payloads import Payload
 from tasks.payloads import (
     CONTRIBUTION_SCHEMA,
     OPEN_TASK_SCHEMA,

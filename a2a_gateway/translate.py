@@ -9,8 +9,8 @@ from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from cairn.clock import parse_instant
-from cairn.errors import Refusal
+from core.clock import parse_instant
+from core.errors import Refusal
 
 JSON = "application/json"
 EVALUATION_ARTIFACT_ID = "evaluation"

@@ -3,14 +3,14 @@ turns the request into `a2a_gateway.endpoint`'s terms and its reply back into a 
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from a2a_gateway.card import site_url
 from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply, json_bytes
-from cairn.errors import method_not_allowed
+from core.errors import method_not_allowed
+from core.policy import body_limit
+from core.site import site_url
 
 
 def _response(reply: Reply) -> HttpResponse:
@@ -22,7 +22,7 @@ def _response(reply: Reply) -> HttpResponse:
 
 def _body(request: HttpRequest) -> bytes | None:
     """The body, or None when it is over the limit (read no further, parse nothing)."""
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    limit = body_limit()
     try:
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
             return None

@@ -12,8 +12,8 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from agents.models import Agent, AuditEntry
-from agents.services import agent_revoke, audit_keeper_action
-from cairn.admin_mixins import ReadOnlyAdminMixin, agent_link
+from agents.services import agent_revoke
+from keeper.mixins import ReadOnlyAdminMixin, agent_link
 
 
 class TokenFilter(admin.SimpleListFilter):
@@ -91,11 +91,7 @@ class AgentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.action(description="Revoke the tokens of the selected agents")
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
         for agent in queryset:
-            if agent.revoked_at is None:
-                agent_revoke(agent=agent)
-                audit_keeper_action(
-                    operation="agent_revoke", object_type="agent", object_id=str(agent.id)
-                )
+            agent_revoke(agent=agent)
         self.message_user(request, "The selected tokens are revoked.", messages.SUCCESS)
 
 

@@ -7,8 +7,7 @@ from rest_framework.request import Request
 
 from agents.models import Agent
 from agents.services import agent_for_token
-
-REALM = 'Bearer realm="cairn"'
+from core.policy import WWW_AUTHENTICATE
 
 
 def bearer_token(authorization: str) -> str | None:
@@ -31,4 +30,4 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         return agent, token
 
     def authenticate_header(self, request: Request) -> str:
-        return REALM
+        return WWW_AUTHENTICATE

@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.models import Agent, AuditEntry, Door, Operation
-from cairn.clock import now_ms
-from cairn.errors import ErrorCode, Refusal
+from core.clock import now_ms
+from core.errors import ErrorCode, Refusal
 
 TOKEN_PREFIX = "cairn_"
 
@@ -61,9 +61,15 @@ def agent_for_token(token: str) -> Agent | None:
 
 
 def agent_revoke(*, agent: Agent) -> None:
-    if agent.revoked_at is None:
-        agent.revoked_at = now_ms()
-        agent.save(update_fields=["revoked_at"])
+    """The keeper revokes an agent's token, once: revoking it again changes nothing and audits
+    nothing. The row lock makes two keepers' clicks one revocation."""
+    with transaction.atomic():
+        locked = agent_lock(agent)
+        if locked.revoked_at is not None:
+            return
+        locked.revoked_at = agent.revoked_at = now_ms()
+        locked.save(update_fields=["revoked_at"])
+        audit_keeper_action(operation="agent_revoke", object_type="agent", object_id=str(agent.id))
 
 
 def agent_lock(agent: Agent) -> Agent:

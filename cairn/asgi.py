@@ -18,7 +18,7 @@ django_application = get_asgi_application()
 # Django must be set up before the doors import the selectors and models.
 from a2a_gateway.asgi import endpoint as a2a_endpoint  # noqa: E402
 from a2a_gateway.asgi import is_a2a_path  # noqa: E402
-from cairn.metrics import with_request_metrics  # noqa: E402
+from core.metrics import with_request_metrics  # noqa: E402
 from mcp_door.asgi import endpoint as mcp_endpoint  # noqa: E402
 from mcp_door.asgi import is_mcp_path  # noqa: E402
 

@@ -19,7 +19,7 @@ from cairn.env import (
     env_str,
     env_url,
 )
-from cairn.logs import logging_config
+from core.logs import logging_config
 
 # The A2A SDK opens an OpenTelemetry span around every call, about a tenth of a request's time;
 # Cairn configures no exporter, so tracing is off unless the environment turns it on.
@@ -63,7 +63,7 @@ if CAIRN_SITE_URL:
     CSRF_TRUSTED_ORIGINS = [CAIRN_SITE_URL]
 
 INSTALLED_APPS = [
-    "cairn.admin_site.CairnAdminConfig",
+    "keeper.site.CairnAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -82,9 +82,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "cairn.middleware.SecurityHeadersMiddleware",
-    "cairn.middleware.OutageMiddleware",
-    "cairn.api_fallback.ApiJsonMiddleware",
+    "core.middleware.SecurityHeadersMiddleware",
+    "core.middleware.OutageMiddleware",
+    "http_api.fallback.ApiJsonMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "cairn.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -193,7 +193,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "cairn.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "http_api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 

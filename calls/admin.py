@@ -2,10 +2,9 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from agents.services import audit_keeper_action
-from cairn.admin_mixins import ReadOnlyAdminMixin, agent_link
 from calls.models import Call, CallResponse
-from calls.services import call_close, call_create
+from calls.services import call_close, call_create, call_edit
+from keeper.mixins import ReadOnlyAdminMixin, agent_link
 
 
 @admin.register(Call)
@@ -22,8 +21,7 @@ class CallAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Call, form, change: bool) -> None:
         if change:
-            super().save_model(request, obj, form, change)
-            audit_keeper_action(operation="call_edit", object_type="call", object_id=str(obj.pk))
+            call_edit(call=obj)
             return
         created = call_create(title=obj.title, body=obj.body, kind=obj.kind)
         obj.pk, obj.created_at, obj.status = created.pk, created.created_at, created.status

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from cairn.payloads import Payload, text
+from core.payloads import Payload, text
 
 CALL_RESPONSE_SCHEMA = "cairn.call.response/0.1"
 

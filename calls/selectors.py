@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn.clock import format_instant
-from cairn.cursors import keyset_page
-from cairn.lookups import get_by_id
 from calls.models import Call, CallResponse, CallStatus
+from core.clock import format_instant
+from core.cursors import keyset_page
+from core.lookups import get_by_id
 
 
 def call_view(call: Call) -> dict[str, Any]:
@@ -60,3 +60,9 @@ def call_page(*, mode: str, limit: int, cursor: str | None) -> tuple[list[Call],
         matches, time_field="created_at", limit=limit, cursor=cursor, filter_key=f"calls:{mode}"
     )
     return calls, next_cursor or None
+
+
+def call_for_update(call_id: Any) -> Call:
+    """The call with its row locked until the transaction ends: read its answer count and status
+    only after this. Call inside a transaction."""
+    return Call.objects.select_for_update().get(pk=call_id)

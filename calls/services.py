@@ -3,29 +3,22 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from agents.models import Agent, Door
-from agents.services import (
-    WriteResult,
-    agent_lock,
-    audit_keeper_action,
-    operation_record,
-    operation_replay,
-)
-from cairn.canonical import fingerprint
-from cairn.clock import now_ms
-from cairn.errors import ErrorCode, Issue, refuse_if
-from cairn.metrics import counted_write
-from cairn.payloads import parse_payload
+from agents.services import WriteResult, audit_keeper_action
+from agents.writes import Performed, agent_write
 from calls.models import Call, CallResponse, CallStatus
 from calls.payloads import CALL_RESPONSE_SCHEMA, CallResponsePayload
-from calls.selectors import call_get, call_response_view
-from tasks import privacy
+from calls.selectors import call_for_update, call_get, call_response_view
+from core import privacy
+from core.clock import now_ms
+from core.errors import ErrorCode, Issue, refuse_if
+from core.metrics import counted_write
+from core.payloads import parse_payload
 
 CALL_ANSWER = "call_answer"
 
@@ -35,6 +28,14 @@ def call_create(*, title: str, body: str, kind: str) -> Call:
         call = Call.objects.create(title=title, body=body, kind=kind, created_at=now_ms())
         audit_keeper_action(operation="call_create", object_type="call", object_id=str(call.id))
     return call
+
+
+def call_edit(*, call: Call) -> None:
+    """Save the keeper's edit of a call's words (title, body, kind) and audit it; its status and
+    counts are the services', so the edit cannot touch them."""
+    with transaction.atomic():
+        call.save(update_fields=["title", "body", "kind"])
+        audit_keeper_action(operation="call_edit", object_type="call", object_id=str(call.pk))
 
 
 def call_close(*, call: Call) -> None:
@@ -82,28 +83,20 @@ def call_answer(
     *, agent: Agent, call_id: Any, payload: Any, operation_id: str, door: Door, client: str = ""
 ) -> WriteResult:
     """Answer an open call (`cairn.call.response/0.1`); the answer is public at once."""
-    request_digest = fingerprint({"call_id": str(call_id), "payload": payload})
-    replayed = partial(
-        operation_replay,
-        agent=agent,
-        operation_id=operation_id,
-        kind=CALL_ANSWER,
-        request_digest=request_digest,
-    )
-    if (replay := replayed()) is not None:
-        return replay
 
-    call = call_get(call_id)
-    parsed = parse_payload(CallResponsePayload, payload, schema=CALL_RESPONSE_SCHEMA)
-    if parsed.public_output_approved is not True:
-        refuse_if([Issue("public_output_approved", ErrorCode.APPROVAL_REQUIRED, "must be true")])
-    refuse_if(privacy.screen([("body", parsed.body)]))
+    def check() -> tuple[Call, CallResponsePayload]:
+        call = call_get(call_id)
+        parsed = parse_payload(CallResponsePayload, payload, schema=CALL_RESPONSE_SCHEMA)
+        if parsed.public_output_approved is not True:
+            refuse_if(
+                [Issue("public_output_approved", ErrorCode.APPROVAL_REQUIRED, "must be true")]
+            )
+        refuse_if(privacy.screen([("body", parsed.body)]))
+        return call, parsed
 
-    with transaction.atomic():
-        agent = agent_lock(agent)
-        if (replay := replayed()) is not None:
-            return replay
-        call = Call.objects.select_for_update().get(pk=call.pk)
+    def perform(agent: Agent, checked: tuple[Call, CallResponsePayload]) -> Performed:
+        call, parsed = checked
+        call = call_for_update(call.pk)
         refuse_if(_answer_state_issues(agent, call))
         response = CallResponse.objects.create(
             call=call,
@@ -116,15 +109,15 @@ def call_answer(
         call.responses_count += 1
         call.save(update_fields=["responses_count"])
         body = {"call_id": str(call.id), "response": call_response_view(response)}
-        operation_record(
-            agent=agent,
-            operation_id=operation_id,
-            kind=CALL_ANSWER,
-            request_digest=request_digest,
-            result=body,
-            door=door,
-            client=client,
-            object_type="call_response",
-            object_id=str(response.pk),
-        )
-    return WriteResult(body)
+        return Performed(body, object_type="call_response", object_id=str(response.pk))
+
+    return agent_write(
+        agent=agent,
+        operation_id=operation_id,
+        kind=CALL_ANSWER,
+        request={"call_id": str(call_id), "payload": payload},
+        door=door,
+        client=client,
+        check=check,
+        perform=perform,
+    )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cairn.canonical import canonical_digest
-from cairn.clock import format_instant
+from core.canonical import canonical_digest
+from core.clock import format_instant
 
 if TYPE_CHECKING:
     from tasks.models import Contribution, Task

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from cairn.errors import ErrorCode, Issue, Refusal
+from core.errors import ErrorCode, Issue, Refusal
 from ledger.merkle import consistency_ranges, inclusion_ranges, nodes_for, range_hash
 from ledger.models import Checkpoint, Leaf, QueuedEntry
 from ledger.services import nodes_get

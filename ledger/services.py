@@ -15,7 +15,7 @@ import rfc8785
 from django.db import connection, transaction
 from django.db.models import Max
 
-from cairn.clock import now_ms
+from core.clock import now_ms
 from ledger.merkle import leaf_hash, parents_closed_by, perfect_nodes, range_hash
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
 from ledger.notes import checkpoint_sign

@@ -25,13 +25,13 @@ from mcp.types import PARSE_ERROR, ErrorData, JSONRPCError
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
-from cairn.errors import method_not_allowed
-from cairn.json_input import InvalidJson, parse_json
+from core.errors import method_not_allowed
+from core.json_input import InvalidJson, parse_json
+from core.policy import body_limit
 from mcp_door.server import server
 
 PATH = "/api/mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
-MAX_BODY_BYTES = 256 * 1024  # as every other door (SPEC §6)
 
 
 def is_mcp_path(path: str) -> bool:
@@ -44,7 +44,7 @@ def session_manager() -> StreamableHTTPSessionManager:
         stateless=True,
         json_response=True,
         security_settings=None,  # the Host check below replaces it
-        max_request_body_size=MAX_BODY_BYTES,
+        max_request_body_size=body_limit(),
     )
 
 
@@ -123,7 +123,7 @@ async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
         if message["type"] != "http.request":
             return received, None
         size += len(message.get("body", b""))
-        if size > MAX_BODY_BYTES:
+        if size > body_limit():
             return received, None
         if not message.get("more_body", False):
             return received, b"".join(item.get("body", b"") for item in received)

@@ -17,10 +17,11 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cairn.errors import ErrorCode, Issue, Refusal
-from cairn.outages import outage_refusal
-from cairn.payloads import json_path
-from cairn.version import cairn_version
+from core.errors import ErrorCode, Issue, Refusal
+from core.outages import outage_refusal
+from core.payloads import json_path
+from core.policy import PAGE_CAP
+from core.version import cairn_version
 from tasks.models import TaskStatus
 from tasks.selectors import task_get, task_page, task_view
 
@@ -44,7 +45,7 @@ class TasksArguments(ToolArguments):
         "open",
         description='"open" (taking contributions), "completed" (resolved or contested) or "failed" (unresolved).',
     )
-    page_size: int = Field(20, ge=1, le=50, description="Tasks per page, 1 to 50.")
+    page_size: int = Field(20, ge=1, le=PAGE_CAP, description=f"Tasks per page, 1 to {PAGE_CAP}.")
     page_token: str = Field(
         "",
         max_length=1000,

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
-from a2a_gateway.card import site_url
+from core.site import site_url
 
 LOCAL_SERVER = settings.BASE_DIR / "mcp" / "cairn_mcp.py"
 _DEFAULT_URL_LINE = re.compile(r'^DEFAULT_CAIRN_URL = "[^"\n]*"$', re.MULTILINE)

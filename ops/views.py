@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from cairn.clock import format_instant
-from cairn.outages import is_outage
+from core.clock import format_instant
+from core.outages import is_outage
 from ops.collectors import DatabaseCollector
 from tasks.sweeps import sweep_last_finished
 

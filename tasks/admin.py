@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
-from cairn.admin_mixins import ReadOnlyAdminMixin, agent_link
+from keeper.mixins import ReadOnlyAdminMixin, agent_link
 from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.sealing import contribution_report
 

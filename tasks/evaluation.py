@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.db.models import Field
 from django.utils import timezone
 
-from cairn.clock import format_instant, now_ms
+from core.clock import format_instant, now_ms
 from ledger.entries import evaluation_entry
 from ledger.jobs import sequencing_nudge
 from ledger.services import log_queue

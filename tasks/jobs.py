@@ -13,7 +13,7 @@ from django.db import close_old_connections
 from django_q.models import Schedule
 from django_q.tasks import schedule
 
-from cairn.outages import is_outage
+from core.outages import is_outage
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.sweeps import sweep_record
 

@@ -6,8 +6,8 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, Field, model_validator
 
-from cairn.clock import parse_instant
-from cairn.payloads import Payload, text, url_list
+from core.clock import parse_instant
+from core.payloads import Payload, text, url_list
 
 OPEN_TASK_SCHEMA = "cairn.open_task/0.1"
 CONTRIBUTION_SCHEMA = "cairn.task.contribution/0.1"

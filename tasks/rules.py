@@ -7,9 +7,9 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from cairn.canonical import canonical_digest
-from cairn.clock import parse_instant
-from cairn.errors import ErrorCode, Issue
+from core.canonical import canonical_digest
+from core.clock import parse_instant
+from core.errors import ErrorCode, Issue
 from tasks.payloads import ContributionPayload, OpenTaskPayload
 
 

@@ -11,10 +11,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import Agent
-from cairn.clock import format_instant
-from cairn.cursors import cursor_decode, cursor_encode, keyset_page
-from cairn.errors import ErrorCode, Refusal
-from cairn.lookups import get_by_id
+from core.clock import format_instant
+from core.cursors import cursor_decode, cursor_encode, keyset_page
+from core.errors import ErrorCode, Refusal
+from core.lookups import get_by_id
 from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task, TaskStatus
@@ -222,3 +222,9 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
             for c in contributions
         ],
     }
+
+
+def task_for_update(task_id: Any) -> Task:
+    """The task with its row locked until the transaction ends (Zulip's `access_…(lock=True)`):
+    read its counts and state only after this. Call inside a transaction."""
+    return Task.objects.select_for_update().get(pk=task_id)

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from agents.models import Agent, Door
-from agents.services import WriteResult, agent_lock, operation_record, operation_replay
-from cairn.canonical import canonical_digest, fingerprint
-from cairn.clock import now_ms, parse_instant
-from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
-from cairn.metrics import counted_write
-from cairn.payloads import parse_payload
+from agents.services import WriteResult
+from agents.writes import Performed, agent_write
+from core import privacy
+from core.canonical import canonical_digest
+from core.clock import now_ms, parse_instant
+from core.errors import ErrorCode, Issue, Refusal, refuse_if
+from core.metrics import counted_write
+from core.payloads import parse_payload
 from ledger.entries import contribution_entry, task_entry
 from ledger.jobs import sequencing_nudge
 from ledger.receipts import receipt_sign
 from ledger.seal import report_seal
 from ledger.services import log_queue
-from tasks import privacy
 from tasks.counts import task_count_change
 from tasks.jobs import schedule_evaluation
 from tasks.models import Contribution, Task, TaskStatus
@@ -40,7 +40,7 @@ from tasks.rules import (
     source_in_task_issues,
     source_issues,
 )
-from tasks.selectors import receipt_claims, receipt_view, task_get, task_view
+from tasks.selectors import receipt_claims, receipt_view, task_for_update, task_get, task_view
 
 TASK_POST = "task_post"
 CONTRIBUTION_SUBMIT = "contribution_submit"
@@ -78,27 +78,16 @@ def task_post(
     *, agent: Agent, payload: Any, operation_id: str, door: Door, client: str = ""
 ) -> WriteResult:
     """Post a source-review task (`cairn.open_task/0.1`) and schedule its evaluation."""
-    request_digest = fingerprint(payload)
-    replayed = partial(
-        operation_replay,
-        agent=agent,
-        operation_id=operation_id,
-        kind=TASK_POST,
-        request_digest=request_digest,
-    )
-    if (replay := replayed()) is not None:
-        return replay
 
-    parsed = parse_payload(OpenTaskPayload, payload, schema=OPEN_TASK_SCHEMA)
-    refuse_if(open_task_approval_issues(parsed))
-    refuse_if(source_issues(parsed.request.sources))
-    refuse_if(deadline_issues(parsed.request.deadline, now=now_ms()))
-    refuse_if(privacy.screen(open_task_texts(parsed)))
+    def check() -> OpenTaskPayload:
+        parsed = parse_payload(OpenTaskPayload, payload, schema=OPEN_TASK_SCHEMA)
+        refuse_if(open_task_approval_issues(parsed))
+        refuse_if(source_issues(parsed.request.sources))
+        refuse_if(deadline_issues(parsed.request.deadline, now=now_ms()))
+        refuse_if(privacy.screen(open_task_texts(parsed)))
+        return parsed
 
-    with transaction.atomic():
-        agent = agent_lock(agent)
-        if (replay := replayed()) is not None:
-            return replay
+    def perform(agent: Agent, parsed: OpenTaskPayload) -> Performed:
         refuse_if(_posting_cap_issues(agent))
         request = parsed.request
         created_at = now_ms()
@@ -120,20 +109,19 @@ def task_post(
         task_count_change({TaskStatus.WORKING: 1})
         log_queue([task_entry(task)])
         transaction.on_commit(sequencing_nudge)
-        body = {"task": task_view(task)}
-        operation_record(
-            agent=agent,
-            operation_id=operation_id,
-            kind=TASK_POST,
-            request_digest=request_digest,
-            result=body,
-            door=door,
-            client=client,
-            object_type="task",
-            object_id=str(task.id),
-        )
         transaction.on_commit(lambda: schedule_evaluation(task_id=task.id, deadline=task.deadline))
-    return WriteResult(body)
+        return Performed({"task": task_view(task)}, object_type="task", object_id=str(task.id))
+
+    return agent_write(
+        agent=agent,
+        operation_id=operation_id,
+        kind=TASK_POST,
+        request=payload,
+        door=door,
+        client=client,
+        check=check,
+        perform=perform,
+    )
 
 
 def _contribution_state_issues(agent: Agent, task: Task) -> list[Issue]:
@@ -179,30 +167,20 @@ def contribution_submit(
     *, agent: Agent, task_id: Any, payload: Any, operation_id: str, door: Door, client: str = ""
 ) -> WriteResult:
     """Seal a contribution (`cairn.task.contribution/0.1`) to an open task and answer with a receipt."""
-    request_digest = fingerprint({"task_id": str(task_id), "payload": payload})
-    replayed = partial(
-        operation_replay,
-        agent=agent,
-        operation_id=operation_id,
-        kind=CONTRIBUTION_SUBMIT,
-        request_digest=request_digest,
-    )
-    if (replay := replayed()) is not None:
-        return replay
 
-    task = task_get(task_id)
-    parsed = parse_payload(ContributionPayload, payload, schema=CONTRIBUTION_SCHEMA)
-    _refuse_if_closed(task)
-    report = {key: value for key, value in payload.items() if key != "approval"}
-    refuse_if(contribution_approval_issues(parsed, report))
-    refuse_if(source_in_task_issues(parsed.source_urls, task.sources))
-    refuse_if(privacy.screen(contribution_texts(parsed)))
+    def check() -> tuple[Task, dict[str, Any]]:
+        task = task_get(task_id)
+        parsed = parse_payload(ContributionPayload, payload, schema=CONTRIBUTION_SCHEMA)
+        _refuse_if_closed(task)
+        report = {key: value for key, value in payload.items() if key != "approval"}
+        refuse_if(contribution_approval_issues(parsed, report))
+        refuse_if(source_in_task_issues(parsed.source_urls, task.sources))
+        refuse_if(privacy.screen(contribution_texts(parsed)))
+        return task, report
 
-    with transaction.atomic():
-        agent = agent_lock(agent)
-        if (replay := replayed()) is not None:
-            return replay
-        task = Task.objects.select_for_update().get(pk=task.pk)
+    def perform(agent: Agent, checked: tuple[Task, dict[str, Any]]) -> Performed:
+        task, report = checked
+        task = task_for_update(task.pk)
         _refuse_if_closed(task)
         refuse_if(_contribution_state_issues(agent, task))
         contribution = Contribution(
@@ -222,15 +200,15 @@ def contribution_submit(
         task.contributions_count += 1
         task.save(update_fields=["contributions_count"])
         body = {"task": task_view(task), "receipt": receipt_view(contribution)}
-        operation_record(
-            agent=agent,
-            operation_id=operation_id,
-            kind=CONTRIBUTION_SUBMIT,
-            request_digest=request_digest,
-            result=body,
-            door=door,
-            client=client,
-            object_type="contribution",
-            object_id=str(contribution.id),
-        )
-    return WriteResult(body)
+        return Performed(body, object_type="contribution", object_id=str(contribution.id))
+
+    return agent_write(
+        agent=agent,
+        operation_id=operation_id,
+        kind=CONTRIBUTION_SUBMIT,
+        request={"task_id": str(task_id), "payload": payload},
+        door=door,
+        client=client,
+        check=check,
+        perform=perform,
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from cairn.clock import now_ms
+from core.clock import now_ms
 from tasks.models import Sweep
 
 

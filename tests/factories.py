@@ -6,8 +6,8 @@ import copy
 from datetime import timedelta
 from typing import Any
 
-from cairn.canonical import canonical_digest
-from cairn.clock import format_instant, now_ms
+from core.canonical import canonical_digest
+from core.clock import format_instant, now_ms
 
 SOURCE = (
     "https://github.com/a2aproject/a2a-js/blob/main/src/client/transports/json_rpc_transport.ts"

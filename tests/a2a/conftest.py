@@ -18,7 +18,7 @@ from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.helpers import new_data_part
 from a2a.types import Message, Role, SendMessageRequest, Task
 
-from cairn.clock import parse_instant
+from core.clock import parse_instant
 
 _ids = itertools.count(1)
 

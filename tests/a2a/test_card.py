@@ -16,7 +16,7 @@ from google.protobuf.json_format import ParseDict
 
 from a2a_gateway.card import agent_card_json
 from a2a_gateway.checks import CHECK_SITE, agent_card_check
-from cairn.schemas import model_schema
+from core.schemas import model_schema
 from tasks.payloads import ContributionPayload, OpenTaskPayload
 from tests.a2a.conftest import as_json, run, sdk_client
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agents.models import AuditEntry
-from cairn.canonical import canonical_digest
+from core.canonical import canonical_digest
 from tests.a2a.conftest import as_json
 from tests.factories import (
     contribution_payload,

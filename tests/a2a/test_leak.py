@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from cairn.canonical import canonical_digest
+from core.canonical import canonical_digest
 from tests.a2a.conftest import as_json, message, result_of, wait_past
 from tests.factories import (
     contribution_payload,

@@ -10,7 +10,7 @@ import pytest
 import time_machine
 from django.utils import timezone
 
-from cairn.clock import format_instant
+from core.clock import format_instant
 from tasks.models import Task, TaskStatus
 from tests.a2a.conftest import error_of, result_of
 from tests.factories import deadline_in, open_task_payload, open_task_request

@@ -21,8 +21,8 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 
 from agents.models import AuditEntry
-from cairn.canonical import canonical_digest
-from cairn.clock import format_instant, parse_instant
+from core.canonical import canonical_digest
+from core.clock import format_instant, parse_instant
 from tasks.models import Task as TaskRow
 from tasks.selectors import task_view
 from tests.a2a.conftest import as_json, run, sdk_client, sdk_send, wait_past

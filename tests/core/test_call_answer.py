@@ -7,10 +7,10 @@ import uuid
 import pytest
 
 from agents.models import AuditEntry, Door
-from cairn.errors import ErrorCode, Refusal
 from calls.models import CallResponse
 from calls.selectors import call_detail, call_get
 from calls.services import call_answer, call_close, call_create
+from core.errors import ErrorCode, Refusal
 
 
 def answer_payload(**changes):

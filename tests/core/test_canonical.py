@@ -7,7 +7,7 @@ import hashlib
 import pytest
 import rfc8785
 
-from cairn.canonical import canonical_digest
+from core.canonical import canonical_digest
 from tasks.selectors import task_request, task_view
 from tests.factories import open_task_payload, open_task_request
 

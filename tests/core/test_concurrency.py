@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from agents.models import Door, Operation
-from cairn.errors import Refusal
+from core.errors import Refusal
 from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task

@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from agents.models import Door
-from cairn.canonical import canonical_digest
-from cairn.errors import ErrorCode, Refusal
+from core.canonical import canonical_digest
+from core.errors import ErrorCode, Refusal
 from tasks.models import Contribution
 from tasks.sealing import contribution_report as contribution_report_of
 from tasks.selectors import agent_mine, task_get, task_view

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.canonical import canonical_digest
-from cairn.errors import Refusal
+from core.canonical import canonical_digest
+from core.errors import Refusal
 from tasks.counts import task_count
 from tasks.evaluation import decide, task_evaluate, tasks_evaluate_due
 from tasks.models import Outcome, Task, TaskStatus

@@ -1,7 +1,7 @@
 import pytest
 
-from cairn.errors import ErrorCode, Issue
-from tasks.privacy import screen, screen_text
+from core.errors import ErrorCode, Issue
+from core.privacy import screen, screen_text
 
 CAIRN_TOKEN = "cairn_" + "Xq3-vB9_kL2mN8pQ4rS6tU0wY1zA5cD7eF9gH2jK4lM"
 JWT = (

@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from agents.models import AuditEntry, Door
-from cairn.canonical import canonical_digest
-from cairn.errors import ErrorCode, Refusal
+from core.canonical import canonical_digest
+from core.errors import ErrorCode, Refusal
 from tasks.models import Task
 from tasks.services import task_post
 from tests.factories import deadline_in, open_task_payload, open_task_request

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from cairn.clock import parse_instant
 from calls.models import Call
 from calls.services import call_create
+from core.clock import parse_instant
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from cairn.api_errors import STATUS_BY_CODE
-from cairn.canonical import canonical_digest
-from cairn.schemas import model_schema
 from calls.payloads import CallResponsePayload
 from calls.services import call_close
+from core.canonical import canonical_digest
+from core.schemas import model_schema
+from http_api.errors import STATUS_BY_CODE
 from tasks.models import Task
 from tasks.payloads import ContributionPayload, OpenTaskPayload
 from tasks.selectors import task_view

@@ -11,7 +11,7 @@ import httpx
 
 from agents.models import AuditEntry, Operation
 from agents.services import agent_revoke
-from cairn.canonical import canonical_digest
+from core.canonical import canonical_digest
 from tasks.models import Contribution, Task
 from tasks.selectors import task_view
 from tests.conftest import postgres_only

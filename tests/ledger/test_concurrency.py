@@ -12,7 +12,7 @@ import pytest
 import rfc8785
 from django.db import connection
 
-from cairn.clock import format_instant
+from core.clock import format_instant
 from ledger.merkle import leaf_hash
 from ledger.models import Checkpoint, Leaf, QueuedEntry
 from ledger.selectors import consistency_proof

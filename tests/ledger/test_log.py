@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from cairn.canonical import canonical_digest
+from core.canonical import canonical_digest
 from ledger.merkle import leaf_hash, node_hash
 from ledger.models import Leaf
 from ledger.selectors import inclusion_proof, log_stats

@@ -12,8 +12,8 @@ import time_machine
 from mcp import Client
 
 from agents.models import Agent, AuditEntry, Door
-from cairn.canonical import canonical_digest
-from cairn.clock import parse_instant
+from core.canonical import canonical_digest
+from core.clock import parse_instant
 from tasks.models import Task
 from tasks.selectors import task_get, task_request, task_view
 from tests.factories import SOURCE, contribution_report, open_task_request

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from cairn.canonical import canonical_digest
-from cairn.errors import Refusal
-from cairn.payloads import parse_payload
+from core.canonical import canonical_digest
+from core.errors import Refusal
+from core.payloads import parse_payload
 from tasks.payloads import ContributionPayload, OpenTaskPayload, OpenTaskRequest
 from tests.factories import OTHER_SOURCE, SOURCE, open_task_payload, open_task_request
 from tests.mcp.conftest import LOCAL_SERVER

@@ -15,8 +15,8 @@ from a2a.types import AgentCard
 from google.protobuf.json_format import ParseDict
 
 from agents.models import Agent
-from cairn.canonical import canonical_digest
-from cairn.clock import parse_instant
+from core.canonical import canonical_digest
+from core.clock import parse_instant
 from tasks.models import Task
 from tests.factories import SOURCE, contribution_report, open_task_request
 from tests.ledger.conftest import receipt_verified

@@ -25,8 +25,7 @@ from django.test import Client as WebClient
 from django.utils import timezone
 from mcp import Client as McpClient
 
-from cairn.canonical import canonical_digest
-from cairn.web import PAGE_SIZE as WEB_PAGE_SIZE
+from core.canonical import canonical_digest
 from tasks.selectors import task_get
 from tests.a2a.conftest import as_json
 from tests.factories import (
@@ -37,6 +36,7 @@ from tests.factories import (
     open_task_request,
 )
 from tests.mcp.conftest import call, connected, db
+from web.pages import PAGE_SIZE as WEB_PAGE_SIZE
 
 NOT_OFFERED = object()
 VIEW_FIELDS = (

@@ -12,9 +12,9 @@ from datetime import timedelta
 import pytest
 
 from agents.models import Door
-from cairn.web import duration_words, time_left
 from calls.services import call_answer, call_close, call_create
 from tests.factories import contribution_report, deadline_in
+from web.pages import duration_words, time_left
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")

@@ -11,9 +11,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from a2a_gateway.card import agent_card_json, site_url
+from a2a_gateway.card import agent_card_json
 from a2a_gateway.checks import CHECK_SITE
 from a2a_gateway.verify import card_problems
+from core.site import site_url
 from ledger.card_signing import JWKS_PATH
 from ledger.keys import jwks as site_jwks
 

@@ -7,8 +7,8 @@ import logging
 from django_q import cluster
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
-from cairn.outages import is_outage
 from cairn.worker import QueueRenewingSentinel
+from core.outages import is_outage
 from tasks.evaluation import tasks_evaluate_due
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import ParamSpec, TypeVar
 from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cairn.errors import Refusal
+from core.errors import Refusal
 
 REQUESTS = Counter(
     "cairn_requests",

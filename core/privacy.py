@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from cairn.errors import ErrorCode, Issue
+from core.errors import ErrorCode, Issue
 
 # --- e-mail addresses -------------------------------------------------------------------------
 

@@ -6,8 +6,9 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from cairn.errors import ErrorCode, Refusal, method_not_allowed
-from cairn.outages import outage_refusal
+from core.errors import ErrorCode, Refusal, method_not_allowed
+from core.outages import outage_refusal
+from core.policy import WWW_AUTHENTICATE
 
 STATUS_BY_CODE: dict[ErrorCode, int] = {
     ErrorCode.INVALID_PAYLOAD: 422,
@@ -44,7 +45,7 @@ def refusal_response(refusal: Refusal) -> Response:
     if refusal.retry_after is not None:
         response["Retry-After"] = str(refusal.retry_after)
     if refusal.code == ErrorCode.UNAUTHORIZED:
-        response["WWW-Authenticate"] = 'Bearer realm="cairn"'
+        response["WWW-Authenticate"] = WWW_AUTHENTICATE
     return response
 
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from cairn.clock import parse_instant
+from core.clock import parse_instant
 
 # Links whose target an agent chose: no endorsement, no referrer window, no ranking credit.
 AGENT_LINK_REL = "nofollow ugc noopener"
@@ -27,11 +26,6 @@ VERDICT_LABELS = {
 }
 OUTCOME_LABELS = {"resolved": "Resolved", "contested": "Contested", "unresolved": "Unresolved"}
 PAGE_SIZE = 20
-
-
-def site_url(request: HttpRequest) -> str:
-    """This site's origin without a trailing slash: `CAIRN_SITE_URL`, else the request's own."""
-    return (settings.CAIRN_SITE_URL or request.build_absolute_uri("/")).rstrip("/")
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,14 @@
 
 from django.urls import path
 
-from cairn.schema_views import (
-    PUBLISHED_SCHEMAS,
-    SCHEMA_PATH,
+from calls.published_schemas import PUBLISHED_SCHEMAS, SCHEMA_PATH
+from http_api.calls import CallAnswerApi, CallDetailApi, CallListApi
+from http_api.schema_views import (
     openapi_view,
     schema_document,
     schema_index,
 )
-from calls.apis import CallAnswerApi, CallDetailApi, CallListApi
-from tasks.apis import ContributionCreateApi, TaskDetailApi, TaskListApi, TaskMineApi
+from http_api.tasks import ContributionCreateApi, TaskDetailApi, TaskListApi, TaskMineApi
 
 urlpatterns = [
     path("api/a2a-tasks", TaskListApi.as_view(), name="api-tasks"),

@@ -13,9 +13,9 @@ from django.views.decorators.http import require_safe
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from a2a_gateway.card import site_url
-from cairn.api_views import ApiView
-from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
+from core.errors import ErrorCode, Issue, Refusal, refuse_if
+from core.site import site_url
+from http_api.views import ApiView
 from ledger.keys import jwks
 from ledger.selectors import (
     checkpoint_latest,

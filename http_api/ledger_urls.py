@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ledger import apis
+from http_api import ledger as apis
 
 urlpatterns = [
     path(".well-known/jwks.json", apis.jwks_view, name="jwks"),

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Model
 
-from cairn.errors import ErrorCode, Refusal
+from core.errors import ErrorCode, Refusal
 
 M = TypeVar("M", bound=Model)
 

@@ -18,7 +18,8 @@ from django.templatetags.static import static
 from django.utils.html import escape
 from django.views.decorators.http import require_safe
 
-from cairn.web import duration_words, site_url
+from core.site import site_url
+from web.pages import duration_words
 
 MARKDOWN = "text/markdown; charset=utf-8"
 PLAIN_TEXT = "text/plain; charset=utf-8"

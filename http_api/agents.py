@@ -8,9 +8,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.services import agent_register
-from cairn.api_inputs import json_body
-from cairn.api_views import ApiView
-from cairn.payloads import Payload, parse_payload, text
+from core.payloads import Payload, parse_payload, text
+from http_api.inputs import json_body
+from http_api.views import ApiView
 
 
 class RegistrationPayload(Payload):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
@@ -17,56 +16,40 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from pydantic_core import core_schema
 
-from agents.apis import RegistrationPayload
-from cairn.api_errors import STATUS_BY_CODE
-from cairn.api_inputs import (
+from calls.payloads import CallResponsePayload
+from calls.published_schemas import (
+    PUBLISHED_SCHEMAS,
+    SCHEMA_PATH,
+    published_schema,
+)
+from calls.selectors import CALL_MODES
+from calls.view_models import CallAnswerResult, CallDetailView, CallView
+from core.errors import ErrorCode
+from core.policy import WWW_AUTHENTICATE
+from core.schemas import DIALECT
+from core.site import site_url
+from http_api.agents import RegistrationPayload
+from http_api.errors import STATUS_BY_CODE
+from http_api.inputs import (
     DEFAULT_LIMIT,
     DEFAULT_MODE,
     IDEMPOTENCY_HEADER,
     MAX_LIMIT,
     REPLAYED_HEADER,
 )
-from cairn.errors import ErrorCode
-from cairn.schemas import DIALECT, model_schema
-from calls.payloads import CallResponsePayload
-from calls.selectors import CALL_MODES
-from calls.view_models import CallAnswerResult, CallDetailView, CallView
 from tasks.payloads import ContributionPayload, OpenTaskPayload
 from tasks.selectors import TASK_MODES
 from tasks.view_models import ContributionReport, Receipt, TaskView
 
-SCHEMA_PATH = "/schemas/a2a/"
-PUBLISHED_SCHEMAS: dict[str, type[BaseModel]] = {
-    "open-task.json": TaskView,
-    "open-task-create.json": OpenTaskPayload,
-    "task-contribution.json": ContributionPayload,
-    "call-response.json": CallResponsePayload,
-}
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "0.1"
-
-
-def site_origin(request: HttpRequest) -> str:
-    """`CAIRN_SITE_URL`, or the origin the request came to when it is unset."""
-    return settings.CAIRN_SITE_URL or f"{request.scheme}://{request.get_host()}"
-
-
-def published_schema(name: str, *, origin: str) -> dict[str, Any]:
-    """One of the `/schemas/a2a/*.json` documents, its `$id` its own absolute URL."""
-    return model_schema(PUBLISHED_SCHEMAS[name], schema_id=f"{origin}{SCHEMA_PATH}{name}")
-
-
-def published_schema_url(model: type[BaseModel], *, origin: str) -> str:
-    """Where this site publishes the JSON Schema of `model`, one of `PUBLISHED_SCHEMAS`."""
-    name = next(name for name, published in PUBLISHED_SCHEMAS.items() if published is model)
-    return f"{origin}{SCHEMA_PATH}{name}"
 
 
 @csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
 @require_safe
 def schema_index(request: HttpRequest) -> JsonResponse:
     """`GET /schemas/a2a/`: what is published there, so a client can find each schema by name."""
-    origin = site_origin(request)
+    origin = site_url(request)
     schemas = []
     for name in PUBLISHED_SCHEMAS:
         url = f"{origin}{SCHEMA_PATH}{name}"
@@ -80,7 +63,7 @@ def schema_index(request: HttpRequest) -> JsonResponse:
 @require_safe
 def schema_document(request: HttpRequest, name: str) -> JsonResponse:
     return JsonResponse(
-        published_schema(name, origin=site_origin(request)),
+        published_schema(name, origin=site_url(request)),
         content_type="application/schema+json",
         json_dumps_params={"indent": 2},
     )
@@ -375,7 +358,7 @@ def _responses(route: _Route) -> dict[str, Any]:
         }
         if status == 401:
             refused["headers"] = {
-                "WWW-Authenticate": {"schema": {"type": "string", "const": 'Bearer realm="cairn"'}}
+                "WWW-Authenticate": {"schema": {"type": "string", "const": WWW_AUTHENTICATE}}
             }
         if ErrorCode.RATE_LIMITED in codes:
             refused["headers"] = {
@@ -448,6 +431,4 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
 @csrf_exempt
 @require_safe
 def openapi_view(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(
-        openapi_document(origin=site_origin(request)), json_dumps_params={"indent": 2}
-    )
+    return JsonResponse(openapi_document(origin=site_url(request)), json_dumps_params={"indent": 2})

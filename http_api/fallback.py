@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from cairn.errors import ErrorCode, Refusal, method_not_allowed
-from cairn.middleware import ResponseMiddleware
+from core.errors import ErrorCode, Refusal, method_not_allowed
+from core.middleware import ResponseMiddleware
 
 API_PREFIX = "/api/"
 OPENAPI_PATH = "/api/openapi.json"

@@ -1,5 +1,5 @@
 """The plain HTTP routes of tasks (SPEC §9). Each view authenticates, parses, calls a service and renders;
-every rule is the services', and `cairn.api_errors` turns their refusals into SPEC §6 answers."""
+every rule is the services', and `http_api.errors` turns their refusals into SPEC §6 answers."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.models import Door
-from cairn.api_inputs import json_body, operation_id, query_none, query_page, write_response
-from cairn.api_views import ApiView
+from http_api.inputs import json_body, operation_id, query_none, query_page, write_response
+from http_api.views import ApiView
 from tasks.selectors import TASK_MODES, agent_mine, task_get, task_page, task_view
 from tasks.services import contribution_submit, task_post
 

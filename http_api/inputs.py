@@ -12,19 +12,19 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.services import WriteResult
-from cairn.errors import ErrorCode, Issue, Refusal, refuse_if
-from cairn.json_input import InvalidJson, parse_json
+from core.errors import ErrorCode, Issue, Refusal, refuse_if
+from core.json_input import InvalidJson, parse_json
+from core.policy import PAGE_CAP, body_limit
 
 PAGE_KEYS = ("mode", "limit", "cursor")
 DEFAULT_MODE = "all"
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 50
+DEFAULT_LIMIT = PAGE_CAP
+MAX_LIMIT = PAGE_CAP
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,200}")
@@ -78,7 +78,7 @@ def json_body(request: Request) -> Any:
     try:
         raw = request.body
     except RequestDataTooBig:  # a chunked body has no Content-Length for ApiView to check first
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = body_limit()
         raise Refusal(
             ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {limit // 1024} KiB"
         ) from None

@@ -8,10 +8,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from cairn.errors import ErrorCode, Refusal
-from cairn.web import PAGE_SIZE, instant, page_error, site_url
 from calls.models import CallKind, Stance
 from calls.selectors import CALL_MODES, call_detail, call_get, call_page, call_view
+from core.errors import ErrorCode, Refusal
+from core.site import site_url
+from web.pages import PAGE_SIZE, instant, page_error
 
 KIND_LABELS = dict(CallKind.choices)
 STANCE_LABELS = dict(Stance.choices)

@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
-from cairn.errors import ErrorCode, Issue, Refusal
+from core.errors import ErrorCode, Issue, Refusal
 
 # Control characters (other than the newline) and the invisible or direction-changing
 # characters that let a text read differently from what was approved (SPEC §3.1).

@@ -6,10 +6,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.models import Door
-from cairn.api_inputs import json_body, operation_id, query_none, query_page, write_response
-from cairn.api_views import ApiView
 from calls.selectors import CALL_MODES, call_detail, call_get, call_page, call_view
 from calls.services import call_answer
+from http_api.inputs import json_body, operation_id, query_none, query_page, write_response
+from http_api.views import ApiView
 
 
 class CallListApi(ApiView):

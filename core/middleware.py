@@ -6,7 +6,7 @@ from __future__ import annotations
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpResponse, JsonResponse
 
-from cairn.outages import outage_refusal
+from core.outages import outage_refusal
 
 # No inline script or style anywhere on the site: pages work without JavaScript and style comes
 # from the one stylesheet, so everything an agent wrote can only ever be text.

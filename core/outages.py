@@ -9,7 +9,7 @@ import logging
 import psycopg
 from django.db import InterfaceError, OperationalError
 
-from cairn.errors import ErrorCode, Refusal
+from core.errors import ErrorCode, Refusal
 
 RETRY_AFTER_S = 5
 MESSAGE = f"the database is unavailable; nothing was changed, retry in {RETRY_AFTER_S} s"

@@ -15,4 +15,4 @@ class CairnAdminSite(admin.AdminSite):
 
 
 class CairnAdminConfig(AdminConfig):
-    default_site = "cairn.admin_site.CairnAdminSite"
+    default_site = "keeper.site.CairnAdminSite"

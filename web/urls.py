@@ -2,9 +2,9 @@
 
 from django.urls import path
 
-from cairn import site_views
-from calls import views as call_views
-from tasks import views as task_views
+from web import calls as call_views
+from web import site_views
+from web import tasks as task_views
 
 urlpatterns = [
     path("", site_views.home, name="web-home"),

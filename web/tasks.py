@@ -17,19 +17,19 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from cairn.clock import format_instant
-from cairn.errors import ErrorCode, Refusal
-from cairn.web import (
+from core.clock import format_instant
+from core.errors import ErrorCode, Refusal
+from core.site import site_url
+from tasks.selectors import TASK_MODES, task_feed_page, task_get, task_page, task_view
+from web.pages import (
     AGENT_LINK_REL,
     OUTCOME_LABELS,
     PAGE_SIZE,
     VERDICT_LABELS,
     instant,
     page_error,
-    site_url,
     time_left,
 )
-from tasks.selectors import TASK_MODES, task_feed_page, task_get, task_page, task_view
 
 ATOM_ENTRIES = 50
 

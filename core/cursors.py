@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from django.core import signing
 from django.db.models import Model, Q, QuerySet
 
-from cairn.errors import ErrorCode, Refusal
+from core.errors import ErrorCode, Refusal
 
 _SALT = "cairn.cursor.v1"
 

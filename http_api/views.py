@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from agents.models import Agent
-from cairn.errors import ErrorCode, Refusal
+from core.errors import ErrorCode, Refusal
+from core.policy import body_limit
 
 
 class ApiView(APIView):
@@ -16,7 +16,7 @@ class ApiView(APIView):
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = body_limit()
         if length > limit:
             raise Refusal(ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {limit // 1024} KiB")
         super().initial(request, *args, **kwargs)

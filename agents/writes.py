@@ -1,0 +1,77 @@
+"""The one skeleton of an agent's write, so SPEC §6's order cannot be got wrong by a new service.
+
+fingerprint → replay → check (parse, rules, privacy: nothing locked) → lock the agent → replay again
+→ perform (caps and state read under the locks, the rows written) → record, the last four in one
+transaction. The second replay is what makes two requests with one operation id answer alike: the
+first to take the agent's lock writes, the second finds its record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from django.db import transaction
+
+from agents.models import Agent, Door
+from agents.services import WriteResult, agent_lock, operation_record, operation_replay
+from core.canonical import fingerprint
+
+Checked = TypeVar("Checked")
+
+
+@dataclass(frozen=True)
+class Performed:
+    """What a write made: the body it answers with (and replays), and the object the audit log names."""
+
+    body: dict[str, Any]
+    object_type: str
+    object_id: str
+
+
+def agent_write(
+    *,
+    agent: Agent,
+    operation_id: str,
+    kind: str,
+    request: Any,
+    door: Door,
+    client: str,
+    check: Callable[[], Checked],
+    perform: Callable[[Agent, Checked], Performed],
+) -> WriteResult:
+    """Run one write of `agent` in SPEC §6's order.
+
+    `request` is what the operation id stands for (its fingerprint is compared on replay). `check`
+    refuses what the payload alone shows and returns what `perform` needs; `perform` is called with
+    the agent's row locked, inside the transaction, and takes any further lock it needs with the
+    `*_for_update` helpers before it reads a count or a state.
+    """
+    request_digest = fingerprint(request)
+
+    def replayed() -> WriteResult | None:
+        return operation_replay(
+            agent=agent, operation_id=operation_id, kind=kind, request_digest=request_digest
+        )
+
+    if (replay := replayed()) is not None:
+        return replay
+    checked = check()
+    with transaction.atomic():
+        locked = agent_lock(agent)
+        if (replay := replayed()) is not None:
+            return replay
+        performed = perform(locked, checked)
+        operation_record(
+            agent=locked,
+            operation_id=operation_id,
+            kind=kind,
+            request_digest=request_digest,
+            result=performed.body,
+            door=door,
+            client=client,
+            object_type=performed.object_type,
+            object_id=performed.object_id,
+        )
+    return WriteResult(performed.body)

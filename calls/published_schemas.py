@@ -1,0 +1,36 @@
+"""The JSON Schemas this site publishes under `/schemas/a2a/` (SPEC §12), by file name.
+
+Every door links to them (the A2A refusal names the payload's schema, the HTTP API serves them), so
+the registry sits with the domain models rather than in one door. It lives in `calls` because calls
+is the app that already sees the task models as well as its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from calls.payloads import CallResponsePayload
+from core.schemas import model_schema
+from tasks.payloads import ContributionPayload, OpenTaskPayload
+from tasks.view_models import TaskView
+
+SCHEMA_PATH = "/schemas/a2a/"
+PUBLISHED_SCHEMAS: dict[str, type[BaseModel]] = {
+    "open-task.json": TaskView,
+    "open-task-create.json": OpenTaskPayload,
+    "task-contribution.json": ContributionPayload,
+    "call-response.json": CallResponsePayload,
+}
+
+
+def published_schema(name: str, *, origin: str) -> dict[str, Any]:
+    """One of the `/schemas/a2a/*.json` documents, its `$id` its own absolute URL."""
+    return model_schema(PUBLISHED_SCHEMAS[name], schema_id=f"{origin}{SCHEMA_PATH}{name}")
+
+
+def published_schema_url(model: type[BaseModel], *, origin: str) -> str:
+    """Where this site publishes the JSON Schema of `model`, one of `PUBLISHED_SCHEMAS`."""
+    name = next(name for name, published in PUBLISHED_SCHEMAS.items() if published is model)
+    return f"{origin}{SCHEMA_PATH}{name}"
