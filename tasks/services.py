@@ -31,6 +31,7 @@ from tasks.payloads import (
     ContributionPayload,
     OpenTaskPayload,
 )
+from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.rules import (
     contribution_approval_issues,
     contribution_texts,
@@ -102,7 +103,7 @@ def task_post(
         refuse_if(_posting_cap_issues(agent))
         request = parsed.request
         created_at = now_ms()
-        task = Task.objects.create(
+        task = Task(
             poster=agent,
             title=request.title,
             question=request.question,
@@ -117,6 +118,8 @@ def task_post(
             created_at=created_at,
             status_timestamp=created_at,
         )
+        task_render(task)
+        task.save(force_insert=True)
         task_count_change({TaskStatus.WORKING: 1})
         log_queue([task_entry(task)])
         transaction.on_commit(sequencing_nudge)
@@ -220,7 +223,8 @@ def contribution_submit(
         log_queue([contribution_entry(contribution)])
         transaction.on_commit(sequencing_nudge)
         task.contributions_count += 1
-        task.save(update_fields=["contributions_count"])
+        task_render(task)
+        task.save(update_fields=["contributions_count", *RENDERED_FIELDS])
         body = {"task": task_view(task), "receipt": receipt_view(contribution)}
         operation_record(
             agent=agent,
