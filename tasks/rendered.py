@@ -15,6 +15,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from django.db import connection
+from django.db.models import JSONField
+
 from tasks.models import Task
 
 # Bump when a form's rendering changes: stored rows below it are rendered again (a migration, or
@@ -37,13 +40,36 @@ def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+def _jsonb_order(value: Any) -> Any:
+    """A JSON value with its keys in PostgreSQL's `jsonb` order (shorter keys first, then by
+    their bytes): the order a read of the row gives back."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda key: (len(key.encode()), key.encode()))
+        return {key: _jsonb_order(value[key]) for key in keys}
+    if isinstance(value, list):
+        return [_jsonb_order(item) for item in value]
+    return value
+
+
+def _as_read_back(view: dict[str, Any]) -> dict[str, Any]:
+    """The view as a read of the saved row would build it. A JSON column on PostgreSQL is
+    `jsonb`, which keeps its own key order, so a value still in memory is put in that order:
+    the stored forms then hold the very bytes a render at read time would."""
+    if connection.vendor != "postgresql":
+        return view
+    json_fields = {field.name for field in Task._meta.fields if isinstance(field, JSONField)}
+    return {
+        key: _jsonb_order(value) if key in json_fields else value for key, value in view.items()
+    }
+
+
 def task_render(task: Task) -> None:
     """Set the task's stored forms from its current fields; saving them is the caller's, in the
     same transaction as the change they follow."""
     # selectors imports the evaluation, which renders: imported here to keep that cycle open.
     from tasks.selectors import task_view
 
-    view = task_view(task)
+    view = _as_read_back(task_view(task))
     task.view_json = json_text(view)
     for renderer in _renderers.values():
         for field, text in renderer(view).items():
