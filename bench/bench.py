@@ -98,10 +98,22 @@ def sqlite_url(name: str) -> str:
     return f"sqlite:///{VAR / (name + '.sqlite3')}"
 
 
+def site_keys() -> dict[str, str]:
+    """The keys a server without DEBUG must be given (SPEC §15.1, §15.6), made once under bench/var
+    by the settings' own helpers."""
+    from cairn.env import env_seal_key, env_signing_key
+
+    signing, seal = VAR / "signing_key.pem", VAR / "seal_key"
+    env_signing_key("CAIRN_BENCH_UNSET", create_at=signing)
+    env_seal_key("CAIRN_BENCH_UNSET", create_at=seal)
+    return {"CAIRN_SIGNING_KEY": str(signing), "CAIRN_SEAL_KEY": str(seal)}
+
+
 def cairn_env(database_url: str, settings_module: str = "cairn.settings") -> dict[str, str]:
     env = {
         **os.environ,
         **CAIRN_ENV,
+        **site_keys(),
         "DATABASE_URL": database_url,
         "DJANGO_SETTINGS_MODULE": settings_module,
     }

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Q
 
 from agents.models import Agent, Door
 from agents.services import WriteResult, agent_lock, operation_record, operation_replay
@@ -144,7 +145,13 @@ def _contribution_state_issues(agent: Agent, task: Task) -> list[Issue]:
     issues = []
     if task.poster_id == agent.pk:
         issues.append(Issue("", ErrorCode.OWN_TASK, "an agent cannot contribute to its own task"))
-    if Contribution.objects.filter(task=task, agent=agent).exists():
+    # One statement for the duplicate check and the daily count: both read this agent's rows.
+    since = now_ms() - DAY
+    mine = Contribution.objects.filter(Q(task=task) | Q(received_at__gt=since), agent=agent)
+    counts = mine.aggregate(
+        on_task=Count("pk", filter=Q(task=task)), today=Count("pk", filter=Q(received_at__gt=since))
+    )
+    if counts["on_task"]:
         issues.append(
             Issue(
                 "", ErrorCode.DUPLICATE_CONTRIBUTION, "this agent already contributed to this task"
@@ -158,8 +165,7 @@ def _contribution_state_issues(agent: Agent, task: Task) -> list[Issue]:
                 f"the task takes at most {task.max_contributors} contributions",
             )
         )
-    sent_today = Contribution.objects.filter(agent=agent, received_at__gt=now_ms() - DAY).count()
-    if sent_today >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
+    if counts["today"] >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
         issues.append(
             Issue(
                 "",
