@@ -32,6 +32,9 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
+# The checkout whose code the Cairn servers run (BENCH_SERVE_TREE): another commit's tree measures
+# "before" against the same databases, request files and driver.
+SERVE_TREE = Path(os.environ.get("BENCH_SERVE_TREE", str(ROOT))).resolve()
 VAR = BENCH / "var"
 RESULTS = BENCH / "results"
 PY = str(ROOT / ".venv" / "bin" / "python")
@@ -349,8 +352,10 @@ class BackendPinner(threading.Thread):
 
 
 class Server:
-    def __init__(self, label: str, cmd: list[str], env: dict[str, str], port: int) -> None:
-        self.label, self.cmd, self.env, self.port = label, cmd, env, port
+    def __init__(
+        self, label: str, cmd: list[str], env: dict[str, str], port: int, cwd: Path = ROOT
+    ) -> None:
+        self.label, self.cmd, self.env, self.port, self.cwd = label, cmd, env, port, cwd
         self.proc: subprocess.Popen | None = None
         self.log_path = VAR / "logs" / f"{label}.log"
 
@@ -360,7 +365,7 @@ class Server:
         self.proc = subprocess.Popen(
             ["taskset", "-c", SERVER_CORE, *self.cmd],
             env=self.env,
-            cwd=ROOT,
+            cwd=self.cwd,
             stdout=self.log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -405,7 +410,7 @@ class Server:
 
 
 def cairn_server(stack: str, database_url: str, settings_module: str) -> Server:
-    env = cairn_env(database_url, settings_module)
+    env = {**cairn_env(database_url, settings_module), "PYTHONPATH": str(SERVE_TREE)}
     bind = ["--host", "127.0.0.1", "--port", str(CAIRN_PORT)]
     if stack == "uvicorn":  # what `make run` serves: ASGI, one process
         cmd = [
@@ -435,7 +440,7 @@ def cairn_server(stack: str, database_url: str, settings_module: str) -> Server:
         ]
     else:
         raise ValueError(stack)
-    return Server(f"cairn-{stack}", cmd, env, CAIRN_PORT)
+    return Server(f"cairn-{stack}", cmd, env, CAIRN_PORT, cwd=SERVE_TREE)
 
 
 def floor_server(database_url: str) -> Server:
@@ -662,12 +667,14 @@ def machine() -> dict:
 def tree_state() -> dict:
     """Which code was measured: the tree's path, HEAD and whether it has uncommitted changes (read-only git)."""
 
-    def git(*args: str) -> str:
-        result = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    def git(*args: str, tree: Path = ROOT) -> str:
+        result = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True)
         return result.stdout.strip() if result.returncode == 0 else ""
 
     return {
         "root": str(ROOT),
+        "serve_tree": str(SERVE_TREE),
+        "serve_head": git("rev-parse", "--short", "HEAD", tree=SERVE_TREE),
         "head": git("rev-parse", "--short", "HEAD"),
         "uncommitted_files": len(git("status", "--porcelain").splitlines())
         if git("rev-parse", "HEAD")
