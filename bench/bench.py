@@ -299,7 +299,8 @@ def setup_sdk(name: str, source_db: str) -> None:
 def setup(args: argparse.Namespace) -> None:
     VAR.mkdir(parents=True, exist_ok=True)
     pg_start()
-    for size, tasks in SIZES.items():
+    for size in args.sizes:
+        tasks = SIZES[size]
         setup_cairn(f"pg_{size}", pg_url(f"cairn_bench_pg_{size}"), "reads", tasks, True)
         setup_sdk(f"sdk_{size}", f"cairn_bench_pg_{size}")
         setup_cairn(f"sqlite_{size}", sqlite_url(f"sqlite_{size}"), "reads", tasks, False)
@@ -736,16 +737,8 @@ def wait_calm(threshold: float, max_seconds: int) -> None:
 
 
 def run_all(args: argparse.Namespace) -> None:
-    for name in (
-        "pg_1k",
-        "pg_100k",
-        "sdk_1k",
-        "sdk_100k",
-        "sqlite_1k",
-        "sqlite_100k",
-        "write_tpl",
-        "sweep_tpl",
-    ):
+    seeded_per_size = [f"{kind}_{size}" for size in args.sizes for kind in ("pg", "sdk", "sqlite")]
+    for name in (*seeded_per_size, "write_tpl", "sweep_tpl"):
         if not marker(name).exists():
             sys.exit(f"{name} is not seeded: run `bench/run.sh setup` first")
     pg_start()
@@ -956,7 +949,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("setup").set_defaults(func=setup)
+    setup_parser = sub.add_parser("setup")
+    setup_parser.add_argument("--sizes", nargs="*", choices=list(SIZES), default=list(SIZES))
+    setup_parser.set_defaults(func=setup)
     run_parser = sub.add_parser("run")
     run_parser.add_argument("--only", nargs="*", choices=CONFIGS)
     run_parser.add_argument(
