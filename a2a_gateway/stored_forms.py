@@ -22,7 +22,10 @@ def a2a_forms(view: dict[str, Any]) -> dict[str, str]:
     """`a2a_json`: the GetTask result; `a2a_list_json`: the task as a ListTasks page holds it
     without artifacts (a page with `includeArtifacts` is served by the SDK's dispatcher)."""
     task = task_from_view(view)
-    listed = serialize_list_tasks_response(ListTasksResponse(tasks=[task]), False)["tasks"][0]
+    # A page without artifacts drops the evaluation: built without it, as the handler builds it,
+    # so the sweep does not convert every evaluation twice.
+    unlisted = task_from_view({**view, "evaluation": None})
+    listed = serialize_list_tasks_response(ListTasksResponse(tasks=[unlisted]), False)["tasks"][0]
     return {
         "a2a_json": json_text(MessageToDict(task, preserving_proto_field_name=False)),
         "a2a_list_json": json_text(listed),
