@@ -846,7 +846,10 @@ def sweep(args: argparse.Namespace) -> None:
     try:
         out = run(
             ["taskset", "-c", SERVER_CORE, PY, str(BENCH / "sweep.py")],
-            env=cairn_env(pg_url("cairn_bench_sweep"), args.settings),
+            env={
+                **cairn_env(pg_url("cairn_bench_sweep"), args.settings),
+                "PYTHONPATH": str(SERVE_TREE),
+            },
             capture_output=True,
         )
     finally:
