@@ -31,6 +31,7 @@ from starlette.requests import Request as StarletteRequest
 
 from a2a_gateway.card import agent_card_json
 from a2a_gateway.etag import card_etag, if_none_match_hits
+from a2a_gateway.fast_reads import FAST_METHODS, fast_read
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE, RAW_PARAMS_STATE, CairnRequestHandler
 from a2a_gateway.params_shape import misplaced_value
 from agents.auth import bearer_token
@@ -156,11 +157,17 @@ def _dispatcher_request(
 
 
 async def a2a_reply(
-    *, path: str, headers: Mapping[str, str], body: bytes | None, origin: str
+    *,
+    path: str,
+    headers: Mapping[str, str],
+    body: bytes | None,
+    origin: str,
+    fast_reads: bool = True,
 ) -> Reply:
     """The answer to one `POST /api/a2a`. `headers` are lower-cased; `body` is None when it was
     over the limit (read no further, parse nothing); `origin` is the site's, for the links a
-    refusal gives."""
+    refusal gives. `fast_reads=False` sends GetTask and ListTasks to the SDK's dispatcher too:
+    the reference the fast path is tested against."""
     if body is None:
         return _error(
             None,
@@ -206,6 +213,10 @@ async def a2a_reply(
             where = misplaced_value(document["params"], model.DESCRIPTOR)
             if where is not None:
                 return _error(request_id, InvalidParamsError(message=f"{where} must be an object"))
+        if fast_reads and method in FAST_METHODS:
+            answer_bytes = await fast_read(method, document, request_id)
+            if answer_bytes is not None:
+                return Reply(200, answer_bytes)
 
     params = document.get("params") if isinstance(document, dict) else None
     answer = await DISPATCHER.handle_requests(

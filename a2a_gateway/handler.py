@@ -169,7 +169,7 @@ def _declared_client(message: Message) -> str:
 UNSET_STATUS = (None, 0, "TASK_STATE_UNSPECIFIED", "UNRECOGNIZED")
 
 
-def _status_filter(params: ListTasksRequest, raw_params: Any) -> frozenset[str] | None:
+def status_filter(params: ListTasksRequest, raw_params: Any) -> frozenset[str] | None:
     raw = raw_params.get("status") if isinstance(raw_params, dict) else None
     # The SDK's parser reads an unknown enum name as UNSPECIFIED (no filter); refuse it instead.
     swallowed = params.status == TaskState.TASK_STATE_UNSPECIFIED and raw not in UNSET_STATUS
@@ -257,7 +257,7 @@ class CairnRequestHandler(RequestHandler):
     ) -> ListTasksResponse:
         _no_tenant(params)
         validate_history_length(params)
-        statuses = _status_filter(params, context.state.get(RAW_PARAMS_STATE))
+        statuses = status_filter(params, context.state.get(RAW_PARAMS_STATE))
         requested = (
             params.page_size if params.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
         )
@@ -341,6 +341,14 @@ def _task(task_id: str) -> Task:
         raise _as_error(refusal) from None
 
 
+def list_filter_key(status_name: str, context_id: str, after: Any) -> str:
+    """What a ListTasks page token is bound to: it only works with its own filter (SPEC §8.5)."""
+    return json.dumps(
+        ["a2a.ListTasks", status_name, context_id.lower(), after.isoformat() if after else ""],
+        separators=(",", ":"),
+    )
+
+
 def _task_list(
     *,
     statuses: frozenset[str] | None,
@@ -353,11 +361,7 @@ def _task_list(
 ) -> ListTasksResponse:
     if context_id and not _is_uuid(context_id):  # no task has this context: an empty, final page
         return ListTasksResponse(tasks=[], next_page_token="", page_size=page_size, total_size=0)
-    # A page token only works with the filter it was made for (SPEC §8.5).
-    filter_key = json.dumps(
-        ["a2a.ListTasks", status_name, context_id.lower(), after.isoformat() if after else ""],
-        separators=(",", ":"),
-    )
+    filter_key = list_filter_key(status_name, context_id, after)
     try:
         page = task_page(
             statuses=statuses,

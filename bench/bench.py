@@ -32,6 +32,9 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
+# The checkout whose code the Cairn servers run (BENCH_SERVE_TREE): another commit's tree measures
+# "before" against the same databases, request files and driver.
+SERVE_TREE = Path(os.environ.get("BENCH_SERVE_TREE", str(ROOT))).resolve()
 VAR = BENCH / "var"
 RESULTS = BENCH / "results"
 PY = str(ROOT / ".venv" / "bin" / "python")
@@ -98,10 +101,22 @@ def sqlite_url(name: str) -> str:
     return f"sqlite:///{VAR / (name + '.sqlite3')}"
 
 
+def site_keys() -> dict[str, str]:
+    """The keys a server without DEBUG must be given (SPEC §15.1, §15.6), made once under bench/var
+    by the settings' own helpers."""
+    from cairn.env import env_seal_key, env_signing_key
+
+    signing, seal = VAR / "signing_key.pem", VAR / "seal_key"
+    env_signing_key("CAIRN_BENCH_UNSET", create_at=signing)
+    env_seal_key("CAIRN_BENCH_UNSET", create_at=seal)
+    return {"CAIRN_SIGNING_KEY": str(signing), "CAIRN_SEAL_KEY": str(seal)}
+
+
 def cairn_env(database_url: str, settings_module: str = "cairn.settings") -> dict[str, str]:
     env = {
         **os.environ,
         **CAIRN_ENV,
+        **site_keys(),
         "DATABASE_URL": database_url,
         "DJANGO_SETTINGS_MODULE": settings_module,
     }
@@ -284,7 +299,8 @@ def setup_sdk(name: str, source_db: str) -> None:
 def setup(args: argparse.Namespace) -> None:
     VAR.mkdir(parents=True, exist_ok=True)
     pg_start()
-    for size, tasks in SIZES.items():
+    for size in args.sizes:
+        tasks = SIZES[size]
         setup_cairn(f"pg_{size}", pg_url(f"cairn_bench_pg_{size}"), "reads", tasks, True)
         setup_sdk(f"sdk_{size}", f"cairn_bench_pg_{size}")
         setup_cairn(f"sqlite_{size}", sqlite_url(f"sqlite_{size}"), "reads", tasks, False)
@@ -337,8 +353,10 @@ class BackendPinner(threading.Thread):
 
 
 class Server:
-    def __init__(self, label: str, cmd: list[str], env: dict[str, str], port: int) -> None:
-        self.label, self.cmd, self.env, self.port = label, cmd, env, port
+    def __init__(
+        self, label: str, cmd: list[str], env: dict[str, str], port: int, cwd: Path = ROOT
+    ) -> None:
+        self.label, self.cmd, self.env, self.port, self.cwd = label, cmd, env, port, cwd
         self.proc: subprocess.Popen | None = None
         self.log_path = VAR / "logs" / f"{label}.log"
 
@@ -348,7 +366,7 @@ class Server:
         self.proc = subprocess.Popen(
             ["taskset", "-c", SERVER_CORE, *self.cmd],
             env=self.env,
-            cwd=ROOT,
+            cwd=self.cwd,
             stdout=self.log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -393,7 +411,7 @@ class Server:
 
 
 def cairn_server(stack: str, database_url: str, settings_module: str) -> Server:
-    env = cairn_env(database_url, settings_module)
+    env = {**cairn_env(database_url, settings_module), "PYTHONPATH": str(SERVE_TREE)}
     bind = ["--host", "127.0.0.1", "--port", str(CAIRN_PORT)]
     if stack == "uvicorn":  # what `make run` serves: ASGI, one process
         cmd = [
@@ -423,7 +441,7 @@ def cairn_server(stack: str, database_url: str, settings_module: str) -> Server:
         ]
     else:
         raise ValueError(stack)
-    return Server(f"cairn-{stack}", cmd, env, CAIRN_PORT)
+    return Server(f"cairn-{stack}", cmd, env, CAIRN_PORT, cwd=SERVE_TREE)
 
 
 def floor_server(database_url: str) -> Server:
@@ -650,12 +668,14 @@ def machine() -> dict:
 def tree_state() -> dict:
     """Which code was measured: the tree's path, HEAD and whether it has uncommitted changes (read-only git)."""
 
-    def git(*args: str) -> str:
-        result = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    def git(*args: str, tree: Path = ROOT) -> str:
+        result = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True)
         return result.stdout.strip() if result.returncode == 0 else ""
 
     return {
         "root": str(ROOT),
+        "serve_tree": str(SERVE_TREE),
+        "serve_head": git("rev-parse", "--short", "HEAD", tree=SERVE_TREE),
         "head": git("rev-parse", "--short", "HEAD"),
         "uncommitted_files": len(git("status", "--porcelain").splitlines())
         if git("rev-parse", "HEAD")
@@ -717,16 +737,8 @@ def wait_calm(threshold: float, max_seconds: int) -> None:
 
 
 def run_all(args: argparse.Namespace) -> None:
-    for name in (
-        "pg_1k",
-        "pg_100k",
-        "sdk_1k",
-        "sdk_100k",
-        "sqlite_1k",
-        "sqlite_100k",
-        "write_tpl",
-        "sweep_tpl",
-    ):
+    seeded_per_size = [f"{kind}_{size}" for size in args.sizes for kind in ("pg", "sdk", "sqlite")]
+    for name in (*seeded_per_size, "write_tpl", "sweep_tpl"):
         if not marker(name).exists():
             sys.exit(f"{name} is not seeded: run `bench/run.sh setup` first")
     pg_start()
@@ -834,7 +846,10 @@ def sweep(args: argparse.Namespace) -> None:
     try:
         out = run(
             ["taskset", "-c", SERVER_CORE, PY, str(BENCH / "sweep.py")],
-            env=cairn_env(pg_url("cairn_bench_sweep"), args.settings),
+            env={
+                **cairn_env(pg_url("cairn_bench_sweep"), args.settings),
+                "PYTHONPATH": str(SERVE_TREE),
+            },
             capture_output=True,
         )
     finally:
@@ -937,7 +952,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("setup").set_defaults(func=setup)
+    setup_parser = sub.add_parser("setup")
+    setup_parser.add_argument("--sizes", nargs="*", choices=list(SIZES), default=list(SIZES))
+    setup_parser.set_defaults(func=setup)
     run_parser = sub.add_parser("run")
     run_parser.add_argument("--only", nargs="*", choices=CONFIGS)
     run_parser.add_argument(

@@ -56,6 +56,7 @@ from ledger.seal import report_seal  # noqa: E402
 from tasks.counts import task_count_change  # noqa: E402
 from tasks.evaluation import evaluation_apply  # noqa: E402
 from tasks.models import Contribution, Task, TaskStatus  # noqa: E402
+from tasks.rendered import task_render  # noqa: E402
 from tasks.selectors import receipt_claims, receipt_view, task_view  # noqa: E402
 from tasks.services import CONTRIBUTION_SUBMIT, TASK_POST  # noqa: E402
 
@@ -400,6 +401,8 @@ def add_task(
         contributions.append(contribution)
     if evaluate:
         evaluation_apply(task, contributions, evaluated_at=deadline + timedelta(seconds=2))
+    else:
+        task_render(task)
     writer.tasks.append(_row(task))
     return task
 

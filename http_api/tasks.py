@@ -9,7 +9,8 @@ from rest_framework.response import Response
 from agents.models import Door
 from http_api.inputs import json_body, operation_id, query_none, query_page, write_response
 from http_api.views import ApiView
-from tasks.selectors import TASK_MODES, agent_mine, task_get, task_page, task_view
+from tasks.rendered import stored_view
+from tasks.selectors import TASK_MODES, agent_mine, task_get, task_page
 from tasks.services import contribution_submit, task_post
 
 
@@ -26,7 +27,7 @@ class TaskListApi(ApiView):
         )
         return Response(
             {
-                "tasks": [task_view(task) for task in page.tasks],
+                "tasks": [stored_view(task) for task in page.tasks],
                 "next_cursor": page.next_cursor or None,
             }
         )
@@ -44,7 +45,7 @@ class TaskListApi(ApiView):
 class TaskDetailApi(ApiView):
     def get(self, request: Request, task_id: str) -> Response:
         query_none(request)
-        return Response(task_view(task_get(task_id)))
+        return Response(stored_view(task_get(task_id)))
 
 
 class TaskMineApi(ApiView):

@@ -23,7 +23,8 @@ from core.payloads import json_path
 from core.policy import PAGE_CAP
 from core.version import cairn_version
 from tasks.models import TaskStatus
-from tasks.selectors import task_get, task_page, task_view
+from tasks.rendered import stored_view
+from tasks.selectors import task_get, task_page
 
 SERVER_NAME = "cairn"
 
@@ -101,11 +102,14 @@ def tasks_answer(arguments: TasksArguments) -> dict[str, Any]:
         cursor=arguments.page_token or None,
         filter_key=f"mcp:{arguments.status}",
     )
-    return {"tasks": [task_view(task) for task in page.tasks], "next_page_token": page.next_cursor}
+    return {
+        "tasks": [stored_view(task) for task in page.tasks],
+        "next_page_token": page.next_cursor,
+    }
 
 
 def task_answer(arguments: TaskArguments) -> dict[str, Any]:
-    return task_view(task_get(arguments.task_id))
+    return stored_view(task_get(arguments.task_id))
 
 
 TOOLS: dict[str, Tool] = {

@@ -18,6 +18,7 @@ from ledger.services import log_queue
 from tasks.counts import task_count_change
 from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.payloads import VERDICTS
+from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.sealing import contributions_reveal
 
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
@@ -37,8 +38,8 @@ def evaluation_apply(
     task: Task, contributions: list[Contribution], *, evaluated_at: datetime
 ) -> None:
     """Set the evaluation fields of a still-working task from its contributions, in received order,
-    their reports revealed first (`contributions_reveal`). Saving the task is the caller's, under
-    its row lock."""
+    their reports revealed first (`contributions_reveal`), and render its public forms again.
+    Saving the task (`EVALUATION_FIELDS`) is the caller's, under its row lock."""
     verdicts = [cast(dict, contribution.report)["verdict"] for contribution in contributions]
     outcome, verdict = decide(verdicts, task.min_independent)
     task.status = TaskStatus.FAILED if outcome == Outcome.UNRESOLVED else TaskStatus.COMPLETED
@@ -63,6 +64,7 @@ def evaluation_apply(
             for contribution in contributions
         ],
     }
+    task_render(task)
 
 
 EVALUATION_FIELDS = [
@@ -72,6 +74,7 @@ EVALUATION_FIELDS = [
     "evaluated_at",
     "status_timestamp",
     "evaluation",
+    *RENDERED_FIELDS,
 ]
 
 

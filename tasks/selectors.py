@@ -114,11 +114,13 @@ def task_page(
     context_id: uuid.UUID | None = None,
     status_timestamp_after: datetime | None = None,
     with_evaluation: bool = True,
+    only: tuple[str, ...] = (),
 ) -> TaskPage:
     """One page of tasks, newest status first (ties by id), by keyset so a deep page costs what
     the first does. `filter_key` names the filter; a cursor only works with the filter it came from.
     `with_evaluation=False` does not load the evaluations (the largest column), for a caller that
-    will not show them; pass the same to `task_view`."""
+    will not show them; pass the same to `task_view`. `only` loads just those fields, for a
+    caller that serves the stored forms (`tasks.rendered`)."""
     tasks_evaluate_due()
     matches = Task.objects.all()
     if statuses is not None:
@@ -128,6 +130,8 @@ def task_page(
     if status_timestamp_after is not None:
         matches = matches.filter(status_timestamp__gte=status_timestamp_after)
     listed = matches if with_evaluation else matches.defer("evaluation")
+    if only:
+        listed = listed.only("status_timestamp", *only)
     rows, next_cursor = keyset_page(
         listed, time_field="status_timestamp", limit=limit, cursor=cursor, filter_key=filter_key
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Q
 
 from agents.models import Agent, Door
 from agents.services import WriteResult
@@ -31,6 +32,7 @@ from tasks.payloads import (
     ContributionPayload,
     OpenTaskPayload,
 )
+from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.rules import (
     contribution_approval_issues,
     contribution_texts,
@@ -91,7 +93,7 @@ def task_post(
         refuse_if(_posting_cap_issues(agent))
         request = parsed.request
         created_at = now_ms()
-        task = Task.objects.create(
+        task = Task(
             poster=agent,
             title=request.title,
             question=request.question,
@@ -106,6 +108,8 @@ def task_post(
             created_at=created_at,
             status_timestamp=created_at,
         )
+        task_render(task)
+        task.save(force_insert=True)
         task_count_change({TaskStatus.WORKING: 1})
         log_queue([task_entry(task)])
         transaction.on_commit(sequencing_nudge)
@@ -129,7 +133,13 @@ def _contribution_state_issues(agent: Agent, task: Task) -> list[Issue]:
     issues = []
     if task.poster_id == agent.pk:
         issues.append(Issue("", ErrorCode.OWN_TASK, "an agent cannot contribute to its own task"))
-    if Contribution.objects.filter(task=task, agent=agent).exists():
+    # One statement for the duplicate check and the daily count: both read this agent's rows.
+    since = now_ms() - DAY
+    mine = Contribution.objects.filter(Q(task=task) | Q(received_at__gt=since), agent=agent)
+    counts = mine.aggregate(
+        on_task=Count("pk", filter=Q(task=task)), today=Count("pk", filter=Q(received_at__gt=since))
+    )
+    if counts["on_task"]:
         issues.append(
             Issue(
                 "", ErrorCode.DUPLICATE_CONTRIBUTION, "this agent already contributed to this task"
@@ -143,8 +153,7 @@ def _contribution_state_issues(agent: Agent, task: Task) -> list[Issue]:
                 f"the task takes at most {task.max_contributors} contributions",
             )
         )
-    sent_today = Contribution.objects.filter(agent=agent, received_at__gt=now_ms() - DAY).count()
-    if sent_today >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
+    if counts["today"] >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
         issues.append(
             Issue(
                 "",
@@ -198,7 +207,8 @@ def contribution_submit(
         log_queue([contribution_entry(contribution)])
         transaction.on_commit(sequencing_nudge)
         task.contributions_count += 1
-        task.save(update_fields=["contributions_count"])
+        task_render(task)
+        task.save(update_fields=["contributions_count", *RENDERED_FIELDS])
         body = {"task": task_view(task), "receipt": receipt_view(contribution)}
         return Performed(body, object_type="contribution", object_id=str(contribution.id))
 

@@ -16,6 +16,7 @@ from ledger.models import Leaf, Node
 from ledger.services import checkpoint_publish, log_queue, log_sequence
 from tasks.evaluation import task_evaluate
 from tasks.models import Contribution, Task
+from tasks.rendered import tasks_render
 from tests.factories import contribution_payload, contribution_report
 
 
@@ -75,11 +76,18 @@ def test_honest_data_verifies(verify, evaluated):
     assert "extends the" in checked_log[1].stdout
 
 
+def published_again(task: Task) -> None:
+    """The doors serve a task's stored forms (tasks.rendered): whoever edits the row rewrites
+    those too, or nobody would see the edit."""
+    tasks_render(Task.objects.filter(pk=task.pk))
+
+
 def test_a_report_edited_after_evaluation_is_caught(verify, evaluated):
     task, _ = evaluated
     edited = task.evaluation
     edited["contributions"][0]["report"]["summary"] = "Quietly rewritten after the deadline."
     Task.objects.filter(pk=task.pk).update(evaluation=edited)
+    published_again(task)
 
     checked = verify("task", str(task.id))
 
@@ -92,6 +100,7 @@ def test_a_changed_evaluation_outcome_is_caught(verify, evaluated):
     task, _ = evaluated
     changed = {**task.evaluation, "outcome": "contested", "verdict": None}
     Task.objects.filter(pk=task.pk).update(outcome="contested", verdict="", evaluation=changed)
+    published_again(task)
 
     checked = verify("task", str(task.id))
 

@@ -1,0 +1,110 @@
+"""A task's public forms, rendered once when the task changes and stored beside it.
+
+Zulip's `rendered_content`: the writer renders, every reader is served the stored text. A task
+changes three times at most (posted, a contribution counted, evaluated), each time inside a
+service's transaction, and is read far more often; rendering at the write keeps the reads to one
+column. The forms come from `task_view`, which holds no sealed content, so no stored form can.
+
+The domain renders the §3.2 view; a door that has a form of its own (A2A's Task JSON, as its SDK
+serialises it) registers a renderer at start-up, so the domain never imports a door.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from django.db import connection
+from django.db.models import JSONField
+
+from tasks.models import Task
+
+# Bump when a form's rendering changes: stored rows below it are rendered again (a migration, or
+# `tasks_render_stale`) and readers treat them as not rendered until then.
+RENDER_VERSION = 1
+RENDERED_FIELDS = ("view_json", "a2a_json", "a2a_list_json", "rendered_version")
+
+# A renderer takes the public view and returns {Task field: text} for the fields it owns.
+FormRenderer = Callable[[dict[str, Any]], Mapping[str, str]]
+_renderers: dict[str, FormRenderer] = {}
+
+
+def form_renderer_register(name: str, renderer: FormRenderer) -> None:
+    """Let a door add its forms to every rendering (call from its AppConfig.ready)."""
+    _renderers[name] = renderer
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON as Starlette and the SDK write it (non-ASCII kept, no spaces)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _jsonb_order(value: Any) -> Any:
+    """A JSON value with its keys in PostgreSQL's `jsonb` order (shorter keys first, then by
+    their bytes): the order a read of the row gives back."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda key: (len(key.encode()), key.encode()))
+        return {key: _jsonb_order(value[key]) for key in keys}
+    if isinstance(value, list):
+        return [_jsonb_order(item) for item in value]
+    return value
+
+
+def _as_read_back(view: dict[str, Any]) -> dict[str, Any]:
+    """The view as a read of the saved row would build it. A JSON column on PostgreSQL is
+    `jsonb`, which keeps its own key order, so a value still in memory is put in that order:
+    the stored forms then hold the very bytes a render at read time would."""
+    if connection.vendor != "postgresql":
+        return view
+    json_fields = {field.name for field in Task._meta.fields if isinstance(field, JSONField)}
+    return {
+        key: _jsonb_order(value) if key in json_fields else value for key, value in view.items()
+    }
+
+
+def task_render(task: Task) -> None:
+    """Set the task's stored forms from its current fields; saving them is the caller's, in the
+    same transaction as the change they follow."""
+    # selectors imports the evaluation, which renders: imported here to keep that cycle open.
+    from tasks.selectors import task_view
+
+    view = _as_read_back(task_view(task))
+    task.view_json = json_text(view)
+    for renderer in _renderers.values():
+        for field, text in renderer(view).items():
+            setattr(task, field, text)
+    task.rendered_version = RENDER_VERSION
+
+
+def is_rendered(task: Task) -> bool:
+    return task.rendered_version == RENDER_VERSION
+
+
+def stored_view(task: Task) -> dict[str, Any]:
+    """The §3.2 view as stored at the last change; rendered afresh for a row not rendered yet."""
+    if is_rendered(task) and task.view_json:
+        return json.loads(task.view_json)
+    from tasks.selectors import task_view
+
+    return task_view(task)
+
+
+def tasks_render(tasks: Iterable[Task]) -> int:
+    """Render and store the forms of these tasks (rows written before their forms existed)."""
+    count = 0
+    for task in tasks:
+        task_render(task)
+        task.save(update_fields=list(RENDERED_FIELDS))
+        count += 1
+    return count
+
+
+def tasks_render_stale(*, batch_size: int = 500) -> int:
+    """Render every task whose stored forms are missing or older than `RENDER_VERSION`."""
+    total = 0
+    while True:
+        batch = list(Task.objects.exclude(rendered_version=RENDER_VERSION)[:batch_size])
+        if not batch:
+            return total
+        total += tasks_render(batch)

@@ -1,0 +1,261 @@
+"""The fast read path against the SDK's own dispatcher: a generated corpus of requests (every
+method, every parameter shape and error, tasks in every state) answered both ways by the same
+endpoint over the same handler, byte for byte."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+
+from a2a_gateway.endpoint import a2a_reply
+from a2a_gateway.fast_reads import fast_read
+from tasks.evaluation import tasks_evaluate_due
+from tests.factories import (
+    contribution_payload,
+    contribution_report,
+    deadline_in,
+    open_task_payload,
+    open_task_request,
+)
+
+HEADERS = {"content-type": "application/json", "a2a-version": "1.0"}
+STATUSES = [
+    None,
+    "TASK_STATE_WORKING",
+    "TASK_STATE_COMPLETED",
+    "TASK_STATE_FAILED",
+    "TASK_STATE_UNSPECIFIED",
+    "UNRECOGNIZED",
+    "TASK_STATE_CANCELED",
+    "TASK_STATE_BOGUS",
+    3,
+    0,
+]
+PAGE_SIZES = [None, 1, 2, 3, 50, 51, 100, 0, 101, -1, "2", "x"]
+OTHER_METHODS = [
+    "SendStreamingMessage",
+    "SubscribeToTask",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+    "GetExtendedAgentCard",
+    "NoSuchMethod",
+    "",
+]
+
+
+def reply(document: Any, *, fast: bool, headers: dict[str, str] | None = None, raw=None):
+    body = raw if raw is not None else json.dumps(document).encode()
+    answer = async_to_sync(a2a_reply)(
+        path="/api/a2a",
+        headers=headers if headers is not None else HEADERS,
+        body=body,
+        origin="http://testserver",
+        fast_reads=fast,
+    )
+    return answer.status, answer.body, answer.headers
+
+
+def rpc(method: str, params: Any = ..., request_id: Any = 1) -> dict[str, Any]:
+    document: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not ...:
+        document["params"] = params
+    return document
+
+
+@pytest.fixture
+def tasks_in_every_state(make_agent, post_task, contribute, time_machine) -> dict[str, str]:
+    """Resolved, contested, unresolved, open with and without contributions, and two open tasks
+    that `past_the_second_deadline` puts past their deadline, with nothing evaluating them."""
+    time_machine.move_to("2026-06-01T12:00:00Z", tick=False)
+
+    def post(seconds: float):
+        return post_task(
+            make_agent(), open_task_payload(open_task_request(deadline=deadline_in(seconds)))
+        )
+
+    def send(task, verdicts):
+        for verdict in verdicts:
+            contribute(
+                make_agent(), task, contribution_payload(contribution_report(verdict=verdict))
+            )
+
+    tasks = {
+        "resolved": post(3600),
+        "contested": post(3600),
+        "unresolved": post(3600),
+        "overdue_first": post(7200),
+        "overdue_second": post(7200),
+        "open_with_one": post(86400 * 3),
+        "open_empty": post(86400 * 3),
+    }
+    send(tasks["resolved"], ["source_supported", "source_supported"])
+    send(tasks["contested"], ["source_supported", "source_contradicted"])
+    send(tasks["unresolved"], ["source_unclear"])
+    send(tasks["open_with_one"], ["source_contradicted"])
+    send(tasks["overdue_first"], ["source_supported"])
+    time_machine.shift(timedelta(seconds=3601))
+    assert tasks_evaluate_due() == 3
+    return {name: str(task.pk) for name, task in tasks.items()}
+
+
+def past_the_second_deadline(time_machine) -> None:
+    time_machine.shift(timedelta(seconds=3600))
+
+
+def corpus(
+    task_ids: dict[str, str], token: str
+) -> list[tuple[Any, dict[str, str] | None, bytes | None]]:
+    """(document, headers, raw body) for every request; the overdue tasks come first so both
+    paths meet them open, and the one that evaluates them answers for both."""
+    ids = list(task_ids.values())
+    unknown = str(uuid.UUID(int=7))
+    requests: list[tuple[Any, dict[str, str] | None, bytes | None]] = []
+
+    def add(document: Any, headers: dict[str, str] | None = None, raw: bytes | None = None):
+        requests.append((document, headers, raw))
+
+    add(rpc("GetTask", {"id": task_ids["overdue_first"]}))
+    add(rpc("ListTasks", {"pageSize": 3}))
+    id_shapes: list[Any] = [*ids, ids[0].upper(), "{" + ids[1] + "}", unknown, "not-a-uuid", "", 12]
+    for task_id in id_shapes:
+        for extra in ({}, {"tenant": "t"}, {"historyLength": 0}, {"historyLength": -1}, {"x": 1}):
+            add(rpc("GetTask", {"id": task_id, **extra}))
+            add(rpc("CancelTask", {"id": task_id, **extra}))
+    for request_id in (1, "abc", None, 0, 2**40, "é"):
+        add(rpc("GetTask", {"id": ids[0]}, request_id))
+        add(rpc("ListTasks", {}, request_id))
+    for weird in (1.5, True, [1], {"a": 1}):
+        add(rpc("GetTask", {"id": ids[0]}, weird))
+    add({"jsonrpc": "2.0", "method": "GetTask", "params": {"id": ids[0]}})  # a notification
+    add(rpc("GetTask"))
+    add(rpc("GetTask", None))
+    add(rpc("GetTask", [ids[0]]))
+    add(rpc("ListTasks"))
+    add(rpc("ListTasks", None))
+    add(rpc("ListTasks", "x"))
+    for status in STATUSES:
+        for page_size in PAGE_SIZES:
+            params: dict[str, Any] = {}
+            if status is not None:
+                params["status"] = status
+            if page_size is not None:
+                params["pageSize"] = page_size
+            for extra in (
+                {},
+                {"includeArtifacts": True},
+                {"includeArtifacts": False},
+                {"historyLength": 1},
+            ):
+                add(rpc("ListTasks", {**params, **extra}))
+    for extra in (
+        {"contextId": ids[0]},
+        {"contextId": unknown},
+        {"contextId": "nope"},
+        {"statusTimestampAfter": "2026-06-01T12:00:00Z"},
+        {"statusTimestampAfter": "yesterday"},
+        {"tenant": "t"},
+        {"historyLength": 2},
+        {"historyLength": -2},
+        {"pageToken": "garbage"},
+        {"includeArtifacts": "yes"},
+        {"unknownField": [1, 2]},
+    ):
+        add(rpc("ListTasks", {"pageSize": 2, **extra}))
+    for method in OTHER_METHODS:
+        add(rpc(method, {"id": ids[0]}))
+    message = {"messageId": "m-1", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}
+    add(rpc("SendMessage", {"message": message}))
+    with_token = {**HEADERS, "authorization": f"Bearer {token}"}
+    add(rpc("SendMessage", {"message": message}), with_token)
+    add(rpc("SendMessage", {"message": {**message, "role": "ROLE_USER", "parts": []}}), with_token)
+    for version in (None, "0.3", "1.1", "2.0"):
+        headers = {"content-type": "application/json"}
+        if version is not None:
+            headers["a2a-version"] = version
+        add(rpc("GetTask", {"id": ids[0]}), headers)
+        add(rpc("ListTasks", {}), headers)
+    add([rpc("GetTask", {"id": ids[0]})])
+    add({**rpc("GetTask", {"id": ids[0]}), "jsonrpc": "1.0"})
+    add(None, None, b"{not json")
+    add(None, None, b"[" * 100 + b"]" * 100)
+    return requests
+
+
+def page_tokens(status: Any, page_size: int) -> list[str]:
+    """Every page token of a walk, as the SDK's dispatcher issues them."""
+    tokens, token = [], ""
+    while True:
+        params: dict[str, Any] = {"pageSize": page_size, "pageToken": token}
+        if status is not None:
+            params["status"] = status
+        _, body, _ = reply(rpc("ListTasks", params), fast=False)
+        token = json.loads(body)["result"]["nextPageToken"]
+        if not token:
+            return tokens
+        tokens.append(token)
+
+
+def test_the_fast_path_answers_every_request_as_the_sdk_dispatcher_does(
+    tasks_in_every_state, make_agent, time_machine
+):
+    requests = corpus(tasks_in_every_state, make_agent().token)
+    for status, page_size in (
+        (None, 1),
+        (None, 2),
+        ("TASK_STATE_WORKING", 1),
+        ("TASK_STATE_COMPLETED", 1),
+    ):
+        for token in page_tokens(status, page_size):
+            for asked in (
+                {"status": status} if status else {},
+                {},
+                {"status": "TASK_STATE_FAILED"},
+            ):
+                requests.append(
+                    (
+                        rpc("ListTasks", {**asked, "pageSize": page_size, "pageToken": token}),
+                        None,
+                        None,
+                    )
+                )
+    past_the_second_deadline(time_machine)
+    assert len(requests) > 600
+
+    for index, (document, headers, raw) in enumerate(requests):
+        # Alternate which path goes first, so each meets an overdue task open at some point.
+        order = (True, False) if index % 2 else (False, True)
+        answers = {fast: reply(document, fast=fast, headers=headers, raw=raw) for fast in order}
+        assert answers[True] == answers[False], (document, headers, raw)
+
+
+def test_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, time_machine):
+    """The corpus above would pass if the fast path never answered: here it must, except for a
+    task open past its deadline, which the handler evaluates first (SPEC §4.3)."""
+
+    def fast(method: str, params: dict[str, Any]) -> bytes | None:
+        return async_to_sync(fast_read)(method, rpc(method, params), 1)
+
+    past_the_second_deadline(time_machine)
+    overdue = tasks_in_every_state["overdue_first"]
+    assert fast("GetTask", {"id": overdue}) is None
+    _, body, _ = reply(rpc("GetTask", {"id": overdue}), fast=True)
+    assert json.loads(body)["result"]["status"]["state"] == "TASK_STATE_FAILED"
+    for name, task_id in tasks_in_every_state.items():
+        if name != "overdue_second":
+            served = fast("GetTask", {"id": task_id})
+            assert served is not None and json.loads(served)["result"]["id"] == task_id
+    for params in ({}, {"pageSize": 2}, {"status": "TASK_STATE_FAILED", "pageSize": 100}):
+        listed = fast("ListTasks", params)
+        assert listed is not None and json.loads(listed)["result"]["tasks"]
+    states = [
+        task["status"]["state"]
+        for task in json.loads(fast("ListTasks", {}) or b"")["result"]["tasks"]
+    ]
+    assert states.count("TASK_STATE_WORKING") == 2  # the overdue ones were evaluated first

@@ -1,0 +1,72 @@
+"""The public forms stored beside each task (Zulip's rendered_content pattern): written in the
+transaction that changes the task, never holding sealed content, rendered for old rows by a
+migration."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+from django.apps import apps
+
+from tasks.models import Task
+from tasks.rendered import RENDER_VERSION, RENDERED_FIELDS
+from tasks.selectors import task_get, task_view
+from tests.factories import contribution_payload, contribution_report
+
+SECRET_SUMMARY = "The sealed finding: the header is set in buildHeaders() at line 212 of the file."
+
+
+def stored_forms(task: Task) -> list[str]:
+    task.refresh_from_db()
+    return [task.view_json, task.a2a_json, task.a2a_list_json]
+
+
+def test_every_change_stores_the_view_every_door_shows(poster, post_task, contribute, make_agent):
+    task = post_task(poster)
+    assert json.loads(stored_forms(task)[0]) == task_view(task)
+
+    contribute(make_agent(), task)
+
+    view = json.loads(stored_forms(task)[0])
+    a2a = json.loads(task.a2a_json)
+    assert view["contributions_received"] == 1 == a2a["metadata"]["cairn"]["contributions_received"]
+    assert a2a["status"]["state"] == "TASK_STATE_WORKING"
+
+
+def test_sealed_content_reaches_the_stored_forms_only_through_the_evaluation(
+    poster, post_task, contribute, make_agent, time_machine
+):
+    task = post_task(poster)
+    report = contribution_report(verdict="source_contradicted", summary=SECRET_SUMMARY)
+    contribute(make_agent(), task, contribution_payload(report))
+
+    assert not any(SECRET_SUMMARY in form for form in stored_forms(task))
+    assert not any("source_contradicted" in form for form in stored_forms(task))
+
+    time_machine.move_to(task.deadline, tick=True)
+    task_get(task.pk)  # a read of an overdue task evaluates it
+
+    view_json, a2a_json, a2a_list_json = stored_forms(task)
+    assert json.loads(view_json)["evaluation"]["contributions"][0]["report"] == report
+    artifact = json.loads(a2a_json)["artifacts"][0]
+    assert artifact["artifactId"] == "evaluation"
+    assert artifact["parts"][0]["data"]["contributions"][0]["report"]["summary"] == SECRET_SUMMARY
+    # A ListTasks page without artifacts shows the outcome, not the reports.
+    assert SECRET_SUMMARY not in a2a_list_json
+    assert json.loads(a2a_list_json)["status"]["state"] == "TASK_STATE_FAILED"
+
+
+def test_the_migration_renders_tasks_written_before_the_forms_existed(poster, post_task):
+    task = post_task(poster)
+    Task.objects.filter(pk=task.pk).update(
+        view_json="", a2a_json="", a2a_list_json="", rendered_version=0
+    )
+
+    migration = importlib.import_module("tasks.migrations.0008_render_existing_tasks")
+    migration.render_existing(apps, None)
+
+    task.refresh_from_db()
+    assert task.rendered_version == RENDER_VERSION
+    assert all(getattr(task, field) for field in RENDERED_FIELDS)
+    assert json.loads(task.view_json) == task_view(task)

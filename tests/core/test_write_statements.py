@@ -1,0 +1,24 @@
+"""How many SQL statements a contribution costs: the hot write of the benchmark (bench/README.md,
+F7). The rules stay in the service; this holds the count they need."""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+
+def test_a_contribution_costs_eleven_statements_not_twelve(
+    poster, post_task, contribute, make_agent
+):
+    task = post_task(poster)
+    contributor = make_agent()
+
+    with CaptureQueriesContext(connection) as queries:
+        contribute(contributor, task)
+
+    statements = [
+        query["sql"]
+        for query in queries
+        if not query["sql"].startswith(("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE SAVEPOINT"))
+    ]
+    assert len(statements) == 11, "\n".join(statements)
