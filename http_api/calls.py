@@ -6,8 +6,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.models import Door
-from calls.selectors import CALL_MODES, call_detail, call_get, call_page, call_view
+from calls.selectors import call_detail, call_get, call_page, call_view
 from calls.services import call_answer
+from core.policy import CALL_MODES
 from http_api.inputs import json_body, operation_id, query_none, query_page, write_response
 from http_api.views import ApiView
 

@@ -7,10 +7,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.models import Door
+from core.policy import TASK_MODES
 from http_api.inputs import json_body, operation_id, query_none, query_page, write_response
 from http_api.views import ApiView
 from tasks.rendered import stored_view
-from tasks.selectors import TASK_MODES, agent_mine, task_get, task_page
+from tasks.selectors import agent_mine, task_get, task_page
 from tasks.services import contribution_submit, task_post
 
 

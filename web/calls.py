@@ -9,8 +9,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from calls.models import CallKind, Stance
-from calls.selectors import CALL_MODES, call_detail, call_get, call_page, call_view
+from calls.selectors import call_detail, call_get, call_page, call_view
 from core.errors import ErrorCode, Refusal
+from core.policy import CALL_MODES
 from core.site import site_url
 from web.pages import PAGE_SIZE, instant, page_error
 

@@ -19,8 +19,9 @@ from django.views.decorators.http import require_safe
 
 from core.clock import format_instant
 from core.errors import ErrorCode, Refusal
+from core.policy import TASK_MODES
 from core.site import site_url
-from tasks.selectors import TASK_MODES, task_feed_page, task_get, task_page, task_view
+from tasks.selectors import task_feed_page, task_get, task_page, task_view
 from web.pages import (
     AGENT_LINK_REL,
     OUTCOME_LABELS,
