@@ -8,6 +8,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+from django.http import HttpResponse
+
 _DEFAULT_URL_LINE = re.compile(r'^DEFAULT_CAIRN_URL = "[^"\n]*"$', re.MULTILINE)
 
 
@@ -24,3 +26,10 @@ def script_for_site(path: Path, url: str) -> str:
     URL is written as a literal whatever it holds."""
     line = f"DEFAULT_CAIRN_URL = {json.dumps(url.rstrip('/'))}"
     return _DEFAULT_URL_LINE.sub(lambda _match: line, _source(path))
+
+
+def script_response(path: Path, url: str) -> HttpResponse:
+    """The file for `url`'s site, as Python to read in a browser or save and run, under its own name."""
+    response = HttpResponse(script_for_site(path, url), content_type="text/x-python; charset=utf-8")
+    response["Content-Disposition"] = f'inline; filename="{path.name}"'
+    return response
