@@ -19,19 +19,11 @@ from core.policy import TASK_MODES
 from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task, TaskStatus
+from tasks.payloads import OpenTaskRequest
 from tasks.sealing import contribution_report
 
 # The request fields, in the order the view shows them; they are what the approval digest covers.
-REQUEST_FIELDS = (
-    "title",
-    "question",
-    "sources",
-    "acceptance_criteria",
-    "deadline",
-    "min_independent",
-    "max_contributors",
-    "budget",
-)
+REQUEST_FIELDS = tuple(OpenTaskRequest.model_fields)
 
 
 def task_view(task: Task, *, with_evaluation: bool = True) -> dict[str, Any]:
