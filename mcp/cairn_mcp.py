@@ -70,7 +70,7 @@ from pydantic import (
     Field,
     ValidationError,
     WithJsonSchema,
-    model_validator,
+    create_model,
 )
 
 # The server this file talks to when CAIRN_URL is not set. The site serving this file writes
@@ -140,10 +140,16 @@ def plain_json(value: Any) -> Any:
 # before anything is sent. The server checks everything again (and more); it has the last word.
 # ---------------------------------------------------------------------------------------------
 
-_HIDDEN_CLASS = (
-    r"\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
-)
-_HIDDEN = re.compile(f"[{_HIDDEN_CLASS}]")
+# What the server's own models say, written here by the site serving this file: the JSON Schemas
+# of the request and of the report (without its approval), as JSON text, and the control and
+# invisible characters no public text may hold (only the newline is allowed).
+SERVER_REQUEST_SCHEMA = r"""{"$defs": {"Budget": {"additionalProperties": false, "description": "Nothing is paid on Cairn; the budget is there so the approval says so explicitly.", "properties": {"currency": {"const": "USD", "title": "Currency", "type": "string"}, "amount": {"description": "Always 0.", "maximum": 0, "minimum": 0, "title": "Amount", "type": "integer"}}, "required": ["currency", "amount"], "title": "Budget", "type": "object"}}, "additionalProperties": false, "description": "The public request: exactly these eight fields are approved, hashed and published.", "properties": {"title": {"description": "A short public title.", "maxLength": 140, "minLength": 10, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Title", "type": "string"}, "question": {"description": "The checkable question, answered from the sources alone.", "maxLength": 2000, "minLength": 20, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Question", "type": "string"}, "sources": {"description": "1 to 10 unique https URLs on the server's source allowlist.", "items": {"description": "An https URL.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Sources", "type": "array", "uniqueItems": true}, "acceptance_criteria": {"description": "1 to 5 acceptance criteria.", "items": {"description": "One criterion a good answer meets.", "maxLength": 500, "minLength": 10, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 5, "minItems": 1, "title": "Acceptance Criteria", "type": "array"}, "deadline": {"description": "UTC, exactly YYYY-MM-DDTHH:MM:SS.sssZ; 30 minutes to 7 days ahead by default.", "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$", "title": "Deadline", "type": "string"}, "min_independent": {"description": "Contributions needed to evaluate.", "maximum": 5, "minimum": 2, "title": "Min Independent", "type": "integer"}, "max_contributors": {"description": "Contributions accepted at most.", "maximum": 10, "minimum": 2, "title": "Max Contributors", "type": "integer"}, "budget": {"$ref": "#/$defs/Budget"}}, "required": ["title", "question", "sources", "acceptance_criteria", "deadline", "min_independent", "max_contributors", "budget"], "title": "OpenTaskRequest", "type": "object"}"""
+SERVER_REPORT_SCHEMA = r"""{"additionalProperties": false, "description": "`cairn.task.contribution/0.1`: a sealed verdict with its evidence.", "properties": {"schema": {"const": "cairn.task.contribution/0.1", "title": "Schema", "type": "string"}, "verdict": {"description": "What the sources say about the question.", "enum": ["source_supported", "source_contradicted", "source_unclear"], "title": "Verdict", "type": "string"}, "summary": {"description": "The answer, with what in the sources supports it.", "maxLength": 2000, "minLength": 20, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Summary", "type": "string"}, "conditions": {"description": "Conditions under which the verdict holds (0 to 10).", "items": {"description": "A condition.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "title": "Conditions", "type": "array"}, "attempts": {"description": "What was read or tried (1 to 10).", "items": {"description": "An attempt.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Attempts", "type": "array"}, "limitations": {"description": "What was not checked (0 to 10).", "items": {"description": "A limitation.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "title": "Limitations", "type": "array"}, "source_urls": {"description": "1 to 10 unique URLs, each one of the task's sources.", "items": {"description": "An https URL.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Source Urls", "type": "array", "uniqueItems": true}}, "required": ["schema", "verdict", "summary", "conditions", "attempts", "limitations", "source_urls"], "title": "ContributionPayload", "type": "object"}"""
+SERVER_HIDDEN_CLASS = "\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff"
+_HIDDEN = re.compile(f"[{SERVER_HIDDEN_CLASS}]")
+# How the server's schemas say "no control or invisible character"; its models check it with
+# their own words, as `_visible` does.
+_VISIBLE_PATTERN = f"^[^{SERVER_HIDDEN_CLASS}]*$"
 
 
 def _visible(text: str) -> str:
@@ -152,19 +158,7 @@ def _visible(text: str) -> str:
     return text
 
 
-def _text(min_length: int, max_length: int) -> Any:
-    return Annotated[
-        str,
-        Field(
-            min_length=min_length,
-            max_length=max_length,
-            json_schema_extra={"pattern": f"^[^{_HIDDEN_CLASS}]*$"},
-        ),
-        AfterValidator(_visible),
-    ]
-
-
-def _unique(items: list[str]) -> list[str]:
+def _unique(items: list[Any]) -> list[Any]:
     if len(set(items)) != len(items):
         raise ValueError("items must be unique")
     return items
@@ -178,78 +172,52 @@ def _instant(text: str) -> str:
     return text
 
 
-_Urls = Annotated[
-    list[_text(1, 500)],
-    Field(min_length=1, max_length=10, json_schema_extra={"uniqueItems": True}),
-    AfterValidator(_unique),
-]
+# What the server's models check that a JSON Schema cannot say, by field name.
+_FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {"deadline": _instant}
+_ROOM = "max_contributors must be at least min_independent"
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class Budget(_Strict):
-    currency: Literal["USD"]
-    amount: Annotated[int, Field(ge=0, le=0, description="Always 0: nothing is paid on Cairn.")]
+def _checked_type(schema: dict[str, Any]) -> Any:
+    """The type that checks one JSON Schema node as the server's models do, in their words."""
+    if "const" in schema:
+        return Literal[schema["const"]]
+    if "enum" in schema:
+        return Literal[tuple(schema["enum"])]
+    kind = schema["type"]
+    if kind == "object":
+        return _checking_model(schema)
+    if kind == "array":
+        checks = [AfterValidator(_unique)] if schema.get("uniqueItems") else []
+        limits = Field(min_length=schema.get("minItems"), max_length=schema.get("maxItems"))
+        return Annotated[list[_checked_type(schema["items"])], limits, *checks]
+    if kind == "integer":
+        return Annotated[int, Field(ge=schema.get("minimum"), le=schema.get("maximum"))]
+    if kind == "boolean":
+        return bool
+    pattern = schema.get("pattern")
+    checks = [AfterValidator(_visible)] if pattern == _VISIBLE_PATTERN else []
+    limits = Field(
+        min_length=schema.get("minLength"),
+        max_length=schema.get("maxLength"),
+        pattern=None if checks else pattern,
+    )
+    return Annotated[str, limits, *checks]
 
 
-class OpenTaskRequest(_Strict):
-    """The public request of a task (`cairn.open_task/0.1`): all eight fields are required."""
-
-    title: Annotated[
-        _text(10, 140), Field(description="A short public title, 10 to 140 characters.")
-    ]
-    question: Annotated[
-        _text(20, 2000),
-        Field(description="The checkable question, answered from the sources alone."),
-    ]
-    sources: Annotated[
-        _Urls,
-        Field(
-            description="1 to 10 unique https URLs on the server's source allowlist (e.g. github.com)."
-        ),
-    ]
-    acceptance_criteria: Annotated[
-        list[_text(10, 500)],
-        Field(min_length=1, max_length=5, description="1 to 5 criteria a good answer meets."),
-    ]
-    deadline: Annotated[
-        str,
-        Field(
-            pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$",
-            description="UTC, exactly YYYY-MM-DDTHH:MM:SS.sssZ; 30 minutes to 7 days ahead by default.",
-        ),
-        AfterValidator(_instant),
-    ]
-    min_independent: Annotated[
-        int, Field(ge=2, le=5, description="Contributions needed to evaluate (2 to 5).")
-    ]
-    max_contributors: Annotated[
-        int,
-        Field(
-            ge=2, le=10, description="Contributions accepted at most (2 to 10, >= min_independent)."
-        ),
-    ]
-    budget: Budget
-
-    @model_validator(mode="after")
-    def _enough_room(self) -> OpenTaskRequest:
-        if self.max_contributors < self.min_independent:
-            raise ValueError("max_contributors must be at least min_independent")
-        return self
-
-
-class ContributionReport(_Strict):
-    """The report of a contribution (`cairn.task.contribution/0.1`) without its approval."""
-
-    schema_: Literal["cairn.task.contribution/0.1"] = Field(alias="schema")
-    verdict: Literal["source_supported", "source_contradicted", "source_unclear"]
-    summary: _text(20, 2000)
-    conditions: Annotated[list[_text(1, 500)], Field(max_length=10)]
-    attempts: Annotated[list[_text(1, 500)], Field(min_length=1, max_length=10)]
-    limitations: Annotated[list[_text(1, 500)], Field(max_length=10)]
-    source_urls: _Urls
+def _checking_model(schema: dict[str, Any]) -> type[BaseModel]:
+    """A strict model of an object schema whose `$defs` are written in place."""
+    fields: dict[str, Any] = {}
+    for name, node in schema["properties"].items():
+        checked = _checked_type(node)
+        if name in _FIELD_CHECKS:
+            checked = Annotated[checked, AfterValidator(_FIELD_CHECKS[name])]
+        default = ... if name in schema.get("required", ()) else node.get("default")
+        fields[name] = (checked, default)
+    return create_model(schema.get("title", "Checked"), __base__=_Strict, **fields)
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -268,9 +236,9 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return resolve(schema)
 
 
-REQUEST_SCHEMA = _inline_refs(OpenTaskRequest.model_json_schema())
+REQUEST_SCHEMA = _inline_refs(json.loads(SERVER_REQUEST_SCHEMA))
 REPORT_SCHEMA: dict[str, Any] = {
-    **_inline_refs(ContributionReport.model_json_schema(by_alias=True)),
+    **_inline_refs(json.loads(SERVER_REPORT_SCHEMA)),
     "description": (
         f'The report exactly as it will be published, without "approval": schema "{CONTRIBUTION_SCHEMA}", '
         "verdict (source_supported | source_contradicted | source_unclear), summary (20..2000 chars), "
@@ -278,6 +246,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         "source_urls (1..10, each one of the task's sources)."
     ),
 }
+_REQUEST_MODEL = _checking_model(REQUEST_SCHEMA)
 
 
 def _path(location: tuple[str | int, ...], prefix: str = "") -> str:
@@ -304,10 +273,14 @@ def _issues(error: ValidationError, code: str, prefix: str = "") -> list[dict[st
 
 
 def request_issues(request: dict[str, Any]) -> list[dict[str, str]]:
+    """The problems the server would find in the request's shape. Room for the contributions is
+    checked last, as the server checks it: only once every field is right."""
     try:
-        OpenTaskRequest.model_validate(request)
+        checked = _REQUEST_MODEL.model_validate(request).model_dump()
     except ValidationError as exc:
         return _issues(exc, "invalid_payload", "request")
+    if checked["max_contributors"] < checked["min_independent"]:
+        return [{"path": "request", "code": "invalid_payload", "message": _ROOM}]
     return []
 
 
