@@ -50,7 +50,6 @@ from a2a.types import (
     Role,
     SendMessageRequest,
     Task,
-    TaskState,
 )
 from a2a.utils.errors import (
     A2AError,
@@ -638,21 +637,17 @@ class NoArguments(Arguments):
     pass
 
 
-class TasksArguments(Arguments):
-    status: Literal["open", "completed", "failed"] = Field(
-        "open",
-        description='"open" (taking contributions), "completed" (resolved or contested) or "failed" (unresolved).',
-    )
-    page_size: int = Field(20, ge=1, le=50, description="Tasks per page, 1 to 50.")
-    page_token: str = Field(
-        "",
-        max_length=1000,
-        description='The next_page_token of the previous page; "" (or absent) for the first page.',
-    )
+# The arguments of the two read tools the hosted server offers too, as its models publish them,
+# and the A2A state each `status` of cairn_a2a_tasks lists: the site serving this file writes them.
+SERVER_TASKS_ARGUMENTS_SCHEMA = r"""{"additionalProperties": false, "properties": {"status": {"default": "open", "description": "\"open\" (taking contributions), \"completed\" (resolved or contested) or \"failed\" (unresolved).", "enum": ["open", "completed", "failed"], "title": "Status", "type": "string"}, "page_size": {"default": 20, "description": "Tasks per page, 1 to 50.", "maximum": 50, "minimum": 1, "title": "Page Size", "type": "integer"}, "page_token": {"default": "", "description": "The next_page_token of the previous page; \"\" (or absent) for the first page.", "maxLength": 1000, "title": "Page Token", "type": "string"}}, "title": "TasksArguments", "type": "object"}"""
+SERVER_TASK_ARGUMENTS_SCHEMA = r"""{"additionalProperties": false, "properties": {"task_id": {"description": "The task's id (a UUID).", "maxLength": 200, "minLength": 1, "title": "Task Id", "type": "string"}}, "required": ["task_id"], "title": "TaskArguments", "type": "object"}"""
+SERVER_TASK_STATES = r"""{"open": "TASK_STATE_WORKING", "completed": "TASK_STATE_COMPLETED", "failed": "TASK_STATE_FAILED"}"""
 
-
-class TaskArguments(Arguments):
-    task_id: str = Field(min_length=1, max_length=200, description="The task's id (a UUID).")
+TASKS_ARGUMENTS_SCHEMA = json.loads(SERVER_TASKS_ARGUMENTS_SCHEMA)
+TASK_ARGUMENTS_SCHEMA = json.loads(SERVER_TASK_ARGUMENTS_SCHEMA)
+TASK_STATES: dict[str, str] = json.loads(SERVER_TASK_STATES)
+TasksArguments = _checking_model(TASKS_ARGUMENTS_SCHEMA)
+TaskArguments = _checking_model(TASK_ARGUMENTS_SCHEMA)
 
 
 class PreviewTaskArguments(Arguments):
@@ -705,16 +700,12 @@ class ConsentArguments(Arguments):
     )
 
 
-async def tool_tasks(config: Config, args: TasksArguments) -> dict[str, Any]:
-    states = {
-        "open": TaskState.TASK_STATE_WORKING,
-        "completed": TaskState.TASK_STATE_COMPLETED,
-        "failed": TaskState.TASK_STATE_FAILED,
-    }
+async def tool_tasks(config: Config, args: BaseModel) -> dict[str, Any]:
+    arguments = args.model_dump()
     request = ListTasksRequest(
-        status=states[args.status],
-        page_size=args.page_size,
-        page_token=args.page_token,
+        status=TASK_STATES[arguments["status"]],
+        page_size=arguments["page_size"],
+        page_token=arguments["page_token"],
         include_artifacts=True,
     )
     async with a2a(config) as client:
@@ -725,9 +716,9 @@ async def tool_tasks(config: Config, args: TasksArguments) -> dict[str, Any]:
     }
 
 
-async def tool_task(config: Config, args: TaskArguments) -> dict[str, Any]:
+async def tool_task(config: Config, args: BaseModel) -> dict[str, Any]:
     async with a2a(config) as client:
-        task = await client.get_task(GetTaskRequest(id=args.task_id))
+        task = await client.get_task(GetTaskRequest(id=args.model_dump()["task_id"]))
     return view_of(task)
 
 
@@ -943,15 +934,17 @@ async def tool_status(config: Config, args: NoArguments) -> dict[str, Any]:
 class Tool:
     name: str
     description: str
-    arguments: type[Arguments]
+    arguments: type[BaseModel]
     run: Callable[[Config, Any], Awaitable[Any]]
     annotations: types.ToolAnnotations
+    # The server's schema of a tool it offers too, published as it is; else the model's own.
+    server_schema: dict[str, Any] | None = None
 
     def as_mcp(self) -> types.Tool:
         return types.Tool(
             name=self.name,
             description=self.description,
-            input_schema=self.arguments.model_json_schema(),
+            input_schema=self.server_schema or self.arguments.model_json_schema(),
             annotations=self.annotations,
         )
 
@@ -981,6 +974,7 @@ TOOLS: dict[str, Tool] = {
             TasksArguments,
             tool_tasks,
             READ,
+            TASKS_ARGUMENTS_SCHEMA,
         ),
         Tool(
             "cairn_a2a_task",
@@ -989,6 +983,7 @@ TOOLS: dict[str, Tool] = {
             TaskArguments,
             tool_task,
             READ,
+            TASK_ARGUMENTS_SCHEMA,
         ),
         Tool(
             "cairn_a2a_preview_task",

@@ -13,7 +13,9 @@ from typing import Any
 from django.conf import settings
 
 from core.payloads import HIDDEN_CLASS
+from core.policy import A2A_TASK_STATES, MCP_TASK_STATUSES
 from core.scripts import script_for_site
+from mcp_door.server import input_schema
 from tasks.payloads import ContributionPayload, OpenTaskRequest
 
 LOCAL_SERVER = settings.BASE_DIR / "mcp" / "cairn_mcp.py"
@@ -39,6 +41,13 @@ def _json_literal(value: Any) -> str:
     return f'r"""{json.dumps(value, ensure_ascii=True)}"""'
 
 
+def task_states() -> dict[str, str]:
+    """Each `status` of cairn_a2a_tasks → the A2A state that lists the same tasks, so the local
+    server asks A2A for what the hosted one lists."""
+    by_statuses = {statuses: name for name, statuses in A2A_TASK_STATES.items()}
+    return {word: by_statuses[statuses] for word, statuses in MCP_TASK_STATUSES.items()}
+
+
 @cache
 def server_values() -> dict[str, str]:
     return {
@@ -46,6 +55,9 @@ def server_values() -> dict[str, str]:
         "SERVER_REPORT_SCHEMA": _json_literal(report_schema()),
         # JSON's string escapes are Python's too.
         "SERVER_HIDDEN_CLASS": json.dumps(HIDDEN_CLASS),
+        "SERVER_TASKS_ARGUMENTS_SCHEMA": _json_literal(input_schema("cairn_a2a_tasks")),
+        "SERVER_TASK_ARGUMENTS_SCHEMA": _json_literal(input_schema("cairn_a2a_task")),
+        "SERVER_TASK_STATES": _json_literal(task_states()),
     }
 
 
