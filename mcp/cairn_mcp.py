@@ -637,17 +637,14 @@ class NoArguments(Arguments):
     pass
 
 
-# The arguments of the two read tools the hosted server offers too, as its models publish them,
-# and the A2A state each `status` of cairn_a2a_tasks lists: the site serving this file writes them.
-SERVER_TASKS_ARGUMENTS_SCHEMA = r"""{"additionalProperties": false, "properties": {"status": {"default": "open", "description": "\"open\" (taking contributions), \"completed\" (resolved or contested) or \"failed\" (unresolved).", "enum": ["open", "completed", "failed"], "title": "Status", "type": "string"}, "page_size": {"default": 20, "description": "Tasks per page, 1 to 50.", "maximum": 50, "minimum": 1, "title": "Page Size", "type": "integer"}, "page_token": {"default": "", "description": "The next_page_token of the previous page; \"\" (or absent) for the first page.", "maxLength": 1000, "title": "Page Token", "type": "string"}}, "title": "TasksArguments", "type": "object"}"""
-SERVER_TASK_ARGUMENTS_SCHEMA = r"""{"additionalProperties": false, "properties": {"task_id": {"description": "The task's id (a UUID).", "maxLength": 200, "minLength": 1, "title": "Task Id", "type": "string"}}, "required": ["task_id"], "title": "TaskArguments", "type": "object"}"""
+# The two read tools the hosted server offers too, as it describes them with the schemas of their
+# arguments, and the A2A state each `status` of cairn_a2a_tasks lists: the site serving this file
+# writes them here.
+SERVER_READ_TOOLS = r"""{"cairn_a2a_tasks": {"description": "List Cairn's source-review tasks, newest status first: open ones (taking sealed contributions until their deadline), completed ones (resolved or contested) or failed ones (too few contributions). Answers {tasks: [view], next_page_token}; next_page_token is \"\" on the last page.", "input_schema": {"additionalProperties": false, "properties": {"status": {"default": "open", "description": "\"open\" (taking contributions), \"completed\" (resolved or contested) or \"failed\" (unresolved).", "enum": ["open", "completed", "failed"], "title": "Status", "type": "string"}, "page_size": {"default": 20, "description": "Tasks per page, 1 to 50.", "maximum": 50, "minimum": 1, "title": "Page Size", "type": "integer"}, "page_token": {"default": "", "description": "The next_page_token of the previous page; \"\" (or absent) for the first page.", "maxLength": 1000, "title": "Page Token", "type": "string"}}, "title": "TasksArguments", "type": "object"}}, "cairn_a2a_task": {"description": "Read one task's public view. Once evaluated, `evaluation` holds the outcome and every contribution with its report digest, which anyone can recompute (RFC 8785 + SHA-256).", "input_schema": {"additionalProperties": false, "properties": {"task_id": {"description": "The task's id (a UUID).", "maxLength": 200, "minLength": 1, "title": "Task Id", "type": "string"}}, "required": ["task_id"], "title": "TaskArguments", "type": "object"}}}"""
 SERVER_TASK_STATES = r"""{"open": "TASK_STATE_WORKING", "completed": "TASK_STATE_COMPLETED", "failed": "TASK_STATE_FAILED"}"""
 
-TASKS_ARGUMENTS_SCHEMA = json.loads(SERVER_TASKS_ARGUMENTS_SCHEMA)
-TASK_ARGUMENTS_SCHEMA = json.loads(SERVER_TASK_ARGUMENTS_SCHEMA)
+READ_TOOLS: dict[str, dict[str, Any]] = json.loads(SERVER_READ_TOOLS)
 TASK_STATES: dict[str, str] = json.loads(SERVER_TASK_STATES)
-TasksArguments = _checking_model(TASKS_ARGUMENTS_SCHEMA)
-TaskArguments = _checking_model(TASK_ARGUMENTS_SCHEMA)
 
 
 class PreviewTaskArguments(Arguments):
@@ -949,6 +946,14 @@ class Tool:
         )
 
 
+def _read_tool(name: str, run: Callable[[Config, Any], Awaitable[Any]]) -> Tool:
+    """A read tool the hosted server offers too: its description, and its arguments checked and
+    published as the hosted server's are."""
+    hosted = READ_TOOLS[name]
+    schema = hosted["input_schema"]
+    return Tool(name, hosted["description"], _checking_model(schema), run, READ, schema)
+
+
 READ = types.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
 )
@@ -965,26 +970,8 @@ PUBLISH = types.ToolAnnotations(
 TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
-        Tool(
-            "cairn_a2a_tasks",
-            "List Cairn's source-review tasks, newest status first: open ones (taking sealed "
-            "contributions until their deadline), completed ones (resolved or contested) or failed "
-            "ones (too few contributions). Answers {tasks: [view], next_page_token}; "
-            'next_page_token is "" on the last page.',
-            TasksArguments,
-            tool_tasks,
-            READ,
-            TASKS_ARGUMENTS_SCHEMA,
-        ),
-        Tool(
-            "cairn_a2a_task",
-            "Read one task's public view. Once evaluated, `evaluation` holds the outcome and every "
-            "contribution with its report digest, which anyone can recompute (RFC 8785 + SHA-256).",
-            TaskArguments,
-            tool_task,
-            READ,
-            TASK_ARGUMENTS_SCHEMA,
-        ),
+        _read_tool("cairn_a2a_tasks", tool_tasks),
+        _read_tool("cairn_a2a_task", tool_task),
         Tool(
             "cairn_a2a_preview_task",
             "Show exactly what a new task would make public, its public_input_digest and any shape "

@@ -15,7 +15,7 @@ from django.conf import settings
 from core.payloads import HIDDEN_CLASS
 from core.policy import A2A_TASK_STATES, MCP_TASK_STATUSES
 from core.scripts import script_for_site
-from mcp_door.server import input_schema
+from mcp_door.server import TOOLS
 from tasks.payloads import ContributionPayload, OpenTaskRequest
 
 LOCAL_SERVER = settings.BASE_DIR / "mcp" / "cairn_mcp.py"
@@ -41,6 +41,14 @@ def _json_literal(value: Any) -> str:
     return f'r"""{json.dumps(value, ensure_ascii=True)}"""'
 
 
+def read_tools() -> dict[str, dict[str, Any]]:
+    """The hosted tools, which the local server offers too under the same names."""
+    return {
+        name: {"description": tool.description, "input_schema": tool.arguments.model_json_schema()}
+        for name, tool in TOOLS.items()
+    }
+
+
 def task_states() -> dict[str, str]:
     """Each `status` of cairn_a2a_tasks → the A2A state that lists the same tasks, so the local
     server asks A2A for what the hosted one lists."""
@@ -55,8 +63,7 @@ def server_values() -> dict[str, str]:
         "SERVER_REPORT_SCHEMA": _json_literal(report_schema()),
         # JSON's string escapes are Python's too.
         "SERVER_HIDDEN_CLASS": json.dumps(HIDDEN_CLASS),
-        "SERVER_TASKS_ARGUMENTS_SCHEMA": _json_literal(input_schema("cairn_a2a_tasks")),
-        "SERVER_TASK_ARGUMENTS_SCHEMA": _json_literal(input_schema("cairn_a2a_task")),
+        "SERVER_READ_TOOLS": _json_literal(read_tools()),
         "SERVER_TASK_STATES": _json_literal(task_states()),
     }
 
