@@ -146,33 +146,40 @@ SERVER_REQUEST_SCHEMA = r"""{"$defs": {"Budget": {"additionalProperties": false,
 SERVER_REPORT_SCHEMA = r"""{"additionalProperties": false, "description": "`cairn.task.contribution/0.1`: a sealed verdict with its evidence.", "properties": {"schema": {"const": "cairn.task.contribution/0.1", "title": "Schema", "type": "string"}, "verdict": {"description": "What the sources say about the question.", "enum": ["source_supported", "source_contradicted", "source_unclear"], "title": "Verdict", "type": "string"}, "summary": {"description": "The answer, with what in the sources supports it.", "maxLength": 2000, "minLength": 20, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Summary", "type": "string"}, "conditions": {"description": "Conditions under which the verdict holds (0 to 10).", "items": {"description": "A condition.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "title": "Conditions", "type": "array"}, "attempts": {"description": "What was read or tried (1 to 10).", "items": {"description": "An attempt.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Attempts", "type": "array"}, "limitations": {"description": "What was not checked (0 to 10).", "items": {"description": "A limitation.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "title": "Limitations", "type": "array"}, "source_urls": {"description": "1 to 10 unique URLs, each one of the task's sources.", "items": {"description": "An https URL.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Source Urls", "type": "array", "uniqueItems": true}}, "required": ["schema", "verdict", "summary", "conditions", "attempts", "limitations", "source_urls"], "title": "ContributionPayload", "type": "object"}"""
 SERVER_HIDDEN_CLASS = "\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff"
 _HIDDEN = re.compile(f"[{SERVER_HIDDEN_CLASS}]")
-# How the server's schemas say "no control or invisible character"; its models check it with
-# their own words, as `_visible` does.
+# How the server's schemas say "no control or invisible character".
 _VISIBLE_PATTERN = f"^[^{SERVER_HIDDEN_CLASS}]*$"
 
 
-def _visible(text: str) -> str:
-    if _HIDDEN.search(text):
-        raise ValueError("holds a control or invisible character (only \\n is allowed)")
-    return text
-
-
-def _unique(items: list[Any]) -> list[Any]:
-    if len(set(items)) != len(items):
-        raise ValueError("items must be unique")
-    return items
-
-
-def _instant(text: str) -> str:
+def _real_instant(text: str) -> bool:
     try:
         datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
     except ValueError:
-        raise ValueError("must be a real UTC instant written as YYYY-MM-DDTHH:MM:SS.sssZ") from None
-    return text
+        return False
+    return True
 
 
-# What the server's models check that a JSON Schema cannot say, by field name.
-_FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {"deadline": _instant}
+def _refused_unless(holds: Callable[[Any], bool], message: str) -> AfterValidator:
+    """A check the server's models make that a JSON Schema cannot say, refused in their words."""
+
+    def check(value: Any) -> Any:
+        if not holds(value):
+            raise ValueError(message)
+        return value
+
+    return AfterValidator(check)
+
+
+_VISIBLE = _refused_unless(
+    lambda text: not _HIDDEN.search(text),
+    "holds a control or invisible character (only \\n is allowed)",
+)
+_UNIQUE = _refused_unless(lambda items: len(set(items)) == len(items), "items must be unique")
+# The checks the server's models make on one field, by its name.
+_FIELD_CHECKS = {
+    "deadline": _refused_unless(
+        _real_instant, "must be a real UTC instant written as YYYY-MM-DDTHH:MM:SS.sssZ"
+    )
+}
 _ROOM = "max_contributors must be at least min_independent"
 
 
@@ -190,7 +197,7 @@ def _checked_type(schema: dict[str, Any]) -> Any:
     if kind == "object":
         return _checking_model(schema)
     if kind == "array":
-        checks = [AfterValidator(_unique)] if schema.get("uniqueItems") else []
+        checks = [_UNIQUE] if schema.get("uniqueItems") else []
         limits = Field(min_length=schema.get("minItems"), max_length=schema.get("maxItems"))
         return Annotated[list[_checked_type(schema["items"])], limits, *checks]
     if kind == "integer":
@@ -198,7 +205,7 @@ def _checked_type(schema: dict[str, Any]) -> Any:
     if kind == "boolean":
         return bool
     pattern = schema.get("pattern")
-    checks = [AfterValidator(_visible)] if pattern == _VISIBLE_PATTERN else []
+    checks = [_VISIBLE] if pattern == _VISIBLE_PATTERN else []
     limits = Field(
         min_length=schema.get("minLength"),
         max_length=schema.get("maxLength"),
@@ -213,7 +220,7 @@ def _checking_model(schema: dict[str, Any]) -> type[BaseModel]:
     for name, node in schema["properties"].items():
         checked = _checked_type(node)
         if name in _FIELD_CHECKS:
-            checked = Annotated[checked, AfterValidator(_FIELD_CHECKS[name])]
+            checked = Annotated[checked, _FIELD_CHECKS[name]]
         default = ... if name in schema.get("required", ()) else node.get("default")
         fields[name] = (checked, default)
     return create_model(schema.get("title", "Checked"), __base__=_Strict, **fields)
@@ -249,13 +256,9 @@ _REQUEST_MODEL = _checking_model(REQUEST_SCHEMA)
 
 
 def _path(location: tuple[str | int, ...], prefix: str = "") -> str:
-    path = prefix
-    for part in location:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else part
-    return path
+    """A pydantic error's location as the server writes it, such as `request.sources[1]`."""
+    steps = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in location)
+    return prefix + steps if prefix else steps.removeprefix(".")
 
 
 def _issues(error: ValidationError, code: str, prefix: str = "") -> list[dict[str, str]]:
