@@ -114,8 +114,7 @@ def _key_or_created(
 
 
 def env_signing_key(name: str, *, create_at: Path | None) -> str:
-    """An Ed25519 private key as PKCS#8 PEM (the value, or the path of a file holding it).
-    Unset, it is created once at `create_at` (development), or start-up stops when that is None."""
+    """An Ed25519 private key as PKCS#8 PEM (the value, or the path of a file holding it)."""
     text = _key_or_created(
         name,
         create_at=create_at,
@@ -142,8 +141,7 @@ def env_signing_key(name: str, *, create_at: Path | None) -> str:
 
 
 def env_seal_key(name: str, *, create_at: Path | None) -> bytes:
-    """A 32-byte AES-256 key as 64 hex characters (the value, or the path of a file holding them).
-    Unset, it is created once at `create_at` (development), or start-up stops when that is None."""
+    """A 32-byte AES-256 key as 64 hex characters (the value, or the path of a file holding them)."""
     text = _key_or_created(
         name,
         create_at=create_at,
