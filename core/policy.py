@@ -1,4 +1,5 @@
-"""The numbers and words every door states, in one place, so no door restates them.
+"""The numbers and words every door states, in one place, so no door restates them: the page cap,
+the realm, the status vocabularies, the body limit and Cairn's version.
 
 Values the settings own (the body limit) are read from them on each call, so a test's
 `override_settings` and a deployment's environment reach every door alike.
@@ -10,7 +11,10 @@ and the domain's `TaskStatus` and `CallStatus` take their values from them.
 
 from __future__ import annotations
 
+import importlib.metadata
+import tomllib
 from collections.abc import Mapping
+from functools import cache
 from typing import Literal
 
 from django.conf import settings
@@ -61,3 +65,15 @@ A2A_TASK_STATES: Mapping[str, frozenset[str]] = {
 def body_limit() -> int:
     """The largest request body any door reads, in bytes (SPEC §6: `payload_too_large` above it)."""
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+@cache
+def cairn_version() -> str:
+    """The version every door reports (the Agent Card, the MCP servers' handshakes): pyproject.toml
+    in a source tree, the installed metadata otherwise, so a source tree whose version changed
+    reports it without being reinstalled."""
+    pyproject = settings.BASE_DIR / "pyproject.toml"
+    if pyproject.is_file():
+        with pyproject.open("rb") as file:
+            return tomllib.load(file)["project"]["version"]
+    return importlib.metadata.version("cairn")

@@ -76,6 +76,7 @@ from pydantic import (
 # its own URL here.
 DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"
 
+# Cairn's version, which the site serving this file writes here.
 VERSION = "0.1.0"
 CLIENT = f"cairn_mcp/{VERSION}"
 PARTICIPANT_EXTENSION = "urn:cairn:participant:v1"

@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 
 from core.payloads import HIDDEN_CLASS
-from core.policy import A2A_TASK_STATES, MCP_TASK_STATUSES
+from core.policy import A2A_TASK_STATES, MCP_TASK_STATUSES, cairn_version
 from core.scripts import script_for_site
 from mcp_door.server import TOOLS
 from tasks.payloads import ContributionPayload, OpenTaskRequest
@@ -62,6 +62,7 @@ def server_values() -> dict[str, str]:
         "SERVER_REQUEST_SCHEMA": _json_literal(OpenTaskRequest.model_json_schema(by_alias=True)),
         "SERVER_REPORT_SCHEMA": _json_literal(report_schema()),
         # JSON's string escapes are Python's too.
+        "VERSION": json.dumps(cairn_version()),
         "SERVER_HIDDEN_CLASS": json.dumps(HIDDEN_CLASS),
         "SERVER_READ_TOOLS": _json_literal(read_tools()),
         "SERVER_TASK_STATES": _json_literal(task_states()),

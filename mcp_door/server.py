@@ -20,8 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.errors import ErrorCode, Issue, Refusal
 from core.outages import outage_refusal
 from core.payloads import json_path
-from core.policy import MCP_TASK_STATUSES, PAGE_CAP, McpTaskStatus
-from core.version import cairn_version
+from core.policy import MCP_TASK_STATUSES, PAGE_CAP, McpTaskStatus, cairn_version
 from tasks.rendered import stored_view
 from tasks.selectors import task_get, task_page
 
