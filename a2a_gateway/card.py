@@ -23,8 +23,8 @@ from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
 
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
+from core.policy import cairn_version
 from core.schemas import model_schema
-from core.version import cairn_version
 from ledger.card_signing import JWKS_PATH, card_sign
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"

@@ -57,8 +57,7 @@ from agents.models import Agent
 from calls.published_schemas import published_schema_url
 from core.errors import ErrorCode, Issue, Refusal
 from core.outages import outage_refusal
-from core.policy import PAGE_CAP
-from tasks.models import TaskStatus as CairnStatus
+from core.policy import A2A_TASK_STATES, PAGE_CAP
 from tasks.selectors import task_get, task_page, task_view
 
 logger = logging.getLogger(__name__)
@@ -75,9 +74,7 @@ MAX_MESSAGE_ID = 128
 PART_KINDS = {"text": "text", "raw": "file", "url": "file", "data": "data", None: "empty"}
 STATUS_FILTERS: dict[int, frozenset[str] | None] = {
     TaskState.TASK_STATE_UNSPECIFIED: None,
-    TaskState.TASK_STATE_WORKING: frozenset({CairnStatus.WORKING}),
-    TaskState.TASK_STATE_COMPLETED: frozenset({CairnStatus.COMPLETED}),
-    TaskState.TASK_STATE_FAILED: frozenset({CairnStatus.FAILED}),
+    **{TaskState.Value(name): statuses for name, statuses in A2A_TASK_STATES.items()},
 }
 
 Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
@@ -174,9 +171,7 @@ def status_filter(params: ListTasksRequest, raw_params: Any) -> frozenset[str] |
     # The SDK's parser reads an unknown enum name as UNSPECIFIED (no filter); refuse it instead.
     swallowed = params.status == TaskState.TASK_STATE_UNSPECIFIED and raw not in UNSET_STATUS
     if swallowed or params.status not in STATUS_FILTERS:
-        raise InvalidParamsError(
-            message="status must be TASK_STATE_WORKING, TASK_STATE_COMPLETED, TASK_STATE_FAILED or unset"
-        )
+        raise InvalidParamsError(message=f"status must be {', '.join(A2A_TASK_STATES)} or unset")
     return STATUS_FILTERS[params.status]
 
 

@@ -100,27 +100,35 @@ def _created_once(path: Path, make: Callable[[], str]) -> str:
     return path.read_text(encoding="utf-8").strip()
 
 
-def env_signing_key(name: str, *, create_at: Path | None) -> str:
-    """An Ed25519 private key as PKCS#8 PEM (the value, or the path of a file holding it).
-    Unset, it is created once at `create_at` (development), or start-up stops when that is None."""
+def _key_or_created(
+    name: str, *, create_at: Path | None, form: str, make: Callable[[], str]
+) -> str:
+    """The key's text as set (the value, or its file's). Unset, it is made once at `create_at`
+    (development), or start-up stops when that is None: a production site never invents a key."""
     text = _key_text(name, env_str(name))
-    if not text:
-        if create_at is None:
-            raise ImproperlyConfigured(
-                f"{name} must be set (an Ed25519 private key as PKCS#8 PEM, or its file's path)"
+    if text:
+        return text
+    if create_at is None:
+        raise ImproperlyConfigured(f"{name} must be set ({form}, or its file's path)")
+    return _created_once(create_at, make)
+
+
+def env_signing_key(name: str, *, create_at: Path | None) -> str:
+    """An Ed25519 private key as PKCS#8 PEM (the value, or the path of a file holding it)."""
+    text = _key_or_created(
+        name,
+        create_at=create_at,
+        form="an Ed25519 private key as PKCS#8 PEM",
+        make=lambda: (
+            ed25519.Ed25519PrivateKey.generate()
+            .private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
             )
-        text = _created_once(
-            create_at,
-            lambda: (
-                ed25519.Ed25519PrivateKey.generate()
-                .private_bytes(
-                    serialization.Encoding.PEM,
-                    serialization.PrivateFormat.PKCS8,
-                    serialization.NoEncryption(),
-                )
-                .decode()
-            ),
-        )
+            .decode()
+        ),
+    )
     try:
         key = serialization.load_pem_private_key(text.encode(), password=None)
     except (ValueError, TypeError):
@@ -133,15 +141,13 @@ def env_signing_key(name: str, *, create_at: Path | None) -> str:
 
 
 def env_seal_key(name: str, *, create_at: Path | None) -> bytes:
-    """A 32-byte AES-256 key as 64 hex characters (the value, or the path of a file holding them).
-    Unset, it is created once at `create_at` (development), or start-up stops when that is None."""
-    text = _key_text(name, env_str(name))
-    if not text:
-        if create_at is None:
-            raise ImproperlyConfigured(
-                f"{name} must be set (32 bytes as 64 hex characters, or its file's path)"
-            )
-        text = _created_once(create_at, lambda: secrets.token_hex(32))
+    """A 32-byte AES-256 key as 64 hex characters (the value, or the path of a file holding them)."""
+    text = _key_or_created(
+        name,
+        create_at=create_at,
+        form="32 bytes as 64 hex characters",
+        make=lambda: secrets.token_hex(32),
+    )
     if not re.fullmatch(r"[0-9a-fA-F]{64}", text):
         raise ImproperlyConfigured(
             f"{name} must be 32 bytes as 64 hex characters, or the path of a file holding them"

@@ -4,6 +4,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from agents.models import Agent
+from core import policy
 
 
 class CallKind(models.TextChoices):
@@ -14,8 +15,8 @@ class CallKind(models.TextChoices):
 
 
 class CallStatus(models.TextChoices):
-    OPEN = "open", "Open"
-    CLOSED = "closed", "Closed"
+    OPEN = policy.CALL_OPEN, "Open"
+    CLOSED = policy.CALL_CLOSED, "Closed"
 
 
 class Stance(models.TextChoices):

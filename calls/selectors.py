@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from calls.models import Call, CallResponse, CallStatus
+from calls.models import Call, CallResponse
 from core.clock import format_instant
 from core.cursors import keyset_page
 from core.lookups import get_by_id
+from core.policy import CALL_MODES
 
 
 def call_view(call: Call) -> dict[str, Any]:
@@ -41,13 +42,6 @@ def call_detail(call: Call) -> dict[str, Any]:
         **call_view(call),
         "responses": [call_response_view(r) for r in call.responses.order_by("id")],
     }
-
-
-CALL_MODES: dict[str, frozenset[str] | None] = {
-    "open": frozenset({CallStatus.OPEN}),
-    "closed": frozenset({CallStatus.CLOSED}),
-    "all": None,
-}
 
 
 def call_page(*, mode: str, limit: int, cursor: str | None) -> tuple[list[Call], str | None]:

@@ -12,12 +12,12 @@ from core.errors import ErrorCode, Issue, Refusal
 
 # Control characters (other than the newline) and the invisible or direction-changing
 # characters that let a text read differently from what was approved (SPEC §3.1).
-_HIDDEN_CLASS = (
+HIDDEN_CLASS = (
     r"\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
 )
-_HIDDEN = re.compile(f"[{_HIDDEN_CLASS}]")
+_HIDDEN = re.compile(f"[{HIDDEN_CLASS}]")
 # The same rule in the published schemas, so a schema-valid text is one the server takes.
-_VISIBLE_PATTERN = f"^[^{_HIDDEN_CLASS}]*$"
+_VISIBLE_PATTERN = f"^[^{HIDDEN_CLASS}]*$"
 
 
 def _no_hidden_characters(text: str) -> str:

@@ -1,10 +1,21 @@
-"""The numbers and words every door states, in one place, so no door restates them.
+"""The numbers and words every door states, in one place, so no door restates them: the page cap,
+the realm, the status vocabularies, the body limit and Cairn's version.
 
 Values the settings own (the body limit) are read from them on each call, so a test's
 `override_settings` and a deployment's environment reach every door alike.
+
+The status vocabularies are each door's words for "which tasks (or calls) a list holds", mapped
+to the statuses stored on the rows (None: every status). The stored statuses are stated here too,
+and the domain's `TaskStatus` and `CallStatus` take their values from them.
 """
 
 from __future__ import annotations
+
+import importlib.metadata
+import tomllib
+from collections.abc import Mapping
+from functools import cache
+from typing import Literal
 
 from django.conf import settings
 
@@ -14,7 +25,55 @@ PAGE_CAP = 50
 REALM = "cairn"
 WWW_AUTHENTICATE = f'Bearer realm="{REALM}"'
 
+# A task's stored status (SPEC §8.4): working while open, then completed or failed.
+TASK_WORKING = "working"
+TASK_COMPLETED = "completed"
+TASK_FAILED = "failed"
+# A call's stored status (SPEC §7).
+CALL_OPEN = "open"
+CALL_CLOSED = "closed"
+
+# `?mode=` of the HTTP API's lists, the pages and the published OpenAPI document.
+TASK_MODES: Mapping[str, frozenset[str] | None] = {
+    "open": frozenset({TASK_WORKING}),
+    "evaluated": frozenset({TASK_COMPLETED, TASK_FAILED}),
+    "all": None,
+}
+CALL_MODES: Mapping[str, frozenset[str] | None] = {
+    "open": frozenset({CALL_OPEN}),
+    "closed": frozenset({CALL_CLOSED}),
+    "all": None,
+}
+
+# `status` of the MCP `cairn_a2a_tasks` tool, hosted and local (SPEC §10). The tool's argument
+# model takes its words from the Literal, the selector its statuses from the mapping.
+McpTaskStatus = Literal["open", "completed", "failed"]
+MCP_TASK_STATUSES: Mapping[McpTaskStatus, frozenset[str]] = {
+    "open": frozenset({TASK_WORKING}),
+    "completed": frozenset({TASK_COMPLETED}),
+    "failed": frozenset({TASK_FAILED}),
+}
+
+# `status` of A2A `ListTasks`, by the name of its `TaskState` (SPEC §8.5); unset lists every task.
+A2A_TASK_STATES: Mapping[str, frozenset[str]] = {
+    "TASK_STATE_WORKING": frozenset({TASK_WORKING}),
+    "TASK_STATE_COMPLETED": frozenset({TASK_COMPLETED}),
+    "TASK_STATE_FAILED": frozenset({TASK_FAILED}),
+}
+
 
 def body_limit() -> int:
     """The largest request body any door reads, in bytes (SPEC §6: `payload_too_large` above it)."""
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+@cache
+def cairn_version() -> str:
+    """The version every door reports (the Agent Card, the MCP servers' handshakes): pyproject.toml
+    in a source tree, the installed metadata otherwise, so a source tree whose version changed
+    reports it without being reinstalled."""
+    pyproject = settings.BASE_DIR / "pyproject.toml"
+    if pyproject.is_file():
+        with pyproject.open("rb") as file:
+            return tomllib.load(file)["project"]["version"]
+    return importlib.metadata.version("cairn")

@@ -1,26 +1,52 @@
 """The single-file scripts Cairn serves (the local MCP server, the offline verifier), each with
-the serving site's URL as its default."""
+the serving site's URL as its default and, where a script needs them, the server's own values."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 
-_DEFAULT_URL_LINE = re.compile(r'^DEFAULT_CAIRN_URL = "[^"\n]*"$', re.MULTILINE)
+from django.http import HttpResponse
+
+URL_NAME = "DEFAULT_CAIRN_URL"
+
+
+def _assignment(name: str) -> re.Pattern[str]:
+    return re.compile(rf"^{name} = .*$", re.MULTILINE)
 
 
 @cache
-def _source(path: Path) -> str:
+def _source(path: Path, names: tuple[str, ...]) -> str:
     source = path.read_text(encoding="utf-8")
-    if len(_DEFAULT_URL_LINE.findall(source)) != 1:
-        raise RuntimeError(f"{path} must set DEFAULT_CAIRN_URL on exactly one line")
+    for name in names:
+        if len(_assignment(name).findall(source)) != 1:
+            raise RuntimeError(f"{path} must set {name} on exactly one line")
     return source
 
 
-def script_for_site(path: Path, url: str) -> str:
-    """The file with `url` as its default server. JSON's string escapes are valid Python, so the
-    URL is written as a literal whatever it holds."""
-    line = f"DEFAULT_CAIRN_URL = {json.dumps(url.rstrip('/'))}"
-    return _DEFAULT_URL_LINE.sub(lambda _match: line, _source(path))
+def script_for_site(path: Path, url: str, values: Mapping[str, str] | None = None) -> str:
+    """The file with `url` as its default server, and each name of `values` set to the Python
+    expression given for it. JSON's string escapes are valid Python, so the URL is written as a
+    literal whatever it holds."""
+    lines = {URL_NAME: json.dumps(url.rstrip("/")), **(values or {})}
+    source = _source(path, tuple(lines))
+    for name, expression in lines.items():
+        source = _assignment(name).sub(_replacement(f"{name} = {expression}"), source)
+    return source
+
+
+def _replacement(line: str) -> Callable[[re.Match[str]], str]:
+    """The line as it is: a function, so `re` reads no escapes in it."""
+    return lambda _match: line
+
+
+def script_response(path: Path, url: str, values: Mapping[str, str] | None = None) -> HttpResponse:
+    """The file for `url`'s site, as Python to read in a browser or save and run, under its own name."""
+    response = HttpResponse(
+        script_for_site(path, url, values), content_type="text/x-python; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'inline; filename="{path.name}"'
+    return response

@@ -5,10 +5,10 @@ from __future__ import annotations
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents.models import Door
-from calls.selectors import CALL_MODES, call_detail, call_get, call_page, call_view
+from calls.selectors import call_detail, call_get, call_page, call_view
 from calls.services import call_answer
-from http_api.inputs import json_body, operation_id, query_none, query_page, write_response
+from core.policy import CALL_MODES
+from http_api.inputs import query_none, query_page
 from http_api.views import ApiView
 
 
@@ -29,14 +29,4 @@ class CallAnswerApi(ApiView):
     """`POST /api/a2a-calls/{id}/responses` (token): the answer is public at once."""
 
     def post(self, request: Request, call_id: str) -> Response:
-        agent = self.require_agent(request)
-        payload = json_body(request)
-        query_none(request)
-        result = call_answer(
-            agent=agent,
-            call_id=call_id,
-            payload=payload,
-            operation_id=operation_id(request),
-            door=Door.HTTP,
-        )
-        return write_response(result)
+        return self.write(request, call_answer, call_id=call_id)

@@ -38,7 +38,8 @@ class PageQuery:
     cursor: str | None
 
 
-def _query_issues(request: Request, allowed: Collection[str]) -> list[Issue]:
+def query_issues(request: Request, allowed: Collection[str]) -> list[Issue]:
+    """A parameter the route does not take, or one given twice: a typo is never silently ignored."""
     issues = []
     for key in request.query_params:
         if key not in allowed:
@@ -52,12 +53,12 @@ def _query_issues(request: Request, allowed: Collection[str]) -> list[Issue]:
 
 def query_none(request: Request) -> None:
     """Refuse any query parameter: a typo should not be silently ignored."""
-    refuse_if(_query_issues(request, ()))
+    refuse_if(query_issues(request, ()))
 
 
 def query_page(request: Request, *, modes: Collection[str]) -> PageQuery:
     """`mode` (one of `modes`, default `all`), `limit` (1..50, default 50) and an optional `cursor`."""
-    issues = _query_issues(request, PAGE_KEYS)
+    issues = query_issues(request, PAGE_KEYS)
     params = request.query_params
     mode = params.get("mode", DEFAULT_MODE)
     if mode not in modes:

@@ -14,7 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
+from core.scripts import script_response
 from core.site import site_url
+from http_api.inputs import query_issues
 from http_api.views import ApiView
 from ledger.keys import jwks
 from ledger.selectors import (
@@ -23,7 +25,7 @@ from ledger.selectors import (
     entries_range,
     inclusion_proof,
 )
-from ledger.verifier import verifier_source
+from ledger.verifier import VERIFIER
 
 _COUNT = re.compile(r"[0-9]{1,18}")
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
@@ -31,31 +33,13 @@ _HASH = re.compile(r"[0-9a-fA-F]{64}")
 
 def _query(request: Request, names: tuple[str, ...]) -> dict[str, str]:
     """Exactly these parameters, each once; anything else is refused, every problem listed."""
-    issues = []
     params = request.query_params
-    for key in params:
-        if key not in names:
-            message = f"unknown query parameter (this route takes: {', '.join(names) or 'none'})"
-            issues.append(Issue(key, ErrorCode.INVALID_QUERY, message))
-        elif len(params.getlist(key)) > 1:
-            issues.append(Issue(key, ErrorCode.INVALID_QUERY, "given more than once"))
+    issues = query_issues(request, names)
     issues += [
         Issue(name, ErrorCode.INVALID_QUERY, "required") for name in names if name not in params
     ]
     refuse_if(issues)
     return {name: params[name] for name in names}
-
-
-def _count(query: dict[str, str], name: str, *, minimum: int) -> int:
-    raw = query[name]
-    if not _COUNT.fullmatch(raw) or int(raw) < minimum:
-        message = f"must be a whole number of at least {minimum}"
-        raise Refusal(
-            ErrorCode.INVALID_QUERY,
-            f"{name} {message}",
-            [Issue(name, ErrorCode.INVALID_QUERY, message)],
-        )
-    return int(raw)
 
 
 def _invalid(name: str, message: str) -> Refusal:
@@ -66,15 +50,27 @@ def _invalid(name: str, message: str) -> Refusal:
     )
 
 
+def _count(query: dict[str, str], name: str, *, minimum: int) -> int:
+    raw = query[name]
+    if not _COUNT.fullmatch(raw) or int(raw) < minimum:
+        raise _invalid(name, f"must be a whole number of at least {minimum}")
+    return int(raw)
+
+
+def _range(request: Request, low: str, high: str, *, minimum: int) -> tuple[int, int]:
+    """The two bounds a route takes, each a count of at least `minimum`, `high` not below `low`."""
+    query = _query(request, (low, high))
+    bounds = _count(query, low, minimum=minimum), _count(query, high, minimum=minimum)
+    if bounds[1] < bounds[0]:
+        raise _invalid(high, f"must not be below {low}")
+    return bounds
+
+
 class EntriesApi(ApiView):
     """`GET /api/log/entries?start=&end=`: at most 1,000 entries, `end` exclusive."""
 
     def get(self, request: Request) -> Response:
-        query = _query(request, ("start", "end"))
-        start = _count(query, "start", minimum=0)
-        end = _count(query, "end", minimum=0)
-        if end < start:
-            raise _invalid("end", "must not be below start")
+        start, end = _range(request, "start", "end", minimum=0)
         return Response({"entries": entries_range(start=start, end=end)})
 
 
@@ -94,11 +90,7 @@ class InclusionProofApi(ApiView):
 
 class ConsistencyProofApi(ApiView):
     def get(self, request: Request) -> Response:
-        query = _query(request, ("first", "second"))
-        first = _count(query, "first", minimum=1)
-        second = _count(query, "second", minimum=1)
-        if second < first:
-            raise _invalid("second", "must not be below first")
+        first, second = _range(request, "first", "second", minimum=1)
         return Response({"hashes": consistency_proof(first=first, second=second)})
 
 
@@ -124,8 +116,4 @@ def jwks_view(request: HttpRequest) -> JsonResponse:
 
 @require_safe
 def verifier_file(request: HttpRequest) -> HttpResponse:
-    response = HttpResponse(
-        verifier_source(site_url(request)), content_type="text/x-python; charset=utf-8"
-    )
-    response["Content-Disposition"] = 'inline; filename="cairn_verify.py"'
-    return response
+    return script_response(VERIFIER, site_url(request))

@@ -6,6 +6,7 @@ the OpenAPI refusals from the one code → status table, so neither can drift fr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +23,9 @@ from calls.published_schemas import (
     SCHEMA_PATH,
     published_schema,
 )
-from calls.selectors import CALL_MODES
 from calls.view_models import CallAnswerResult, CallDetailView, CallView
 from core.errors import ErrorCode
-from core.policy import WWW_AUTHENTICATE
+from core.policy import CALL_MODES, TASK_MODES, WWW_AUTHENTICATE
 from core.schemas import DIALECT
 from core.site import site_url
 from http_api.agents import RegistrationPayload
@@ -38,7 +38,6 @@ from http_api.inputs import (
     REPLAYED_HEADER,
 )
 from tasks.payloads import ContributionPayload, OpenTaskPayload
-from tasks.selectors import TASK_MODES
 from tasks.view_models import ContributionReport, Receipt, TaskView
 
 OPENAPI_VERSION = "3.1.0"
@@ -271,7 +270,7 @@ _ROUTES: tuple[_Route, ...] = (
 )  # fmt: skip
 
 
-def _mode_parameter(modes: dict[str, Any]) -> dict[str, Any]:
+def _mode_parameter(modes: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "name": "mode",
         "in": "query",

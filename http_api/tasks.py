@@ -6,11 +6,11 @@ from __future__ import annotations
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents.models import Door
-from http_api.inputs import json_body, operation_id, query_none, query_page, write_response
+from core.policy import TASK_MODES
+from http_api.inputs import query_none, query_page
 from http_api.views import ApiView
 from tasks.rendered import stored_view
-from tasks.selectors import TASK_MODES, agent_mine, task_get, task_page
+from tasks.selectors import agent_mine, task_get, task_page
 from tasks.services import contribution_submit, task_post
 
 
@@ -33,13 +33,7 @@ class TaskListApi(ApiView):
         )
 
     def post(self, request: Request) -> Response:
-        agent = self.require_agent(request)
-        payload = json_body(request)
-        query_none(request)
-        result = task_post(
-            agent=agent, payload=payload, operation_id=operation_id(request), door=Door.HTTP
-        )
-        return write_response(result)
+        return self.write(request, task_post)
 
 
 class TaskDetailApi(ApiView):
@@ -59,14 +53,4 @@ class TaskMineApi(ApiView):
 
 class ContributionCreateApi(ApiView):
     def post(self, request: Request, task_id: str) -> Response:
-        agent = self.require_agent(request)
-        payload = json_body(request)
-        query_none(request)
-        result = contribution_submit(
-            agent=agent,
-            task_id=task_id,
-            payload=payload,
-            operation_id=operation_id(request),
-            door=Door.HTTP,
-        )
-        return write_response(result)
+        return self.write(request, contribution_submit, task_id=task_id)

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.models import Agent
+from agents.models import Agent, Door
+from agents.services import WriteResult
 from core.errors import ErrorCode, Refusal
 from core.policy import body_limit
+from http_api.inputs import json_body, operation_id, query_none, write_response
 
 
 class ApiView(APIView):
@@ -29,3 +35,20 @@ class ApiView(APIView):
                 "a valid Bearer token is required (POST /api/agent/register issues one)",
             )
         return request.user
+
+    def write(
+        self, request: Request, service: Callable[..., WriteResult], **target: Any
+    ) -> Response:
+        """A write in SPEC §6's order: the token, the JSON body, no query; then the service, with
+        the `Idempotency-Key` as its operation id, on the object `target` names."""
+        agent = self.require_agent(request)
+        payload = json_body(request)
+        query_none(request)
+        result = service(
+            agent=agent,
+            payload=payload,
+            operation_id=operation_id(request),
+            door=Door.HTTP,
+            **target,
+        )
+        return write_response(result)

@@ -50,7 +50,6 @@ from a2a.types import (
     Role,
     SendMessageRequest,
     Task,
-    TaskState,
 )
 from a2a.utils.errors import (
     A2AError,
@@ -70,13 +69,14 @@ from pydantic import (
     Field,
     ValidationError,
     WithJsonSchema,
-    model_validator,
+    create_model,
 )
 
 # The server this file talks to when CAIRN_URL is not set. The site serving this file writes
 # its own URL here.
 DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"
 
+# Cairn's version, which the site serving this file writes here.
 VERSION = "0.1.0"
 CLIENT = f"cairn_mcp/{VERSION}"
 PARTICIPANT_EXTENSION = "urn:cairn:participant:v1"
@@ -140,116 +140,91 @@ def plain_json(value: Any) -> Any:
 # before anything is sent. The server checks everything again (and more); it has the last word.
 # ---------------------------------------------------------------------------------------------
 
-_HIDDEN_CLASS = (
-    r"\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
-)
-_HIDDEN = re.compile(f"[{_HIDDEN_CLASS}]")
+# What the server's own models say, written here by the site serving this file: the JSON Schemas
+# of the request and of the report (without its approval), as JSON text, and the control and
+# invisible characters no public text may hold (only the newline is allowed).
+SERVER_REQUEST_SCHEMA = r"""{"$defs": {"Budget": {"additionalProperties": false, "description": "Nothing is paid on Cairn; the budget is there so the approval says so explicitly.", "properties": {"currency": {"const": "USD", "title": "Currency", "type": "string"}, "amount": {"description": "Always 0.", "maximum": 0, "minimum": 0, "title": "Amount", "type": "integer"}}, "required": ["currency", "amount"], "title": "Budget", "type": "object"}}, "additionalProperties": false, "description": "The public request: exactly these eight fields are approved, hashed and published.", "properties": {"title": {"description": "A short public title.", "maxLength": 140, "minLength": 10, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Title", "type": "string"}, "question": {"description": "The checkable question, answered from the sources alone.", "maxLength": 2000, "minLength": 20, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Question", "type": "string"}, "sources": {"description": "1 to 10 unique https URLs on the server's source allowlist.", "items": {"description": "An https URL.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Sources", "type": "array", "uniqueItems": true}, "acceptance_criteria": {"description": "1 to 5 acceptance criteria.", "items": {"description": "One criterion a good answer meets.", "maxLength": 500, "minLength": 10, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 5, "minItems": 1, "title": "Acceptance Criteria", "type": "array"}, "deadline": {"description": "UTC, exactly YYYY-MM-DDTHH:MM:SS.sssZ; 30 minutes to 7 days ahead by default.", "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$", "title": "Deadline", "type": "string"}, "min_independent": {"description": "Contributions needed to evaluate.", "maximum": 5, "minimum": 2, "title": "Min Independent", "type": "integer"}, "max_contributors": {"description": "Contributions accepted at most.", "maximum": 10, "minimum": 2, "title": "Max Contributors", "type": "integer"}, "budget": {"$ref": "#/$defs/Budget"}}, "required": ["title", "question", "sources", "acceptance_criteria", "deadline", "min_independent", "max_contributors", "budget"], "title": "OpenTaskRequest", "type": "object"}"""
+SERVER_REPORT_SCHEMA = r"""{"additionalProperties": false, "description": "`cairn.task.contribution/0.1`: a sealed verdict with its evidence.", "properties": {"schema": {"const": "cairn.task.contribution/0.1", "title": "Schema", "type": "string"}, "verdict": {"description": "What the sources say about the question.", "enum": ["source_supported", "source_contradicted", "source_unclear"], "title": "Verdict", "type": "string"}, "summary": {"description": "The answer, with what in the sources supports it.", "maxLength": 2000, "minLength": 20, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Summary", "type": "string"}, "conditions": {"description": "Conditions under which the verdict holds (0 to 10).", "items": {"description": "A condition.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "title": "Conditions", "type": "array"}, "attempts": {"description": "What was read or tried (1 to 10).", "items": {"description": "An attempt.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Attempts", "type": "array"}, "limitations": {"description": "What was not checked (0 to 10).", "items": {"description": "A limitation.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "title": "Limitations", "type": "array"}, "source_urls": {"description": "1 to 10 unique URLs, each one of the task's sources.", "items": {"description": "An https URL.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Source Urls", "type": "array", "uniqueItems": true}}, "required": ["schema", "verdict", "summary", "conditions", "attempts", "limitations", "source_urls"], "title": "ContributionPayload", "type": "object"}"""
+SERVER_HIDDEN_CLASS = "\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff"
+_HIDDEN = re.compile(f"[{SERVER_HIDDEN_CLASS}]")
+# How the server's schemas say "no control or invisible character".
+_VISIBLE_PATTERN = f"^[^{SERVER_HIDDEN_CLASS}]*$"
 
 
-def _visible(text: str) -> str:
-    if _HIDDEN.search(text):
-        raise ValueError("holds a control or invisible character (only \\n is allowed)")
-    return text
-
-
-def _text(min_length: int, max_length: int) -> Any:
-    return Annotated[
-        str,
-        Field(
-            min_length=min_length,
-            max_length=max_length,
-            json_schema_extra={"pattern": f"^[^{_HIDDEN_CLASS}]*$"},
-        ),
-        AfterValidator(_visible),
-    ]
-
-
-def _unique(items: list[str]) -> list[str]:
-    if len(set(items)) != len(items):
-        raise ValueError("items must be unique")
-    return items
-
-
-def _instant(text: str) -> str:
+def _real_instant(text: str) -> bool:
     try:
         datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
     except ValueError:
-        raise ValueError("must be a real UTC instant written as YYYY-MM-DDTHH:MM:SS.sssZ") from None
-    return text
+        return False
+    return True
 
 
-_Urls = Annotated[
-    list[_text(1, 500)],
-    Field(min_length=1, max_length=10, json_schema_extra={"uniqueItems": True}),
-    AfterValidator(_unique),
-]
+def _refused_unless(holds: Callable[[Any], bool], message: str) -> AfterValidator:
+    """A check the server's models make that a JSON Schema cannot say, refused in their words."""
+
+    def check(value: Any) -> Any:
+        if not holds(value):
+            raise ValueError(message)
+        return value
+
+    return AfterValidator(check)
+
+
+_VISIBLE = _refused_unless(
+    lambda text: not _HIDDEN.search(text),
+    "holds a control or invisible character (only \\n is allowed)",
+)
+_UNIQUE = _refused_unless(lambda items: len(set(items)) == len(items), "items must be unique")
+# The checks the server's models make on one field, by its name.
+_FIELD_CHECKS = {
+    "deadline": _refused_unless(
+        _real_instant, "must be a real UTC instant written as YYYY-MM-DDTHH:MM:SS.sssZ"
+    )
+}
+_ROOM = "max_contributors must be at least min_independent"
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class Budget(_Strict):
-    currency: Literal["USD"]
-    amount: Annotated[int, Field(ge=0, le=0, description="Always 0: nothing is paid on Cairn.")]
+def _checked_type(schema: dict[str, Any]) -> Any:
+    """The type that checks one JSON Schema node as the server's models do, in their words."""
+    if "const" in schema:
+        return Literal[schema["const"]]
+    if "enum" in schema:
+        return Literal[tuple(schema["enum"])]
+    kind = schema["type"]
+    if kind == "object":
+        return _checking_model(schema)
+    if kind == "array":
+        checks = [_UNIQUE] if schema.get("uniqueItems") else []
+        limits = Field(min_length=schema.get("minItems"), max_length=schema.get("maxItems"))
+        return Annotated[list[_checked_type(schema["items"])], limits, *checks]
+    if kind == "integer":
+        return Annotated[int, Field(ge=schema.get("minimum"), le=schema.get("maximum"))]
+    if kind == "boolean":
+        return bool
+    pattern = schema.get("pattern")
+    checks = [_VISIBLE] if pattern == _VISIBLE_PATTERN else []
+    limits = Field(
+        min_length=schema.get("minLength"),
+        max_length=schema.get("maxLength"),
+        pattern=None if checks else pattern,
+    )
+    return Annotated[str, limits, *checks]
 
 
-class OpenTaskRequest(_Strict):
-    """The public request of a task (`cairn.open_task/0.1`): all eight fields are required."""
-
-    title: Annotated[
-        _text(10, 140), Field(description="A short public title, 10 to 140 characters.")
-    ]
-    question: Annotated[
-        _text(20, 2000),
-        Field(description="The checkable question, answered from the sources alone."),
-    ]
-    sources: Annotated[
-        _Urls,
-        Field(
-            description="1 to 10 unique https URLs on the server's source allowlist (e.g. github.com)."
-        ),
-    ]
-    acceptance_criteria: Annotated[
-        list[_text(10, 500)],
-        Field(min_length=1, max_length=5, description="1 to 5 criteria a good answer meets."),
-    ]
-    deadline: Annotated[
-        str,
-        Field(
-            pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$",
-            description="UTC, exactly YYYY-MM-DDTHH:MM:SS.sssZ; 30 minutes to 7 days ahead by default.",
-        ),
-        AfterValidator(_instant),
-    ]
-    min_independent: Annotated[
-        int, Field(ge=2, le=5, description="Contributions needed to evaluate (2 to 5).")
-    ]
-    max_contributors: Annotated[
-        int,
-        Field(
-            ge=2, le=10, description="Contributions accepted at most (2 to 10, >= min_independent)."
-        ),
-    ]
-    budget: Budget
-
-    @model_validator(mode="after")
-    def _enough_room(self) -> OpenTaskRequest:
-        if self.max_contributors < self.min_independent:
-            raise ValueError("max_contributors must be at least min_independent")
-        return self
-
-
-class ContributionReport(_Strict):
-    """The report of a contribution (`cairn.task.contribution/0.1`) without its approval."""
-
-    schema_: Literal["cairn.task.contribution/0.1"] = Field(alias="schema")
-    verdict: Literal["source_supported", "source_contradicted", "source_unclear"]
-    summary: _text(20, 2000)
-    conditions: Annotated[list[_text(1, 500)], Field(max_length=10)]
-    attempts: Annotated[list[_text(1, 500)], Field(min_length=1, max_length=10)]
-    limitations: Annotated[list[_text(1, 500)], Field(max_length=10)]
-    source_urls: _Urls
+def _checking_model(schema: dict[str, Any]) -> type[BaseModel]:
+    """A strict model of an object schema whose `$defs` are written in place."""
+    fields: dict[str, Any] = {}
+    for name, node in schema["properties"].items():
+        checked = _checked_type(node)
+        if name in _FIELD_CHECKS:
+            checked = Annotated[checked, _FIELD_CHECKS[name]]
+        default = ... if name in schema.get("required", ()) else node.get("default")
+        fields[name] = (checked, default)
+    return create_model(schema.get("title", "Checked"), __base__=_Strict, **fields)
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -268,9 +243,9 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return resolve(schema)
 
 
-REQUEST_SCHEMA = _inline_refs(OpenTaskRequest.model_json_schema())
+REQUEST_SCHEMA = _inline_refs(json.loads(SERVER_REQUEST_SCHEMA))
 REPORT_SCHEMA: dict[str, Any] = {
-    **_inline_refs(ContributionReport.model_json_schema(by_alias=True)),
+    **_inline_refs(json.loads(SERVER_REPORT_SCHEMA)),
     "description": (
         f'The report exactly as it will be published, without "approval": schema "{CONTRIBUTION_SCHEMA}", '
         "verdict (source_supported | source_contradicted | source_unclear), summary (20..2000 chars), "
@@ -278,16 +253,13 @@ REPORT_SCHEMA: dict[str, Any] = {
         "source_urls (1..10, each one of the task's sources)."
     ),
 }
+_REQUEST_MODEL = _checking_model(REQUEST_SCHEMA)
 
 
 def _path(location: tuple[str | int, ...], prefix: str = "") -> str:
-    path = prefix
-    for part in location:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else part
-    return path
+    """A pydantic error's location as the server writes it, such as `request.sources[1]`."""
+    steps = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in location)
+    return prefix + steps if prefix else steps.removeprefix(".")
 
 
 def _issues(error: ValidationError, code: str, prefix: str = "") -> list[dict[str, str]]:
@@ -304,10 +276,14 @@ def _issues(error: ValidationError, code: str, prefix: str = "") -> list[dict[st
 
 
 def request_issues(request: dict[str, Any]) -> list[dict[str, str]]:
+    """The problems the server would find in the request's shape. Room for the contributions is
+    checked last, as the server checks it: only once every field is right."""
     try:
-        OpenTaskRequest.model_validate(request)
+        checked = _REQUEST_MODEL.model_validate(request).model_dump()
     except ValidationError as exc:
         return _issues(exc, "invalid_payload", "request")
+    if checked["max_contributors"] < checked["min_independent"]:
+        return [{"path": "request", "code": "invalid_payload", "message": _ROOM}]
     return []
 
 
@@ -665,21 +641,14 @@ class NoArguments(Arguments):
     pass
 
 
-class TasksArguments(Arguments):
-    status: Literal["open", "completed", "failed"] = Field(
-        "open",
-        description='"open" (taking contributions), "completed" (resolved or contested) or "failed" (unresolved).',
-    )
-    page_size: int = Field(20, ge=1, le=50, description="Tasks per page, 1 to 50.")
-    page_token: str = Field(
-        "",
-        max_length=1000,
-        description='The next_page_token of the previous page; "" (or absent) for the first page.',
-    )
+# The two read tools the hosted server offers too, as it describes them with the schemas of their
+# arguments, and the A2A state each `status` of cairn_a2a_tasks lists: the site serving this file
+# writes them here.
+SERVER_READ_TOOLS = r"""{"cairn_a2a_tasks": {"description": "List Cairn's source-review tasks, newest status first: open ones (taking sealed contributions until their deadline), completed ones (resolved or contested) or failed ones (too few contributions). Answers {tasks: [view], next_page_token}; next_page_token is \"\" on the last page.", "input_schema": {"additionalProperties": false, "properties": {"status": {"default": "open", "description": "\"open\" (taking contributions), \"completed\" (resolved or contested) or \"failed\" (unresolved).", "enum": ["open", "completed", "failed"], "title": "Status", "type": "string"}, "page_size": {"default": 20, "description": "Tasks per page, 1 to 50.", "maximum": 50, "minimum": 1, "title": "Page Size", "type": "integer"}, "page_token": {"default": "", "description": "The next_page_token of the previous page; \"\" (or absent) for the first page.", "maxLength": 1000, "title": "Page Token", "type": "string"}}, "title": "TasksArguments", "type": "object"}}, "cairn_a2a_task": {"description": "Read one task's public view. Once evaluated, `evaluation` holds the outcome and every contribution with its report digest, which anyone can recompute (RFC 8785 + SHA-256).", "input_schema": {"additionalProperties": false, "properties": {"task_id": {"description": "The task's id (a UUID).", "maxLength": 200, "minLength": 1, "title": "Task Id", "type": "string"}}, "required": ["task_id"], "title": "TaskArguments", "type": "object"}}}"""
+SERVER_TASK_STATES = r"""{"open": "TASK_STATE_WORKING", "completed": "TASK_STATE_COMPLETED", "failed": "TASK_STATE_FAILED"}"""
 
-
-class TaskArguments(Arguments):
-    task_id: str = Field(min_length=1, max_length=200, description="The task's id (a UUID).")
+READ_TOOLS: dict[str, dict[str, Any]] = json.loads(SERVER_READ_TOOLS)
+TASK_STATES: dict[str, str] = json.loads(SERVER_TASK_STATES)
 
 
 class PreviewTaskArguments(Arguments):
@@ -732,16 +701,12 @@ class ConsentArguments(Arguments):
     )
 
 
-async def tool_tasks(config: Config, args: TasksArguments) -> dict[str, Any]:
-    states = {
-        "open": TaskState.TASK_STATE_WORKING,
-        "completed": TaskState.TASK_STATE_COMPLETED,
-        "failed": TaskState.TASK_STATE_FAILED,
-    }
+async def tool_tasks(config: Config, args: BaseModel) -> dict[str, Any]:
+    arguments = args.model_dump()
     request = ListTasksRequest(
-        status=states[args.status],
-        page_size=args.page_size,
-        page_token=args.page_token,
+        status=TASK_STATES[arguments["status"]],
+        page_size=arguments["page_size"],
+        page_token=arguments["page_token"],
         include_artifacts=True,
     )
     async with a2a(config) as client:
@@ -752,9 +717,9 @@ async def tool_tasks(config: Config, args: TasksArguments) -> dict[str, Any]:
     }
 
 
-async def tool_task(config: Config, args: TaskArguments) -> dict[str, Any]:
+async def tool_task(config: Config, args: BaseModel) -> dict[str, Any]:
     async with a2a(config) as client:
-        task = await client.get_task(GetTaskRequest(id=args.task_id))
+        task = await client.get_task(GetTaskRequest(id=args.model_dump()["task_id"]))
     return view_of(task)
 
 
@@ -970,17 +935,27 @@ async def tool_status(config: Config, args: NoArguments) -> dict[str, Any]:
 class Tool:
     name: str
     description: str
-    arguments: type[Arguments]
+    arguments: type[BaseModel]
     run: Callable[[Config, Any], Awaitable[Any]]
     annotations: types.ToolAnnotations
+    # The server's schema of a tool it offers too, published as it is; else the model's own.
+    server_schema: dict[str, Any] | None = None
 
     def as_mcp(self) -> types.Tool:
         return types.Tool(
             name=self.name,
             description=self.description,
-            input_schema=self.arguments.model_json_schema(),
+            input_schema=self.server_schema or self.arguments.model_json_schema(),
             annotations=self.annotations,
         )
+
+
+def _read_tool(name: str, run: Callable[[Config, Any], Awaitable[Any]]) -> Tool:
+    """A read tool the hosted server offers too: its description, and its arguments checked and
+    published as the hosted server's are."""
+    hosted = READ_TOOLS[name]
+    schema = hosted["input_schema"]
+    return Tool(name, hosted["description"], _checking_model(schema), run, READ, schema)
 
 
 READ = types.ToolAnnotations(
@@ -999,24 +974,8 @@ PUBLISH = types.ToolAnnotations(
 TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
-        Tool(
-            "cairn_a2a_tasks",
-            "List Cairn's source-review tasks, newest status first: open ones (taking sealed "
-            "contributions until their deadline), completed ones (resolved or contested) or failed "
-            "ones (too few contributions). Answers {tasks: [view], next_page_token}; "
-            'next_page_token is "" on the last page.',
-            TasksArguments,
-            tool_tasks,
-            READ,
-        ),
-        Tool(
-            "cairn_a2a_task",
-            "Read one task's public view. Once evaluated, `evaluation` holds the outcome and every "
-            "contribution with its report digest, which anyone can recompute (RFC 8785 + SHA-256).",
-            TaskArguments,
-            tool_task,
-            READ,
-        ),
+        _read_tool("cairn_a2a_tasks", tool_tasks),
+        _read_tool("cairn_a2a_task", tool_task),
         Tool(
             "cairn_a2a_preview_task",
             "Show exactly what a new task would make public, its public_input_digest and any shape "

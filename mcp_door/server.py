@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
@@ -20,19 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.errors import ErrorCode, Issue, Refusal
 from core.outages import outage_refusal
 from core.payloads import json_path
-from core.policy import PAGE_CAP
-from core.version import cairn_version
-from tasks.models import TaskStatus
+from core.policy import MCP_TASK_STATUSES, PAGE_CAP, McpTaskStatus, cairn_version
 from tasks.rendered import stored_view
 from tasks.selectors import task_get, task_page
 
 SERVER_NAME = "cairn"
-
-STATUSES: dict[str, str] = {
-    "open": TaskStatus.WORKING,
-    "completed": TaskStatus.COMPLETED,
-    "failed": TaskStatus.FAILED,
-}
 
 
 class ToolArguments(BaseModel):
@@ -42,7 +34,7 @@ class ToolArguments(BaseModel):
 
 
 class TasksArguments(ToolArguments):
-    status: Literal["open", "completed", "failed"] = Field(
+    status: McpTaskStatus = Field(
         "open",
         description='"open" (taking contributions), "completed" (resolved or contested) or "failed" (unresolved).',
     )
@@ -97,7 +89,7 @@ class Tool:
 
 def tasks_answer(arguments: TasksArguments) -> dict[str, Any]:
     page = task_page(
-        statuses=frozenset({STATUSES[arguments.status]}),
+        statuses=MCP_TASK_STATUSES[arguments.status],
         limit=arguments.page_size,
         cursor=arguments.page_token or None,
         filter_key=f"mcp:{arguments.status}",

@@ -1,25 +1,16 @@
-"""`GET /mcp/cairn_mcp.py`: the local MCP server, with this site's URL as its default `CAIRN_URL`."""
+"""`GET /mcp/cairn_mcp.py`: the local MCP server, with this site's URL as its default `CAIRN_URL`
+and the server's own schemas."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
-from core.scripts import script_for_site
+from core.scripts import script_response
 from core.site import site_url
-
-LOCAL_SERVER = settings.BASE_DIR / "mcp" / "cairn_mcp.py"
-
-
-def local_server_source(url: str) -> str:
-    return script_for_site(LOCAL_SERVER, url)
+from mcp_door.local_file import LOCAL_SERVER, server_values
 
 
 @require_safe
 def local_server_file(request: HttpRequest) -> HttpResponse:
-    response = HttpResponse(
-        local_server_source(site_url(request)), content_type="text/x-python; charset=utf-8"
-    )
-    response["Content-Disposition"] = 'inline; filename="cairn_mcp.py"'
-    return response
+    return script_response(LOCAL_SERVER, site_url(request), server_values())

@@ -12,14 +12,19 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
+from core.policy import TASK_MODES
 from keeper.mixins import ReadOnlyAdminMixin, agent_link
-from tasks.models import Contribution, Outcome, Task, TaskStatus
-from tasks.sealing import contribution_report
+from tasks.models import Contribution, Outcome, Task
+from tasks.sealing import contributions_sealed, is_sealed, revealed_report
+
+# The state filter's words are the other doors' list modes (core/policy.py).
+STATE_MODES = {mode: statuses for mode, statuses in TASK_MODES.items() if statuses is not None}
+OPEN_STATUSES = STATE_MODES["open"]
 
 
 def task_state(task: Task) -> str:
     """The public state of a task, as every door names it."""
-    if task.status == TaskStatus.WORKING:
+    if task.status in OPEN_STATUSES:
         return "open"
     state = f"evaluated: {task.outcome}"
     return f"{state} ({task.verdict.replace('_', ' ')})" if task.verdict else state
@@ -31,17 +36,14 @@ class StateFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         return [
-            ("open", "open"),
-            ("evaluated", "evaluated"),
+            *[(mode, mode) for mode in STATE_MODES],
             *[(outcome.value, f"evaluated: {outcome.value}") for outcome in Outcome],
         ]
 
     def queryset(self, request, queryset: QuerySet[Task]) -> QuerySet[Task]:
         value = self.value()
-        if value == "open":
-            return queryset.filter(status=TaskStatus.WORKING)
-        if value == "evaluated":
-            return queryset.exclude(status=TaskStatus.WORKING)
+        if value in STATE_MODES:
+            return queryset.filter(status__in=STATE_MODES[value])
         if value in Outcome.values:
             return queryset.filter(outcome=value)
         return queryset
@@ -67,7 +69,7 @@ class DeadlineFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset: QuerySet[Task]) -> QuerySet[Task]:
         value, now = self.value(), timezone.now()
         if value == "overdue":
-            return queryset.filter(status=TaskStatus.WORKING, deadline__lte=now)
+            return queryset.filter(status__in=OPEN_STATUSES, deadline__lte=now)
         if value in self.WINDOWS:
             return queryset.filter(deadline__gt=now, deadline__lte=now + self.WINDOWS[value])
         if value == "passed":
@@ -130,10 +132,8 @@ class SealedFilter(admin.SimpleListFilter):
         return [("yes", "sealed (task open)"), ("no", "revealed (task evaluated)")]
 
     def queryset(self, request, queryset: QuerySet[Contribution]) -> QuerySet[Contribution]:
-        if self.value() == "yes":
-            return queryset.filter(task__status=TaskStatus.WORKING)
-        if self.value() == "no":
-            return queryset.exclude(task__status=TaskStatus.WORKING)
+        if self.value() in ("yes", "no"):
+            return contributions_sealed(queryset, sealed=self.value() == "yes")
         return queryset
 
 
@@ -173,15 +173,16 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(boolean=True, description="sealed")
     def sealed(self, contribution: Contribution) -> bool:
-        return contribution.task.status == TaskStatus.WORKING
+        return is_sealed(contribution)
 
     @admin.display(description="report")
     def revealed_report(self, contribution: Contribution) -> str:
-        if self.sealed(contribution):
+        report = revealed_report(contribution)
+        if report is None:
             return (
                 f"Sealed until the task is evaluated (deadline {contribution.task.deadline_text})."
             )
-        return format_html("<pre>{}</pre>", _pretty(contribution_report(contribution)))
+        return format_html("<pre>{}</pre>", _pretty(report))
 
 
 def _pretty(report: dict) -> str:

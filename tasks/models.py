@@ -4,14 +4,15 @@ from django.db import models
 from django.db.models import F, Q
 
 from agents.models import Agent
+from core import policy
 
 
 class TaskStatus(models.TextChoices):
     """The A2A life of a task: working while open, then completed (resolved or contested) or failed."""
 
-    WORKING = "working", "Open"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed"
+    WORKING = policy.TASK_WORKING, "Open"
+    COMPLETED = policy.TASK_COMPLETED, "Completed"
+    FAILED = policy.TASK_FAILED, "Failed"
 
 
 class Outcome(models.TextChoices):

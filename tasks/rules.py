@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -10,51 +11,60 @@ from django.conf import settings
 from core.canonical import canonical_digest
 from core.clock import parse_instant
 from core.errors import ErrorCode, Issue
-from tasks.payloads import ContributionPayload, OpenTaskPayload
+from tasks.payloads import (
+    ContributionApproval,
+    ContributionPayload,
+    OpenTaskApproval,
+    OpenTaskPayload,
+)
+
+
+def _approval_issues(
+    approval: OpenTaskApproval | ContributionApproval,
+    *,
+    scope: str,
+    digest_field: str,
+    approved: Any,
+    what: str,
+) -> list[Issue]:
+    """The approval says public, for this one write, and its digest is that of what was sent; a
+    wrong digest is reported only once the approval is otherwise right."""
+    issues = []
+    if approval.public_output is not True:
+        issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
+    if approval.scope != scope:
+        issues.append(Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, f'must be "{scope}"'))
+    if issues:
+        return issues
+    if getattr(approval, digest_field) != canonical_digest(approved):
+        issues.append(
+            Issue(
+                f"approval.{digest_field}",
+                ErrorCode.PREVIEW_CHANGED,
+                f"does not match the {what} sent: the {what} differs from the one approved",
+            )
+        )
+    return issues
 
 
 def open_task_approval_issues(payload: OpenTaskPayload) -> list[Issue]:
-    issues = []
-    approval = payload.approval
-    if approval.public_output is not True:
-        issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
-    if approval.scope != "this_open_task":
-        issues.append(
-            Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, 'must be "this_open_task"')
-        )
-    if issues:
-        return issues
-    if approval.public_input_digest != canonical_digest(payload.request.model_dump()):
-        issues.append(
-            Issue(
-                "approval.public_input_digest",
-                ErrorCode.PREVIEW_CHANGED,
-                "does not match the request sent: the request differs from the one approved",
-            )
-        )
-    return issues
+    return _approval_issues(
+        payload.approval,
+        scope="this_open_task",
+        digest_field="public_input_digest",
+        approved=payload.request.model_dump(),
+        what="request",
+    )
 
 
 def contribution_approval_issues(payload: ContributionPayload, report: dict) -> list[Issue]:
-    issues = []
-    approval = payload.approval
-    if approval.public_output is not True:
-        issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
-    if approval.scope != "this_contribution":
-        issues.append(
-            Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, 'must be "this_contribution"')
-        )
-    if issues:
-        return issues
-    if approval.public_output_digest != canonical_digest(report):
-        issues.append(
-            Issue(
-                "approval.public_output_digest",
-                ErrorCode.PREVIEW_CHANGED,
-                "does not match the report sent: the report differs from the one approved",
-            )
-        )
-    return issues
+    return _approval_issues(
+        payload.approval,
+        scope="this_contribution",
+        digest_field="public_output_digest",
+        approved=report,
+        what="report",
+    )
 
 
 def _source_problem(url: str) -> str | None:

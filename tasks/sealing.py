@@ -5,9 +5,30 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection
+from django.db.models import Q, QuerySet
 
 from ledger.seal import report_open
-from tasks.models import Contribution
+from tasks.models import Contribution, TaskStatus
+
+# A contribution is sealed while its task is open: nobody, the keeper included, reads it before
+# the evaluation (SPEC §4.2).
+_SEALED = Q(task__status=TaskStatus.WORKING)
+
+
+def is_sealed(contribution: Contribution) -> bool:
+    return contribution.task.status == TaskStatus.WORKING
+
+
+def contributions_sealed(
+    contributions: QuerySet[Contribution], *, sealed: bool
+) -> QuerySet[Contribution]:
+    """The contributions still sealed, or (`sealed=False`) those revealed by their evaluation."""
+    return contributions.filter(_SEALED) if sealed else contributions.exclude(_SEALED)
+
+
+def revealed_report(contribution: Contribution) -> dict[str, Any] | None:
+    """The report as anyone may read it: None while it is sealed."""
+    return None if is_sealed(contribution) else contribution_report(contribution)
 
 
 def contribution_report(contribution: Contribution) -> dict[str, Any]:

@@ -15,22 +15,15 @@ from core.clock import format_instant
 from core.cursors import cursor_decode, cursor_encode, keyset_page
 from core.errors import ErrorCode, Refusal
 from core.lookups import get_by_id
+from core.policy import TASK_MODES
 from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task, TaskStatus
+from tasks.payloads import OpenTaskRequest
 from tasks.sealing import contribution_report
 
 # The request fields, in the order the view shows them; they are what the approval digest covers.
-REQUEST_FIELDS = (
-    "title",
-    "question",
-    "sources",
-    "acceptance_criteria",
-    "deadline",
-    "min_independent",
-    "max_contributors",
-    "budget",
-)
+REQUEST_FIELDS = tuple(OpenTaskRequest.model_fields)
 
 
 def task_view(task: Task, *, with_evaluation: bool = True) -> dict[str, Any]:
@@ -88,14 +81,6 @@ def _evaluate_if_due(task: Task) -> Task:
 def task_get(task_id: str | uuid.UUID) -> Task:
     """The task, evaluated first when its deadline has passed, so no door shows it open too long."""
     return _evaluate_if_due(get_by_id(Task, task_id, what="task"))
-
-
-# The read modes of the HTTP routes and the pages → the statuses they list.
-TASK_MODES: dict[str, frozenset[str] | None] = {
-    "open": frozenset({TaskStatus.WORKING}),
-    "evaluated": frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED}),
-    "all": None,
-}
 
 
 @dataclass(frozen=True)

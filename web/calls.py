@@ -9,10 +9,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from calls.models import CallKind, Stance
-from calls.selectors import CALL_MODES, call_detail, call_get, call_page, call_view
-from core.errors import ErrorCode, Refusal
+from calls.selectors import call_detail, call_get, call_page, call_view
+from core.policy import CALL_MODES
 from core.site import site_url
-from web.pages import PAGE_SIZE, instant, page_error
+from web.pages import PAGE_SIZE, found_or_404, instant, paged_list
 
 KIND_LABELS = dict(CallKind.choices)
 STANCE_LABELS = dict(Stance.choices)
@@ -40,48 +40,21 @@ def call_display(view: dict[str, Any]) -> dict[str, Any]:
 
 @require_safe
 def call_list(request: HttpRequest) -> HttpResponse:
-    mode = request.GET.get("mode", "all")
-    if mode not in CALL_MODES:
-        return page_error(
-            request,
-            status=400,
-            title="Unknown filter",
-            message="The filter must be open, closed or all.",
-        )
-    cursor = request.GET.get("cursor") or None
-    try:
+    def page(mode: str, cursor: str | None) -> dict[str, Any]:
         calls, next_cursor = call_page(mode=mode, limit=PAGE_SIZE, cursor=cursor)
-    except Refusal as refusal:
-        if refusal.code != ErrorCode.INVALID_QUERY:
-            raise
-        return page_error(
-            request,
-            status=400,
-            title="This page link has expired or belongs to another filter",
-            message="Start again from the first page.",
-        )
-    return render(
-        request,
-        "calls/list.html",
-        {
-            "mode": mode,
-            "modes": [("all", "All"), ("open", "Open"), ("closed", "Closed")],
+        return {
             "calls": [call_display(call_view(call)) for call in calls],
             "next_cursor": next_cursor or "",
-            "is_first_page": not cursor,
-            "nav": "calls",
-        },
-    )
+        }
+
+    return paged_list(request, "calls/list.html", modes=CALL_MODES, nav="calls", page=page)
 
 
 @require_safe
 def call_page_view(request: HttpRequest, call_id: str) -> HttpResponse:
-    try:
-        call = call_get(call_id)
-    except Refusal as refusal:
-        if refusal.code != ErrorCode.NOT_FOUND:
-            raise
-        return page_error(request, status=404, title="No such call", message="No call has this id.")
+    call = found_or_404(request, call_get, call_id, what="call")
+    if isinstance(call, HttpResponse):
+        return call
     return render(
         request,
         "calls/detail.html",

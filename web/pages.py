@@ -7,14 +7,17 @@ Django's autoescape escapes; no helper here marks agent text safe.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from core.clock import parse_instant
+from core.errors import ErrorCode, Refusal
 
 # Links whose target an agent chose: no endorsement, no referrer window, no ranking credit.
 AGENT_LINK_REL = "nofollow ugc noopener"
@@ -26,6 +29,10 @@ VERDICT_LABELS = {
 }
 OUTCOME_LABELS = {"resolved": "Resolved", "contested": "Contested", "unresolved": "Unresolved"}
 PAGE_SIZE = 20
+# The filter a list opens with, and the first of its choices.
+DEFAULT_MODE = "all"
+
+Found = TypeVar("Found")
 
 
 @dataclass(frozen=True)
@@ -74,4 +81,65 @@ def page_error(request: HttpRequest, *, status: int, title: str, message: str) -
         "error.html",
         {"status": status, "error_title": title, "message": message},
         status=status,
+    )
+
+
+def found_or_404(
+    request: HttpRequest, get: Callable[[str], Found], object_id: str, *, what: str
+) -> Found | HttpResponse:
+    """The object a selector finds, or the 404 page that says no `what` has this id."""
+    try:
+        return get(object_id)
+    except Refusal as refusal:
+        if refusal.code != ErrorCode.NOT_FOUND:
+            raise
+    return page_error(
+        request, status=404, title=f"No such {what}", message=f"No {what} has this id."
+    )
+
+
+def paged_list(
+    request: HttpRequest,
+    template: str,
+    *,
+    modes: Mapping[str, object],
+    nav: str,
+    page: Callable[[str, str | None], dict[str, Any]],
+) -> HttpResponse:
+    """A list page with its filter (`?mode=`) and keyset `cursor`: `page(mode, cursor)` gives what
+    the template shows. An unknown filter, or a cursor from another filter or an old link, is a 400
+    page that says what to do, not an error."""
+    mode = request.GET.get("mode", DEFAULT_MODE)
+    if mode not in modes:
+        *others, last = modes
+        return page_error(
+            request,
+            status=400,
+            title="Unknown filter",
+            message=f"The filter must be {', '.join(others)} or {last}.",
+        )
+    cursor = request.GET.get("cursor") or None
+    try:
+        shown = page(mode, cursor)
+    except Refusal as refusal:
+        if refusal.code != ErrorCode.INVALID_QUERY:
+            raise
+        return page_error(
+            request,
+            status=400,
+            title="This page link has expired or belongs to another filter",
+            message="Start again from the first page.",
+        )
+    # The default filter is offered first, the others in the policy's order.
+    choices = sorted(modes, key=lambda choice: choice != DEFAULT_MODE)
+    return render(
+        request,
+        template,
+        {
+            "mode": mode,
+            "modes": [(choice, choice.capitalize()) for choice in choices],
+            "is_first_page": not cursor,
+            "nav": nav,
+            **shown,
+        },
     )

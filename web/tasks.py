@@ -18,16 +18,17 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from core.clock import format_instant
-from core.errors import ErrorCode, Refusal
+from core.policy import TASK_MODES
 from core.site import site_url
-from tasks.selectors import TASK_MODES, task_feed_page, task_get, task_page, task_view
+from tasks.selectors import task_feed_page, task_get, task_page, task_view
 from web.pages import (
     AGENT_LINK_REL,
     OUTCOME_LABELS,
     PAGE_SIZE,
     VERDICT_LABELS,
+    found_or_404,
     instant,
-    page_error,
+    paged_list,
     time_left,
 )
 
@@ -84,51 +85,24 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
 
 @require_safe
 def task_feed(request: HttpRequest) -> HttpResponse:
-    mode = request.GET.get("mode", "all")
-    if mode not in TASK_MODES:
-        return page_error(
-            request,
-            status=400,
-            title="Unknown filter",
-            message="The filter must be open, evaluated or all.",
-        )
-    cursor = request.GET.get("cursor") or None
-    try:
-        page = task_feed_page(mode=mode, limit=PAGE_SIZE, cursor=cursor)
-    except Refusal as refusal:
-        if refusal.code != ErrorCode.INVALID_QUERY:
-            raise
-        return page_error(
-            request,
-            status=400,
-            title="This page link has expired or belongs to another filter",
-            message="Start again from the first page.",
-        )
-    now = timezone.now()
-    return render(
-        request,
-        "tasks/feed.html",
-        {
-            "mode": mode,
-            "modes": [("all", "All"), ("open", "Open"), ("evaluated", "Evaluated")],
-            "tasks": [task_display(task_view(task), now=now) for task in page.tasks],
-            "next_cursor": page.next_cursor,
-            "total": page.total,
-            "is_first_page": not cursor,
+    def page(mode: str, cursor: str | None) -> dict[str, Any]:
+        feed = task_feed_page(mode=mode, limit=PAGE_SIZE, cursor=cursor)
+        now = timezone.now()
+        return {
+            "tasks": [task_display(task_view(task), now=now) for task in feed.tasks],
+            "next_cursor": feed.next_cursor,
+            "total": feed.total,
             "agent_rel": AGENT_LINK_REL,
-            "nav": "tasks",
-        },
-    )
+        }
+
+    return paged_list(request, "tasks/feed.html", modes=TASK_MODES, nav="tasks", page=page)
 
 
 @require_safe
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
-    try:
-        task = task_get(task_id)
-    except Refusal as refusal:
-        if refusal.code != ErrorCode.NOT_FOUND:
-            raise
-        return page_error(request, status=404, title="No such task", message="No task has this id.")
+    task = found_or_404(request, task_get, task_id, what="task")
+    if isinstance(task, HttpResponse):
+        return task
     view = task_view(task)
     return render(
         request,

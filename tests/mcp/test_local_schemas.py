@@ -1,6 +1,6 @@
-"""The local server is one file that cannot import the server's models, so it writes its own copies
-of the request and report shapes (SPEC §10). These tests hold the copies to the originals: the
-schemas it gives an agent, and the problems its preview finds, are the server's."""
+"""The local server is one file that cannot import the server's models, so the site writes their
+schemas into it and it checks a request from them (SPEC §10). These tests hold it to the
+originals: the schemas it gives an agent, and the problems its preview finds, are the server's."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from core.canonical import canonical_digest
 from core.errors import Refusal
 from core.payloads import parse_payload
+from mcp_door.local_file import repository_source
 from tasks.payloads import ContributionPayload, OpenTaskPayload, OpenTaskRequest
 from tests.factories import OTHER_SOURCE, SOURCE, open_task_payload, open_task_request
 from tests.mcp.conftest import LOCAL_SERVER
@@ -97,3 +98,8 @@ def test_the_digest_a_person_approves_is_the_one_the_server_checks(local):
     value = {"request": request, "numbers": [0, -1, 1.5, 10**15], "nested": {"b": 1, "a": [None]}}
 
     assert local.canonical_digest(value) == canonical_digest(value)
+
+
+def test_the_file_holds_the_schemas_the_site_writes_into_it():
+    """After a model changes, `manage.py write_local_mcp` writes its schemas into the file."""
+    assert LOCAL_SERVER.read_text(encoding="utf-8") == repository_source()

@@ -1,0 +1,74 @@
+"""The local MCP server as this site serves it: `mcp/cairn_mcp.py` with the site's URL and the
+server's own schemas written in, so its previews check what the server's models check (SPEC §10).
+
+The file in the repository holds the same schemas, so it runs as it is; `manage.py
+write_local_mcp` writes them there after a model changes, and a test fails until it has."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+
+from core.payloads import HIDDEN_CLASS
+from core.policy import A2A_TASK_STATES, MCP_TASK_STATUSES, cairn_version
+from core.scripts import script_for_site
+from mcp_door.server import TOOLS
+from tasks.payloads import ContributionPayload, OpenTaskRequest
+
+LOCAL_SERVER = settings.BASE_DIR / "mcp" / "cairn_mcp.py"
+# The default the repository's file keeps: a development server on this machine.
+REPOSITORY_URL = "http://127.0.0.1:8000"
+
+
+def report_schema() -> dict[str, Any]:
+    """The contribution's schema without its approval: the local server adds the approval from the
+    digest the person approves."""
+    schema = ContributionPayload.model_json_schema(by_alias=True)
+    del schema["properties"]["approval"]
+    schema["required"].remove("approval")
+    del schema["$defs"]["ContributionApproval"]
+    if not schema["$defs"]:
+        del schema["$defs"]
+    return schema
+
+
+def _json_literal(value: Any) -> str:
+    """A JSON value as a one-line raw string literal: JSON's own escapes pass through unchanged,
+    and JSON text never holds three quotes in a row, so the literal cannot end early."""
+    return f'r"""{json.dumps(value, ensure_ascii=True)}"""'
+
+
+def read_tools() -> dict[str, dict[str, Any]]:
+    """The hosted tools, which the local server offers too under the same names."""
+    return {
+        name: {"description": tool.description, "input_schema": tool.arguments.model_json_schema()}
+        for name, tool in TOOLS.items()
+    }
+
+
+def task_states() -> dict[str, str]:
+    """Each `status` of cairn_a2a_tasks → the A2A state that lists the same tasks, so the local
+    server asks A2A for what the hosted one lists."""
+    by_statuses = {statuses: name for name, statuses in A2A_TASK_STATES.items()}
+    return {word: by_statuses[statuses] for word, statuses in MCP_TASK_STATUSES.items()}
+
+
+@cache
+def server_values() -> dict[str, str]:
+    return {
+        "SERVER_REQUEST_SCHEMA": _json_literal(OpenTaskRequest.model_json_schema(by_alias=True)),
+        "SERVER_REPORT_SCHEMA": _json_literal(report_schema()),
+        # JSON's string escapes are Python's too.
+        "VERSION": json.dumps(cairn_version()),
+        "SERVER_HIDDEN_CLASS": json.dumps(HIDDEN_CLASS),
+        "SERVER_READ_TOOLS": _json_literal(read_tools()),
+        "SERVER_TASK_STATES": _json_literal(task_states()),
+    }
+
+
+def repository_source() -> str:
+    """The repository's file as it should read: the server's schemas, the development default."""
+    return script_for_site(LOCAL_SERVER, REPOSITORY_URL, server_values())

@@ -1,0 +1,35 @@
+"""The offline verifier is one file that imports nothing of the server, so it states the request
+fields and the verdicts again. These tests hold its words to the server's: a field or verdict added
+to the payloads fails here until the verifier checks it too."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+import pytest
+
+from ledger.verifier import VERIFIER
+from tasks.payloads import VERDICTS, OpenTaskRequest
+from tasks.selectors import REQUEST_FIELDS
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Iterator[ModuleType]:
+    """`cairn_verify.py` loaded as a module (its `main` is not run)."""
+    spec = importlib.util.spec_from_file_location("cairn_verify_under_test", VERIFIER)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+def test_it_recomputes_the_digest_over_the_fields_the_server_approves(verifier):
+    assert verifier.REQUEST_FIELDS == tuple(OpenTaskRequest.model_fields) == REQUEST_FIELDS
+
+
+def test_it_counts_the_verdicts_the_server_counts(verifier):
+    assert verifier.VERDICTS == VERDICTS
