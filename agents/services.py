@@ -63,13 +63,17 @@ def agent_for_token(token: str) -> Agent | None:
     write starts here, so it is one prepared statement (`core.statements`)."""
     if not token.startswith(TOKEN_PREFIX):
         return None
-    row = statements.fetch_one(
+    row = statements.fetch_one(_agent_by_token(), [token_digest(token)])
+    return None if row is None else statements.instance(Agent, _AGENT_FIELDS, row)
+
+
+@statements.prepared
+def _agent_by_token() -> str:
+    return (
         f"SELECT {statements.columns(Agent, _AGENT_FIELDS)} FROM {statements.table(Agent)} "
         f"WHERE {statements.column(Agent, 'token_sha256')} = %s "
-        f"AND {statements.column(Agent, 'revoked_at')} IS NULL",
-        [token_digest(token)],
+        f"AND {statements.column(Agent, 'revoked_at')} IS NULL"
     )
-    return None if row is None else statements.instance(Agent, _AGENT_FIELDS, row)
 
 
 def agent_revoke(*, agent: Agent) -> None:
@@ -88,10 +92,14 @@ def agent_revoke(*, agent: Agent) -> None:
 def agent_lock(agent: Agent) -> None:
     """Take the agent's row lock. Every write of one agent serialises on it, so its caps and
     operation ids hold however many requests it sends at once. Call inside a transaction."""
-    statements.execute(
+    statements.execute(_agent_lock(), [statements.db_value(Agent, "id", agent.pk)])
+
+
+@statements.prepared
+def _agent_lock() -> str:
+    return (
         f"SELECT 1 FROM {statements.table(Agent)} WHERE {statements.column(Agent, 'id')} = %s"
-        + statements.for_update(),
-        [statements.db_value(Agent, "id", agent.pk)],
+        + statements.for_update()
     )
 
 
@@ -111,16 +119,12 @@ def operation_replay(
     The same id with another request is refused: the agent reused an id by mistake, and
     answering with either result would hide that.
     """
-    names = ("kind", "request_digest", "result")
     row = statements.fetch_one(
-        f"SELECT {statements.columns(Operation, names)} FROM {statements.table(Operation)} "
-        f"WHERE {statements.column(Operation, 'agent')} = %s "
-        f"AND {statements.column(Operation, 'operation_id')} = %s",
-        [statements.db_value(Operation, "agent", agent.pk), operation_id],
+        _operation_by_id(), [statements.db_value(Operation, "agent", agent.pk), operation_id]
     )
     if row is None:
         return None
-    stored_kind, stored_digest, result = statements.python_values(Operation, names, row)
+    stored_kind, stored_digest, result = statements.python_values(Operation, _REPLAYED, row)
     if stored_kind != kind or stored_digest != request_digest:
         raise Refusal(
             ErrorCode.IDEMPOTENCY_CONFLICT,
@@ -128,6 +132,18 @@ def operation_replay(
             [],
         )
     return WriteResult(result, replayed=True)
+
+
+_REPLAYED = ("kind", "request_digest", "result")
+
+
+@statements.prepared
+def _operation_by_id() -> str:
+    return (
+        f"SELECT {statements.columns(Operation, _REPLAYED)} FROM {statements.table(Operation)} "
+        f"WHERE {statements.column(Operation, 'agent')} = %s "
+        f"AND {statements.column(Operation, 'operation_id')} = %s"
+    )
 
 
 def operation_record(

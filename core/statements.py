@@ -22,9 +22,15 @@ M = TypeVar("M", bound=Model)
 
 
 def table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
+    return _quoted(model._meta.db_table, connection.vendor)
 
 
+@cache
+def _quoted(name: str, vendor: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+@cache
 def _field(model: type[Model], name: str) -> Field:
     """A concrete field by its name or its column's attribute name (`agent` or `agent_id`)."""
     field = model._meta.get_field(name)
@@ -35,11 +41,25 @@ def _field(model: type[Model], name: str) -> Field:
 def column(model: type[Model], name: str) -> str:
     name_in_table = _field(model, name).column
     assert name_in_table is not None
-    return connection.ops.quote_name(name_in_table)
+    return _quoted(name_in_table, connection.vendor)
 
 
 def columns(model: type[Model], names: Sequence[str]) -> str:
     return ", ".join(column(model, name) for name in names)
+
+
+def prepared(build: Callable[[], str]) -> Callable[[], str]:
+    """A statement's text, built by `build` once per process and database vendor: building it
+    from the models' names costs more than sending it."""
+    built: dict[str, str] = {}
+
+    def text() -> str:
+        vendor = connection.vendor
+        if vendor not in built:
+            built[vendor] = build()
+        return built[vendor]
+
+    return text
 
 
 def for_update() -> str:
@@ -96,14 +116,26 @@ def instance(model: type[M], names: tuple[str, ...], row: Sequence[Any]) -> M:
     return model.from_db(connection.alias, list(names), python_values(model, names, row))
 
 
+@cache
+def _insert_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
+    placeholders = ", ".join(["%s"] * len(names))
+    return f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES ({placeholders})"
+
+
 def insert(model: type[Model], values: Mapping[str, Any]) -> None:
     """INSERT one row of `values` (field names → Python values); no RETURNING."""
-    names = tuple(values)
-    placeholders = ", ".join(["%s"] * len(names))
     execute(
-        f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES ({placeholders})",
+        _insert_sql(model, tuple(values), connection.vendor),
         [db_value(model, name, value) for name, value in values.items()],
     )
+
+
+@cache
+def _update_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
+    pk = model._meta.pk
+    assert pk is not None
+    assignments = ", ".join(f"{column(model, name)} = %s" for name in names)
+    return f"UPDATE {table(model)} SET {assignments} WHERE {column(model, pk.name)} = %s"
 
 
 def update(obj: Model, names: Sequence[str]) -> None:
@@ -112,9 +144,8 @@ def update(obj: Model, names: Sequence[str]) -> None:
     model = type(obj)
     pk = model._meta.pk
     assert pk is not None
-    assignments = ", ".join(f"{column(model, name)} = %s" for name in names)
     execute(
-        f"UPDATE {table(model)} SET {assignments} WHERE {column(model, pk.name)} = %s",
+        _update_sql(model, tuple(names), connection.vendor),
         [db_value(model, name, getattr(obj, _field(model, name).attname)) for name in names]
         + [db_value(model, pk.name, obj.pk)],
     )

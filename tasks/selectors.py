@@ -230,6 +230,22 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
     }
 
 
+@statements.prepared
+def _task_lock_for_contribution() -> str:
+    contributions = statements.table(Contribution)
+    tasks = statements.table(Task)
+    task_pk = f"{tasks}.{statements.column(Task, 'id')}"
+    by_agent = f"{statements.column(Contribution, 'agent')} = %s"
+    return (
+        f"SELECT {statements.columns(Task, ('status', 'contributions_count'))}, "
+        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
+        f"AND {statements.column(Contribution, 'task')} = {task_pk}), "
+        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
+        f"AND {statements.column(Contribution, 'received_at')} > %s) "
+        f"FROM {tasks} WHERE {task_pk} = %s" + statements.for_update()
+    )
+
+
 # What a write reads of a task: every column but the stored forms, which it renders anew.
 _WRITE_FIELDS = tuple(
     field.attname for field in Task._meta.concrete_fields if field.name not in RENDERED_FIELDS
@@ -240,14 +256,18 @@ def task_get_for_write(task_id: Any) -> Task:
     """`task_get` for a write, in one prepared statement (`core.statements`): the task, evaluated
     first when its deadline has passed, without the stored forms."""
     key = id_or_not_found(task_id, what="task")
-    row = statements.fetch_one(
-        f"SELECT {statements.columns(Task, _WRITE_FIELDS)} FROM {statements.table(Task)} "
-        f"WHERE {statements.column(Task, 'id')} = %s",
-        [statements.db_value(Task, "id", key)],
-    )
+    row = statements.fetch_one(_task_for_write(), [statements.db_value(Task, "id", key)])
     if row is None:
         raise Refusal(ErrorCode.NOT_FOUND, "no task has this id")
     return _evaluate_if_due(statements.instance(Task, _WRITE_FIELDS, row))
+
+
+@statements.prepared
+def _task_for_write() -> str:
+    return (
+        f"SELECT {statements.columns(Task, _WRITE_FIELDS)} FROM {statements.table(Task)} "
+        f"WHERE {statements.column(Task, 'id')} = %s"
+    )
 
 
 @dataclass(frozen=True)
@@ -263,17 +283,8 @@ def task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> 
     changed since it was read (its status and count), and read the agent's own contributions, in
     one statement. Call inside a transaction holding the agent's row lock: an agent's
     contributions are only written under that lock, so the statement sees every one of them."""
-    contributions = statements.table(Contribution)
-    tasks = statements.table(Task)
-    task_pk = f"{tasks}.{statements.column(Task, 'id')}"
-    by_agent = f"{statements.column(Contribution, 'agent')} = %s"
     row = statements.fetch_one(
-        f"SELECT {statements.columns(Task, ('status', 'contributions_count'))}, "
-        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
-        f"AND {statements.column(Contribution, 'task')} = {task_pk}), "
-        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
-        f"AND {statements.column(Contribution, 'received_at')} > %s) "
-        f"FROM {tasks} WHERE {task_pk} = %s" + statements.for_update(),
+        _task_lock_for_contribution(),
         [
             statements.db_value(Contribution, "agent", agent.pk),
             statements.db_value(Contribution, "agent", agent.pk),
