@@ -80,7 +80,8 @@ def _converters(
     """What the ORM's compiler applies to each column it reads: the backend's and the field's."""
     found = []
     for name in names:
-        col = Col(model._meta.db_table, _field(model, name))
+        # The field's own column expression: a foreign key's reads as its target's (a UUID).
+        col = _field(model, name).get_col(model._meta.db_table)
         found.append(
             (connection.ops.get_db_converters(col) + col.get_db_converters(connection), col)
         )
