@@ -230,22 +230,6 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
     }
 
 
-@statements.prepared
-def _task_lock_for_contribution() -> str:
-    contributions = statements.table(Contribution)
-    tasks = statements.table(Task)
-    task_pk = f"{tasks}.{statements.column(Task, 'id')}"
-    by_agent = f"{statements.column(Contribution, 'agent')} = %s"
-    return (
-        f"SELECT {statements.columns(Task, ('status', 'contributions_count'))}, "
-        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
-        f"AND {statements.column(Contribution, 'task')} = {task_pk}), "
-        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
-        f"AND {statements.column(Contribution, 'received_at')} > %s) "
-        f"FROM {tasks} WHERE {task_pk} = %s" + statements.for_update()
-    )
-
-
 # What a write reads of a task: every column but the stored forms, which it renders anew.
 _WRITE_FIELDS = tuple(
     field.attname for field in Task._meta.concrete_fields if field.name not in RENDERED_FIELDS
@@ -295,3 +279,19 @@ def task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> 
     assert row is not None, "tasks are never deleted"
     task.status, task.contributions_count, to_task, since_count = row
     return ContributorRecord(to_task=to_task, since=since_count)
+
+
+@statements.prepared
+def _task_lock_for_contribution() -> str:
+    contributions = statements.table(Contribution)
+    tasks = statements.table(Task)
+    task_pk = f"{tasks}.{statements.column(Task, 'id')}"
+    by_agent = f"{statements.column(Contribution, 'agent')} = %s"
+    return (
+        f"SELECT {statements.columns(Task, ('status', 'contributions_count'))}, "
+        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
+        f"AND {statements.column(Contribution, 'task')} = {task_pk}), "
+        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
+        f"AND {statements.column(Contribution, 'received_at')} > %s) "
+        f"FROM {tasks} WHERE {task_pk} = %s" + statements.for_update()
+    )
