@@ -20,13 +20,15 @@ from tasks.rendered import json_text
 
 def a2a_forms(view: dict[str, Any]) -> dict[str, str]:
     """`a2a_json`: the GetTask result; `a2a_list_json`: the task as a ListTasks page holds it
-    without artifacts (a page with `includeArtifacts` is served by the SDK's dispatcher)."""
+    without artifacts (a page with `includeArtifacts` is served by the SDK's dispatcher).
+
+    One Task proto makes both. A page drops the artifacts, so they are dropped before the page
+    is serialised and the evaluation (the largest part of an evaluated task) is converted once:
+    the sweep renders every task it evaluates. The page is still serialised the SDK's way, from
+    a ListTasksResponse: the Task is copied into it, and a copied `Struct` may list its keys in
+    another order than the original does."""
     task = task_from_view(view)
-    # A page without artifacts drops the evaluation: built without it, as the handler builds it,
-    # so the sweep does not convert every evaluation twice.
-    unlisted = task_from_view({**view, "evaluation": None})
-    listed = serialize_list_tasks_response(ListTasksResponse(tasks=[unlisted]), False)["tasks"][0]
-    return {
-        "a2a_json": json_text(MessageToDict(task, preserving_proto_field_name=False)),
-        "a2a_list_json": json_text(listed),
-    }
+    task_json = MessageToDict(task, preserving_proto_field_name=False)
+    del task.artifacts[:]
+    listed = serialize_list_tasks_response(ListTasksResponse(tasks=[task]), False)["tasks"][0]
+    return {"a2a_json": json_text(task_json), "a2a_list_json": json_text(listed)}

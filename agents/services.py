@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.models import Agent, AuditEntry, Door, Operation
+from core import statements
 from core.clock import now_ms
 from core.errors import ErrorCode, Refusal
 
@@ -53,29 +54,53 @@ def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
     return agent, token
 
 
+# What a request's agent carries: every column (a door may show any of them).
+_AGENT_FIELDS = ("id", "token_sha256", "label", "address_hash", "created_at", "revoked_at")
+
+
 def agent_for_token(token: str) -> Agent | None:
-    """The agent a bearer token names; a revoked or unknown token is the same as none."""
+    """The agent a bearer token names; a revoked or unknown token is the same as none. Every
+    write starts here, so it is one prepared statement (`core.statements`)."""
     if not token.startswith(TOKEN_PREFIX):
         return None
-    return Agent.objects.filter(token_sha256=token_digest(token), revoked_at__isnull=True).first()
+    row = statements.fetch_one(_agent_by_token(), [token_digest(token)])
+    return None if row is None else statements.instance(Agent, _AGENT_FIELDS, row)
+
+
+@statements.prepared
+def _agent_by_token() -> str:
+    return (
+        f"SELECT {statements.columns(Agent, _AGENT_FIELDS)} FROM {statements.table(Agent)} "
+        f"WHERE {statements.column(Agent, 'token_sha256')} = %s "
+        f"AND {statements.column(Agent, 'revoked_at')} IS NULL"
+    )
 
 
 def agent_revoke(*, agent: Agent) -> None:
     """The keeper revokes an agent's token, once: revoking it again changes nothing and audits
-    nothing. The row lock makes two keepers' clicks one revocation."""
+    nothing. The UPDATE waits for the row lock an agent's write holds, and its condition makes
+    two keepers' clicks one revocation."""
+    now = now_ms()
     with transaction.atomic():
-        locked = agent_lock(agent)
-        if locked.revoked_at is not None:
+        revoked = Agent.objects.filter(pk=agent.pk, revoked_at__isnull=True).update(revoked_at=now)
+        if not revoked:
             return
-        locked.revoked_at = agent.revoked_at = now_ms()
-        locked.save(update_fields=["revoked_at"])
+        agent.revoked_at = now
         audit_keeper_action(operation="agent_revoke", object_type="agent", object_id=str(agent.id))
 
 
-def agent_lock(agent: Agent) -> Agent:
+def agent_lock(agent: Agent) -> None:
     """Take the agent's row lock. Every write of one agent serialises on it, so its caps and
     operation ids hold however many requests it sends at once. Call inside a transaction."""
-    return Agent.objects.select_for_update().get(pk=agent.pk)
+    statements.execute(_agent_lock(), [statements.db_value(Agent, "id", agent.pk)])
+
+
+@statements.prepared
+def _agent_lock() -> str:
+    return (
+        f"SELECT 1 FROM {statements.table(Agent)} WHERE {statements.column(Agent, 'id')} = %s"
+        + statements.for_update()
+    )
 
 
 @dataclass(frozen=True)
@@ -94,16 +119,31 @@ def operation_replay(
     The same id with another request is refused: the agent reused an id by mistake, and
     answering with either result would hide that.
     """
-    operation = Operation.objects.filter(agent=agent, operation_id=operation_id).first()
-    if operation is None:
+    row = statements.fetch_one(
+        _operation_by_id(), [statements.db_value(Operation, "agent", agent.pk), operation_id]
+    )
+    if row is None:
         return None
-    if operation.kind != kind or operation.request_digest != request_digest:
+    stored_kind, stored_digest, result = statements.python_values(Operation, _REPLAYED, row)
+    if stored_kind != kind or stored_digest != request_digest:
         raise Refusal(
             ErrorCode.IDEMPOTENCY_CONFLICT,
             "this operation id was already used for a different request",
             [],
         )
-    return WriteResult(operation.result, replayed=True)
+    return WriteResult(result, replayed=True)
+
+
+_REPLAYED = ("kind", "request_digest", "result")
+
+
+@statements.prepared
+def _operation_by_id() -> str:
+    return (
+        f"SELECT {statements.columns(Operation, _REPLAYED)} FROM {statements.table(Operation)} "
+        f"WHERE {statements.column(Operation, 'agent')} = %s "
+        f"AND {statements.column(Operation, 'operation_id')} = %s"
+    )
 
 
 def operation_record(
@@ -120,22 +160,28 @@ def operation_record(
 ) -> None:
     """Record an accepted write for replay and for the keeper's audit log. Call inside its transaction."""
     now = now_ms()
-    Operation.objects.create(
-        agent=agent,
-        operation_id=operation_id,
-        kind=kind,
-        request_digest=request_digest,
-        result=result,
-        created_at=now,
+    statements.insert(
+        Operation,
+        {
+            "agent": agent.pk,
+            "operation_id": operation_id,
+            "kind": kind,
+            "request_digest": request_digest,
+            "result": result,
+            "created_at": now,
+        },
     )
-    AuditEntry.objects.create(
-        at=now,
-        agent=agent,
-        door=door,
-        client=client[:100],
-        operation=kind,
-        object_type=object_type,
-        object_id=object_id,
+    statements.insert(
+        AuditEntry,
+        {
+            "at": now,
+            "agent": agent.pk,
+            "door": door,
+            "client": client[:100],
+            "operation": kind,
+            "object_type": object_type,
+            "object_id": object_id,
+        },
     )
 
 

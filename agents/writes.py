@@ -59,12 +59,12 @@ def agent_write(
         return replay
     checked = check()
     with transaction.atomic():
-        locked = agent_lock(agent)
+        agent_lock(agent)
         if (replay := replayed()) is not None:
             return replay
-        performed = perform(locked, checked)
+        performed = perform(agent, checked)
         operation_record(
-            agent=locked,
+            agent=agent,
             operation_id=operation_id,
             kind=kind,
             request_digest=request_digest,

@@ -12,7 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# The checkout whose code is timed: BENCH_SERVE_TREE's when set (bench.py runs this file from its
+# own checkout), else this one's. Put first, so this checkout's packages cannot shadow it.
+TREE = os.environ.get("BENCH_SERVE_TREE") or Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(TREE).resolve()))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
 
 import django  # noqa: E402

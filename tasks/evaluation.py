@@ -146,6 +146,7 @@ def tasks_evaluate_due(*, batch_size: int = 500) -> int:
             batch = list(
                 Task.objects.select_for_update(skip_locked=True)
                 .filter(status=TaskStatus.WORKING, deadline__lte=timezone.now())
+                .defer(*RENDERED_FIELDS)  # rendered anew, so not read
                 .order_by("deadline")[:batch_size]
             )
             contributions: dict[uuid.UUID, list[Contribution]] = defaultdict(list)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
+from functools import cache
 from typing import Any
 
 from django.db import connection
@@ -40,15 +41,26 @@ def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+@cache
+def _jsonb_keys(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """Keys in PostgreSQL's `jsonb` order (shorter keys first, then by their bytes). A view holds
+    few distinct key sets (the view's, a budget's, an evaluation's, a report's), so each is sorted
+    once per process; the sweep orders thousands of evaluations."""
+    return tuple(sorted(keys, key=lambda key: (len(key.encode()), key.encode())))
+
+
 def _jsonb_order(value: Any) -> Any:
-    """A JSON value with its keys in PostgreSQL's `jsonb` order (shorter keys first, then by
-    their bytes): the order a read of the row gives back."""
+    """A JSON value with its keys in `jsonb` order: the order a read of the row gives back."""
     if isinstance(value, dict):
-        keys = sorted(value, key=lambda key: (len(key.encode()), key.encode()))
-        return {key: _jsonb_order(value[key]) for key in keys}
+        return {key: _jsonb_order(value[key]) for key in _jsonb_keys(tuple(value))}
     if isinstance(value, list):
         return [_jsonb_order(item) for item in value]
     return value
+
+
+@cache
+def _json_fields() -> frozenset[str]:
+    return frozenset(field.name for field in Task._meta.fields if isinstance(field, JSONField))
 
 
 def _as_read_back(view: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +69,7 @@ def _as_read_back(view: dict[str, Any]) -> dict[str, Any]:
     the stored forms then hold the very bytes a render at read time would."""
     if connection.vendor != "postgresql":
         return view
-    json_fields = {field.name for field in Task._meta.fields if isinstance(field, JSONField)}
+    json_fields = _json_fields()
     return {
         key: _jsonb_order(value) if key in json_fields else value for key, value in view.items()
     }

@@ -11,15 +11,17 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import Agent
+from core import statements
 from core.clock import format_instant
 from core.cursors import cursor_decode, cursor_encode, keyset_page
 from core.errors import ErrorCode, Refusal
-from core.lookups import get_by_id
+from core.lookups import get_by_id, id_or_not_found
 from core.policy import TASK_MODES
 from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.payloads import OpenTaskRequest
+from tasks.rendered import RENDERED_FIELDS
 from tasks.sealing import contribution_report
 
 # The request fields, in the order the view shows them; they are what the approval digest covers.
@@ -213,7 +215,68 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
     }
 
 
-def task_for_update(task_id: Any) -> Task:
-    """The task with its row locked until the transaction ends (Zulip's `access_…(lock=True)`):
-    read its counts and state only after this. Call inside a transaction."""
-    return Task.objects.select_for_update().get(pk=task_id)
+# What a write reads of a task: every column but the stored forms, which it renders anew.
+_WRITE_FIELDS = tuple(
+    field.attname for field in Task._meta.concrete_fields if field.name not in RENDERED_FIELDS
+)
+
+
+def task_get_for_write(task_id: Any) -> Task:
+    """`task_get` for a write, in one prepared statement (`core.statements`): the task, evaluated
+    first when its deadline has passed, without the stored forms."""
+    key = id_or_not_found(task_id, what="task")
+    row = statements.fetch_one(_task_for_write(), [statements.db_value(Task, "id", key)])
+    if row is None:
+        raise Refusal(ErrorCode.NOT_FOUND, "no task has this id")
+    return _evaluate_if_due(statements.instance(Task, _WRITE_FIELDS, row))
+
+
+@statements.prepared
+def _task_for_write() -> str:
+    return (
+        f"SELECT {statements.columns(Task, _WRITE_FIELDS)} FROM {statements.table(Task)} "
+        f"WHERE {statements.column(Task, 'id')} = %s"
+    )
+
+
+@dataclass(frozen=True)
+class ContributorRecord:
+    """One agent's contributions, as a contribution's caps read them."""
+
+    to_task: int  # to the task being contributed to: 0 or 1
+    since: int  # received after the start of the daily cap's window
+
+
+def task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> ContributorRecord:
+    """Lock the task's row (Zulip's `access_…(lock=True)`), refresh into `task` what may have
+    changed since it was read (its status and count), and read the agent's own contributions, in
+    one statement. Call inside a transaction holding the agent's row lock: an agent's
+    contributions are only written under that lock, so the statement sees every one of them."""
+    row = statements.fetch_one(
+        _task_lock_for_contribution(),
+        [
+            statements.db_value(Contribution, "agent", agent.pk),
+            statements.db_value(Contribution, "agent", agent.pk),
+            statements.db_value(Contribution, "received_at", since),
+            statements.db_value(Task, "id", task.pk),
+        ],
+    )
+    assert row is not None, "tasks are never deleted"
+    task.status, task.contributions_count, to_task, since_count = row
+    return ContributorRecord(to_task=to_task, since=since_count)
+
+
+@statements.prepared
+def _task_lock_for_contribution() -> str:
+    contributions = statements.table(Contribution)
+    tasks = statements.table(Task)
+    task_pk = f"{tasks}.{statements.column(Task, 'id')}"
+    by_agent = f"{statements.column(Contribution, 'agent')} = %s"
+    return (
+        f"SELECT {statements.columns(Task, ('status', 'contributions_count'))}, "
+        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
+        f"AND {statements.column(Contribution, 'task')} = {task_pk}), "
+        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
+        f"AND {statements.column(Contribution, 'received_at')} > %s) "
+        f"FROM {tasks} WHERE {task_pk} = %s" + statements.for_update()
+    )

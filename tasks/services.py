@@ -7,12 +7,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q
 
 from agents.models import Agent, Door
 from agents.services import WriteResult
 from agents.writes import Performed, agent_write
-from core import privacy
+from core import privacy, statements
 from core.canonical import canonical_digest
 from core.clock import now_ms, parse_instant
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
@@ -42,7 +41,14 @@ from tasks.rules import (
     source_in_task_issues,
     source_issues,
 )
-from tasks.selectors import receipt_claims, receipt_view, task_for_update, task_get, task_view
+from tasks.selectors import (
+    ContributorRecord,
+    receipt_claims,
+    receipt_view,
+    task_get_for_write,
+    task_lock_for_contribution,
+    task_view,
+)
 
 TASK_POST = "task_post"
 CONTRIBUTION_SUBMIT = "contribution_submit"
@@ -128,18 +134,12 @@ def task_post(
     )
 
 
-def _contribution_state_issues(agent: Agent, task: Task) -> list[Issue]:
-    """Call with the agent's and the task's rows locked, so the counts cannot move underneath."""
+def _contribution_state_issues(agent: Agent, task: Task, mine: ContributorRecord) -> list[Issue]:
+    """Call with what was read under the agent's and the task's row locks, so nothing moved since."""
     issues = []
     if task.poster_id == agent.pk:
         issues.append(Issue("", ErrorCode.OWN_TASK, "an agent cannot contribute to its own task"))
-    # One statement for the duplicate check and the daily count: both read this agent's rows.
-    since = now_ms() - DAY
-    mine = Contribution.objects.filter(Q(task=task) | Q(received_at__gt=since), agent=agent)
-    counts = mine.aggregate(
-        on_task=Count("pk", filter=Q(task=task)), today=Count("pk", filter=Q(received_at__gt=since))
-    )
-    if counts["on_task"]:
+    if mine.to_task:
         issues.append(
             Issue(
                 "", ErrorCode.DUPLICATE_CONTRIBUTION, "this agent already contributed to this task"
@@ -153,7 +153,7 @@ def _contribution_state_issues(agent: Agent, task: Task) -> list[Issue]:
                 f"the task takes at most {task.max_contributors} contributions",
             )
         )
-    if counts["today"] >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
+    if mine.since >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
         issues.append(
             Issue(
                 "",
@@ -178,7 +178,7 @@ def contribution_submit(
     """Seal a contribution (`cairn.task.contribution/0.1`) to an open task and answer with a receipt."""
 
     def check() -> tuple[Task, dict[str, Any]]:
-        task = task_get(task_id)
+        task = task_get_for_write(task_id)
         parsed = parse_payload(ContributionPayload, payload, schema=CONTRIBUTION_SCHEMA)
         _refuse_if_closed(task)
         report = {key: value for key, value in payload.items() if key != "approval"}
@@ -189,9 +189,9 @@ def contribution_submit(
 
     def perform(agent: Agent, checked: tuple[Task, dict[str, Any]]) -> Performed:
         task, report = checked
-        task = task_for_update(task.pk)
+        mine = task_lock_for_contribution(task, agent=agent, since=now_ms() - DAY)
         _refuse_if_closed(task)
-        refuse_if(_contribution_state_issues(agent, task))
+        refuse_if(_contribution_state_issues(agent, task, mine))
         contribution = Contribution(
             task=task,
             agent=agent,
@@ -203,12 +203,27 @@ def contribution_submit(
             report, task_id=task.id, contribution_id=contribution.id
         )
         contribution.receipt_signature = receipt_sign(receipt_claims(contribution))
-        contribution.save(force_insert=True)
+        statements.insert(
+            Contribution,
+            {
+                name: getattr(contribution, name)
+                for name in (
+                    "id",
+                    "task_id",
+                    "agent_id",
+                    "operation_id",
+                    "sealed_report",
+                    "report_digest",
+                    "received_at",
+                    "receipt_signature",
+                )
+            },
+        )
         log_queue([contribution_entry(contribution)])
         transaction.on_commit(sequencing_nudge)
         task.contributions_count += 1
         task_render(task)
-        task.save(update_fields=["contributions_count", *RENDERED_FIELDS])
+        statements.update(task, ["contributions_count", *RENDERED_FIELDS])
         body = {"task": task_view(task), "receipt": receipt_view(contribution)}
         return Performed(body, object_type="contribution", object_id=str(contribution.id))
 

@@ -1,0 +1,152 @@
+"""The write path's hot statements as plain SQL, written from a model's own table and column names.
+
+Django's ORM builds every statement afresh out of query objects, and on the write path that took
+more CPU than PostgreSQL spent running them (bench/README.md, F7). The few statements every write
+runs are written as SQL instead and sent on Django's own connection (the same transaction, the
+same pool; psycopg prepares a statement its connection has run five times, F10). Values pass
+through the fields' own conversions both ways, so the same text runs on PostgreSQL and SQLite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from typing import Any, TypeVar
+
+from django.db import connection
+from django.db.models import Field, Model
+from django.db.models.expressions import Col
+
+Converter = Callable[[Any, Col, Any], Any]
+M = TypeVar("M", bound=Model)
+
+
+def table(model: type[Model]) -> str:
+    return _quoted(model._meta.db_table, connection.vendor)
+
+
+@cache
+def _quoted(name: str, vendor: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+@cache
+def _field(model: type[Model], name: str) -> Field:
+    """A concrete field by its name or its column's attribute name (`agent` or `agent_id`)."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.column, f"{model.__name__}.{name} has no column"
+    return field
+
+
+def column(model: type[Model], name: str) -> str:
+    name_in_table = _field(model, name).column
+    assert name_in_table is not None
+    return _quoted(name_in_table, connection.vendor)
+
+
+def columns(model: type[Model], names: Sequence[str]) -> str:
+    return ", ".join(column(model, name) for name in names)
+
+
+def prepared(build: Callable[[], str]) -> Callable[[], str]:
+    """A statement's text, built by `build` once per process and database vendor: building it
+    from the models' names costs more than sending it."""
+    built: dict[str, str] = {}
+
+    def text() -> str:
+        vendor = connection.vendor
+        if vendor not in built:
+            built[vendor] = build()
+        return built[vendor]
+
+    return text
+
+
+def for_update() -> str:
+    """The row-lock clause where the database has one. SQLite has none: its write transaction
+    locks the whole database, which is why Django's `select_for_update` leaves it out there too."""
+    return " FOR UPDATE" if connection.features.has_select_for_update else ""
+
+
+def db_value(model: type[Model], name: str, value: Any) -> Any:
+    """A Python value as the field saves it (a UUID as hex on SQLite, JSON adapted, ...)."""
+    return _field(model, name).get_db_prep_save(value, connection)
+
+
+@cache
+def _converters(
+    model: type[Model], names: tuple[str, ...], vendor: str
+) -> tuple[tuple[list[Converter], Col], ...]:
+    """What the ORM's compiler applies to each column it reads: the backend's and the field's."""
+    found = []
+    for name in names:
+        # The field's own column expression: a foreign key's reads as its target's (a UUID).
+        col = _field(model, name).get_col(model._meta.db_table)
+        found.append(
+            (connection.ops.get_db_converters(col) + col.get_db_converters(connection), col)
+        )
+    return tuple(found)
+
+
+def python_values(model: type[Model], names: tuple[str, ...], row: Sequence[Any]) -> list[Any]:
+    """A row of `names` as the ORM would read it."""
+    values = []
+    for value, (converters, col) in zip(
+        row, _converters(model, names, connection.vendor), strict=True
+    ):
+        for convert in converters:
+            value = convert(value, col, connection)
+        values.append(value)
+    return values
+
+
+def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
+def execute(sql: str, params: Sequence[Any]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def instance(model: type[M], names: tuple[str, ...], row: Sequence[Any]) -> M:
+    """A model object from a row of `names`, as a queryset would make it (fields not read are
+    deferred)."""
+    return model.from_db(connection.alias, list(names), python_values(model, names, row))
+
+
+@cache
+def _insert_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
+    placeholders = ", ".join(["%s"] * len(names))
+    return f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES ({placeholders})"
+
+
+def insert(model: type[Model], values: Mapping[str, Any]) -> None:
+    """INSERT one row of `values` (field names → Python values); no RETURNING."""
+    execute(
+        _insert_sql(model, tuple(values), connection.vendor),
+        [db_value(model, name, value) for name, value in values.items()],
+    )
+
+
+@cache
+def _update_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
+    pk = model._meta.pk
+    assert pk is not None
+    assignments = ", ".join(f"{column(model, name)} = %s" for name in names)
+    return f"UPDATE {table(model)} SET {assignments} WHERE {column(model, pk.name)} = %s"
+
+
+def update(obj: Model, names: Sequence[str]) -> None:
+    """UPDATE these fields of `obj`'s row from the object (Django's `save(update_fields=…)`
+    without its signals and its query building)."""
+    model = type(obj)
+    pk = model._meta.pk
+    assert pk is not None
+    execute(
+        _update_sql(model, tuple(names), connection.vendor),
+        [db_value(model, name, getattr(obj, _field(model, name).attname)) for name in names]
+        + [db_value(model, pk.name, obj.pk)],
+    )
