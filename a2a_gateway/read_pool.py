@@ -7,8 +7,9 @@ stored reads are one statement each on a connection of the process's own pool, a
 event loop. Only the ASGI app uses it, on PostgreSQL; everything else goes through Django.
 
 Safety, as SPEC §16 asks of every connection:
-- a pool belongs to the process and event loop that opened it: a forked child never touches its
-  parent's pool (it opens its own), so no server session is ever shared;
+- a pool belongs to the process and event loop that opened it: a forked child never uses its
+  parent's pool (it opens its own), and psycopg ends a connection only from the process that
+  opened it, so no server session is ever shared;
 - a connection is not checked before use: a broken one fails its read, psycopg's pool drops it,
   and the request goes to the SDK's dispatcher, which reads through Django's checked connections
   and answers an outage with -32603 as every other request does;
@@ -23,6 +24,7 @@ import logging
 import os
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -94,11 +96,13 @@ def _page_sql(*, by_status: bool, after: bool) -> str:
 @dataclass
 class _ProcessPool:
     pid: int
-    loop: asyncio.AbstractEventLoop
     pool: AsyncConnectionPool[AsyncConnection[Any]]
 
 
-_pool: _ProcessPool | None = None
+# One pool per event loop (uvicorn runs one; a test may run a second beside its server's).
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _ProcessPool] = (
+    weakref.WeakKeyDictionary()
+)
 _unavailable_until = 0.0
 
 
@@ -123,9 +127,9 @@ def _conninfo() -> str:
 
 
 async def _current_pool() -> AsyncConnectionPool[AsyncConnection[Any]]:
-    global _pool
     loop = asyncio.get_running_loop()
-    if _pool is None or _pool.pid != os.getpid() or _pool.loop is not loop:
+    current = _pools.get(loop)
+    if current is None or current.pid != os.getpid():
         pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
             _conninfo(),
             min_size=1,
@@ -137,16 +141,15 @@ async def _current_pool() -> AsyncConnectionPool[AsyncConnection[Any]]:
             name="cairn-reads",
         )
         await pool.open(wait=False)
-        _pool = _ProcessPool(os.getpid(), loop, pool)
-    return _pool.pool
+        current = _pools[loop] = _ProcessPool(os.getpid(), pool)
+    return current.pool
 
 
 async def close() -> None:
-    """Close this process's pool (at the server's shutdown)."""
-    global _pool
-    if _pool is not None and _pool.pid == os.getpid():
-        await _pool.pool.close()
-    _pool = None
+    """Close the running loop's pool (at the server's shutdown)."""
+    current = _pools.pop(asyncio.get_running_loop(), None)
+    if current is not None and current.pid == os.getpid():
+        await current.pool.close()
 
 
 async def _fetch(sql: str, params: Any) -> list[tuple[Any, ...]] | None:
