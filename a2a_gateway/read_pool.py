@@ -106,9 +106,14 @@ _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _ProcessPool] = (
 _unavailable_until = 0.0
 
 
+@cache
+def _on_postgresql() -> bool:
+    return connection.vendor == "postgresql"
+
+
 def is_available() -> bool:
     """Whether the ASGI app may read here: PostgreSQL, and no failure in the last second."""
-    return connection.vendor == "postgresql" and time.monotonic() >= _unavailable_until
+    return _on_postgresql() and time.monotonic() >= _unavailable_until
 
 
 def _conninfo() -> str:
