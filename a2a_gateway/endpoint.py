@@ -1,15 +1,19 @@
-"""What `POST /api/a2a` and the card answer, whichever server carries the request.
+"""What `POST /api/a2a` and the card answer, whichever server carries the request: the A2A
+transport, once.
 
 The SDK speaks A2A; this module only moves bytes and headers to and from its JSON-RPC dispatcher,
 plus the two checks the SDK cannot place where SPEC §8.2 wants them: the Bearer token of
-SendMessage (HTTP 401, before the version) and the version (before the params). The Django view
-(WSGI) and the ASGI app (uvicorn) translate their requests into these calls and nothing more.
+SendMessage (HTTP 401, before the version) and the version (before the params). It also holds
+what both servers would otherwise each decide: the methods each path allows, the card, and the
+body limit. The Django view (WSGI) and the ASGI app (uvicorn) translate their requests into
+`http_reply` and its `Reply` back, and nothing more.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -25,22 +29,30 @@ from a2a.utils.constants import PROTOCOL_VERSION_1_0
 from a2a.utils.errors import A2AError, VersionNotSupportedError
 from a2a.utils.version_validator import validate_version
 from asgiref.sync import sync_to_async
+from django.core import signals
 from jsonrpc.exceptions import JSONRPCException
 from jsonrpc.jsonrpc2 import JSONRPC20Request
 from starlette.requests import Request as StarletteRequest
 
 from a2a_gateway.card import agent_card_json
 from a2a_gateway.etag import card_etag, if_none_match_hits
-from a2a_gateway.fast_reads import FAST_METHODS, fast_read
+from a2a_gateway.fast_reads import DJANGO_READS, FAST_METHODS, DjangoReads, StoredReads, fast_read
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE, RAW_PARAMS_STATE, CairnRequestHandler
 from a2a_gateway.params_shape import misplaced_value
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
+from core.errors import method_not_allowed
 from core.json_input import InvalidJson, parse_json
 from core.outages import outage_refusal
 from core.policy import WWW_AUTHENTICATE, body_limit
 
+ENDPOINT_PATH = "/api/a2a"
+# Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL: the same endpoint.
+ENDPOINT_PATHS = (ENDPOINT_PATH, ENDPOINT_PATH + "/")
+CARD_PATH = "/.well-known/agent-card.json"
+ENDPOINT_METHODS = ("GET", "HEAD", "POST")  # GET: the endpoint documents itself with the card
+CARD_METHODS = ("GET", "HEAD")
 AUTHENTICATED_METHODS = frozenset({"SendMessage"})
 JSON_TYPE = "application/json"
 _AGENT_SCOPE = "cairn.agent"
@@ -156,6 +168,17 @@ def _dispatcher_request(
     return StarletteRequest(scope, receive)
 
 
+@asynccontextmanager
+async def _django_request_cycle() -> AsyncIterator[None]:
+    """Django's request signals around work on the ORM's thread, for a server outside Django's
+    request cycle: the connection is checked before and given back after, as under Django."""
+    await sync_to_async(signals.request_started.send)(sender=DjangoReads)
+    try:
+        yield
+    finally:
+        await sync_to_async(signals.request_finished.send)(sender=DjangoReads)
+
+
 async def a2a_reply(
     *,
     path: str,
@@ -163,11 +186,15 @@ async def a2a_reply(
     body: bytes | None,
     origin: str,
     fast_reads: bool = True,
+    reads: StoredReads = DJANGO_READS,
+    outside_django: bool = False,
 ) -> Reply:
     """The answer to one `POST /api/a2a`. `headers` are lower-cased; `body` is None when it was
     over the limit (read no further, parse nothing); `origin` is the site's, for the links a
     refusal gives. `fast_reads=False` sends GetTask and ListTasks to the SDK's dispatcher too:
-    the reference the fast path is tested against."""
+    the reference the fast path is tested against. `reads` is where the fast path finds the
+    stored forms; `outside_django`: the caller is not inside Django's request cycle, so the
+    work on the ORM's thread is wrapped in its signals here."""
     if body is None:
         return _error(
             None,
@@ -180,49 +207,75 @@ async def a2a_reply(
     except InvalidJson as error:
         return _error(None, JSONParseError(message=str(error)))
 
-    agent = None
-    envelope = _single_request(document)
-    if envelope is not None:
-        request_id, method = envelope
-        if method in AUTHENTICATED_METHODS:
-            token = bearer_token(headers.get("authorization", ""))
-            try:
-                agent = await sync_to_async(agent_for_token)(token) if token else None
-            except Exception as exc:
-                outage = outage_refusal(exc)
-                if outage is None:
-                    raise
-                return _error(request_id, InternalError(message=outage.message))
-            if agent is None:
-                reply = _error(
-                    request_id,
-                    InvalidRequestError(
-                        message=f"a valid Bearer token is required for {method} (POST /api/agent/register issues one)"
-                    ),
-                    status=401,
-                )
-                return Reply(reply.status, reply.body, (("WWW-Authenticate", WWW_AUTHENTICATE),))
-        try:
-            await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
-        except A2AError as refused:
-            if not headers.get("a2a-version", "").strip():
-                return _error(request_id, VersionNotSupportedError(message=MISSING_VERSION))
-            return _error(request_id, refused)
-        if "params" in document:
-            model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
-            where = misplaced_value(document["params"], model.DESCRIPTOR)
-            if where is not None:
-                return _error(request_id, InvalidParamsError(message=f"{where} must be an object"))
-        if fast_reads and method in FAST_METHODS:
-            answer_bytes = await fast_read(method, document, request_id)
-            if answer_bytes is not None:
-                return Reply(200, answer_bytes)
+    async with AsyncExitStack() as django_work:
+        in_cycle = not outside_django
 
-    params = document.get("params") if isinstance(document, dict) else None
-    answer = await DISPATCHER.handle_requests(
-        _dispatcher_request(path, headers, body, agent, params, origin)
-    )
-    return Reply(answer.status_code, bytes(answer.body))
+        async def in_django() -> None:
+            """Enter Django's request cycle before the first work on the ORM's thread."""
+            nonlocal in_cycle
+            if not in_cycle:
+                in_cycle = True
+                await django_work.enter_async_context(_django_request_cycle())
+
+        agent = None
+        envelope = _single_request(document)
+        if envelope is not None:
+            request_id, method = envelope
+            if method in AUTHENTICATED_METHODS:
+                await in_django()
+                token = bearer_token(headers.get("authorization", ""))
+                try:
+                    agent = await sync_to_async(agent_for_token)(token) if token else None
+                except Exception as exc:
+                    outage = outage_refusal(exc)
+                    if outage is None:
+                        raise
+                    return _error(request_id, InternalError(message=outage.message))
+                if agent is None:
+                    reply = _error(
+                        request_id,
+                        InvalidRequestError(
+                            message=f"a valid Bearer token is required for {method} (POST /api/agent/register issues one)"
+                        ),
+                        status=401,
+                    )
+                    return Reply(
+                        reply.status, reply.body, (("WWW-Authenticate", WWW_AUTHENTICATE),)
+                    )
+            refused = await _version_refusal(request_id, headers)
+            if refused is not None:
+                return refused
+            if "params" in document:
+                model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
+                where = misplaced_value(document["params"], model.DESCRIPTOR)
+                if where is not None:
+                    return _error(
+                        request_id, InvalidParamsError(message=f"{where} must be an object")
+                    )
+            if fast_reads and method in FAST_METHODS:
+                answer_bytes = await fast_read(method, document, request_id, reads)
+                if answer_bytes is not None:
+                    return Reply(200, answer_bytes)
+
+        await in_django()
+        params = document.get("params") if isinstance(document, dict) else None
+        answer = await DISPATCHER.handle_requests(
+            _dispatcher_request(path, headers, body, agent, params, origin)
+        )
+        return Reply(answer.status_code, bytes(answer.body))
+
+
+async def _version_refusal(request_id: Any, headers: Mapping[str, str]) -> Reply | None:
+    """The SDK's version error, or None when the request speaks A2A 1.x."""
+    if headers.get("a2a-version") == PROTOCOL_VERSION_1_0:
+        return None  # what the SDK's check accepts first: skip building its context
+    try:
+        await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
+    except A2AError as refused:
+        if not headers.get("a2a-version", "").strip():
+            return _error(request_id, VersionNotSupportedError(message=MISSING_VERSION))
+        return _error(request_id, refused)
+    return None
 
 
 @lru_cache(maxsize=32)
@@ -240,3 +293,59 @@ def card_reply(site: str, if_none_match: str | None) -> Reply:
     if if_none_match and if_none_match_hits(if_none_match, etag):
         return Reply(304, b"", headers)
     return Reply(200, body, headers)
+
+
+class ClientGone(Exception):
+    """The client disconnected before its body arrived: there is nobody to answer."""
+
+
+async def bounded_body(declared_length: str | None, chunks: AsyncIterator[bytes]) -> bytes | None:
+    """The body, or None as soon as it is over the limit (the rest is never read): by its
+    declared length when it has one, else by what arrives."""
+    limit = body_limit()
+    if declared_length and declared_length.isdigit() and int(declared_length) > limit:
+        return None
+    received: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            return None
+        received.append(chunk)
+    return b"".join(received)
+
+
+def method_refusal(method: str, path: str) -> Reply | None:
+    """405 with `Allow` for a method the path does not take, else None."""
+    allowed = ENDPOINT_METHODS if path in ENDPOINT_PATHS else CARD_METHODS
+    if method in allowed:
+        return None
+    refusal = method_not_allowed(method, allowed)
+    return Reply(405, json_bytes(refusal.as_body()), (("Allow", ", ".join(allowed)),))
+
+
+async def http_reply(
+    *,
+    method: str,
+    path: str,
+    headers: Mapping[str, str],
+    origin: str,
+    body: AsyncIterator[bytes],
+    reads: StoredReads = DJANGO_READS,
+    outside_django: bool = False,
+) -> Reply:
+    """The answer to any request for the endpoint or the card. `headers` are lower-cased;
+    `body` yields the request body's chunks as they arrive."""
+    refused = method_refusal(method, path)
+    if refused is not None:
+        return refused
+    if method in CARD_METHODS:
+        return card_reply(origin, headers.get("if-none-match"))
+    return await a2a_reply(
+        path=path,
+        headers=headers,
+        body=await bounded_body(headers.get("content-length"), body),
+        origin=origin,
+        reads=reads,
+        outside_django=outside_django,
+    )

@@ -6,6 +6,9 @@ only changes when its task does. Here the params are parsed the same way, the ha
 run in the same order, and the answer is the text `a2a_gateway.stored_forms` rendered at write
 time, spliced into the envelope the SDK's own `JSONRPC20Response` makes.
 
+Where the stored text comes from is the caller's (`StoredReads`): through Django's ORM on its
+thread (`DJANGO_READS`, any database), or on the event loop from `a2a_gateway.read_pool`.
+
 Anything this path does not cover returns None and goes to the dispatcher, which answers as it
 always has: every error, a tenant, `historyLength`, `includeArtifacts`, a context or timestamp
 filter, an id not in canonical form, a task not rendered yet or past its deadline while open (the
@@ -16,8 +19,10 @@ same bytes.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from a2a.server.request_handlers.request_handler import validate_proto_required_fields
 from a2a.server.routes.common import serialize_list_tasks_response
@@ -25,6 +30,7 @@ from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import InvalidParamsError, ListTasksRequest, ListTasksResponse, TaskState
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from asgiref.sync import sync_to_async
+from django.core import signals
 from django.db import connection
 from django.db.models import Field
 from django.utils import timezone
@@ -37,24 +43,60 @@ from a2a_gateway.handler import (
     list_filter_key,
     status_filter,
 )
+from core.cursors import keyset_position
 from core.errors import Refusal
 from tasks.models import Task, TaskStatus
 from tasks.rendered import RENDER_VERSION, is_rendered, json_text
 from tasks.selectors import task_page
 
 FAST_METHODS = frozenset({"GetTask", "ListTasks"})
-_RESULT_SHELL = '{"result":0'
 # Where the stored tasks go: no token, size or count can hold a NUL.
 _TASKS_PLACE = "\x00cairn.tasks\x00"
+_ID_PLACE = "\x00cairn.id\x00"
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """A ListTasks page the stored forms can answer: its filter, size and keyset position."""
+
+    statuses: frozenset[str] | None
+    page_size: int
+    filter_key: str
+    cursor: str  # "" for the first page
+    after: tuple[datetime, uuid.UUID] | None  # the position the cursor holds
+
+
+@dataclass(frozen=True)
+class StoredPage:
+    tasks: list[str]  # the stored list forms, in page order
+    next_cursor: str  # "" on the last page
+    total: int
+
+
+class StoredReads(Protocol):
+    """Where GetTask and ListTasks find the stored forms; None means the dispatcher answers."""
+
+    async def task(self, key: uuid.UUID, now: datetime) -> str | None: ...
+
+    async def page(self, query: PageQuery, now: datetime) -> StoredPage | None: ...
+
+
+@cache
+def _envelope_around_id() -> tuple[str, str]:
+    """The SDK's response object after its result, split where the id goes: its
+    `JSONRPC20Response`, serialised as Starlette's `JSONResponse` does."""
+    shell = json_text(JSONRPC20Response(result=0, _id=_ID_PLACE).data)
+    head, id_place, tail = '{"result":0', json_text(_ID_PLACE), shell
+    if not shell.startswith(head) or shell.count(id_place) != 1:
+        raise ValueError("the SDK's envelope no longer starts with its result")
+    before, after = tail[len(head) :].split(id_place)
+    return before, after
 
 
 def _in_envelope(request_id: Any, result: str) -> bytes:
-    """The SDK's response object around a result already in JSON: its `JSONRPC20Response`,
-    serialised as Starlette's `JSONResponse` does, with the stored text in the result's place."""
-    shell = json_text(JSONRPC20Response(result=0, _id=request_id).data)
-    if not shell.startswith(_RESULT_SHELL):
-        raise ValueError("the SDK's envelope no longer starts with its result")
-    return ('{"result":' + result + shell[len(_RESULT_SHELL) :]).encode()
+    """The SDK's response around a result already in JSON, with the stored text in its place."""
+    before, after = _envelope_around_id()
+    return ('{"result":' + result + before + json_text(request_id) + after).encode()
 
 
 @cache
@@ -70,21 +112,24 @@ def _stored_task_sql() -> str:
     )
 
 
-def stored_task(task_id: str) -> str | None:
-    """The task's stored GetTask result: one indexed query for one text column. None for an id
-    not in canonical form, an unknown task, one not rendered yet, or one open past its deadline."""
+def task_key(task_id: str) -> uuid.UUID | None:
+    """The id as a key, only in canonical form (any other form is the handler's to judge)."""
     try:
         key = uuid.UUID(task_id)
     except ValueError:
         return None
-    if str(key) != task_id:
-        return None
+    return key if str(key) == task_id else None
+
+
+def stored_task(key: uuid.UUID, now: datetime) -> str | None:
+    """The task's stored GetTask result: one indexed query for one text column. None for an
+    unknown task, one not rendered yet, or one open past its deadline."""
     fields = Task._meta
     params = [
         fields.pk.get_db_prep_value(key, connection),
         RENDER_VERSION,
         TaskStatus.WORKING.value,
-        fields.get_field("deadline").get_db_prep_value(timezone.now(), connection),
+        fields.get_field("deadline").get_db_prep_value(now, connection),
     ]
     with connection.cursor() as cursor:
         cursor.execute(_stored_task_sql(), params)
@@ -92,8 +137,52 @@ def stored_task(task_id: str) -> str | None:
     return row[0] if row else None
 
 
-def stored_page(request: ListTasksRequest, raw_params: Any) -> str | None:
-    """A ListTasks result from the stored list forms, or None when the dispatcher must answer."""
+def stored_page(query: PageQuery, now: datetime) -> StoredPage | None:
+    """A ListTasks page from the stored list forms through the ORM, or None when the
+    dispatcher must answer (something was not rendered)."""
+    page = task_page(
+        statuses=query.statuses,
+        limit=query.page_size,
+        cursor=query.cursor or None,
+        filter_key=query.filter_key,
+        with_evaluation=False,
+        only=("rendered_version", "a2a_list_json"),
+    )
+    if not all(is_rendered(task) for task in page.tasks):
+        return None
+    return StoredPage([task.a2a_list_json for task in page.tasks], page.next_cursor, page.total)
+
+
+class DjangoReads:
+    """The stored reads through Django's ORM, one hop to its thread each. `in_request_cycle`:
+    send Django's request signals around the read in the same hop, for a caller outside
+    Django's request cycle (the ASGI app), so the connection is checked and given back."""
+
+    def __init__(self, *, in_request_cycle: bool = False) -> None:
+        self.in_request_cycle = in_request_cycle
+
+    def _run(self, read: Any, *args: Any) -> Any:
+        if not self.in_request_cycle:
+            return read(*args)
+        signals.request_started.send(sender=DjangoReads)
+        try:
+            return read(*args)
+        finally:
+            signals.request_finished.send(sender=DjangoReads)
+
+    async def task(self, key: uuid.UUID, now: datetime) -> str | None:
+        return await sync_to_async(self._run)(stored_task, key, now)
+
+    async def page(self, query: PageQuery, now: datetime) -> StoredPage | None:
+        return await sync_to_async(self._run)(stored_page, query, now)
+
+
+DJANGO_READS = DjangoReads()
+
+
+def page_query(request: ListTasksRequest, raw_params: Any) -> PageQuery | None:
+    """The page a ListTasks asks for, or None when the dispatcher must answer it: artifacts, a
+    context or timestamp filter, and every refusal (bad status, size or token)."""
     if (
         request.include_artifacts
         or request.context_id
@@ -107,40 +196,37 @@ def stored_page(request: ListTasksRequest, raw_params: Any) -> str | None:
     requested = request.page_size if request.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
     if not 1 <= requested <= MAX_REQUESTED_PAGE_SIZE:
         return None
-    page_size = min(requested, MAX_PAGE_SIZE)
+    filter_key = list_filter_key(TaskState.Name(request.status), "", None)
     try:
-        page = task_page(
-            statuses=statuses,
-            limit=page_size,
-            cursor=request.page_token or None,
-            filter_key=list_filter_key(TaskState.Name(request.status), "", None),
-            with_evaluation=False,
-            only=("rendered_version", "a2a_list_json"),
-        )
+        after = keyset_position(request.page_token, filter_key) if request.page_token else None
     except Refusal:
         return None
-    if not all(is_rendered(task) for task in page.tasks):
-        return None
-    return _page_result(
-        [task.a2a_list_json for task in page.tasks], page.next_cursor, page_size, page.total
+    return PageQuery(
+        statuses=statuses,
+        page_size=min(requested, MAX_PAGE_SIZE),
+        filter_key=filter_key,
+        cursor=request.page_token,
+        after=after,
     )
 
 
-def _page_result(tasks: list[str], next_page_token: str, page_size: int, total: int) -> str:
+def _page_result(query: PageQuery, page: StoredPage) -> str:
     """The SDK's serialisation of a ListTasks response, with the stored tasks in its list. Its
     key order depends on which fields are set, so the response it serialises has a task too."""
     response = ListTasksResponse(
-        next_page_token=next_page_token, page_size=page_size, total_size=total
+        next_page_token=page.next_cursor, page_size=query.page_size, total_size=page.total
     )
-    if not tasks:
+    if not page.tasks:
         return json_text(serialize_list_tasks_response(response, False))
     response.tasks.add()
     result = serialize_list_tasks_response(response, False)
     result["tasks"] = _TASKS_PLACE
-    return json_text(result).replace(json_text(_TASKS_PLACE), "[" + ",".join(tasks) + "]", 1)
+    return json_text(result).replace(json_text(_TASKS_PLACE), "[" + ",".join(page.tasks) + "]", 1)
 
 
-async def fast_read(method: str, document: dict[str, Any], request_id: Any) -> bytes | None:
+async def fast_read(
+    method: str, document: dict[str, Any], request_id: Any, reads: StoredReads = DJANGO_READS
+) -> bytes | None:
     """The reply body to a GetTask or ListTasks whose envelope, version and params shape the
     endpoint has checked, or None when the SDK's dispatcher is to answer it."""
     raw_params = document.get("params", {})
@@ -153,11 +239,15 @@ async def fast_read(method: str, document: dict[str, Any], request_id: Any) -> b
         return None
     if request.tenant or request.HasField("history_length"):
         return None
+    now = timezone.now()
     try:
         if method == "GetTask":
-            result = await sync_to_async(stored_task)(request.id)
+            key = task_key(request.id)
+            result = None if key is None else await reads.task(key, now)
         else:
-            result = await sync_to_async(stored_page)(request, raw_params)
+            query = page_query(request, raw_params)
+            page = None if query is None else await reads.page(query, now)
+            result = None if query is None or page is None else _page_result(query, page)
     except Exception:  # the database unreachable, say: the handler answers it as SPEC §16 says
         return None
     return None if result is None else _in_envelope(request_id, result)

@@ -1,16 +1,17 @@
-"""The A2A door under Django (WSGI, and any request the ASGI router leaves to Django): the view
-turns the request into `a2a_gateway.endpoint`'s terms and its reply back into a response."""
+"""The A2A door under Django (WSGI, and any request the ASGI router leaves to Django): the views
+turn the request into `a2a_gateway.endpoint`'s terms and its reply back into a response."""
 
 from __future__ import annotations
 
-from django.core.exceptions import RequestDataTooBig
+from collections.abc import AsyncIterator
+
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from a2a_gateway.endpoint import JSON_TYPE, Reply, a2a_reply, card_reply, json_bytes
-from core.errors import method_not_allowed
-from core.policy import body_limit
+from a2a_gateway.endpoint import JSON_TYPE, Reply, card_reply, http_reply, method_refusal
 from core.site import site_url
+
+_CHUNK = 64 * 1024
 
 
 def _response(reply: Reply) -> HttpResponse:
@@ -20,43 +21,28 @@ def _response(reply: Reply) -> HttpResponse:
     return response
 
 
-def _body(request: HttpRequest) -> bytes | None:
-    """The body, or None when it is over the limit (read no further, parse nothing)."""
-    limit = body_limit()
-    try:
-        if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
-            return None
-    except ValueError:
-        pass
-    try:
-        body = request.body
-    except RequestDataTooBig:
-        return None
-    return None if len(body) > limit else body
-
-
-def _not_allowed(request: HttpRequest, allowed: tuple[str, ...]) -> HttpResponse:
-    refusal = method_not_allowed(request.method or "", allowed)
-    return _response(Reply(405, json_bytes(refusal.as_body()), (("Allow", ", ".join(allowed)),)))
+async def _chunks(request: HttpRequest) -> AsyncIterator[bytes]:
+    while chunk := request.read(_CHUNK):
+        yield chunk
 
 
 @csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
 def agent_card(request: HttpRequest) -> HttpResponse:
-    """`GET /.well-known/agent-card.json` (and `GET /api/a2a`): the card, served as the SDK's card route does."""
-    if request.method not in ("GET", "HEAD"):
-        return _not_allowed(request, ("GET", "HEAD"))
+    """`GET /.well-known/agent-card.json`: the card, served as the SDK's card route does."""
+    refused = method_refusal(request.method or "", request.path)
+    if refused is not None:
+        return _response(refused)
     return _response(card_reply(site_url(request), request.headers.get("If-None-Match")))
 
 
 @csrf_exempt
 async def a2a_endpoint(request: HttpRequest) -> HttpResponse:
     """`POST /api/a2a`: A2A 1.0 JSON-RPC. `GET` answers with the card: the endpoint documents itself."""
-    if request.method in ("GET", "HEAD"):
-        return agent_card(request)
-    if request.method != "POST":
-        return _not_allowed(request, ("GET", "HEAD", "POST"))
-    headers = {key.lower(): value for key, value in request.headers.items()}
-    reply = await a2a_reply(
-        path=request.path, headers=headers, body=_body(request), origin=site_url(request)
+    reply = await http_reply(
+        method=request.method or "",
+        path=request.path,
+        headers={key.lower(): value for key, value in request.headers.items()},
+        origin=site_url(request),
+        body=_chunks(request),
     )
     return _response(reply)

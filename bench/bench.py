@@ -410,6 +410,20 @@ class Server:
         self.log_file.close()
 
 
+# uvicorn's event loop and HTTP parser for every uvicorn server here (Cairn, the floor, the SDK's),
+# so the ratios compare servers on one stack: "standard" is uvloop + httptools, what
+# `python -m cairn.serve` uses; BENCH_UVICORN=h11 measures plain asyncio + h11.
+UVICORN_STACKS = {
+    "standard": ["--loop", "uvloop", "--http", "httptools"],
+    "h11": ["--loop", "asyncio", "--http", "h11"],
+}
+UVICORN_STACK = os.environ.get("BENCH_UVICORN", "standard")
+
+
+def uvicorn_flags() -> list[str]:
+    return [*UVICORN_STACKS[UVICORN_STACK], "--no-access-log", "--log-level", "warning"]
+
+
 def cairn_server(stack: str, database_url: str, settings_module: str) -> Server:
     env = {**cairn_env(database_url, settings_module), "PYTHONPATH": str(SERVE_TREE)}
     bind = ["--host", "127.0.0.1", "--port", str(CAIRN_PORT)]
@@ -420,9 +434,7 @@ def cairn_server(stack: str, database_url: str, settings_module: str) -> Server:
             "uvicorn",
             "cairn.asgi:application",
             *bind,
-            "--no-access-log",
-            "--log-level",
-            "warning",
+            *uvicorn_flags(),
         ]
     elif (
         stack == "gunicorn"
@@ -455,9 +467,7 @@ def floor_server(database_url: str) -> Server:
         "127.0.0.1",
         "--port",
         str(CAIRN_PORT),
-        "--no-access-log",
-        "--log-level",
-        "warning",
+        *uvicorn_flags(),
     ]
     return Server("floor-uvicorn", cmd, cairn_env(database_url), CAIRN_PORT)
 
@@ -482,9 +492,7 @@ def sdk_server(db: str) -> Server:
         "127.0.0.1",
         "--port",
         str(SDK_PORT),
-        "--no-access-log",
-        "--log-level",
-        "warning",
+        *uvicorn_flags(),
     ]
     return Server("sdk-uvicorn", cmd, env, SDK_PORT)
 
@@ -754,6 +762,7 @@ def run_all(args: argparse.Namespace) -> None:
         "warmup": WARMUP,
         "connections": CONNECTIONS,
         "gunicorn_workers": GUNICORN_WORKERS,
+        "uvicorn_stack": UVICORN_STACK,
         "load_at_start": [round(x, 2) for x in os.getloadavg()],
         "runs": [],
         "rss_mb": {},

@@ -1,8 +1,9 @@
 """Cairn's ASGI application: Django for every path but two. `/api/mcp` is the MCP SDK's; the A2A
 endpoint and its card are served by the A2A door's own ASGI app, without Django's request cycle.
 
-Django's ASGI handler does not take lifespan events, so this router answers them itself and runs
-the MCP session manager for as long as the server runs.
+Django's ASGI handler does not take lifespan events, so this router answers them itself, runs
+the MCP session manager for as long as the server runs, and closes the A2A door's read pool at
+the end.
 """
 
 import contextlib
@@ -16,6 +17,7 @@ load_settings()
 django_application = get_asgi_application()
 
 # Django must be set up before the doors import the selectors and models.
+from a2a_gateway import read_pool  # noqa: E402
 from a2a_gateway.asgi import endpoint as a2a_endpoint  # noqa: E402
 from a2a_gateway.asgi import is_a2a_path  # noqa: E402
 from core.metrics import with_request_metrics  # noqa: E402
@@ -36,6 +38,7 @@ async def _lifespan(scope, receive, send) -> None:
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await stack.aclose()
+            await read_pool.close()
             await send({"type": "lifespan.shutdown.complete"})
             return
 

@@ -1,9 +1,11 @@
 """Serve Cairn under uvicorn as a deployment should (SPEC §16): `python -m cairn.serve`.
 
 One place for the serving settings that `make run`, the deployment notes and the deployment test
-share: idle connections closed after a few seconds (including one that never sends a request,
-which plain uvicorn keeps open forever), no access log (the proxy in front keeps one), and the
-client's address taken from the proxy's headers only when `FORWARDED_ALLOW_IPS` names the proxy.
+share: uvloop's event loop and httptools' HTTP parser (uvicorn's fast stack: bench/README.md,
+"Serving stack"), idle connections closed after a few seconds (including one that never sends a
+request, which plain uvicorn keeps open forever), no access log (the proxy in front keeps one),
+and the client's address taken from the proxy's headers only when `FORWARDED_ALLOW_IPS` names
+the proxy.
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ import argparse
 import os
 
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 IDLE_TIMEOUT_S = 5
 
 
-class IdleClosingH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with its keep-alive timer started as the connection opens, not only
-    after a first response: a client that connects and says nothing is closed like an idle one."""
+class IdleClosingHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with its keep-alive timer started as the connection opens, not
+    only after a first response: a client that connects and says nothing is closed like an idle one."""
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
@@ -41,7 +43,8 @@ def main(argv: list[str] | None = None) -> None:
         host=options.host,
         port=options.port,
         workers=options.workers,
-        http=IdleClosingH11Protocol,
+        loop="uvloop",
+        http=IdleClosingHttpToolsProtocol,
         timeout_keep_alive=IDLE_TIMEOUT_S,
         access_log=False,
         proxy_headers=True,

@@ -30,6 +30,15 @@ def cursor_decode(token: str, filter_key: str) -> list[Any]:
     return position
 
 
+def keyset_position(cursor: str, filter_key: str) -> tuple[datetime, uuid.UUID]:
+    """The (time, id) a keyset cursor points after; refused like a tampered cursor otherwise."""
+    position = cursor_decode(cursor, filter_key)
+    try:
+        return datetime.fromisoformat(position[0]), uuid.UUID(position[1])
+    except (ValueError, TypeError, IndexError):
+        raise Refusal(ErrorCode.INVALID_QUERY, "the cursor is not one this server issued") from None
+
+
 M = TypeVar("M", bound=Model)
 
 
@@ -39,13 +48,7 @@ def keyset_page(
     """One page of `rows`, newest `time_field` first, ties by id descending; returns the rows and
     the cursor of the next page ("" on the last). Rows must have a UUID primary key."""
     if cursor:
-        position = cursor_decode(cursor, filter_key)
-        try:
-            after_time, after_id = datetime.fromisoformat(position[0]), uuid.UUID(position[1])
-        except (ValueError, TypeError, IndexError):
-            raise Refusal(
-                ErrorCode.INVALID_QUERY, "the cursor is not one this server issued"
-            ) from None
+        after_time, after_id = keyset_position(cursor, filter_key)
         rows = rows.filter(
             Q(**{f"{time_field}__lt": after_time})
             | Q(**{time_field: after_time, "pk__lt": after_id})

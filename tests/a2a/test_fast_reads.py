@@ -1,6 +1,7 @@
 """The fast read path against the SDK's own dispatcher: a generated corpus of requests (every
 method, every parameter shape and error, tasks in every state) answered both ways by the same
-endpoint over the same handler, byte for byte."""
+endpoint over the same handler, byte for byte; the stored forms read through Django's ORM and
+from the ASGI app's own pool on the event loop."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 
+from a2a_gateway import read_pool
 from a2a_gateway.endpoint import a2a_reply
 from a2a_gateway.fast_reads import fast_read
 from tasks.evaluation import tasks_evaluate_due
+from tests.conftest import postgres_only
 from tests.factories import (
     contribution_payload,
     contribution_report,
@@ -259,3 +262,60 @@ def test_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, time_m
         for task in json.loads(fast("ListTasks", {}) or b"")["result"]["tasks"]
     ]
     assert states.count("TASK_STATE_WORKING") == 2  # the overdue ones were evaluated first
+
+
+def walks(task_ids: dict[str, str]) -> list[tuple[Any, None, None]]:
+    """Every page of four walks, each page asked with its own filter and with two others."""
+    requests: list[tuple[Any, None, None]] = []
+    for status, page_size in ((None, 1), (None, 3), ("TASK_STATE_WORKING", 1)):
+        for token in page_tokens(status, page_size):
+            for asked in ({"status": status} if status else {}, {"status": "TASK_STATE_FAILED"}):
+                params = {**asked, "pageSize": page_size, "pageToken": token}
+                requests.append((rpc("ListTasks", params), None, None))
+    return requests
+
+
+@pytest.mark.django_db(transaction=True)
+@postgres_only()
+def test_the_pool_reads_answer_every_request_as_the_sdk_dispatcher_does(
+    tasks_in_every_state, make_agent, time_machine
+):
+    """The ASGI app's reads on the event loop (`a2a_gateway.read_pool`), on one loop as under
+    uvicorn; committed rows, since the pool's connections are not the test's."""
+    requests = corpus(tasks_in_every_state, make_agent().token) + walks(tasks_in_every_state)
+    past_the_second_deadline(time_machine)
+    overdue = tasks_in_every_state["overdue_first"]
+
+    async def both_ways() -> None:
+        try:
+            served = await fast_read(
+                "GetTask", rpc("GetTask", {"id": overdue}), 1, read_pool.POOL_READS
+            )
+            assert served is None  # open past its deadline: the handler evaluates it first
+            for index, (document, headers, raw) in enumerate(requests):
+                answers = {}
+                for fast in (True, False) if index % 2 else (False, True):
+                    answer = await a2a_reply(
+                        path="/api/a2a",
+                        headers=headers if headers is not None else HEADERS,
+                        body=raw if raw is not None else json.dumps(document).encode(),
+                        origin="http://testserver",
+                        fast_reads=fast,
+                        reads=read_pool.POOL_READS,
+                    )
+                    answers[fast] = (answer.status, answer.body, answer.headers)
+                assert answers[True] == answers[False], (document, headers, raw)
+            for task_id in tasks_in_every_state.values():
+                served = await fast_read(
+                    "GetTask", rpc("GetTask", {"id": task_id}), 1, read_pool.POOL_READS
+                )
+                assert served is not None and json.loads(served)["result"]["id"] == task_id
+            for params in ({}, {"pageSize": 2}, {"status": "TASK_STATE_FAILED", "pageSize": 100}):
+                listed = await fast_read(
+                    "ListTasks", rpc("ListTasks", params), 1, read_pool.POOL_READS
+                )
+                assert listed is not None and json.loads(listed)["result"]["tasks"]
+        finally:
+            await read_pool.close()
+
+    async_to_sync(both_ways)()
