@@ -19,6 +19,7 @@ from django.db import connection, connections
 
 from agents.models import Agent, Door
 from agents.services import agent_register
+from cairn.serve import uvicorn_options
 from tasks.models import Task
 from tasks.services import contribution_submit, task_post
 from tests.factories import contribution_payload, open_task_payload
@@ -95,7 +96,11 @@ class _ServerThread(threading.Thread):
         super().__init__(daemon=True)
         self.port = _free_port()
         config = uvicorn.Config(
-            "cairn.asgi:application", host="127.0.0.1", port=self.port, log_level="warning"
+            "cairn.asgi:application",
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            **uvicorn_options(),
         )
         self.server = uvicorn.Server(config)
 
