@@ -212,6 +212,28 @@ def test_a_malformed_message_is_invalid_params(rpc, poster, subtests):
     assert Task.objects.count() == 0
 
 
+def test_a_missing_required_field_is_named_as_the_sdk_names_it(rpc, poster, subtests):
+    """The SDK's REQUIRED-field check, with its own error data, whatever the data part holds."""
+    payload = open_task_payload()
+    for params, field in (
+        ({"message": {"role": "ROLE_USER", "parts": [{"data": payload}]}}, "message.message_id"),
+        ({"message": {"messageId": "m-1", "parts": [{"data": payload}]}}, "message.role"),
+        (
+            {
+                "message": message(payload),
+                "configuration": {"taskPushNotificationConfig": {"url": ""}},
+            },
+            "configuration.task_push_notification_config.url",
+        ),
+    ):
+        with subtests.test(field=field):
+            error = error_of(rpc("SendMessage", params, token=poster.token), -32602)
+            assert error["message"] == "Validation failed"
+            violations = next(item for item in error["data"] if "fieldViolations" in item)
+            assert [item["field"] for item in violations["fieldViolations"]] == [field]
+    assert Task.objects.count() == 0
+
+
 def test_a_context_other_than_the_task_is_invalid_params(rpc, poster, make_agent, post_task):
     task = post_task(poster)
     contributor = make_agent()
