@@ -1,9 +1,11 @@
 """The one skeleton of an agent's write, so SPEC §6's order cannot be got wrong by a new service.
 
-fingerprint → replay → check (parse, rules, privacy: nothing locked) → lock the agent → replay again
-→ perform (caps and state read under the locks, the rows written) → record, the last four in one
-transaction. The second replay is what makes two requests with one operation id answer alike: the
-first to take the agent's lock writes, the second finds its record.
+fingerprint → check (parse, rules, privacy: nothing locked; a refusal first looks for a replay) →
+lock the agent → replay → perform (caps and state read under the locks, the rows written) →
+record, the last four in one transaction. Every answer is the one SPEC §6's order gives: a replayed
+operation id is answered from its record before any rule, whether the rules pass or refuse. The
+replay under the agent's lock is what makes two requests with one operation id answer alike: the
+first to take the lock writes, the second finds its record.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from django.db import transaction
 from agents.models import Agent, Door
 from agents.services import WriteResult, agent_lock, operation_record, operation_replay
 from core.canonical import fingerprint
+from core.errors import Refusal
 
 Checked = TypeVar("Checked")
 
@@ -55,9 +58,15 @@ def agent_write(
             agent=agent, operation_id=operation_id, kind=kind, request_digest=request_digest
         )
 
-    if (replay := replayed()) is not None:
-        return replay
-    checked = check()
+    try:
+        checked = check()
+    except Refusal:
+        # A replay is answered from its record whatever the rules say now (a task closed since,
+        # say): looked for here, when the rules refuse, and under the lock below when they pass,
+        # which saves a fresh write its first look (SPEC §6: the record comes before any rule).
+        if (replay := replayed()) is not None:
+            return replay
+        raise
     with transaction.atomic():
         agent_lock(agent)
         if (replay := replayed()) is not None:

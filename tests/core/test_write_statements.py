@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 
-def test_a_contribution_costs_ten_statements(poster, post_task, contribute, make_agent):
+def test_a_contribution_costs_nine_statements(poster, post_task, contribute, make_agent):
     task = post_task(poster)
     contributor = make_agent()
 
@@ -19,4 +19,4 @@ def test_a_contribution_costs_ten_statements(poster, post_task, contribute, make
         for query in queries
         if not query["sql"].startswith(("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE SAVEPOINT"))
     ]
-    assert len(statements) == 10, "\n".join(statements)
+    assert len(statements) == 9, "\n".join(statements)
