@@ -8,10 +8,56 @@ from typing import Any
 
 import rfc8785
 
+# JCS writes every number as an IEEE double: an integer beyond this is not written exactly.
+_MAX_EXACT_INT = 2**53 - 1
+
+
+def _written_alike(value: Any) -> bool:
+    """Whether JSON's C encoder, keys sorted, writes `value` exactly as RFC 8785 does.
+
+    It does for strings (both escape only `"`, `\\` and the C0 controls, with the same short forms
+    and lower-case `\\u00xx`), booleans, null, integers a double holds exactly, and objects whose
+    keys are ASCII (sorted alike by code point and by UTF-16 unit). A float needs ECMAScript's
+    number formatting, which only `rfc8785` writes."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if -_MAX_EXACT_INT <= item <= _MAX_EXACT_INT:
+                continue
+            return False
+        if kind is list:
+            pending.extend(item)
+        elif kind is dict:
+            for key, member in item.items():
+                if type(key) is not str or not key.isascii():
+                    return False
+                pending.append(member)
+        else:
+            return False
+    return True
+
+
+def canonical_json(value: Any) -> bytes:
+    """JCS of `value`. Every write canonicalises its report, receipt and log entry, and the
+    evaluation its whole body; the C encoder writes those values in a fraction of `rfc8785`'s time,
+    which still writes (and refuses) everything else."""
+    if _written_alike(value):
+        try:
+            return json.dumps(
+                value, ensure_ascii=False, sort_keys=True, separators=(",", ":")
+            ).encode()
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: rfc8785 says what is wrong with it
+    return rfc8785.dumps(value)
+
 
 def canonical_digest(value: Any) -> str:
     """`"sha256:" + hex(SHA-256(JCS(value)))` — the digest every approval names."""
-    return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
 
 
 def fingerprint(value: Any) -> str:

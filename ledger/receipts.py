@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import rfc8785
-
+from core.canonical import canonical_json
 from ledger.keys import sign_compact
 
 
@@ -15,4 +14,4 @@ def receipt_sign(claims: dict[str, Any]) -> str:
 
     Ed25519 signatures are deterministic, but the signature is stored with the contribution all
     the same: a replay must return the same bytes after the site key has been rotated too."""
-    return sign_compact(rfc8785.dumps(claims))
+    return sign_compact(canonical_json(claims))

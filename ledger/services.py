@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import rfc8785
 from django.db import connection, transaction
 from django.db.models import Max
 
+from core.canonical import canonical_json
 from core.clock import now_ms
 from ledger.merkle import leaf_hash, parents_closed_by, perfect_nodes, range_hash
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
@@ -31,7 +31,7 @@ def log_queue(entries: Iterable[dict[str, Any]]) -> None:
     bulk_create, which cost twice as much CPU for a single row (SPEC §15's budget: the log must
     not slow a contribution down noticeably)."""
     at = QueuedEntry._meta.get_field("queued_at").get_db_prep_save(now_ms(), connection)
-    rows = [(rfc8785.dumps(entry).decode(), at) for entry in entries]
+    rows = [(canonical_json(entry).decode(), at) for entry in entries]
     if not rows:
         return
     quote = connection.ops.quote_name

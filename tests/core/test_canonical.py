@@ -6,8 +6,10 @@ import hashlib
 
 import pytest
 import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from core.canonical import canonical_digest
+from core.canonical import canonical_digest, canonical_json
 from tasks.selectors import task_request, task_view
 from tests.factories import open_task_payload, open_task_request
 
@@ -59,3 +61,44 @@ def test_anyone_can_recompute_the_digest_from_the_public_view(poster, post_task)
     task = post_task(poster, open_task_payload(request))
     view = task_view(task)
     assert canonical_digest(task_request(view)) == view["public_input_digest"]
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+
+def _written(write, value):
+    try:
+        return write(value)
+    except Exception as error:
+        return type(error)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_json_values)
+def test_canonical_json_writes_every_value_as_rfc8785_does(value):
+    """The C encoder's shortcut and the reference give the same bytes, or refuse alike."""
+    assert _written(canonical_json, value) == _written(rfc8785.dumps, value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"lone": "\ud800"},
+        {"big": 2**53},
+        {"ctl": "\x00\x1f\x7f\u2028\u2029"},
+        {"\U0001f600": 1, "\ufb33": 2},
+        [True, False, None, 0, -0.0, 1.0],
+    ],
+)
+def test_canonical_json_at_the_shortcuts_edges(value):
+    assert _written(canonical_json, value) == _written(rfc8785.dumps, value)
