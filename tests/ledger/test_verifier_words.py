@@ -4,8 +4,6 @@ to the payloads fails here until the verifier checks it too."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from types import ModuleType
 
@@ -14,17 +12,13 @@ import pytest
 from ledger.verifier import VERIFIER
 from tasks.payloads import VERDICTS, OpenTaskRequest
 from tasks.selectors import REQUEST_FIELDS
+from tests.scripts import loaded_script
 
 
 @pytest.fixture(scope="module")
 def verifier() -> Iterator[ModuleType]:
     """`cairn_verify.py` loaded as a module (its `main` is not run)."""
-    spec = importlib.util.spec_from_file_location("cairn_verify_under_test", VERIFIER)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    yield from loaded_script(VERIFIER, "cairn_verify_under_test")
 
 
 def test_it_recomputes_the_digest_over_the_fields_the_server_approves(verifier):

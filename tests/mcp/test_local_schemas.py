@@ -4,8 +4,6 @@ originals: the schemas it gives an agent, and the problems its preview finds, ar
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -19,6 +17,7 @@ from mcp_door.local_file import repository_source
 from tasks.payloads import ContributionPayload, OpenTaskPayload, OpenTaskRequest
 from tests.factories import OTHER_SOURCE, SOURCE, open_task_payload, open_task_request
 from tests.mcp.conftest import LOCAL_SERVER
+from tests.scripts import loaded_script
 
 # What a schema says to a reader rather than to a validator.
 PROSE = ("title", "description")
@@ -27,12 +26,7 @@ PROSE = ("title", "description")
 @pytest.fixture(scope="module")
 def local() -> Iterator[ModuleType]:
     """`cairn_mcp.py` loaded as a module, as `uv run` would load it (its `main` is not run)."""
-    spec = importlib.util.spec_from_file_location("cairn_mcp_under_test", LOCAL_SERVER)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    yield from loaded_script(LOCAL_SERVER, "cairn_mcp_under_test")
 
 
 def shape(schema: Any) -> Any:
