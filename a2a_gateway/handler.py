@@ -34,6 +34,7 @@ from a2a.types import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
+    Part,
     PushNotificationNotSupportedError,
     Role,
     SendMessageRequest,
@@ -119,7 +120,12 @@ def _required_fields_checked(method: Method) -> Method:
 def _json_emptied(request: SendMessageRequest) -> SendMessageRequest:
     shell = SendMessageRequest()
     shell.CopyFrom(request)
-    for holder in (shell, shell.message, *shell.message.parts):
+    holders: list[SendMessageRequest | Message | Part] = [
+        shell,
+        shell.message,
+        *shell.message.parts,
+    ]
+    for holder in holders:
         if holder.HasField("metadata"):
             holder.metadata.Clear()
             holder.metadata.SetInParent()
