@@ -182,3 +182,38 @@ def test_idle_connections_are_closed_within_thirty_seconds(served):
 
     assert _closed_within(silent, 30) is not None, "a connection that never spoke was kept open"
     assert _closed_within(kept_alive, 30) is not None, "an idle keep-alive connection was kept open"
+
+
+def _response(sock: socket.socket) -> tuple[int, bytes]:
+    """One HTTP/1.1 response read off the socket: its status and body (by Content-Length)."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += sock.recv(4096)
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")[1:]
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(4096)
+    return int(head.split(b" ", 2)[1]), body[:length]
+
+
+def test_a_head_the_fast_parser_refuses_is_still_answered_by_the_application(served):
+    """A header value holding DEL, sent in two pieces on a connection that has served a request
+    already: Cairn's JSON answer, not the HTTP parser's plain text, and the connection goes on."""
+    url, _ = served
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        assert _response(sock)[0] == 200
+        sock.sendall(b"GET /api/no-such-route HTTP/1.1\r\nHost: localhost\r\nX-Note: li")
+        time.sleep(0.2)
+        sock.sendall(b"ne\x7f\r\n\r\n")
+        status, body = _response(sock)
+        assert status == 404, body
+        assert json.loads(body)["error"]["code"] == "not_found"
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        status, body = _response(sock)
+        assert status == 200 and json.loads(body) == {"status": "ok"}
