@@ -15,7 +15,6 @@ import asyncio
 import os
 from typing import Any
 
-import httptools
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -58,32 +57,24 @@ class CairnHttpToolsProtocol(HttpToolsProtocol):
         self._in_message = False
 
     def data_received(self, data: bytes) -> None:
-        self._unset_keepalive_if_required()
         if self._heads_dispatched == 0:
             self._unanswered += data
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError:
-            if self._can_hand_over():
-                self._hand_over_to_h11()
-            else:
-                self.logger.warning("Invalid HTTP request received.")
-                self.send_400_response("Invalid HTTP request received.")
-            return
-        except httptools.HttpParserUpgrade:
-            if self._should_upgrade():
-                self.handle_websocket_upgrade()
-            else:
-                self._unsupported_upgrade_warning()
+        super().data_received(data)
         if not self._in_message:
             self._unanswered.clear()
             self._heads_dispatched = 0
+
+    def send_400_response(self, msg: str) -> None:
+        """Where uvicorn answers a head llhttp refused: handed over instead, when it can be."""
+        if self._can_hand_over():
+            self._hand_over_to_h11()
+        else:
+            super().send_400_response(msg)
 
     def _can_hand_over(self) -> bool:
         return self._heads_dispatched == 0 and (self.cycle is None or self.cycle.response_complete)
 
     def _hand_over_to_h11(self) -> None:
-        self._unset_keepalive_if_required()
         self.connections.discard(self)
         protocol = H11Protocol(
             config=self.config,
