@@ -106,8 +106,8 @@ def _guarded(method: Method) -> Method:
 def _required_fields_checked(method: Method) -> Method:
     """The SDK's `validate_request_params` for SendMessage, run on a copy of the request whose JSON
     values (data parts, metadata) are emptied. A `Struct` or `Value` has no REQUIRED field, so the
-    SDK finds the same errors; walking a payload's values one by one in Python was a fifth of a
-    contribution's CPU (bench/README.md, issue 15)."""
+    SDK finds the same errors without walking a payload value by value in Python: 823 → 237 µs
+    for a contribution (bench/README.md, F17)."""
 
     @functools.wraps(method)
     async def wrapper(self: RequestHandler, params: Any, context: ServerCallContext) -> Any:
