@@ -19,6 +19,9 @@ _SDK_CLIENT_MISTAKES = (
 )
 _SDK_ANSWERED_ERROR = "Request Error"
 _SDK_INTERNAL_ERROR = "Code=-32603"
+# uvicorn's word for bytes that are not an HTTP request, which it answers with a 400 itself.
+_UVICORN = "uvicorn.error"
+_UVICORN_CLIENT_MISTAKE = "Invalid HTTP request received."
 
 
 class ClientMistakesAtInfo(logging.Filter):
@@ -37,6 +40,8 @@ def _is_client_mistake(record: logging.LogRecord) -> bool:
         if message.startswith(_SDK_ANSWERED_ERROR):
             return _SDK_INTERNAL_ERROR not in message
         return message in _SDK_CLIENT_MISTAKES
+    if record.name == _UVICORN:
+        return record.getMessage() == _UVICORN_CLIENT_MISTAKE
     return False
 
 

@@ -217,3 +217,20 @@ def test_a_head_the_fast_parser_refuses_is_still_answered_by_the_application(ser
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         status, body = _response(sock)
         assert status == 200 and json.loads(body) == {"status": "ok"}
+
+
+def test_bytes_that_are_not_http_are_a_client_mistake_in_the_log(served):
+    url, log = served
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Note: nul\x00\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(4096):  # the parser answers and closes the connection
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 400 "), answer
+    time.sleep(0.5)
+
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    refused = [r for r in records if r["message"] == "Invalid HTTP request received."]
+    assert refused, records
+    assert {r["level"] for r in refused} == {"INFO"}
