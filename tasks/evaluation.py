@@ -7,10 +7,10 @@ from collections import Counter, defaultdict
 from datetime import datetime
 from typing import cast
 
-from django.db import connection, transaction
-from django.db.models import Field
+from django.db import transaction
 from django.utils import timezone
 
+from core import statements
 from core.clock import format_instant, now_ms
 from ledger.entries import evaluation_entry
 from ledger.jobs import sequencing_nudge
@@ -98,31 +98,6 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
     return True
 
 
-def _column(field: Field) -> str:
-    assert field.column, f"{field.name} has no column"
-    return field.column
-
-
-def _save_evaluations(batch: list[Task]) -> None:
-    """One parametrised UPDATE for the whole batch, which psycopg pipelines: `bulk_update` builds a
-    CASE expression per row and field, and that cost more than the evaluation itself."""
-    if not batch:
-        return
-    # Concrete columns of Task, not relations: what the stubs' wider return types allow for.
-    fields = [cast(Field, Task._meta.get_field(name)) for name in EVALUATION_FIELDS]
-    pk = Task._meta.pk
-    quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(_column(field))} = %s" for field in fields)
-    sql = f"UPDATE {quote(Task._meta.db_table)} SET {assignments} WHERE {quote(_column(pk))} = %s"
-    rows = [
-        [field.get_db_prep_save(getattr(task, field.attname), connection) for field in fields]
-        + [pk.get_db_prep_save(task.pk, connection)]
-        for task in batch
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
-
-
 def _status_changes(batch: list[Task]) -> dict[str, int]:
     """What a batch of evaluations does to the counts: every task leaves WORKING for its new status."""
     changes = Counter(task.status for task in batch)
@@ -155,7 +130,7 @@ def tasks_evaluate_due(*, batch_size: int = 500) -> int:
             contributions_reveal([c for task in batch for c in contributions[task.pk]])
             for task in batch:
                 evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms())
-            _save_evaluations(batch)
+            statements.update_many(batch, EVALUATION_FIELDS)
             task_count_change(_status_changes(batch))
             log_queue(evaluation_entry(task) for task in batch)
             if batch:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connection
 from django.db.models import Q, QuerySet
 
+from core import statements
 from ledger.seal import report_open
 from tasks.models import Contribution, TaskStatus
 
@@ -44,19 +44,9 @@ def contribution_report(contribution: Contribution) -> dict[str, Any]:
 
 def contributions_reveal(contributions: list[Contribution]) -> None:
     """Open each sealed report once, keep it as the public copy and drop the sealed bytes, in one
-    parametrised UPDATE. Call inside the evaluation's transaction, under the task's row lock."""
+    statement. Call inside the evaluation's transaction, under the task's row lock."""
     sealed = [c for c in contributions if c.report is None]
     for contribution in sealed:
         contribution.report = contribution_report(contribution)
         contribution.sealed_report = None
-    if not sealed:
-        return
-    report_field = Contribution._meta.get_field("report")
-    quote = connection.ops.quote_name
-    sql = (
-        f"UPDATE {quote(Contribution._meta.db_table)} SET {quote('report')} = %s, "
-        f"{quote('sealed_report')} = NULL WHERE {quote('seq')} = %s"
-    )
-    rows = [[report_field.get_db_prep_save(c.report, connection), c.seq] for c in sealed]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+    statements.update_many(sealed, ["report", "sealed_report"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core.canonical import canonical_digest
@@ -150,6 +152,31 @@ def test_the_sweep_evaluates_every_overdue_task(
     time_machine.move_to(max(t.deadline for t in tasks), tick=True)
     assert tasks_evaluate_due() == 3
     assert set(Task.objects.values_list("status", flat=True)) == {"failed"}
+
+
+def test_the_sweep_reveals_every_report_as_written_and_stores_the_view_a_read_renders(
+    poster, post_task, contribute, make_agent, raised_caps, time_machine
+):
+    """Several tasks in one batch: the batch's statements carry JSON texts full of quotes,
+    backslashes and non-ASCII, and each row gets its own."""
+    tasks = [post_task(poster) for _ in range(3)]
+    written = {}
+    for index, task in enumerate(tasks):
+        for turn in range(index + 1):
+            summary = f'"Quoted" \\ back\\slash, café №{index}.{turn} — {{"not": "json"}}'
+            report = contribution_report(summary=summary)
+            contribute(make_agent(), task, contribution_payload(report))
+            written.setdefault(task.pk, []).append(report)
+    time_machine.move_to(max(t.deadline for t in tasks), tick=True)
+
+    assert tasks_evaluate_due() == 3
+    for task in tasks:
+        stored = Task.objects.get(pk=task.pk)
+        revealed = [c.report for c in stored.contributions.order_by("seq")]
+        assert revealed == written[task.pk]
+        assert [c["report"] for c in stored.evaluation["contributions"]] == written[task.pk]
+        assert not stored.contributions.exclude(sealed_report=None).exists()
+        assert json.loads(stored.view_json) == task_view(stored)
 
 
 def counts_by_status() -> dict[str, tuple[int, int]]:
