@@ -160,28 +160,30 @@ def operation_record(
 ) -> None:
     """Record an accepted write for replay and for the keeper's audit log. Call inside its transaction."""
     now = now_ms()
-    statements.insert(
-        Operation,
-        {
-            "agent": agent.pk,
-            "operation_id": operation_id,
-            "kind": kind,
-            "request_digest": request_digest,
-            "result": result,
-            "created_at": now,
-        },
-    )
-    statements.insert(
-        AuditEntry,
-        {
-            "at": now,
-            "agent": agent.pk,
-            "door": door,
-            "client": client[:100],
-            "operation": kind,
-            "object_type": object_type,
-            "object_id": object_id,
-        },
+    statements.insert_each(
+        (
+            Operation,
+            {
+                "agent": agent.pk,
+                "operation_id": operation_id,
+                "kind": kind,
+                "request_digest": request_digest,
+                "result": result,
+                "created_at": now,
+            },
+        ),
+        (
+            AuditEntry,
+            {
+                "at": now,
+                "agent": agent.pk,
+                "door": door,
+                "client": client[:100],
+                "operation": kind,
+                "object_type": object_type,
+                "object_id": object_id,
+            },
+        ),
     )
 
 
