@@ -138,7 +138,9 @@ def _database(url: str) -> dict:
         # Under ASGI every request may run on a new thread, so per-thread persistent connections
         # would pile up; a pool shares a bounded set of them between threads instead.
         config["CONN_MAX_AGE"] = 0
-        config["CONN_HEALTH_CHECKS"] = True
+        # Connections are checked before use by the backend (`cairn.postgresql.base`), without
+        # a round trip unless the server has ended them: not by psycopg's check, which makes one.
+        config["CONN_HEALTH_CHECKS"] = False
         # Server-side binding lets psycopg prepare a statement it has run five times on a
         # connection, so PostgreSQL stops planning the same few queries on every request (on a
         # busy small server, planning a read costs more than running it).

@@ -195,8 +195,7 @@ def raised_caps(settings) -> None:
     settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY = 1000
 
 
-def postgres_only() -> pytest.MarkDecorator:
-    return pytest.mark.skipif(
-        connection.vendor != "postgresql",
-        reason="row locks and concurrent transactions are only meaningful on PostgreSQL",
-    )
+def postgres_only(
+    reason: str = "row locks and concurrent transactions are only meaningful on PostgreSQL",
+) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(connection.vendor != "postgresql", reason=reason)

@@ -5,14 +5,24 @@ one another: if each of them waited out the pool's timeout while the database is
 would wait ten times as long. Once getting a connection has failed, the next second's requests
 fail at once; after that one request tries again, so the server finds the database within a
 second or two of its return.
+
+A connection from the pool is checked before use, as psycopg's `check_connection` would, but
+without its round trip (an empty query before every request's first statement, bench/README.md):
+an idle connection has nothing to read unless the server has spoken, and when PostgreSQL stops or
+restarts each backend sends its client a termination notice and closes the socket, which the
+client sees as readable at once. Only a readable connection gets the round trip; one the server
+has ended fails it, and is closed and given back, so the pool replaces it.
 """
 
 from __future__ import annotations
 
+import select
 import time
+from typing import Any
 
 from django.db.backends.postgresql import base
-from psycopg import OperationalError
+from psycopg import Connection, OperationalError, pq
+from psycopg_pool import ConnectionPool
 
 FAIL_FAST_S = 1.0
 
@@ -25,9 +35,32 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if time.monotonic() < self._unreachable_until.get(self.alias, 0.0):
             raise OperationalError("the database was unreachable a moment ago")
         try:
-            connection = super().get_new_connection(conn_params)
+            connection = self._checked_connection(conn_params)
         except Exception:
             self._unreachable_until[self.alias] = time.monotonic() + FAIL_FAST_S
             raise
         self._unreachable_until.pop(self.alias, None)
         return connection
+
+    def _checked_connection(self, conn_params: dict[str, Any]) -> Connection[Any]:
+        tries = (self.pool.max_size if self.pool else 0) + 1
+        for _ in range(tries):
+            connection = super().get_new_connection(conn_params)
+            if self.pool is None:
+                return connection
+            try:
+                _check_idle(connection)
+            except Exception:
+                connection.close()
+                self.pool.putconn(connection)
+                continue
+            return connection
+        raise OperationalError("no connection from the pool is usable")
+
+
+def _check_idle(connection: Connection[Any]) -> None:
+    if connection.closed or connection.pgconn.status != pq.ConnStatus.OK:
+        raise OperationalError("the connection is closed")
+    readable, _, _ = select.select([connection.fileno()], [], [], 0)
+    if readable:
+        ConnectionPool.check_connection(connection)

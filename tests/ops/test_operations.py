@@ -13,8 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.db import connection
 
 from tasks.jobs import evaluate_due
+from tests.conftest import postgres_only
 from tests.deploy.postgres import free_port
 from tests.factories import deadline_in, open_task_payload, open_task_request
 
@@ -234,3 +236,27 @@ def test_bytes_that_are_not_http_are_a_client_mistake_in_the_log(served):
     refused = [r for r in records if r["message"] == "Invalid HTTP request received."]
     assert refused, records
     assert {r["level"] for r in refused} == {"INFO"}
+
+
+@postgres_only("SQLite has no pool of connections")
+def test_a_pooled_connection_the_database_ended_is_replaced_before_a_request_uses_it(http):
+    """The pool lends no connection the server has ended (SPEC §16): after PostgreSQL drops every
+    connection but this test's, the next requests all succeed."""
+    assert http.get("/api/a2a-tasks").status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        ended = cursor.rowcount
+        for _ in range(50):
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            if cursor.fetchone()[0] == 0:
+                break
+            time.sleep(0.05)
+    assert ended >= 1, "the pool held no idle connection to end"
+    statuses = [http.get("/api/a2a-tasks").status_code for _ in range(5)]
+    assert statuses == [200] * 5
