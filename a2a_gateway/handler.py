@@ -55,7 +55,13 @@ from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict
 
 from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
-from a2a_gateway.translate import data_of, refusal_message, task_from_body, task_from_view
+from a2a_gateway.translate import (
+    data_of,
+    ints_from_doubles,
+    refusal_message,
+    task_from_body,
+    task_from_view,
+)
 from agents.models import Agent
 from calls.published_schemas import published_schema_url
 from core.errors import ErrorCode, Issue, Refusal
@@ -229,6 +235,19 @@ def _as_error(refusal: Refusal) -> A2AError:
     return error
 
 
+def _payload(message: Message, context: ServerCallContext) -> Any:
+    """The one data part's JSON, read from the params the dispatcher parsed the message from
+    rather than converted back from the proto (`data_of`, ~100 µs a contribution). Its numbers
+    are made ints where integral as `data_of` does: SDK clients write every number as a double.
+    The part itself when there are no such params."""
+    raw: Any = context.state.get(RAW_PARAMS_STATE)
+    try:
+        data = raw["message"]["parts"][0]["data"]
+    except (TypeError, KeyError, IndexError):
+        return data_of(message.parts[0])
+    return ints_from_doubles(data)
+
+
 class CairnRequestHandler(RequestHandler):
     """A2A 1.0 over Cairn. Tasks are public, so reads need no identity and nothing is owner-scoped."""
 
@@ -262,7 +281,7 @@ class CairnRequestHandler(RequestHandler):
             result = await sync_to_async(operation.perform)(
                 agent=agent,
                 task_id=message.task_id,
-                payload=data_of(message.parts[0]),
+                payload=_payload(message, context),
                 operation_id=message.message_id,
                 client=client,
             )
