@@ -12,7 +12,7 @@ body limit. The Django view (WSGI) and the ASGI app (uvicorn) translate their re
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -169,31 +169,14 @@ def _dispatcher_request(
 
 
 @asynccontextmanager
-async def _django_request_cycle(first: Callable[[], Any]) -> AsyncIterator[Any]:
+async def _django_request_cycle() -> AsyncIterator[None]:
     """Django's request signals around work on the ORM's thread, for a server outside Django's
-    request cycle: the connection is checked before and given back after, as under Django.
-
-    `first` is the request's first work on that thread, run in the same hop as the start signal
-    and yielded: a hop to the thread costs ~90 µs of CPU (bench/README.md), and every
-    authenticated request would otherwise make one just to send the signal."""
-
-    def start() -> Any:
-        signals.request_started.send(sender=DjangoReads)
-        try:
-            return first()
-        except BaseException:
-            signals.request_finished.send(sender=DjangoReads)
-            raise
-
-    result = await sync_to_async(start)()
+    request cycle: the connection is checked before and given back after, as under Django."""
+    await sync_to_async(signals.request_started.send)(sender=DjangoReads)
     try:
-        yield result
+        yield
     finally:
         await sync_to_async(signals.request_finished.send)(sender=DjangoReads)
-
-
-def _nothing() -> None:
-    return None
 
 
 async def a2a_reply(
@@ -227,23 +210,22 @@ async def a2a_reply(
     async with AsyncExitStack() as django_work:
         in_cycle = not outside_django
 
-        async def in_django(first: Callable[[], Any] = _nothing) -> Any:
-            """Run `first` on the ORM's thread, in Django's request cycle: entered here, in the
-            same hop, when the request is not in it yet."""
+        async def in_django() -> None:
+            """Enter Django's request cycle before the first work on the ORM's thread."""
             nonlocal in_cycle
             if not in_cycle:
                 in_cycle = True
-                return await django_work.enter_async_context(_django_request_cycle(first))
-            return None if first is _nothing else await sync_to_async(first)()
+                await django_work.enter_async_context(_django_request_cycle())
 
         agent = None
         envelope = _single_request(document)
         if envelope is not None:
             request_id, method = envelope
             if method in AUTHENTICATED_METHODS:
+                await in_django()
                 token = bearer_token(headers.get("authorization", ""))
                 try:
-                    agent = await in_django(lambda: agent_for_token(token) if token else None)
+                    agent = await sync_to_async(agent_for_token)(token) if token else None
                 except Exception as exc:
                     outage = outage_refusal(exc)
                     if outage is None:
