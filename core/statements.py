@@ -132,7 +132,10 @@ def _insert_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
 
 def insert(model: type[Model], values: Mapping[str, Any]) -> None:
     """INSERT one row of `values` (field names → Python values); no RETURNING."""
-    insert_many(model, tuple(values), [tuple(values.values())])
+    execute(
+        _insert_sql(model, tuple(values), connection.vendor),
+        [db_value(model, name, value) for name, value in values.items()],
+    )
 
 
 @cache
@@ -172,7 +175,14 @@ def _update_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
 def update(obj: Model, names: Sequence[str]) -> None:
     """UPDATE these fields of `obj`'s row from the object (Django's `save(update_fields=…)`
     without its signals and its query building)."""
-    update_many([obj], names)
+    model = type(obj)
+    pk = model._meta.pk
+    assert pk is not None
+    execute(
+        _update_sql(model, tuple(names), connection.vendor),
+        [db_value(model, name, getattr(obj, _field(model, name).attname)) for name in names]
+        + [db_value(model, pk.name, obj.pk)],
+    )
 
 
 def _array(model: type[Model], name: str) -> str:
@@ -246,14 +256,12 @@ def update_many(objs: Sequence[Model], names: Sequence[str]) -> None:
 
 
 def _run_many(row_sql: str, unnest_sql: Callable[[], str], rows: list[list[Any]]) -> None:
-    """One row: `row_sql` once. Several on PostgreSQL: `unnest_sql` once, each column of `rows`
-    one array; on SQLite, `row_sql` for each row."""
+    """One row, or SQLite: `row_sql` for each row. Several on PostgreSQL: `unnest_sql` once, each
+    column of `rows` one array."""
     if not rows:
         return
     with connection.cursor() as cursor:
-        if len(rows) == 1:
-            cursor.execute(row_sql, rows[0])
-        elif connection.vendor == "postgresql":
+        if len(rows) > 1 and connection.vendor == "postgresql":
             cursor.execute(unnest_sql(), [list(column) for column in zip(*rows, strict=True)])
         else:
             cursor.executemany(row_sql, rows)
