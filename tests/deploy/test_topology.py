@@ -206,6 +206,41 @@ def test_a_qcluster_stops_within_ten_seconds_of_sigterm(deployment):
     assert seconds <= 10, f"qcluster took {seconds:.1f} s to stop\n{worker.tail()}"
 
 
+def test_a_worker_started_while_the_database_is_down_waits_for_it(deployment, db_rows):
+    """An operator who restarts everything at once, or a supervisor that replaces a worker in an
+    outage: the worker must wait for the database, not exit, and still stop on SIGTERM."""
+    for worker in deployment.workers():
+        worker.terminate(timeout=15)
+    ids = _post_tasks(deployment, 4, first_s=4, last_s=6)
+    deployment.postgres.stop()
+    try:
+        waiting, stopped = deployment.start_worker(), deployment.start_worker()
+        time.sleep(10)
+        exited = [w.tail() for w in (waiting, stopped) if w.process.poll() is not None]
+        assert not exited, "a worker exited while the database was down\n" + "\n".join(exited)
+        seconds = stopped.terminate(timeout=30)
+    finally:
+        deployment.postgres.start()
+    back = datetime.now(UTC)
+    print(
+        f"\n[{deployment.broker}] a worker waiting for the database stopped {seconds:.1f} s after SIGTERM"
+    )
+    assert seconds <= 10, f"qcluster took {seconds:.1f} s to stop\n{stopped.tail()}"
+
+    rows = _wait_evaluated(db_rows, ids, timeout=PROMISED_LAG_S + 30)
+    late = [(row[2] - back).total_seconds() for row in rows if row[2] is not None]
+    print(
+        f"[{deployment.broker}] due in the outage: {_lag_figures(late) if late else 'none evaluated'}"
+    )
+    assert len(late) == len(ids), (
+        f"{len(ids) - len(late)} of {len(ids)} tasks still open\n{waiting.tail()}"
+    )
+    assert max(late) <= PROMISED_LAG_S, (
+        f"evaluated late after the database returned: {_lag_figures(late)}"
+    )
+    _assert_counts_exact(db_rows)
+
+
 @dataclass
 class Attempt:
     door: str
