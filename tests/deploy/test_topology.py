@@ -83,6 +83,21 @@ def _assert_counts_exact(db_rows) -> None:
     assert counts == rows, f"per-status counts {counts} differ from the rows {rows}"
 
 
+def _assert_caught_up(
+    deployment: Deployment, db_rows, ids: list[str], since: datetime, what: str
+) -> None:
+    """Every task evaluated within a minute of its deadline or of `since` (a worker's restart, the
+    database's return), whichever came later; the counts still exact."""
+    rows = _wait_evaluated(db_rows, ids, timeout=PROMISED_LAG_S + 30)
+    late = [(row[2] - max(row[1], since)).total_seconds() for row in rows if row[2] is not None]
+    print(f"\n[{deployment.broker}] {what}: {_lag_figures(late) if late else 'none evaluated'}")
+    assert len(late) == len(ids), (
+        f"{len(ids) - len(late)} of {len(ids)} tasks still open\n{deployment.tails()}"
+    )
+    assert max(late) <= PROMISED_LAG_S, f"evaluated late: {_lag_figures(late)}"
+    _assert_counts_exact(db_rows)
+
+
 def _assert_no_shared_connections(deployment: Deployment, *, within_s: float = 20) -> None:
     """No database socket is held by two processes, looked at until at least three processes hold
     one at once: a worker between jobs may have given its connection back."""
@@ -182,18 +197,9 @@ def test_killed_workers_catch_up_within_a_minute_of_a_restart(deployment, db_row
 
     restarted_at = datetime.now(UTC)
     deployment.start_worker()
-    rows = _wait_evaluated(db_rows, ids, timeout=PROMISED_LAG_S + 30)
-    late = [
-        (row[2] - max(row[1], restarted_at)).total_seconds() for row in rows if row[2] is not None
-    ]
-    print(
-        f"\n[{deployment.broker}] after SIGKILL of every qcluster, one restarted: {_lag_figures(late)}"
+    _assert_caught_up(
+        deployment, db_rows, ids, restarted_at, "after SIGKILL of every qcluster, one restarted"
     )
-    assert len(late) == len(ids), (
-        f"{len(ids) - len(late)} of {len(ids)} tasks still open\n{deployment.tails()}"
-    )
-    assert max(late) <= PROMISED_LAG_S, f"evaluated late after the restart: {_lag_figures(late)}"
-    _assert_counts_exact(db_rows)
     _assert_no_shared_connections(deployment)
 
 
@@ -227,18 +233,7 @@ def test_a_worker_started_while_the_database_is_down_waits_for_it(deployment, db
     )
     assert seconds <= 10, f"qcluster took {seconds:.1f} s to stop\n{stopped.tail()}"
 
-    rows = _wait_evaluated(db_rows, ids, timeout=PROMISED_LAG_S + 30)
-    late = [(row[2] - back).total_seconds() for row in rows if row[2] is not None]
-    print(
-        f"[{deployment.broker}] due in the outage: {_lag_figures(late) if late else 'none evaluated'}"
-    )
-    assert len(late) == len(ids), (
-        f"{len(ids) - len(late)} of {len(ids)} tasks still open\n{waiting.tail()}"
-    )
-    assert max(late) <= PROMISED_LAG_S, (
-        f"evaluated late after the database returned: {_lag_figures(late)}"
-    )
-    _assert_counts_exact(db_rows)
+    _assert_caught_up(deployment, db_rows, ids, back, "due in the outage, one worker waiting")
 
 
 @dataclass
@@ -443,15 +438,4 @@ def test_a_database_restart_under_load_fails_fast_recovers_and_loses_nothing(dep
         ).values()
     )
 
-    rows = _wait_evaluated(db_rows, due_ids, timeout=PROMISED_LAG_S + 30)
-    late = [(row[2] - max(row[1], up_wall)).total_seconds() for row in rows if row[2] is not None]
-    print(
-        f"[{deployment.broker}] tasks due during the outage: {_lag_figures(late) if late else 'none evaluated'}"
-    )
-    assert len(late) == len(due_ids), (
-        f"{len(due_ids) - len(late)} tasks due in the outage still open\n{deployment.tails()}"
-    )
-    assert max(late) <= PROMISED_LAG_S, (
-        f"evaluated late after the database returned: {_lag_figures(late)}"
-    )
-    _assert_counts_exact(db_rows)
+    _assert_caught_up(deployment, db_rows, due_ids, up_wall, "tasks due during the outage")
