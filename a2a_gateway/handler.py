@@ -237,9 +237,9 @@ def _as_error(refusal: Refusal) -> A2AError:
 
 def _payload(message: Message, context: ServerCallContext) -> Any:
     """The one data part's JSON, read from the params the dispatcher parsed the message from
-    rather than converted back from the proto (`data_of`, ~100 µs a contribution). Its numbers
-    are made ints where integral as `data_of` does: SDK clients write every number as a double.
-    The part itself when there are no such params."""
+    rather than converted back from the proto (9 µs against `data_of`'s 68 for a bench
+    contribution). Its numbers are made ints where integral, as `data_of` does: SDK clients write
+    every number as a double. The part itself when there are no such params."""
     raw: Any = context.state.get(RAW_PARAMS_STATE)
     try:
         data = raw["message"]["parts"][0]["data"]
