@@ -419,8 +419,11 @@ def seed_reads(count: int, out: Path) -> None:
     now = now_ms()
     ids = []
     for index in range(count):
-        if index % 2 == 0:  # evaluated: created 8..30 days ago, deadline a day later
-            created = _ms(now - timedelta(days=8, seconds=rng.randrange(22 * 86400)))
+        # Evaluated and open tasks alternate at every depth of a ListTasks walk (newest status
+        # first), so a page holds the same mix at 1,000 tasks as at 100,000 and a first page the
+        # same as a deep one: both kinds change state within the last 24 h.
+        if index % 2 == 0:  # evaluated: created 1..2 days ago, deadline a day later
+            created = _ms(now - timedelta(days=1, seconds=2 + rng.randrange(86400 - 2)))
             task = add_task(
                 writer,
                 index,
