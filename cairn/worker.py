@@ -21,41 +21,38 @@ import logging
 import signal
 from multiprocessing import Event
 
-from django.db import close_old_connections, connection
+from django.db import connection
 from django_q.brokers import Broker, get_broker
 from django_q.cluster import Sentinel
 from django_q.queues import Queue
 from django_q.tasks import async_task
 
-from core.outages import is_outage
+from core.outages import is_outage, through_outages
 
 logger = logging.getLogger(__name__)
 
 # django-q2 marks a worker's timer 0 when it timed out and -2 when it was recycled on purpose.
 _TIMED_OUT, _RECYCLED = 0, -2
-# How often a sentinel waiting for the database tries again, and how often it says so.
-_RETRY_S, _REPORT_EVERY = 1.0, 10
+# How often a sentinel waiting for the database tries again.
+_RETRY_S = 1.0
 
 
 def _broker_once_the_database_answers(stop_event) -> Broker | None:
     """The cluster's broker, made once the database answers; None if the cluster was told to stop
     first."""
-    attempts = 0
-    while True:
-        try:
-            connection.ensure_connection()
-            return get_broker()
-        except Exception as exc:
-            if not is_outage(exc):
-                raise
-            if attempts % _REPORT_EVERY == 0:
-                logger.warning(
-                    "the cluster waits for the database to start: %s", str(exc).splitlines()[0]
-                )
-            attempts += 1
-            close_old_connections()
-        if stop_event.wait(_RETRY_S):
-            return None
+
+    def broker() -> Broker:
+        connection.ensure_connection()
+        return get_broker()
+
+    try:
+        return through_outages(
+            broker, pause=lambda: not stop_event.wait(_RETRY_S), who="the starting cluster"
+        )
+    except Exception as exc:
+        if not is_outage(exc):
+            raise
+        return None
 
 
 def _sweep_first(broker: Broker) -> None:

@@ -1,20 +1,27 @@
 """What every door answers while the database is unreachable (SPEC §16): a prompt, honest
 "unavailable, retry shortly" instead of a hang or a traceback. Nothing was written, so a client's
-retry with the same operation id is always safe."""
+retry with the same operation id is always safe. The worker, which has no client to retry for it,
+waits the outage out instead."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 import psycopg
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, close_old_connections
 
 from core.errors import ErrorCode, Refusal
 
 RETRY_AFTER_S = 5
 MESSAGE = f"the database is unavailable; nothing was changed, retry in {RETRY_AFTER_S} s"
 
+# A wait for the database is logged on its first try and every this many tries after.
+_REPORT_EVERY = 10
+
 logger = logging.getLogger(__name__)
+Result = TypeVar("Result")
 
 _OUTAGES = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
@@ -28,7 +35,27 @@ def outage_refusal(exc: BaseException) -> Refusal | None:
     """The `unavailable` refusal for an outage, logged without a traceback; None otherwise."""
     if not is_outage(exc):
         return None
-    logger.warning(
-        "database unavailable: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    )
+    logger.warning("database unavailable: %s", _first_line(exc))
     return Refusal(ErrorCode.UNAVAILABLE, MESSAGE, retry_after=RETRY_AFTER_S)
+
+
+def through_outages(job: Callable[[], Result], *, pause: Callable[[], bool], who: str) -> Result:
+    """`job()`, tried again on a fresh connection after each outage for as long as `pause()`, which
+    waits before the next try, returns True; then the last outage is raised."""
+    tries = 0
+    while True:
+        try:
+            return job()
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            if tries % _REPORT_EVERY == 0:
+                logger.warning("%s waits for the database: %s", who, _first_line(exc))
+            tries += 1
+            close_old_connections()
+            if not pause():
+                raise
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

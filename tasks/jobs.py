@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
-from django.db import close_old_connections
 from django_q.models import Schedule
 from django_q.tasks import schedule
 
-from core.outages import is_outage
+from core.outages import through_outages
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.sweeps import sweep_record
 
@@ -22,21 +20,19 @@ from tasks.sweeps import sweep_record
 # "within a minute of the deadline" from the database's return (§16).
 OUTAGE_PATIENCE_S = 40
 
-logger = logging.getLogger(__name__)
 Result = TypeVar("Result")
 
 
 def _through_outages(job: Callable[[], Result]) -> Result:
     give_up = time.monotonic() + OUTAGE_PATIENCE_S
-    while True:
-        try:
-            return job()
-        except Exception as exc:
-            if not is_outage(exc) or time.monotonic() > give_up:
-                raise
-            logger.warning("job waiting for the database: %s", str(exc).splitlines()[0])
-            close_old_connections()
-            time.sleep(1)
+
+    def pause() -> bool:
+        if time.monotonic() > give_up:
+            return False
+        time.sleep(1)
+        return True
+
+    return through_outages(job, pause=pause, who="a job")
 
 
 def evaluate_task(task_id: str) -> bool:
