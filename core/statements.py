@@ -261,7 +261,9 @@ def _run_many(row_sql: str, unnest_sql: Callable[[], str], rows: list[list[Any]]
     if not rows:
         return
     with connection.cursor() as cursor:
-        if len(rows) > 1 and connection.vendor == "postgresql":
+        if len(rows) == 1:
+            cursor.execute(row_sql, rows[0])
+        elif connection.vendor == "postgresql":
             cursor.execute(unnest_sql(), [list(column) for column in zip(*rows, strict=True)])
         else:
             cursor.executemany(row_sql, rows)

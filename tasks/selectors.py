@@ -249,8 +249,8 @@ class ContributorRecord:
 
 def task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> ContributorRecord:
     """Lock the task's row (Zulip's `access_…(lock=True)`), refresh into `task` what may have
-    changed since it was read (its status and count), and read the agent's own contributions, in
-    one statement. Call inside a transaction holding the agent's row lock: an agent's
+    changed since it was read (its status, count and stored forms), and read the agent's own
+    contributions, in one statement. Call inside a transaction holding the agent's row lock: an agent's
     contributions are only written under that lock, so the statement sees every one of them."""
     row = statements.fetch_one(
         _task_lock_for_contribution(),
@@ -262,8 +262,13 @@ def task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> 
         ],
     )
     assert row is not None, "tasks are never deleted"
-    task.status, task.contributions_count, to_task, since_count = row
+    *fields, to_task, since_count = row
+    for name, value in zip(_LOCKED_FIELDS, fields, strict=True):
+        setattr(task, name, value)
     return ContributorRecord(to_task=to_task, since=since_count)
+
+
+_LOCKED_FIELDS = ("status", "contributions_count", *RENDERED_FIELDS)
 
 
 @statements.prepared
@@ -273,7 +278,7 @@ def _task_lock_for_contribution() -> str:
     task_pk = f"{tasks}.{statements.column(Task, 'id')}"
     by_agent = f"{statements.column(Contribution, 'agent')} = %s"
     return (
-        f"SELECT {statements.columns(Task, ('status', 'contributions_count'))}, "
+        f"SELECT {statements.columns(Task, _LOCKED_FIELDS)}, "
         f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
         f"AND {statements.column(Contribution, 'task')} = {task_pk}), "
         f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "

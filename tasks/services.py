@@ -31,7 +31,7 @@ from tasks.payloads import (
     ContributionPayload,
     OpenTaskPayload,
 )
-from tasks.rendered import RENDERED_FIELDS, task_render
+from tasks.rendered import RENDERED_FIELDS, task_render, task_render_count
 from tasks.rules import (
     contribution_approval_issues,
     contribution_texts,
@@ -222,7 +222,7 @@ def contribution_submit(
         log_queue([contribution_entry(contribution)])
         transaction.on_commit(sequencing_nudge)
         task.contributions_count += 1
-        task_render(task)
+        task_render_count(task, previous=task.contributions_count - 1)
         statements.update(task, ["contributions_count", *RENDERED_FIELDS])
         body = {"task": task_view(task), "receipt": receipt_view(contribution)}
         return Performed(body, object_type="contribution", object_id=str(contribution.id))

@@ -10,7 +10,7 @@ import json
 from django.apps import apps
 
 from tasks.models import Task
-from tasks.rendered import RENDER_VERSION, RENDERED_FIELDS
+from tasks.rendered import RENDER_VERSION, RENDERED_FIELDS, task_render
 from tasks.selectors import task_get, task_view
 from tests.factories import contribution_payload, contribution_report
 
@@ -32,6 +32,33 @@ def test_every_change_stores_the_view_every_door_shows(poster, post_task, contri
     a2a = json.loads(task.a2a_json)
     assert view["contributions_received"] == 1 == a2a["metadata"]["cairn"]["contributions_received"]
     assert a2a["status"]["state"] == "TASK_STATE_WORKING"
+
+
+def test_a_contribution_stores_the_very_forms_a_render_writes(
+    poster, post_task, contribute, make_agent
+):
+    task = post_task(poster)
+    for _ in range(task.max_contributors):
+        contribute(make_agent(), task)
+        stored = stored_forms(task)
+        task_render(task)
+        assert stored == [task.view_json, task.a2a_json, task.a2a_list_json]
+
+
+def test_a_contribution_renders_afresh_a_task_whose_forms_are_not_current(
+    poster, post_task, contribute, make_agent
+):
+    task = post_task(poster)
+    Task.objects.filter(pk=task.pk).update(
+        view_json="", a2a_json="", a2a_list_json="", rendered_version=0
+    )
+
+    contribute(make_agent(), task)
+
+    task.refresh_from_db()
+    assert task.rendered_version == RENDER_VERSION
+    assert json.loads(task.view_json) == task_view(task)
+    assert json.loads(task.a2a_json)["metadata"]["cairn"]["contributions_received"] == 1
 
 
 def test_sealed_content_reaches_the_stored_forms_only_through_the_evaluation(
