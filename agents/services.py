@@ -146,7 +146,7 @@ def _operation_by_id() -> str:
     )
 
 
-def operation_record(
+def operation_record_writes(
     *,
     agent: Agent,
     operation_id: str,
@@ -157,11 +157,12 @@ def operation_record(
     client: str,
     object_type: str,
     object_id: str,
-) -> None:
-    """Record an accepted write for replay and for the keeper's audit log. Call inside its transaction."""
+) -> tuple[statements.Write, statements.Write]:
+    """The rows that record an accepted write for replay and for the keeper's audit log, to send
+    inside its transaction."""
     now = now_ms()
-    statements.insert_each(
-        (
+    return (
+        statements.inserted(
             Operation,
             {
                 "agent": agent.pk,
@@ -172,7 +173,7 @@ def operation_record(
                 "created_at": now,
             },
         ),
-        (
+        statements.inserted(
             AuditEntry,
             {
                 "at": now,

@@ -1,8 +1,8 @@
 """The one skeleton of an agent's write, so SPEC §6's order cannot be got wrong by a new service.
 
 fingerprint → check (parse, rules, privacy: nothing locked; a refusal first looks for a replay) →
-lock the agent → replay → perform (caps and state read under the locks, the rows written) →
-record, the last four in one transaction. Every answer is the one SPEC §6's order gives: a replayed
+lock the agent → replay → perform (caps and state read under the locks) →
+its rows and the record written, in one statement on PostgreSQL; the last four in one transaction. Every answer is the one SPEC §6's order gives: a replayed
 operation id is answered from its record before any rule, whether the rules pass or refuse. The
 replay under the agent's lock is what makes two requests with one operation id answer alike: the
 first to take the lock writes, the second finds its record.
@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 from django.db import transaction
 
 from agents.models import Agent, Door
-from agents.services import WriteResult, agent_lock, operation_record, operation_replay
+from agents.services import WriteResult, agent_lock, operation_record_writes, operation_replay
+from core import statements
 from core.canonical import fingerprint
 from core.errors import Refusal
 
@@ -26,11 +27,13 @@ Checked = TypeVar("Checked")
 
 @dataclass(frozen=True)
 class Performed:
-    """What a write made: the body it answers with (and replays), and the object the audit log names."""
+    """What a write made: the body it answers with (and replays), the object the audit log names,
+    and the rows still to write, which go with the operation record in one statement."""
 
     body: dict[str, Any]
     object_type: str
     object_id: str
+    writes: tuple[statements.Write, ...] = ()
 
 
 def agent_write(
@@ -72,15 +75,18 @@ def agent_write(
         if (replay := replayed()) is not None:
             return replay
         performed = perform(agent, checked)
-        operation_record(
-            agent=agent,
-            operation_id=operation_id,
-            kind=kind,
-            request_digest=request_digest,
-            result=performed.body,
-            door=door,
-            client=client,
-            object_type=performed.object_type,
-            object_id=performed.object_id,
+        statements.write_all(
+            *performed.writes,
+            *operation_record_writes(
+                agent=agent,
+                operation_id=operation_id,
+                kind=kind,
+                request_digest=request_digest,
+                result=performed.body,
+                door=door,
+                client=client,
+                object_type=performed.object_type,
+                object_id=performed.object_id,
+            ),
         )
     return WriteResult(performed.body)

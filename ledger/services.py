@@ -25,18 +25,24 @@ from ledger.notes import checkpoint_sign
 SEQUENCER_LOCK = int.from_bytes(b"cairnlog", "big", signed=True)
 
 
-def log_queue(entries: Iterable[dict[str, Any]]) -> None:
-    """Queue entries for the log. Call inside the transaction of the write they record.
+def log_writes(entries: Iterable[dict[str, Any]]) -> tuple[statements.Write, ...]:
+    """The rows that queue entries for the log, for a write to send with its own rows inside its
+    transaction (`statements.write_all`).
 
-    Every accepted write runs this, so it is plain SQL (`statements.insert_many`) rather than the
-    ORM's bulk_create, which cost twice as much CPU for a single row (SPEC §15's budget: the log
-    must not slow a contribution down noticeably)."""
+    Every accepted write queues an entry, so these are plain SQL rather than the ORM's
+    bulk_create, which cost twice as much CPU for a single row (SPEC §15's budget: the log must
+    not slow a contribution down noticeably)."""
     at = now_ms()
-    statements.insert_many(
+    return statements.rows_inserted(
         QueuedEntry,
         ["entry", "queued_at"],
         [(canonical_json(entry).decode(), at) for entry in entries],
     )
+
+
+def log_queue(entries: Iterable[dict[str, Any]]) -> None:
+    """Queue entries for the log. Call inside the transaction of the write they record."""
+    statements.write_all(*log_writes(entries))
 
 
 def _sequencer_lock() -> bool:

@@ -21,7 +21,7 @@ from ledger.entries import contribution_entry, task_entry
 from ledger.jobs import sequencing_nudge
 from ledger.receipts import receipt_sign
 from ledger.seal import report_seal
-from ledger.services import log_queue
+from ledger.services import log_writes
 from tasks.counts import task_count_change
 from tasks.jobs import schedule_evaluation
 from tasks.models import Contribution, Task, TaskStatus
@@ -117,10 +117,14 @@ def task_post(
         task_render(task)
         task.save(force_insert=True)
         task_count_change({TaskStatus.WORKING: 1})
-        log_queue([task_entry(task)])
         transaction.on_commit(sequencing_nudge)
         transaction.on_commit(lambda: schedule_evaluation(task_id=task.id, deadline=task.deadline))
-        return Performed({"task": task_view(task)}, object_type="task", object_id=str(task.id))
+        return Performed(
+            {"task": task_view(task)},
+            object_type="task",
+            object_id=str(task.id),
+            writes=log_writes([task_entry(task)]),
+        )
 
     return agent_write(
         agent=agent,
@@ -203,29 +207,33 @@ def contribution_submit(
             report, task_id=task.id, contribution_id=contribution.id
         )
         contribution.receipt_signature = receipt_sign(receipt_claims(contribution))
-        statements.insert(
-            Contribution,
-            {
-                name: getattr(contribution, name)
-                for name in (
-                    "id",
-                    "task_id",
-                    "agent_id",
-                    "operation_id",
-                    "sealed_report",
-                    "report_digest",
-                    "received_at",
-                    "receipt_signature",
-                )
-            },
-        )
-        log_queue([contribution_entry(contribution)])
-        transaction.on_commit(sequencing_nudge)
         task.contributions_count += 1
         task_render_count(task, previous=task.contributions_count - 1)
-        statements.update(task, ["contributions_count", *RENDERED_FIELDS])
+        transaction.on_commit(sequencing_nudge)
         body = {"task": task_view(task), "receipt": receipt_view(contribution)}
-        return Performed(body, object_type="contribution", object_id=str(contribution.id))
+        writes = (
+            statements.inserted(
+                Contribution,
+                {
+                    name: getattr(contribution, name)
+                    for name in (
+                        "id",
+                        "task_id",
+                        "agent_id",
+                        "operation_id",
+                        "sealed_report",
+                        "report_digest",
+                        "received_at",
+                        "receipt_signature",
+                    )
+                },
+            ),
+            *log_writes([contribution_entry(contribution)]),
+            statements.updated(task, ["contributions_count", *RENDERED_FIELDS]),
+        )
+        return Performed(
+            body, object_type="contribution", object_id=str(contribution.id), writes=writes
+        )
 
     return agent_write(
         agent=agent,
