@@ -1,11 +1,12 @@
 """The one skeleton of an agent's write, so SPEC §6's order cannot be got wrong by a new service.
 
 fingerprint → check (parse, rules, privacy: nothing locked; a refusal first looks for a replay) →
-lock the agent → replay → perform (caps and state read under the locks) →
-its rows and the record written, in one statement on PostgreSQL; the last four in one transaction. Every answer is the one SPEC §6's order gives: a replayed
-operation id is answered from its record before any rule, whether the rules pass or refuse. The
-replay under the agent's lock is what makes two requests with one operation id answer alike: the
-first to take the lock writes, the second finds its record.
+lock the agent → replay → perform (caps and state read under the locks) → its rows and the
+record written (one statement on PostgreSQL), the last four in one transaction. Every answer is
+the one SPEC §6's order gives: a replayed operation id is answered from its record before any
+rule, whether the rules pass or refuse. The replay under the agent's lock is what makes two
+requests with one operation id answer alike: the first to take the lock writes, the second finds
+its record.
 """
 
 from __future__ import annotations

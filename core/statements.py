@@ -168,10 +168,6 @@ def inserted(model: type[Model], values: Mapping[str, Any]) -> Write:
     )
 
 
-def insert(model: type[Model], values: Mapping[str, Any]) -> None:
-    write_all(inserted(model, values))
-
-
 @cache
 def _update_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
     pk = model._meta.pk
@@ -191,10 +187,6 @@ def updated(obj: Model, names: Sequence[str]) -> Write:
         [db_value(model, name, getattr(obj, _field(model, name).attname)) for name in names]
         + [db_value(model, pk.name, obj.pk)],
     )
-
-
-def update(obj: Model, names: Sequence[str]) -> None:
-    write_all(updated(obj, names))
 
 
 def _array(model: type[Model], name: str) -> str:
@@ -246,7 +238,8 @@ def _update_unnest_sql(model: type[Model], names: tuple[str, ...]) -> str:
 
 
 def update_many(objs: Sequence[Model], names: Sequence[str]) -> None:
-    """`update` for many objects of one model: one statement on PostgreSQL, as `rows_inserted`."""
+    """`updated` for many objects of one model, sent at once: one statement on PostgreSQL, as
+    `rows_inserted`."""
     if not objs:
         return
     model = type(objs[0])
