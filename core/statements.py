@@ -216,11 +216,11 @@ def rows_inserted(
         [db_value(model, name, value) for name, value in zip(names, row, strict=True)]
         for row in rows
     ]
-    if len(prepared_rows) > 1 and connection.vendor == "postgresql":
-        columns_ = [list(column) for column in zip(*prepared_rows, strict=True)]
-        return (Write(_insert_unnest_sql(model, names), columns_),)
-    sql = _insert_sql(model, names, connection.vendor)
-    return tuple(Write(sql, row) for row in prepared_rows)
+    return _row_writes(
+        _insert_sql(model, names, connection.vendor),
+        lambda: _insert_unnest_sql(model, names),
+        prepared_rows,
+    )
 
 
 @cache
@@ -255,22 +255,20 @@ def update_many(objs: Sequence[Model], names: Sequence[str]) -> None:
         + [db_value(model, pk.name, obj.pk)]
         for obj in objs
     ]
-    _run_many(
-        _update_sql(model, names, connection.vendor),
-        lambda: _update_unnest_sql(model, names),
-        rows,
+    write_all(
+        *_row_writes(
+            _update_sql(model, names, connection.vendor),
+            lambda: _update_unnest_sql(model, names),
+            rows,
+        )
     )
 
 
-def _run_many(row_sql: str, unnest_sql: Callable[[], str], rows: list[list[Any]]) -> None:
-    """One row, or SQLite: `row_sql` for each row. Several on PostgreSQL: `unnest_sql` once, each
-    column of `rows` one array."""
-    if not rows:
-        return
-    with connection.cursor() as cursor:
-        if len(rows) == 1:
-            cursor.execute(row_sql, rows[0])
-        elif connection.vendor == "postgresql":
-            cursor.execute(unnest_sql(), [list(column) for column in zip(*rows, strict=True)])
-        else:
-            cursor.executemany(row_sql, rows)
+def _row_writes(
+    row_sql: str, unnest_sql: Callable[[], str], rows: list[list[Any]]
+) -> tuple[Write, ...]:
+    """Several rows on PostgreSQL: `unnest_sql` once, each column of `rows` one array. One row,
+    or SQLite: `row_sql` for each row."""
+    if len(rows) > 1 and connection.vendor == "postgresql":
+        return (Write(unnest_sql(), [list(column) for column in zip(*rows, strict=True)]),)
+    return tuple(Write(row_sql, row) for row in rows)
