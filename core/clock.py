@@ -15,7 +15,8 @@ def now_ms() -> datetime:
 
 
 def format_instant(moment: datetime) -> str:
-    """`isoformat` runs in half `strftime`'s time, and every view, receipt and log entry writes instants."""
+    """`isoformat` runs in half `strftime`'s time, and every view, receipt and log entry writes
+    instants."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
 
 

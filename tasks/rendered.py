@@ -94,12 +94,14 @@ def task_render(task: Task) -> None:
     task.rendered_version = RENDER_VERSION
 
 
-def task_render_count(task: Task, previous: int) -> None:
-    """Set the stored forms of a task whose one change since they were rendered is its count,
-    `previous` then: a contribution's. The count is one number in each form, so the new forms are
-    the old with that number replaced, the very bytes a render would write, for a twentieth of its
-    cost (bench/README.md, F24). A form that does not hold `previous` exactly once (a row rendered
-    before this version, a renderer that writes the count elsewhere) is rendered afresh."""
+def task_count_contribution(task: Task) -> None:
+    """Count one more contribution: the task's count and its stored forms. The count is one number
+    in each form, so the new forms are the old with that number replaced, the very bytes a render
+    would write, for a twentieth of its cost (bench/README.md, F24). A form that does not hold the
+    old count exactly once (a row rendered before this version, a renderer that writes the count
+    elsewhere) is rendered afresh."""
+    previous = task.contributions_count
+    task.contributions_count += 1
     forms = {}
     for field in FORM_FIELDS if is_rendered(task) else ():
         text = getattr(task, field)

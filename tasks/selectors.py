@@ -250,8 +250,8 @@ class ContributorRecord:
 def task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> ContributorRecord:
     """Lock the task's row (Zulip's `access_…(lock=True)`), refresh into `task` what may have
     changed since it was read (its status, count and stored forms), and read the agent's own
-    contributions, in one statement. Call inside a transaction holding the agent's row lock: an agent's
-    contributions are only written under that lock, so the statement sees every one of them."""
+    contributions, in one statement. Call inside a transaction holding the agent's row lock: an
+    agent's contributions are only written under that lock, so the statement sees every one."""
     row = statements.fetch_one(
         _task_lock_for_contribution(),
         [

@@ -31,7 +31,7 @@ from tasks.payloads import (
     ContributionPayload,
     OpenTaskPayload,
 )
-from tasks.rendered import RENDERED_FIELDS, task_render, task_render_count
+from tasks.rendered import RENDERED_FIELDS, task_count_contribution, task_render
 from tasks.rules import (
     contribution_approval_issues,
     contribution_texts,
@@ -207,8 +207,7 @@ def contribution_submit(
             report, task_id=task.id, contribution_id=contribution.id
         )
         contribution.receipt_signature = receipt_sign(receipt_claims(contribution))
-        task.contributions_count += 1
-        task_render_count(task, previous=task.contributions_count - 1)
+        task_count_contribution(task)
         transaction.on_commit(sequencing_nudge)
         body = {"task": task_view(task), "receipt": receipt_view(contribution)}
         writes = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Callable
@@ -62,7 +63,12 @@ def test_twelve_contributors_racing_for_three_places(make_agent, post_task):
     refusals = [r for r in results if isinstance(r, Refusal)]
     assert len(refusals) == 9 and {r.code for r in refusals} == {"task_full"}
     assert Contribution.objects.filter(task=task).count() == 3
-    assert Task.objects.get(pk=task.pk).contributions_count == 3
+    stored = Task.objects.get(pk=task.pk)
+    assert stored.contributions_count == 3
+    # Each contribution rewrote the forms it read under the task's lock: none was lost.
+    assert json.loads(stored.view_json)["contributions_received"] == 3
+    assert json.loads(stored.a2a_json)["metadata"]["cairn"]["contributions_received"] == 3
+    assert json.loads(stored.a2a_list_json)["metadata"]["cairn"]["contributions_received"] == 3
 
 
 def test_one_agent_posting_six_tasks_at_once_gets_two(make_agent):
