@@ -8,10 +8,12 @@ import importlib
 import json
 
 from django.apps import apps
+from django.db import connection
 
 from tasks.models import Task
 from tasks.rendered import RENDER_VERSION, RENDERED_FIELDS, task_render
 from tasks.selectors import task_get, task_view
+from tests.conftest import postgres_only
 from tests.factories import contribution_payload, contribution_report
 
 SECRET_SUMMARY = "The sealed finding: the header is set in buildHeaders() at line 212 of the file."
@@ -97,3 +99,32 @@ def test_the_migration_renders_tasks_written_before_the_forms_existed(poster, po
     assert task.rendered_version == RENDER_VERSION
     assert all(getattr(task, field) for field in RENDERED_FIELDS)
     assert json.loads(task.view_json) == task_view(task)
+
+
+def _toast_chunks() -> int:
+    """Chunks in the TOAST table of the tasks' table: where PostgreSQL puts a value moved out of
+    its row."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT reltoastrelid::regclass FROM pg_class WHERE oid = %s::regclass",
+            [Task._meta.db_table],
+        )
+        (toast,) = cursor.fetchone()
+        cursor.execute(f"SELECT count(*) FROM {toast}")
+        return cursor.fetchone()[0]
+
+
+@postgres_only("TOAST is PostgreSQL's")
+def test_an_evaluated_tasks_forms_stay_in_its_row(
+    poster, post_task, contribute, make_agent, time_machine
+):
+    task = post_task(poster)
+    for _ in range(2):
+        contribute(make_agent(), task, contribution_payload(contribution_report()))
+    time_machine.move_to(task.deadline, tick=True)
+
+    task = task_get(task.pk)
+
+    assert task.evaluated_at is not None
+    assert len(task.view_json) + len(task.a2a_json) + len(task.a2a_list_json) > 4000
+    assert _toast_chunks() == 0
