@@ -239,11 +239,12 @@ def marker(name: str) -> Path:
     return VAR / name / "seeded.json"
 
 
-def setup_cairn(name: str, database_url: str, profile: str, tasks: int, is_pg: bool) -> None:
-    """Create + migrate + seed one Cairn database, unless its marker says it is done."""
+def setup_cairn(name: str, database_url: str, profile: str, tasks: int, is_pg: bool) -> bool:
+    """Create + migrate + seed one Cairn database, unless its marker says it is done. True when
+    it seeded."""
     if marker(name).exists() and (not is_pg or db_exists(database_url.rsplit("/", 1)[1])):
         log(f"{name}: already seeded ({marker(name).read_text().strip()})")
-        return
+        return False
     log(f"{name}: create, migrate, seed {profile} x {tasks}")
     if is_pg:
         recreate_db(database_url.rsplit("/", 1)[1])
@@ -268,12 +269,15 @@ def setup_cairn(name: str, database_url: str, profile: str, tasks: int, is_pg: b
         + "\n"
     )
     log(f"{name}: {marker(name).read_text().strip()}")
+    return True
 
 
-def setup_sdk(name: str, source_db: str) -> None:
-    """The SDK's DatabaseTaskStore table, filled with the same tasks as the Cairn database `source_db`."""
+def setup_sdk(name: str, source_db: str, *, source_seeded: bool) -> None:
+    """The SDK's DatabaseTaskStore table, filled with the same tasks as the Cairn database
+    `source_db`: copied again whenever that database was seeded again, since the request files
+    name its task ids."""
     db = f"cairn_bench_{name}"
-    if marker(name).exists() and db_exists(db):
+    if not source_seeded and marker(name).exists() and db_exists(db):
         log(f"{name}: already seeded")
         return
     recreate_db(db)
@@ -301,8 +305,8 @@ def setup(args: argparse.Namespace) -> None:
     pg_start()
     for size in args.sizes:
         tasks = SIZES[size]
-        setup_cairn(f"pg_{size}", pg_url(f"cairn_bench_pg_{size}"), "reads", tasks, True)
-        setup_sdk(f"sdk_{size}", f"cairn_bench_pg_{size}")
+        seeded = setup_cairn(f"pg_{size}", pg_url(f"cairn_bench_pg_{size}"), "reads", tasks, True)
+        setup_sdk(f"sdk_{size}", f"cairn_bench_pg_{size}", source_seeded=seeded)
         setup_cairn(f"sqlite_{size}", sqlite_url(f"sqlite_{size}"), "reads", tasks, False)
     # Templates: each write run and each sweep starts from a fresh copy (CREATE DATABASE ... TEMPLATE).
     setup_cairn("write_tpl", pg_url("cairn_bench_write_tpl"), "writes", WRITE_TASKS, True)
