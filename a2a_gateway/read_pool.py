@@ -68,7 +68,9 @@ def _stored_task_sql() -> str:
 @cache
 def _page_sql(*, by_status: bool, after: bool) -> str:
     """Whether anything is due, the filter's count from TaskCount, and the page by keyset (one
-    row more than the page, to know whether another follows): one statement, one snapshot."""
+    row more than the page, to know whether another follows): one statement, one snapshot.
+    "Due" compares the earliest open deadline with now, as `tasks_evaluate_due` does, so the
+    probe is always the end of the `task_due` index (bench/README.md, F27)."""
     table = connection.ops.quote_name(Task._meta.db_table)
     counts = connection.ops.quote_name(TaskCount._meta.db_table)
     status, stamp, pk = _column("status"), _column("status_timestamp"), _column("id")
@@ -81,8 +83,8 @@ def _page_sql(*, by_status: bool, after: bool) -> str:
     page_filter = f"WHERE {' AND '.join(where)} " if where else ""
     count_filter = "WHERE status = %(status)s " if by_status else ""
     return (
-        f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {status} = %(working)s "
-        f"AND {_column('deadline')} <= %(now)s), "
+        f"SELECT COALESCE((SELECT MIN({_column('deadline')}) FROM {table} "
+        f"WHERE {status} = %(working)s) <= %(now)s, false), "
         f"(SELECT COALESCE(SUM(count), 0) FROM {counts} {count_filter}), "
         f"page.{pk}, page.{stamp}, page.{_column('rendered_version')}, "
         f"page.{_column('a2a_list_json')} "
