@@ -131,7 +131,8 @@ def corpus(
         for extra in ({}, {"tenant": "t"}, {"historyLength": 0}, {"historyLength": -1}, {"x": 1}):
             add(rpc("GetTask", {"id": task_id, **extra}))
             add(rpc("CancelTask", {"id": task_id, **extra}))
-    for request_id in (1, "abc", None, 0, 2**40, "é"):
+    # 2**70: beyond the 64 bits that orjson writes (`tasks.rendered.json_text`).
+    for request_id in (1, "abc", None, 0, 2**40, "é", 2**70):
         add(rpc("GetTask", {"id": ids[0]}, request_id))
         add(rpc("ListTasks", {}, request_id))
     for weird in (1.5, True, [1], {"a": 1}):

@@ -11,7 +11,7 @@ from django.apps import apps
 from django.db import connection
 
 from tasks.models import Task
-from tasks.rendered import RENDER_VERSION, RENDERED_FIELDS, task_render
+from tasks.rendered import RENDER_VERSION, RENDERED_FIELDS, json_text, task_render
 from tasks.selectors import task_get, task_view
 from tests.conftest import postgres_only
 from tests.factories import contribution_payload, contribution_report
@@ -128,3 +128,17 @@ def test_an_evaluated_tasks_forms_stay_in_its_row(
     assert task.evaluated_at is not None
     assert len(task.view_json) + len(task.a2a_json) + len(task.a2a_list_json) > 4000
     assert _toast_chunks() == 0
+
+
+def test_the_stored_text_is_what_json_dumps_writes_even_where_orjson_differs():
+    """The stored forms must be the SDK dispatcher's bytes, which it writes with `json.dumps`.
+    orjson writes small floats otherwise (`1e-5`, `0.00001`), refuses ints beyond 64 bits and
+    lone surrogates, and must not be what decides any of them."""
+    values = [
+        {"small": [1e-05, -3.5e-05, 6.26703014325946e-05, 1.5e-07, 5e-324]},
+        {"large": [1e16, 1.2345678901234568e17, 2.0, -0.0, 0.1]},
+        {"count": 2**70, "text": "1e-5 and 0.0000 in a string"},
+        {"text": "é😀\u2028</script>\x00\x1f", "surrogate": "\ud800"},
+    ]
+    for value in values:
+        assert json_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
