@@ -56,19 +56,33 @@ def task_from_view(view: dict[str, Any], receipt: dict[str, Any] | None = None) 
     """The A2A Task of SPEC §8.4: id = contextId = the task's UUID, the public view in
     `metadata.cairn` (with the receipt in `metadata.cairn.contribution` when there is one), and
     the evaluation as the one artifact once there is one. No history."""
-    public = {key: value for key, value in view.items() if key != "evaluation"}
+    public = task_public(view)
     if receipt is not None:
         public["contribution"] = receipt
-    task = Task(id=view["id"], context_id=view["id"], metadata={"cairn": public})
+    return task_message(view, cairn=public, evaluation=view.get("evaluation"))
+
+
+def status_instant(view: dict[str, Any]) -> str:
+    """When the task entered its state: posted while open, else evaluated."""
+    return view["created_at"] if view["state"] == "open" else view["evaluated_at"]
+
+
+def task_public(view: dict[str, Any]) -> dict[str, Any]:
+    """What `metadata.cairn` holds: the view without its evaluation, which is the artifact."""
+    return {key: value for key, value in view.items() if key != "evaluation"}
+
+
+def task_message(view: dict[str, Any], *, cairn: dict[str, Any], evaluation: Any) -> Task:
+    """The Task with `cairn` as its metadata and `evaluation`, when not None, as its artifact."""
+    task = Task(id=view["id"], context_id=view["id"], metadata={"cairn": cairn})
     task.status.state = task_state(view)
-    timestamp = view["created_at"] if view["state"] == "open" else view["evaluated_at"]
-    task.status.timestamp.FromDatetime(parse_instant(timestamp))
-    if view.get("evaluation") is not None:
+    task.status.timestamp.FromDatetime(parse_instant(status_instant(view)))
+    if evaluation is not None:
         task.artifacts.append(
             Artifact(
                 artifact_id=EVALUATION_ARTIFACT_ID,
                 name="Evaluation",
-                parts=[data_part(view["evaluation"], JSON)],
+                parts=[data_part(evaluation, JSON)],
             )
         )
     return task
