@@ -32,10 +32,10 @@ RENDERED_FIELDS = (*FORM_FIELDS, "rendered_version")
 # Inside a JSON string every quote is escaped, so this can only match the key itself.
 _COUNT = re.compile(r'"contributions_received":(\d+)(?:\.0)?(?=[,}])')
 # Where orjson may write a float otherwise than Python: below 1e-4, Python writes `1e-05` and
-# orjson `1e-5` or `0.00001`. A number follows `:`, `,` or `[`; a string that only looks so
-# costs a second encoding, not a wrong one. The substrings are tested first: a regular
-# expression that starts with a class is slow to search, and most texts hold neither.
-_SMALL_FLOAT = re.compile(r"[:,\[]-?(?:[0-9.]+e-|0\.0000)")
+# orjson `1e-5` or `0.00001`. Such a number starts the text or follows `:`, `,` or `[`; a
+# string that only looks so costs a second encoding, not a wrong one.
+_NUMBER_CHARS = frozenset("0123456789.")
+_BEFORE_NUMBER = frozenset(":,[")
 
 # A renderer takes the public view and returns {Task field: text} for the fields it owns.
 FormRenderer = Callable[[dict[str, Any]], Mapping[str, str]]
@@ -56,9 +56,28 @@ def json_text(value: Any) -> str:
         text = orjson.dumps(value).decode()
     except TypeError:
         return _python_json_text(value)
-    if ("e-" in text or "0.0000" in text) and _SMALL_FLOAT.search(text):
+    if _may_hold_small_float(text):
         return _python_json_text(value)
     return text
+
+
+def _may_hold_small_float(text: str) -> bool:
+    """Whether orjson may have written a float below 1e-4 in `text`. Most views hold `e-` inside
+    a UUID or a word, so each `e-` is looked at where it stands: a regular expression searching
+    the whole text took 22 µs a form and ran for two forms in three (F32)."""
+    if "0.0000" in text:
+        return True
+    found = text.find("e-")
+    while found != -1:
+        start = found
+        while start > 0 and text[start - 1] in _NUMBER_CHARS:
+            start -= 1
+        if start > 0 and text[start - 1] == "-":
+            start -= 1
+        if start < found and (start == 0 or text[start - 1] in _BEFORE_NUMBER):
+            return True
+        found = text.find("e-", found + 2)
+    return False
 
 
 def _python_json_text(value: Any) -> str:

@@ -9,6 +9,8 @@ import json
 
 from django.apps import apps
 from django.db import connection
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tasks.models import Task
 from tasks.rendered import RENDER_VERSION, RENDERED_FIELDS, json_text, task_render
@@ -142,3 +144,28 @@ def test_the_stored_text_is_what_json_dumps_writes_even_where_orjson_differs():
     ]
     for value in values:
         assert json_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+JSON_VALUES = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.text(alphabet='0123456789.e-:,[ ab"', max_size=12),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.floats(min_value=-1e-3, max_value=1e-3),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.text(alphabet="e-0.1:", max_size=5), inner, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(JSON_VALUES)
+def test_any_json_value_is_written_as_json_dumps_writes_it(value):
+    """Floats of every size, bare and nested, next to strings made of the very characters the
+    small-float check looks for."""
+    assert json_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
