@@ -71,11 +71,21 @@ def _struct_json(value: Any, order: KeyOrder) -> Any:
     """A JSON value as `json_format` writes it back out of a Struct: objects in the map's key
     order, every number the double `Value.number_value` holds. What a Struct refuses (a key that
     is not a string, a value that is not JSON, a number beyond a double) is refused here too."""
+    if type(value) is str:  # most values: tested first, and a dict's strings are not called for
+        return value
     if isinstance(value, dict):
-        return {key: _struct_json(value[key], order) for key in order(tuple(value))}
+        converted = {}
+        for key in order(tuple(value)):
+            item = value[key]
+            converted[key] = item if type(item) is str else _struct_json(item, order)
+        return converted
     if isinstance(value, (list, tuple)):
-        return [_struct_json(item, order) for item in value]
-    if value is None or isinstance(value, (bool, str)):
+        return [item if type(item) is str else _struct_json(item, order) for item in value]
+    if isinstance(
+        value, str
+    ):  # a str subclass, a TextChoices member say: the Struct keeps its text
+        return str.__str__(value)
+    if value is None or isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
         number = float(value)

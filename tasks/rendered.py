@@ -95,9 +95,13 @@ def _jsonb_keys(keys: tuple[str, ...]) -> tuple[str, ...]:
 def _jsonb_order(value: Any) -> Any:
     """A JSON value with its keys in `jsonb` order: the order a read of the row gives back."""
     if isinstance(value, dict):
-        return {key: _jsonb_order(value[key]) for key in _jsonb_keys(tuple(value))}
+        ordered = {}
+        for key in _jsonb_keys(tuple(value)):
+            item = value[key]
+            ordered[key] = _jsonb_order(item) if isinstance(item, (dict, list)) else item
+        return ordered
     if isinstance(value, list):
-        return [_jsonb_order(item) for item in value]
+        return [_jsonb_order(item) if isinstance(item, (dict, list)) else item for item in value]
     return value
 
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from a2a_gateway.stored_forms import a2a_forms
 from a2a_gateway.translate import task_from_view
 from core.clock import format_instant
+from tasks.models import Outcome
 from tasks.rendered import json_text
 
 KEYS = st.text(min_size=1, max_size=12)
@@ -124,3 +125,8 @@ def test_what_a_struct_refuses_is_refused(value):
         sdk_forms(view)
     with pytest.raises(REFUSALS):
         a2a_forms(view)
+
+
+def test_a_str_subclass_is_written_as_its_text():
+    view = {**EVALUATED, "outcome": Outcome.CONTESTED, "evaluation": {"outcome": Outcome.CONTESTED}}
+    assert a2a_forms(view) == sdk_forms(view)
