@@ -94,7 +94,12 @@ def _db() -> BaseDatabaseWrapper:
 
 def db_value(model: type[Model], name: str, value: Any) -> Any:
     """A Python value as the field saves it (a UUID as hex on SQLite, JSON adapted, ...)."""
-    db = _db()
+    return _db_value(_db(), model, name, value)
+
+
+def _db_value(db: BaseDatabaseWrapper, model: type[Model], name: str, value: Any) -> Any:
+    """`db_value` on a connection already looked up: a statement of many rows converts each of
+    their values, and each look-up through asgiref's Local cost more than the conversion."""
     if db.vendor == "postgresql":
         kind = _as_sent_on_postgresql(model, name)
         if kind is not None and type(value) is kind:
@@ -218,9 +223,10 @@ def _insert_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
 
 def inserted(model: type[Model], values: Mapping[str, Any]) -> Write:
     """INSERT one row of `values` (field names → Python values); no RETURNING."""
+    db = _db()
     return Write(
-        _insert_sql(model, tuple(values), connection.vendor),
-        [db_value(model, name, value) for name, value in values.items()],
+        _insert_sql(model, tuple(values), db.vendor),
+        [_db_value(db, model, name, value) for name, value in values.items()],
     )
 
 
@@ -238,10 +244,11 @@ def updated(obj: Model, names: Sequence[str]) -> Write:
     model = type(obj)
     pk = model._meta.pk
     assert pk is not None
+    db = _db()
     return Write(
-        _update_sql(model, tuple(names), connection.vendor),
-        [db_value(model, name, getattr(obj, _field(model, name).attname)) for name in names]
-        + [db_value(model, pk.name, obj.pk)],
+        _update_sql(model, tuple(names), db.vendor),
+        [_db_value(db, model, name, getattr(obj, _field(model, name).attname)) for name in names]
+        + [_db_value(db, model, pk.name, obj.pk)],
     )
 
 
@@ -268,12 +275,13 @@ def rows_inserted(
     statement over 500 (the sweep, bench/README.md). SQLite runs in process and takes a row at a
     time."""
     names = tuple(names)
+    db = _db()
     prepared_rows = [
-        [db_value(model, name, value) for name, value in zip(names, row, strict=True)]
+        [_db_value(db, model, name, value) for name, value in zip(names, row, strict=True)]
         for row in rows
     ]
     return _row_writes(
-        _insert_sql(model, names, connection.vendor),
+        _insert_sql(model, names, db.vendor),
         lambda: _insert_unnest_sql(model, names),
         prepared_rows,
     )
@@ -303,12 +311,13 @@ def update_many(objs: Sequence[Model], names: Sequence[str]) -> None:
     assert pk is not None
     names = tuple(names)
     attnames = [_field(model, name).attname for name in names]
+    db = _db()
     rows = [
         [
-            db_value(model, name, getattr(obj, attname))
+            _db_value(db, model, name, getattr(obj, attname))
             for name, attname in zip(names, attnames, strict=True)
         ]
-        + [db_value(model, pk.name, obj.pk)]
+        + [_db_value(db, model, pk.name, obj.pk)]
         for obj in objs
     ]
     write_all(
