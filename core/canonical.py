@@ -37,7 +37,7 @@ def _written_alike(value: Any) -> bool:
                 if type(key) is not str or not key.isascii():
                     return False
                 pending.append(member)
-        else:
+        elif not isinstance(item, str):  # a str subclass (a TextChoices member) is its text
             return False
     return True
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.canonical import canonical_digest, canonical_json
+from tasks.models import Outcome, TaskStatus
 from tasks.selectors import task_request, task_view
 from tests.factories import open_task_payload, open_task_request
 
@@ -98,6 +99,7 @@ def test_canonical_json_writes_every_value_as_rfc8785_does(value):
         {"ctl": "\x00\x1f\x7f\u2028\u2029"},
         {"\U0001f600": 1, "\ufb33": 2},
         [True, False, None, 0, -0.0, 1.0],
+        {"outcome": Outcome.CONTESTED, "status": [TaskStatus.WORKING]},
     ],
 )
 def test_canonical_json_at_the_shortcuts_edges(value):
