@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from core.canonical import canonical_digest
 from core.errors import Refusal
@@ -177,6 +179,25 @@ def test_the_sweep_reveals_every_report_as_written_and_stores_the_view_a_read_re
         assert [c["report"] for c in stored.evaluation["contributions"]] == written[task.pk]
         assert not stored.contributions.exclude(sealed_report=None).exists()
         assert json.loads(stored.view_json) == task_view(stored)
+
+
+def test_the_sweeps_statements_do_not_grow_with_its_batch(
+    poster, post_task, contribute, make_agent, raised_caps, time_machine
+):
+    """The sweep reads a batch in two statements and writes it in a few more, whatever its size:
+    a field it left unread but touched would cost a statement a task, and a batch of thousands
+    would take thousands of round trips."""
+    statements = []
+    for size in (2, 6):
+        tasks = [post_task(poster) for _ in range(size)]
+        for index, task in enumerate(tasks):
+            for _ in range(1 + index % 2):
+                contribute(make_agent(), task)
+        time_machine.move_to(max(t.deadline for t in tasks), tick=True)
+        with CaptureQueriesContext(connection) as queries:
+            assert tasks_evaluate_due() == size
+        statements.append(len(queries))
+    assert statements[0] == statements[1]
 
 
 def counts_by_status() -> dict[str, tuple[int, int]]:
