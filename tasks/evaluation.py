@@ -109,7 +109,7 @@ def _status_changes(batch: list[Task]) -> dict[str, int]:
 # What the sweep does not read of a task: what the evaluation sets before anything reads it, and
 # what neither the view nor the log entry shows. Each column read is a value converted and set
 # on each task; a field read after all would cost a query a task, which
-# `test_the_sweeps_statements_do_not_grow_with_its_batch` would see.
+# `test_the_sweeps_reads_do_not_grow_with_its_batch` would see.
 _SET_BY_THE_EVALUATION = (
     *EVALUATION_FIELDS,
     "poster",
