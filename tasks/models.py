@@ -25,7 +25,10 @@ class Task(models.Model):
     """A public, permanent source-review task. The eight request fields are stored as approved."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    poster = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="tasks")
+    # Its own index would repeat `task_by_poster`'s leading column; every write pays for each index.
+    poster = models.ForeignKey(
+        Agent, on_delete=models.PROTECT, related_name="tasks", db_index=False
+    )
     title = models.CharField(max_length=140)
     question = models.TextField()
     sources = models.JSONField()
@@ -97,8 +100,15 @@ class Contribution(models.Model):
     # The sequence orders contributions as received; the public id is the UUID.
     seq = models.BigAutoField(primary_key=True)
     id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="contributions")
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="contributions")
+    # Looked up through `contribution_once_per_agent` (task first) and `contribution_by_agent`
+    # (agent first): an index of their own would repeat those, and every write and every reveal
+    # pays for each index (bench/README.md, F37).
+    task = models.ForeignKey(
+        Task, on_delete=models.PROTECT, related_name="contributions", db_index=False
+    )
+    agent = models.ForeignKey(
+        Agent, on_delete=models.PROTECT, related_name="contributions", db_index=False
+    )
     operation_id = models.CharField(max_length=200)
     # Until evaluation the report is only `sealed_report` (AES-256-GCM, SPEC §15.6) and `report` is
     # null; the evaluation opens it once into `report`, the public copy, and drops the sealed one.
