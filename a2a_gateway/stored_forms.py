@@ -35,6 +35,8 @@ from tasks.rendered import json_text
 _ORDERS_CACHED = 4096
 
 KeyOrder = Callable[[tuple[str, ...]], tuple[str, ...]]
+# What a Struct gives back exactly as it was put in.
+_KEPT = frozenset({str, bool, type(None)})
 
 
 # Enough of a view for `task_message` to build a Task around the keys whose order is asked.
@@ -70,26 +72,23 @@ def _evaluation_order(keys: tuple[str, ...]) -> tuple[str, ...]:
 def _struct_json(value: Any, order: KeyOrder) -> Any:
     """A JSON value as `json_format` writes it back out of a Struct: objects in the map's key
     order, every number the double `Value.number_value` holds. What a Struct refuses (a key that
-    is not a string, a value that is not JSON, a number beyond a double) is refused here too."""
-    if type(value) is str:  # most values: tested first, and a dict's strings are not called for
+    is not a string, a value that is not JSON, a number beyond a double) is refused here too.
+    Values kept as they are never cost a call: they are most of a view."""
+    if type(value) in _KEPT:
         return value
     if isinstance(value, dict):
         converted = {}
         for key in order(tuple(value)):
             item = value[key]
-            converted[key] = item if type(item) is str else _struct_json(item, order)
+            converted[key] = item if type(item) in _KEPT else _struct_json(item, order)
         return converted
     if isinstance(value, (list, tuple)):
-        return [item if type(item) is str else _struct_json(item, order) for item in value]
-    if isinstance(
-        value, str
-    ):  # a str subclass, a TextChoices member say: the Struct keeps its text
+        return [item if type(item) in _KEPT else _struct_json(item, order) for item in value]
+    if isinstance(value, str):  # a str subclass (a TextChoices member): a Struct keeps its text
         return str.__str__(value)
-    if value is None or isinstance(value, bool):
-        return value
     if isinstance(value, (int, float)):
         number = float(value)
-        if math.isinf(number) or math.isnan(number):
+        if not math.isfinite(number):
             raise ValueError(f"{value!r} is not a JSON number")
         return number
     raise ValueError(f"{type(value).__name__} is not a JSON value")

@@ -36,7 +36,8 @@ def _written_alike(value: Any) -> bool:
             for key, member in item.items():
                 if type(key) is not str or not key.isascii():
                     return False
-                pending.append(member)
+                if type(member) is not str:  # most members: settled without a turn of the loop
+                    pending.append(member)
         elif not isinstance(item, str):  # a str subclass (a TextChoices member) is its text
             return False
     return True
