@@ -102,8 +102,8 @@ def _db_value(db: BaseDatabaseWrapper, model: type[Model], name: str, value: Any
     their values, and each look-up through asgiref's Local cost more than the conversion."""
     if db.vendor == "postgresql":
         kind = _as_sent_on_postgresql(model, name)
-        if kind is not None and type(value) is kind:
-            return value
+        if type(value) is kind and (not isinstance(value, datetime) or value.tzinfo is not None):
+            return value  # a naive datetime is left to Django, which makes it aware
         if kind is Jsonb and value is not None:
             return Jsonb(value, dumps=_jsonb_text)
     return _field(model, name).get_db_prep_save(value, db)
