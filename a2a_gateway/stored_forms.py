@@ -24,10 +24,8 @@ from typing import Any
 from a2a.server.routes.common import serialize_list_tasks_response
 from a2a.types import ListTasksResponse, TaskState
 from google.protobuf.json_format import MessageToDict
-from google.protobuf.timestamp_pb2 import Timestamp
 
-from a2a_gateway.translate import status_instant, task_message, task_public, task_state
-from core.clock import parse_instant
+from a2a_gateway.translate import status_timestamp, task_message, task_public, task_state
 from tasks.rendered import json_text
 
 # Distinct key sets are few (the view's, a budget's, an evaluation's, a report's and its
@@ -136,9 +134,7 @@ def a2a_forms(view: dict[str, Any]) -> dict[str, str]:
     public = task_public(view)
     evaluation = view.get("evaluation")
     task_shape, listed_shape = _shapes(task_state(view), evaluation is not None)
-    timestamp = Timestamp()
-    timestamp.FromDatetime(parse_instant(status_instant(view)))
-    instant = timestamp.ToJsonString()
+    instant = status_timestamp(view).ToJsonString()
     # `data_part` leaves an empty object's Value unset, which the shape already writes as null.
     data = _struct_json(evaluation, _evaluation_order) if evaluation else None
     task_json = _in_shape(

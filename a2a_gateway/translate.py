@@ -8,6 +8,7 @@ from typing import Any
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from core.clock import parse_instant
 from core.errors import Refusal
@@ -62,9 +63,13 @@ def task_from_view(view: dict[str, Any], receipt: dict[str, Any] | None = None) 
     return task_message(view, cairn=public, evaluation=view.get("evaluation"))
 
 
-def status_instant(view: dict[str, Any]) -> str:
+def status_timestamp(view: dict[str, Any]) -> Timestamp:
     """When the task entered its state: posted while open, else evaluated."""
-    return view["created_at"] if view["state"] == "open" else view["evaluated_at"]
+    timestamp = Timestamp()
+    timestamp.FromDatetime(
+        parse_instant(view["created_at"] if view["state"] == "open" else view["evaluated_at"])
+    )
+    return timestamp
 
 
 def task_public(view: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +81,7 @@ def task_message(view: dict[str, Any], *, cairn: dict[str, Any], evaluation: Any
     """The Task with `cairn` as its metadata and `evaluation`, when not None, as its artifact."""
     task = Task(id=view["id"], context_id=view["id"], metadata={"cairn": cairn})
     task.status.state = task_state(view)
-    task.status.timestamp.FromDatetime(parse_instant(status_instant(view)))
+    task.status.timestamp.CopyFrom(status_timestamp(view))
     if evaluation is not None:
         task.artifacts.append(
             Artifact(
