@@ -133,7 +133,9 @@ def _collector_paused() -> Iterator[None]:
     """Python's cycle collector off for one batch. A batch makes tens of thousands of objects
     (rows, views, forms), so the collector ran again and again over Django's long-lived ones:
     8% of the worker's instructions a task (bench/README.md, F36). A batch's objects hold no
-    cycles of their own; what any other code made is collected once the batch is done."""
+    cycles of their own. The switch is the whole process's: a web process whose read sweeps a
+    batch leaves its other threads' cycles for after it, and of two batches at once in one
+    process, whichever found the collector on turns it back on."""
     enabled = gc.isenabled()
     gc.disable()
     try:
