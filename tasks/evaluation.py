@@ -130,12 +130,14 @@ _CONTRIBUTION_FIELDS_READ = (
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off for one batch. A batch makes tens of thousands of objects
-    (rows, views, forms), so the collector ran again and again over Django's long-lived ones:
-    8% of the worker's instructions a task (bench/README.md, F36). A batch's objects hold no
-    cycles of their own. The switch is the whole process's: a web process whose read sweeps a
-    batch leaves its other threads' cycles for after it, and of two batches at once in one
-    process, whichever found the collector on turns it back on."""
+    """Python's cycle collector off while a batch is evaluated and freed. A batch makes tens of
+    thousands of objects (rows, views, forms), so the collector ran again and again over Django's
+    long-lived ones: 8% of the worker's instructions a task (bench/README.md, F36). A batch's
+    objects hold no cycles of their own, and are freed by their counts before the collector is
+    back: its first pass then finds the few that outlived the batch, not every one it made (F38).
+    The switch is the whole process's: a web process whose read sweeps a batch leaves its other
+    threads' cycles for after it, and of two batches at once in one process, whichever found the
+    collector on turns it back on."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -143,6 +145,33 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _batch_evaluate(batch_size: int) -> int:
+    """Evaluate up to `batch_size` due tasks in one transaction; returns how many."""
+    with transaction.atomic():
+        batch = list(
+            Task.objects.select_for_update(skip_locked=True)
+            .filter(status=TaskStatus.WORKING, deadline__lte=timezone.now())
+            .defer(*_SET_BY_THE_EVALUATION)
+            .order_by("deadline")[:batch_size]
+        )
+        contributions: dict[uuid.UUID, list[Contribution]] = defaultdict(list)
+        for contribution in (
+            Contribution.objects.filter(task__in=batch)
+            .only(*_CONTRIBUTION_FIELDS_READ)
+            .order_by("seq")
+        ):
+            contributions[contribution.task_id].append(contribution)
+        contributions_reveal([c for task in batch for c in contributions[task.pk]])
+        for task in batch:
+            evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms())
+        statements.update_many(batch, EVALUATION_FIELDS)
+        task_count_change(_status_changes(batch))
+        log_queue(evaluation_entry(task) for task in batch)
+        if batch:
+            transaction.on_commit(sequencing_nudge)
+    return len(batch)
 
 
 def tasks_evaluate_due(*, batch_size: int = 500) -> int:
@@ -159,28 +188,8 @@ def tasks_evaluate_due(*, batch_size: int = 500) -> int:
         return 0
     evaluated = 0
     while True:
-        with _collector_paused(), transaction.atomic():
-            batch = list(
-                Task.objects.select_for_update(skip_locked=True)
-                .filter(status=TaskStatus.WORKING, deadline__lte=timezone.now())
-                .defer(*_SET_BY_THE_EVALUATION)
-                .order_by("deadline")[:batch_size]
-            )
-            contributions: dict[uuid.UUID, list[Contribution]] = defaultdict(list)
-            for contribution in (
-                Contribution.objects.filter(task__in=batch)
-                .only(*_CONTRIBUTION_FIELDS_READ)
-                .order_by("seq")
-            ):
-                contributions[contribution.task_id].append(contribution)
-            contributions_reveal([c for task in batch for c in contributions[task.pk]])
-            for task in batch:
-                evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms())
-            statements.update_many(batch, EVALUATION_FIELDS)
-            task_count_change(_status_changes(batch))
-            log_queue(evaluation_entry(task) for task in batch)
-            if batch:
-                transaction.on_commit(sequencing_nudge)
-        evaluated += len(batch)
-        if len(batch) < batch_size:
+        with _collector_paused():
+            done = _batch_evaluate(batch_size)
+        evaluated += done
+        if done < batch_size:
             return evaluated
