@@ -358,15 +358,13 @@ def add_task(
             task_id=task.id,
             agent_id=agent.pk,
             operation_id=operation_id,
-            report=report if evaluate else None,
             sealed_report=None,
             report_digest=report_digest,
             received_at=received_at,
         )
-        if not evaluate:  # sealed until its deadline, as contribution_submit stores it
-            contribution.sealed_report = report_seal(
-                report, task_id=task.id, contribution_id=contribution.id
-            )
+        contribution.sealed_report = report_seal(
+            report, task_id=task.id, contribution_id=contribution.id
+        )
         contribution.receipt_signature = receipt_sign(receipt_claims(contribution))
         task.contributions_count += 1
         body = {"task": task_view(task), "receipt": receipt_view(contribution)}
@@ -390,7 +388,6 @@ def add_task(
                     "task_id",
                     "agent_id",
                     "operation_id",
-                    "report",
                     "sealed_report",
                     "report_digest",
                     "received_at",

@@ -157,7 +157,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Contribution]:
-        return super().get_queryset(request).defer("report")
+        return super().get_queryset(request).defer("sealed_report")
 
     @admin.display(description="task", ordering="task__title")
     def task_title(self, contribution: Contribution) -> str:

@@ -8,7 +8,6 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import cast
 
 from django.db import transaction
 from django.db.models import Min
@@ -23,7 +22,7 @@ from tasks.counts import task_count_change
 from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.payloads import VERDICTS
 from tasks.rendered import RENDERED_FIELDS, task_render
-from tasks.sealing import contributions_reveal
+from tasks.sealing import report_unsealed
 
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
 RULE = "cairn.rules/0.1"
@@ -42,9 +41,11 @@ def evaluation_apply(
     task: Task, contributions: list[Contribution], *, evaluated_at: datetime
 ) -> None:
     """Set the evaluation fields of a still-working task from its contributions, in received order,
-    their reports revealed first (`contributions_reveal`), and render its public forms again.
-    Saving the task (`EVALUATION_FIELDS`) is the caller's, under its row lock."""
-    verdicts = [cast(dict, contribution.report)["verdict"] for contribution in contributions]
+    their reports opened from their seals into the evaluation, the reports' public copy; and
+    render its public forms again. Saving the task (`EVALUATION_FIELDS`) is the caller's, under
+    its row lock."""
+    reports = [report_unsealed(contribution) for contribution in contributions]
+    verdicts = [report["verdict"] for report in reports]
     outcome, verdict = decide(verdicts, task.min_independent)
     task.status = TaskStatus.FAILED if outcome == Outcome.UNRESOLVED else TaskStatus.COMPLETED
     task.outcome = outcome
@@ -63,9 +64,9 @@ def evaluation_apply(
                 "contribution_id": str(contribution.id),
                 "received_at": format_instant(contribution.received_at),
                 "report_digest": contribution.report_digest,
-                "report": contribution.report,
+                "report": report,
             }
-            for contribution in contributions
+            for contribution, report in zip(contributions, reports, strict=True)
         ],
     }
     task_render(task)
@@ -93,7 +94,6 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
         if task is None or task.status != TaskStatus.WORKING or task.deadline > timezone.now():
             return False
         contributions = list(task.contributions.order_by("seq"))
-        contributions_reveal(contributions)
         evaluation_apply(task, contributions, evaluated_at=now_ms())
         task.save(update_fields=EVALUATION_FIELDS)
         task_count_change({TaskStatus.WORKING: -1, task.status: 1})
@@ -121,7 +121,6 @@ _SET_BY_THE_EVALUATION = (
 _CONTRIBUTION_FIELDS_READ = (
     "id",
     "task",
-    "report",
     "sealed_report",
     "report_digest",
     "received_at",
@@ -163,7 +162,6 @@ def _batch_evaluate(batch_size: int) -> int:
             .order_by("seq")
         ):
             contributions[contribution.task_id].append(contribution)
-        contributions_reveal([c for task in batch for c in contributions[task.pk]])
         for task in batch:
             evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms())
         statements.update_many(batch, EVALUATION_FIELDS)

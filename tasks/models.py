@@ -110,9 +110,9 @@ class Contribution(models.Model):
         Agent, on_delete=models.PROTECT, related_name="contributions", db_index=False
     )
     operation_id = models.CharField(max_length=200)
-    # Until evaluation the report is only `sealed_report` (AES-256-GCM, SPEC §15.6) and `report` is
-    # null; the evaluation opens it once into `report`, the public copy, and drops the sealed one.
-    report = models.JSONField(null=True, blank=True)
+    # The report is stored only sealed (AES-256-GCM, SPEC §15.6); the evaluation opens it into the
+    # task's evaluation, its public copy (`tasks.sealing`). Null on a contribution evaluated before
+    # migration 0012, which kept its public copy instead and dropped the seal.
     sealed_report = models.BinaryField(null=True, blank=True)
     report_digest = models.CharField(max_length=71)
     received_at = models.DateTimeField()

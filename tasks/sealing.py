@@ -1,4 +1,10 @@
-"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6)."""
+"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6).
+
+A report is stored once, sealed, and stays so. The evaluation opens every report of its task into
+the task's evaluation, which is public: that is the report's public copy, and the only one a
+reader of an evaluated task is given. The sweep therefore never rewrites a contribution's row
+(bench/README.md, F38).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,6 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from core import statements
 from ledger.seal import report_open
 from tasks.models import Contribution, TaskStatus
 
@@ -28,25 +33,32 @@ def contributions_sealed(
 
 def revealed_report(contribution: Contribution) -> dict[str, Any] | None:
     """The report as anyone may read it: None while it is sealed."""
-    return None if is_sealed(contribution) else contribution_report(contribution)
+    return None if is_sealed(contribution) else _evaluated_report(contribution)
 
 
 def contribution_report(contribution: Contribution) -> dict[str, Any]:
-    """The report: the public copy once evaluated, else opened from its seal (for its author, or
-    for the evaluation)."""
-    if contribution.report is not None:
-        return contribution.report
+    """The report for its author: the public copy once evaluated, else opened from its seal."""
+    if is_sealed(contribution):
+        return report_unsealed(contribution)
+    return _evaluated_report(contribution)
+
+
+def report_unsealed(contribution: Contribution) -> dict[str, Any]:
+    """The report opened from its seal: for the evaluation, or for its author before it. Reads
+    neither the task nor anything but the contribution's own row."""
     sealed = contribution.sealed_report
     if sealed is None:
-        raise ValueError(f"contribution {contribution.id} holds neither a report nor its seal")
+        raise ValueError(f"contribution {contribution.id} holds no sealed report")
     return report_open(bytes(sealed), task_id=contribution.task_id, contribution_id=contribution.id)
 
 
-def contributions_reveal(contributions: list[Contribution]) -> None:
-    """Open each sealed report once, keep it as the public copy and drop the sealed bytes, in one
-    statement. Call inside the evaluation's transaction, under the task's row lock."""
-    sealed = [c for c in contributions if c.report is None]
-    for contribution in sealed:
-        contribution.report = contribution_report(contribution)
-        contribution.sealed_report = None
-    statements.update_many(sealed, ["report", "sealed_report"])
+def _evaluated_report(contribution: Contribution) -> dict[str, Any]:
+    """The report as its task's evaluation published it."""
+    evaluation = contribution.task.evaluation or {}
+    contribution_id = str(contribution.id)
+    for item in evaluation.get("contributions", ()):
+        if item["contribution_id"] == contribution_id:
+            return item["report"]
+    raise ValueError(
+        f"the evaluation of task {contribution.task_id} does not hold {contribution_id}"
+    )

@@ -61,8 +61,25 @@ def test_a_dump_taken_before_the_deadline_holds_no_report_text(
     assert MARKER not in before and "zq7wx4" not in before
     assert mine["contributions"][0]["report"] == report
     assert MARKER in after, "once evaluated the report is public, so the dump shows it"
-    revealed = Contribution.objects.get()
-    assert revealed.report == report and revealed.sealed_report is None
+    revealed = Contribution.objects.select_related("task").get()
+    assert contribution_report(revealed) == report
+    mine = http.get("/api/a2a-tasks/mine", headers=contributor.headers).json()
+    assert mine["contributions"][0]["report"] == report
+
+
+def test_an_evaluated_report_is_read_from_the_evaluation_not_the_seal(
+    poster, post_task, make_agent, contribute, time_machine
+):
+    """Once evaluated, the report's public copy is its task's evaluation: a seal that no longer
+    opens (a key changed, bytes damaged) takes nothing from a reader."""
+    task = post_task(poster)
+    report = report_with(summary=MARKER)
+    contribute(make_agent(), task, contribution_payload(report))
+    time_machine.move_to(task.deadline, tick=True)
+    task_evaluate(task_id=task.pk)
+    Contribution.objects.update(sealed_report=b"not a seal")
+
+    assert contribution_report(Contribution.objects.select_related("task").get()) == report
 
 
 def test_a_sealed_report_moved_to_another_row_does_not_open(
