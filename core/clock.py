@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from django.utils import timezone
 
@@ -14,9 +15,12 @@ def now_ms() -> datetime:
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
+@lru_cache(maxsize=4096)
 def format_instant(moment: datetime) -> str:
     """`isoformat` runs in half `strftime`'s time, and every view, receipt and log entry writes
-    instants."""
+    instants: an evaluation writes its instant into the view, the evaluation and the log entry,
+    and a batch of them holds few distinct instants, so each is written once (a datetime is
+    immutable, and equal instants in other zones write the same text)."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
 
 
