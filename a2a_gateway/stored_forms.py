@@ -25,14 +25,16 @@ from a2a.server.routes.common import serialize_list_tasks_response
 from a2a.types import ListTasksResponse, TaskState
 from google.protobuf.json_format import MessageToDict
 
-from a2a_gateway.translate import status_timestamp, task_message, task_public, task_state
-from tasks.rendered import json_text
+from a2a_gateway.translate import status_instant, task_message, task_public, task_state
+from tasks.rendered import PythonFloat, json_text
 
 # Distinct key sets are few (the view's, a budget's, an evaluation's, a report's and its
 # evidence's); the bound keeps a stream of agents' odd keys from growing the cache for ever.
 _ORDERS_CACHED = 4096
 
 KeyOrder = Callable[[tuple[str, ...]], tuple[str, ...]]
+# Below this orjson writes a float otherwise than `json.dumps` (`tasks.rendered.json_text`).
+_SMALL = 1e-4
 # What a Struct gives back exactly as it was put in.
 _KEPT = frozenset({str, bool, type(None)})
 
@@ -71,7 +73,8 @@ def _struct_json(value: Any, order: KeyOrder) -> Any:
     """A JSON value as `json_format` writes it back out of a Struct: objects in the map's key
     order, every number the double `Value.number_value` holds. What a Struct refuses (a key that
     is not a string, a value that is not JSON, a number beyond a double) is refused here too.
-    Values kept as they are never cost a call: they are most of a view."""
+    Values kept as they are never cost a call: they are most of a view. A number below 1e-4 is
+    a `PythonFloat`, so that `json_text` writes the form as `json_format`'s caller would."""
     if type(value) in _KEPT:
         return value
     if isinstance(value, dict):
@@ -88,7 +91,7 @@ def _struct_json(value: Any, order: KeyOrder) -> Any:
         number = float(value)
         if not math.isfinite(number):
             raise ValueError(f"{value!r} is not a JSON number")
-        return number
+        return PythonFloat(number) if 0 < abs(number) < _SMALL else number
     raise ValueError(f"{type(value).__name__} is not a JSON value")
 
 
@@ -104,6 +107,14 @@ def _shapes(state: TaskState, with_artifact: bool) -> tuple[dict[str, Any], dict
     del task.artifacts[:]
     listed = serialize_list_tasks_response(ListTasksResponse(tasks=[task]), False)["tasks"][0]
     return task_json, listed
+
+
+def _timestamp_json(instant: str) -> str:
+    """An instant as `Timestamp.ToJsonString` writes it, which `json_format` calls: Cairn's
+    instants hold whole milliseconds (`core.clock`), which it writes as three digits, or none
+    when they are zero. Parsing the instant into a Timestamp to write it back cost more than the
+    rest of a shape's form."""
+    return instant[:-5] + "Z" if instant.endswith(".000Z") else instant
 
 
 def _in_shape(
@@ -129,16 +140,18 @@ def a2a_forms(view: dict[str, Any]) -> dict[str, str]:
     without artifacts (a page with `includeArtifacts` is served by the SDK's dispatcher).
 
     The page is serialised the SDK's way, from a ListTasksResponse the Task is copied into, so
-    its view lists its keys in the copied map's order. The status timestamp is written by the
-    Timestamp's own `ToJsonString`, as `json_format` writes it."""
+    its view lists its keys in the copied map's order."""
     public = task_public(view)
     evaluation = view.get("evaluation")
     task_shape, listed_shape = _shapes(task_state(view), evaluation is not None)
-    instant = status_timestamp(view).ToJsonString()
+    instant = _timestamp_json(status_instant(view))
     # `data_part` leaves an empty object's Value unset, which the shape already writes as null.
     data = _struct_json(evaluation, _evaluation_order) if evaluation else None
     task_json = _in_shape(
         task_shape, view["id"], instant, _struct_json(public, _metadata_order), data
     )
     listed = _in_shape(listed_shape, view["id"], instant, _struct_json(public, _listed_order), None)
-    return {"a2a_json": json_text(task_json), "a2a_list_json": json_text(listed)}
+    return {
+        "a2a_json": json_text(task_json, floats_marked=True),
+        "a2a_list_json": json_text(listed, floats_marked=True),
+    }

@@ -63,12 +63,14 @@ def task_from_view(view: dict[str, Any], receipt: dict[str, Any] | None = None) 
     return task_message(view, cairn=public, evaluation=view.get("evaluation"))
 
 
-def status_timestamp(view: dict[str, Any]) -> Timestamp:
+def status_instant(view: dict[str, Any]) -> str:
     """When the task entered its state: posted while open, else evaluated."""
+    return view["created_at"] if view["state"] == "open" else view["evaluated_at"]
+
+
+def status_timestamp(view: dict[str, Any]) -> Timestamp:
     timestamp = Timestamp()
-    timestamp.FromDatetime(
-        parse_instant(view["created_at"] if view["state"] == "open" else view["evaluated_at"])
-    )
+    timestamp.FromDatetime(parse_instant(status_instant(view)))
     return timestamp
 
 

@@ -47,16 +47,22 @@ def form_renderer_register(name: str, renderer: FormRenderer) -> None:
     _renderers[name] = renderer
 
 
-def json_text(value: Any) -> str:
+class PythonFloat(float):
+    """A float `json_text` writes with `json.dumps`: orjson refuses every float subclass."""
+
+
+def json_text(value: Any, *, floats_marked: bool = False) -> str:
     """Compact JSON as Starlette and the SDK write it (non-ASCII kept, no spaces): the bytes of
     `json.dumps`, which the SDK's dispatcher uses. orjson writes the same bytes 6–8× faster
     (bench/README.md, F29) except for what it refuses (an int beyond 64 bits, a lone surrogate)
-    and for small floats; those two go to `json.dumps`, which decides them as it always did."""
+    and for small floats; those two go to `json.dumps`, which decides them as it always did.
+    A caller that made every float below 1e-4 in `value` a `PythonFloat` (`floats_marked`) has
+    orjson refuse them, and spares the search of the text for them."""
     try:
         text = orjson.dumps(value).decode()
     except TypeError:
         return _python_json_text(value)
-    if _may_hold_small_float(text):
+    if not floats_marked and _may_hold_small_float(text):
         return _python_json_text(value)
     return text
 

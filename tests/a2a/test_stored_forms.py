@@ -130,3 +130,12 @@ def test_what_a_struct_refuses_is_refused(value):
 def test_a_str_subclass_is_written_as_its_text():
     view = {**EVALUATED, "outcome": Outcome.CONTESTED, "evaluation": {"outcome": Outcome.CONTESTED}}
     assert a2a_forms(view) == sdk_forms(view)
+
+
+def test_small_numbers_are_written_as_the_sdks_caller_writes_them():
+    """Below 1e-4 orjson writes a float otherwise than `json.dumps` (`0.00001` for `1e-05`)."""
+    small = [1e-05, -3e-06, 1e-07, 2.5e-09, 5e-324, 0.0001, 0.0, 1e16]
+    view = {**EVALUATED, "weights": small, "evaluation": {"weights": small, "n": 1e-5}}
+    forms = a2a_forms(view)
+    assert forms == sdk_forms(view)
+    assert "1e-05" in forms["a2a_json"] and "1e-05" in forms["a2a_list_json"]
