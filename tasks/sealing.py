@@ -8,7 +8,8 @@ reader of an evaluated task is given. The sweep therefore never rewrites a contr
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from typing import Any, Protocol
 
 from django.db.models import Q, QuerySet
 
@@ -43,7 +44,21 @@ def contribution_report(contribution: Contribution) -> dict[str, Any]:
     return _evaluated_report(contribution)
 
 
-def report_unsealed(contribution: Contribution) -> dict[str, Any]:
+class Sealed(Protocol):
+    """What opening a report reads of its contribution: a Contribution, or a row of these
+    fields (the sweep reads its batch's contributions as rows, bench/README.md, F38)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def task_id(self) -> uuid.UUID: ...
+
+    @property
+    def sealed_report(self) -> bytes | memoryview | None: ...
+
+
+def report_unsealed(contribution: Sealed) -> dict[str, Any]:
     """The report opened from its seal: for the evaluation, or for its author before it. Reads
     neither the task nor anything but the contribution's own row."""
     sealed = contribution.sealed_report
