@@ -179,7 +179,13 @@ def _batch_evaluate(batch_size: int) -> int:
     return len(batch)
 
 
-def tasks_evaluate_due(*, batch_size: int = 500) -> int:
+# Tasks a sweep's transaction evaluates. Each commit waits for its WAL to reach the disk: at 500
+# a batch that wait was ~30 µs a task, a tenth of the sweep. At 2,000 the database's CPU a task
+# grew by more than the fewer commits saved (bench/README.md, F39).
+BATCH_SIZE = 1000
+
+
+def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
     """Evaluate every task past its deadline, a batch per transaction; returns how many this call did.
 
     Rows another evaluator holds are skipped, not waited for: that evaluator is doing them. Every
