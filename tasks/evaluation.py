@@ -140,7 +140,7 @@ def _collector_paused() -> Iterator[None]:
     thousands of objects (rows, views, forms), so the collector ran again and again over Django's
     long-lived ones: 8% of the worker's instructions a task (bench/README.md, F36). A batch's
     objects hold no cycles of their own, and are freed by their counts before the collector is
-    back: its first pass then finds the few that outlived the batch, not every one it made (F38).
+    back: its first pass then finds the few that outlived the batch, not every one it made (F40).
     The switch is the whole process's: a web process whose read sweeps a batch leaves its other
     threads' cycles for after it, and of two batches at once in one process, whichever found the
     collector on turns it back on."""
