@@ -26,15 +26,13 @@ from a2a.types import ListTasksResponse, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from a2a_gateway.translate import status_instant, task_message, task_public, task_state
-from tasks.rendered import PythonFloat, json_text
+from tasks.rendered import float_marked, json_text
 
 # Distinct key sets are few (the view's, a budget's, an evaluation's, a report's and its
 # evidence's); the bound keeps a stream of agents' odd keys from growing the cache for ever.
 _ORDERS_CACHED = 4096
 
 KeyOrder = Callable[[tuple[str, ...]], tuple[str, ...]]
-# Below this orjson writes a float otherwise than `json.dumps` (`tasks.rendered.json_text`).
-_SMALL = 1e-4
 # What a Struct gives back exactly as it was put in.
 _KEPT = frozenset({str, bool, type(None)})
 
@@ -73,8 +71,8 @@ def _struct_json(value: Any, order: KeyOrder) -> Any:
     """A JSON value as `json_format` writes it back out of a Struct: objects in the map's key
     order, every number the double `Value.number_value` holds. What a Struct refuses (a key that
     is not a string, a value that is not JSON, a number beyond a double) is refused here too.
-    Values kept as they are never cost a call: they are most of a view. A number below 1e-4 is
-    a `PythonFloat`, so that `json_text` writes the form as `json_format`'s caller would."""
+    Values kept as they are never cost a call: they are most of a view. Every number goes
+    through `float_marked`, so that `json_text` writes the form as `json_format`'s caller would."""
     if type(value) in _KEPT:
         return value
     if isinstance(value, dict):
@@ -91,7 +89,7 @@ def _struct_json(value: Any, order: KeyOrder) -> Any:
         number = float(value)
         if not math.isfinite(number):
             raise ValueError(f"{value!r} is not a JSON number")
-        return PythonFloat(number) if 0 < abs(number) < _SMALL else number
+        return float_marked(number)
     raise ValueError(f"{type(value).__name__} is not a JSON value")
 
 

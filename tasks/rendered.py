@@ -51,13 +51,23 @@ class PythonFloat(float):
     """A float `json_text` writes with `json.dumps`: orjson refuses every float subclass."""
 
 
+# Below this orjson writes a float otherwise than `json.dumps` (`1e-05` against `0.00001`).
+_SMALL_FLOAT = 1e-4
+
+
+def float_marked(number: float) -> float:
+    """`number` as `json_text(..., floats_marked=True)` expects it: a `PythonFloat` when orjson
+    would write it otherwise than `json.dumps`."""
+    return PythonFloat(number) if 0 < abs(number) < _SMALL_FLOAT else number
+
+
 def json_text(value: Any, *, floats_marked: bool = False) -> str:
     """Compact JSON as Starlette and the SDK write it (non-ASCII kept, no spaces): the bytes of
     `json.dumps`, which the SDK's dispatcher uses. orjson writes the same bytes 6–8× faster
     (bench/README.md, F29) except for what it refuses (an int beyond 64 bits, a lone surrogate)
     and for small floats; those two go to `json.dumps`, which decides them as it always did.
-    A caller that made every float below 1e-4 in `value` a `PythonFloat` (`floats_marked`) has
-    orjson refuse them, and spares the search of the text for them."""
+    A caller that passed every float in `value` through `float_marked` (`floats_marked`) has
+    orjson refuse the small ones, and spares the search of the text for them."""
     try:
         text = orjson.dumps(value).decode()
     except TypeError:
