@@ -141,9 +141,12 @@ def _database(url: str) -> dict:
         # Connections are checked before use by the backend (`cairn.postgresql.base`), without
         # a round trip unless the server has ended them: not by psycopg's check, which makes one.
         config["CONN_HEALTH_CHECKS"] = False
-        # Server-side binding lets psycopg prepare a statement it has run five times on a
-        # connection, so PostgreSQL stops planning the same few queries on every request (on a
-        # busy small server, planning a read costs more than running it).
+        # Server-side binding and a prepare threshold make psycopg prepare a statement it has run
+        # five times on a connection, so PostgreSQL stops planning the same few queries on every
+        # request (on a busy small server, planning a statement costs more than running it).
+        # Django leaves the threshold unset, which never prepares (bench/README.md, F42). The
+        # statements are named on the connection: a pooler in front of PostgreSQL must keep
+        # them (PgBouncer 1.21+ with `max_prepared_statements`, or session pooling).
         # While the database is down a request must fail within 5 s, and the pool must find the
         # database again within seconds of its return (SPEC §16): connections are checked before
         # use, a connection attempt gives up after 3 s, a request waits at most 3 s for one, and
@@ -158,6 +161,7 @@ def _database(url: str) -> dict:
             },
             "connect_timeout": 3,
             "server_side_binding": True,
+            "prepare_threshold": 5,
         }
     else:
         raise ImproperlyConfigured("DATABASE_URL must name SQLite or PostgreSQL")

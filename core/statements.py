@@ -3,7 +3,7 @@
 Django's ORM builds every statement afresh out of query objects, and on the write path that took
 more CPU than PostgreSQL spent running them (bench/README.md, F7). The few statements every write
 runs are written as SQL instead and sent on Django's own connection (the same transaction, the
-same pool; psycopg prepares a statement its connection has run five times, F10). Values pass
+same pool; psycopg prepares a statement its connection has run five times, F10, F42). Values pass
 through the fields' own conversions both ways, so the same text runs on PostgreSQL and SQLite.
 """
 

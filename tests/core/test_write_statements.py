@@ -6,6 +6,8 @@ from __future__ import annotations
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from tests.conftest import postgres_only
+
 
 def test_a_contribution_costs_five_statements_nine_on_sqlite(
     poster, post_task, contribute, make_agent
@@ -25,3 +27,16 @@ def test_a_contribution_costs_five_statements_nine_on_sqlite(
     # and its audit entry as one statement.
     expected = 5 if connection.vendor == "postgresql" else 9
     assert len(statements) == expected, "\n".join(statements)
+
+
+@postgres_only("prepared statements are PostgreSQL's")
+def test_a_connection_prepares_the_statements_it_runs_again(post_task, contribute, make_agent):
+    """Every write plans its statements anew unless psycopg prepares them, which Django's
+    backend never does by default (bench/README.md, F42)."""
+    for _ in range(6):
+        contribute(make_agent(), post_task(make_agent()))
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any(sql.endswith(" FOR UPDATE") and "agents_agent" in sql for sql in prepared), prepared
