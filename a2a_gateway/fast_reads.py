@@ -37,6 +37,7 @@ from django.utils import timezone
 from google.protobuf.json_format import ParseDict
 from jsonrpc.jsonrpc2 import JSONRPC20Response
 
+from a2a_gateway.evaluated_forms import EVALUATED_FORMS
 from a2a_gateway.handler import (
     MAX_PAGE_SIZE,
     MAX_REQUESTED_PAGE_SIZE,
@@ -67,6 +68,12 @@ class PageQuery:
 
 
 @dataclass(frozen=True)
+class StoredTask:
+    text: str  # the GetTask result: the task as the SDK serialises it
+    evaluated: bool  # the text never changes again
+
+
+@dataclass(frozen=True)
 class StoredPage:
     tasks: list[str]  # the stored list forms, in page order
     next_cursor: str  # "" on the last page
@@ -76,7 +83,7 @@ class StoredPage:
 class StoredReads(Protocol):
     """Where GetTask and ListTasks find the stored forms; None means the dispatcher answers."""
 
-    async def task(self, key: uuid.UUID, now: datetime) -> str | None: ...
+    async def task(self, key: uuid.UUID, now: datetime) -> StoredTask | None: ...
 
     async def page(self, query: PageQuery, now: datetime) -> StoredPage | None: ...
 
@@ -106,7 +113,7 @@ def _stored_task_sql() -> str:
     names = ("id", "a2a_json", "rendered_version", "status", "deadline")
     column = {name: quote(cast(Field, Task._meta.get_field(name)).column or name) for name in names}
     return (
-        f"SELECT {column['a2a_json']} FROM {quote(Task._meta.db_table)} "
+        f"SELECT {column['a2a_json']}, {column['status']} FROM {quote(Task._meta.db_table)} "
         f"WHERE {column['id']} = %s AND {column['rendered_version']} = %s "
         f"AND ({column['status']} <> %s OR {column['deadline']} > %s)"
     )
@@ -121,9 +128,9 @@ def task_key(task_id: str) -> uuid.UUID | None:
     return key if str(key) == task_id else None
 
 
-def stored_task(key: uuid.UUID, now: datetime) -> str | None:
-    """The task's stored GetTask result: one indexed query for one text column. None for an
-    unknown task, one not rendered yet, or one open past its deadline."""
+def stored_task(key: uuid.UUID, now: datetime) -> StoredTask | None:
+    """The task's stored GetTask result: one indexed query for one text column and its status.
+    None for an unknown task, one not rendered yet, or one open past its deadline."""
     fields = Task._meta
     params = [
         fields.pk.get_db_prep_value(key, connection),
@@ -134,7 +141,11 @@ def stored_task(key: uuid.UUID, now: datetime) -> str | None:
     with connection.cursor() as cursor:
         cursor.execute(_stored_task_sql(), params)
         row = cursor.fetchone()
-    return row[0] if row else None
+    return None if row is None else stored_task_of(*row)
+
+
+def stored_task_of(text: str, status: str) -> StoredTask:
+    return StoredTask(text, evaluated=status != TaskStatus.WORKING)
 
 
 def stored_page(query: PageQuery, now: datetime) -> StoredPage | None:
@@ -170,7 +181,7 @@ class DjangoReads:
         finally:
             signals.request_finished.send(sender=DjangoReads)
 
-    async def task(self, key: uuid.UUID, now: datetime) -> str | None:
+    async def task(self, key: uuid.UUID, now: datetime) -> StoredTask | None:
         return await sync_to_async(self._run)(stored_task, key, now)
 
     async def page(self, query: PageQuery, now: datetime) -> StoredPage | None:
@@ -224,6 +235,19 @@ def _page_result(query: PageQuery, page: StoredPage) -> str:
     return json_text(result).replace(json_text(_TASKS_PLACE), "[" + ",".join(page.tasks) + "]", 1)
 
 
+async def _task_result(key: uuid.UUID, now: datetime, reads: StoredReads) -> str | None:
+    """The task's GetTask result from memory when it is evaluated and was read before."""
+    kept = EVALUATED_FORMS.get(key)
+    if kept is not None:
+        return kept
+    stored = await reads.task(key, now)
+    if stored is None:
+        return None
+    if stored.evaluated:
+        EVALUATED_FORMS.keep(key, stored.text)
+    return stored.text
+
+
 async def fast_read(
     method: str, document: dict[str, Any], request_id: Any, reads: StoredReads = DJANGO_READS
 ) -> bytes | None:
@@ -243,7 +267,7 @@ async def fast_read(
     try:
         if method == "GetTask":
             key = task_key(request.id)
-            result = None if key is None else await reads.task(key, now)
+            result = None if key is None else await _task_result(key, now, reads)
         else:
             query = page_query(request, raw_params)
             page = None if query is None else await reads.page(query, now)

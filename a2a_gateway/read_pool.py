@@ -36,7 +36,7 @@ from psycopg import AsyncConnection
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from a2a_gateway.fast_reads import PageQuery, StoredPage
+from a2a_gateway.fast_reads import PageQuery, StoredPage, StoredTask, stored_task_of
 from core.cursors import cursor_encode
 from tasks.models import Task, TaskCount, TaskStatus
 from tasks.rendered import RENDER_VERSION
@@ -59,7 +59,7 @@ def _column(name: str) -> str:
 def _stored_task_sql() -> str:
     table = connection.ops.quote_name(Task._meta.db_table)
     return (
-        f"SELECT {_column('a2a_json')} FROM {table} "
+        f"SELECT {_column('a2a_json')}, {_column('status')} FROM {table} "
         f"WHERE {_column('id')} = %s AND {_column('rendered_version')} = %s "
         f"AND ({_column('status')} <> %s OR {_column('deadline')} > %s)"
     )
@@ -176,9 +176,9 @@ async def _fetch(sql: str, params: Any) -> list[tuple[Any, ...]] | None:
         return None
 
 
-async def stored_task(key: uuid.UUID, now: datetime) -> str | None:
+async def stored_task(key: uuid.UUID, now: datetime) -> StoredTask | None:
     rows = await _fetch(_stored_task_sql(), (key, RENDER_VERSION, TaskStatus.WORKING.value, now))
-    return rows[0][0] if rows else None
+    return stored_task_of(*rows[0]) if rows else None
 
 
 async def stored_page(query: PageQuery, now: datetime) -> StoredPage | None:
@@ -213,7 +213,7 @@ async def stored_page(query: PageQuery, now: datetime) -> StoredPage | None:
 class PoolReads:
     """`StoredReads` from this module's pool."""
 
-    async def task(self, key: uuid.UUID, now: datetime) -> str | None:
+    async def task(self, key: uuid.UUID, now: datetime) -> StoredTask | None:
         return await stored_task(key, now)
 
     async def page(self, query: PageQuery, now: datetime) -> StoredPage | None:

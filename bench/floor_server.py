@@ -25,7 +25,7 @@ django.setup()
 
 from a2a_gateway import read_pool  # noqa: E402
 from a2a_gateway.asgi import endpoint as app  # noqa: E402, F401  (what uvicorn serves)
-from a2a_gateway.fast_reads import PageQuery, StoredPage, StoredReads  # noqa: E402
+from a2a_gateway.fast_reads import PageQuery, StoredPage, StoredReads, StoredTask  # noqa: E402
 
 
 class MemoryReads:
@@ -35,7 +35,7 @@ class MemoryReads:
         self.reads = reads
         self.kept: dict[Any, Any] = {}
 
-    async def task(self, key: uuid.UUID, now: datetime) -> str | None:
+    async def task(self, key: uuid.UUID, now: datetime) -> StoredTask | None:
         if key not in self.kept:
             self.kept[key] = await self.reads.task(key, now)
         return self.kept[key]

@@ -15,8 +15,10 @@ from asgiref.sync import async_to_sync
 
 from a2a_gateway import read_pool
 from a2a_gateway.endpoint import a2a_reply
+from a2a_gateway.evaluated_forms import EVALUATED_FORMS, EvaluatedForms
 from a2a_gateway.fast_reads import fast_read
 from tasks.evaluation import tasks_evaluate_due
+from tasks.models import Task
 from tests.conftest import postgres_only
 from tests.factories import (
     contribution_payload,
@@ -263,6 +265,45 @@ def test_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, time_m
         for task in json.loads(fast("ListTasks", {}) or b"")["result"]["tasks"]
     ]
     assert states.count("TASK_STATE_WORKING") == 2  # the overdue ones were evaluated first
+
+
+def test_an_evaluated_task_is_answered_from_memory_and_an_open_one_never(
+    tasks_in_every_state, make_agent, contribute
+):
+    """An evaluated task never changes again, so its second GetTask needs no database; an open
+    task's count changes with every contribution, so each GetTask reads it afresh."""
+
+    def get(task_id: str) -> dict[str, Any]:
+        return json.loads(reply(rpc("GetTask", {"id": task_id}), fast=True)[1])["result"]
+
+    resolved, open_task = tasks_in_every_state["resolved"], tasks_in_every_state["open_empty"]
+    first = get(resolved)
+    kept = EVALUATED_FORMS.get(uuid.UUID(resolved))
+    assert kept is not None and json.loads(kept) == first
+    assert reply(rpc("GetTask", {"id": resolved}), fast=True) == reply(
+        rpc("GetTask", {"id": resolved}), fast=False
+    )
+
+    def count(task: dict[str, Any]) -> int:
+        return task["metadata"]["cairn"]["contributions_received"]
+
+    before = get(open_task)
+    assert EVALUATED_FORMS.get(uuid.UUID(open_task)) is None
+    contribute(make_agent(), Task.objects.get(pk=open_task))
+    assert count(get(open_task)) == count(before) + 1
+
+
+def test_the_evaluated_forms_kept_stay_within_their_bound():
+    forms = EvaluatedForms(max_chars=1300)  # three of the forms below, with their overhead
+    keys = [uuid.uuid4() for _ in range(4)]
+    for key in keys[:3]:
+        forms.keep(key, "x" * 300)
+    assert forms.get(keys[0]) is not None  # read last: kept when the fourth comes
+    forms.keep(keys[3], "y" * 300)
+    assert forms.get(keys[1]) is None
+    assert [forms.get(key) is not None for key in (keys[0], keys[2], keys[3])] == [True] * 3
+    forms.keep(uuid.uuid4(), "z" * 1300)  # larger than the whole bound: not kept, nothing dropped
+    assert all(forms.get(key) is not None for key in (keys[0], keys[2], keys[3]))
 
 
 def walks(task_ids: dict[str, str]) -> list[tuple[Any, None, None]]:
