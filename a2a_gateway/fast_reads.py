@@ -107,8 +107,9 @@ def _in_envelope(request_id: Any, result: str) -> bytes:
 
 
 @cache
-def _stored_task_sql() -> str:
-    """Built once per process: the columns come from the model, quoted for the database."""
+def stored_task_sql() -> str:
+    """Built once per process: the columns come from the model, quoted for the database. The
+    same text runs on Django's connection and on the read pool's (`a2a_gateway.read_pool`)."""
     quote = connection.ops.quote_name
     names = ("id", "a2a_json", "rendered_version", "status", "deadline")
     column = {name: quote(cast(Field, Task._meta.get_field(name)).column or name) for name in names}
@@ -139,7 +140,7 @@ def stored_task(key: uuid.UUID, now: datetime) -> StoredTask | None:
         fields.get_field("deadline").get_db_prep_value(now, connection),
     ]
     with connection.cursor() as cursor:
-        cursor.execute(_stored_task_sql(), params)
+        cursor.execute(stored_task_sql(), params)
         row = cursor.fetchone()
     return None if row is None else stored_task_of(*row)
 

@@ -36,7 +36,13 @@ from psycopg import AsyncConnection
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from a2a_gateway.fast_reads import PageQuery, StoredPage, StoredTask, stored_task_of
+from a2a_gateway.fast_reads import (
+    PageQuery,
+    StoredPage,
+    StoredTask,
+    stored_task_of,
+    stored_task_sql,
+)
 from core.cursors import cursor_encode
 from tasks.models import Task, TaskCount, TaskStatus
 from tasks.rendered import RENDER_VERSION
@@ -53,16 +59,6 @@ FAIL_FAST_S = 1.0
 def _column(name: str) -> str:
     field = cast(Field, Task._meta.get_field(name))
     return connection.ops.quote_name(field.column or name)
-
-
-@cache
-def _stored_task_sql() -> str:
-    table = connection.ops.quote_name(Task._meta.db_table)
-    return (
-        f"SELECT {_column('a2a_json')}, {_column('status')} FROM {table} "
-        f"WHERE {_column('id')} = %s AND {_column('rendered_version')} = %s "
-        f"AND ({_column('status')} <> %s OR {_column('deadline')} > %s)"
-    )
 
 
 @cache
@@ -177,7 +173,7 @@ async def _fetch(sql: str, params: Any) -> list[tuple[Any, ...]] | None:
 
 
 async def stored_task(key: uuid.UUID, now: datetime) -> StoredTask | None:
-    rows = await _fetch(_stored_task_sql(), (key, RENDER_VERSION, TaskStatus.WORKING.value, now))
+    rows = await _fetch(stored_task_sql(), (key, RENDER_VERSION, TaskStatus.WORKING.value, now))
     return stored_task_of(*rows[0]) if rows else None
 
 
