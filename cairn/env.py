@@ -13,6 +13,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from django.core.exceptions import ImproperlyConfigured
 
+from ledger.signed_note import COSIGNATURE_V1, NoteError, verifier_key_parse
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -113,6 +115,18 @@ def _key_or_created(
     return _created_once(create_at, make)
 
 
+def _ed25519_pem_checked(name: str, text: str) -> str:
+    try:
+        key = serialization.load_pem_private_key(text.encode(), password=None)
+    except (ValueError, TypeError):
+        raise ImproperlyConfigured(
+            f"{name} must be an Ed25519 private key as unencrypted PKCS#8 PEM, or its file's path"
+        ) from None
+    if not isinstance(key, ed25519.Ed25519PrivateKey):
+        raise ImproperlyConfigured(f"{name} must be an Ed25519 key, not {type(key).__name__}")
+    return text
+
+
 def env_signing_key(name: str, *, create_at: Path | None) -> str:
     """An Ed25519 private key as PKCS#8 PEM (the value, or the path of a file holding it)."""
     text = _key_or_created(
@@ -129,15 +143,50 @@ def env_signing_key(name: str, *, create_at: Path | None) -> str:
             .decode()
         ),
     )
-    try:
-        key = serialization.load_pem_private_key(text.encode(), password=None)
-    except (ValueError, TypeError):
-        raise ImproperlyConfigured(
-            f"{name} must be an Ed25519 private key as unencrypted PKCS#8 PEM, or its file's path"
-        ) from None
-    if not isinstance(key, ed25519.Ed25519PrivateKey):
-        raise ImproperlyConfigured(f"{name} must be an Ed25519 key, not {type(key).__name__}")
-    return text
+    return _ed25519_pem_checked(name, text)
+
+
+def env_optional_signing_key(name: str) -> str:
+    """Like `env_signing_key`, but unset means the feature it enables is off: ""."""
+    text = _key_text(name, env_str(name))
+    return _ed25519_pem_checked(name, text) if text else ""
+
+
+def _entries(name: str) -> list[str]:
+    """One item per line or per `;`, blank ones skipped."""
+    raw = env_str(name).replace(";", "\n")
+    return [line.strip() for line in raw.splitlines() if line.strip()]
+
+
+def env_verifier_keys(name: str, *, type: int) -> list[str]:
+    """C2SP signed-note verifier keys of one signature type, one per line (or `;`)."""
+    keys = []
+    for entry in _entries(name):
+        try:
+            keys.append(verifier_key_parse(entry, type=type).text)
+        except NoteError as error:
+            raise ImproperlyConfigured(f"{name}: {error}") from None
+    return keys
+
+
+def env_witnesses(name: str) -> list[dict[str, str]]:
+    """`<cosignature/v1 verifier key> <URL>` per line (or `;`): `[{"name", "key", "url"}]`."""
+    witnesses = []
+    for entry in _entries(name):
+        parts = entry.split()
+        if len(parts) != 2:
+            raise ImproperlyConfigured(f"{name}: each witness is `<verifier key> <URL>`")
+        try:
+            key = verifier_key_parse(parts[0], type=COSIGNATURE_V1)
+        except NoteError as error:
+            raise ImproperlyConfigured(f"{name}: {error}") from None
+        url = parts[1].rstrip("/")
+        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+            raise ImproperlyConfigured(f"{name}: the URL of {key.name} must be http(s)://host/...")
+        witnesses.append({"name": key.name, "key": key.text, "url": url})
+    if len({w["key"] for w in witnesses}) != len(witnesses):
+        raise ImproperlyConfigured(f"{name} names a witness twice")
+    return witnesses
 
 
 def env_seal_key(name: str, *, create_at: Path | None) -> bytes:

@@ -14,12 +14,16 @@ from cairn.env import (
     env_choice,
     env_int,
     env_list,
+    env_optional_signing_key,
     env_seal_key,
     env_signing_key,
     env_str,
     env_url,
+    env_verifier_keys,
+    env_witnesses,
 )
 from core.logs import logging_config
+from ledger.signed_note import ED25519
 
 # The A2A SDK opens an OpenTelemetry span around every call, about a tenth of a request's time;
 # Cairn configures no exporter, so tracing is off unless the environment turns it on.
@@ -46,6 +50,18 @@ CAIRN_SIGNING_KEY = env_signing_key(
     "CAIRN_SIGNING_KEY", create_at=VAR_DIR / "signing_key.pem" if DEBUG else None
 )
 CAIRN_SEAL_KEY = env_seal_key("CAIRN_SEAL_KEY", create_at=VAR_DIR / "seal_key" if DEBUG else None)
+# The witnesses that cosign the site's checkpoints, and how many must (§15.4).
+CAIRN_WITNESSES = env_witnesses("CAIRN_WITNESSES")
+CAIRN_WITNESS_QUORUM = env_int(
+    "CAIRN_WITNESS_QUORUM",
+    len(CAIRN_WITNESSES),
+    minimum=1 if CAIRN_WITNESSES else 0,
+    maximum=len(CAIRN_WITNESSES),
+)
+# Cairn as a witness of other logs (§15.4): off unless it has a key.
+CAIRN_WITNESS_SIGNING_KEY = env_optional_signing_key("CAIRN_WITNESS_SIGNING_KEY")
+CAIRN_WITNESS_NAME = env_str("CAIRN_WITNESS_NAME")
+CAIRN_WITNESSED_LOGS = env_verifier_keys("CAIRN_WITNESSED_LOGS", type=ED25519)
 # How often the sequencer integrates queued log entries and publishes a checkpoint (§15.3).
 CAIRN_LOG_INTERVAL_S = env_int("CAIRN_LOG_INTERVAL_S", 5, minimum=1, maximum=10)
 

@@ -3,6 +3,8 @@ an agent id. Each entry's bytes are its JCS form."""
 
 from __future__ import annotations
 
+import base64
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from core.canonical import canonical_digest
@@ -26,12 +28,29 @@ def task_entry(task: Task) -> dict[str, Any]:
     }
 
 
+def salt_new() -> str:
+    """32 random bytes, base64url without padding: what makes a commitment unguessable (§15.2)."""
+    return base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+
+
+def commitment(report_digest: str, salt: str) -> str:
+    """`sha256:` + hex SHA-256 of JCS({report_digest, salt}): all the log shows of a report until
+    the evaluation publishes the salt, so no one can test a guessed report against it (§15.2)."""
+    return canonical_digest({"report_digest": report_digest, "salt": salt})
+
+
 def contribution_entry(contribution: Contribution) -> dict[str, Any]:
+    """A contribution made before salts existed keeps the entry it had: its bare report digest."""
+    sealed = (
+        {"commitment": commitment(contribution.report_digest, contribution.salt)}
+        if contribution.salt
+        else {"report_digest": contribution.report_digest}
+    )
     return {
         "type": CONTRIBUTION,
         "task_id": str(contribution.task_id),
         "contribution_id": str(contribution.id),
-        "report_digest": contribution.report_digest,
+        **sealed,
         "received_at": format_instant(contribution.received_at),
     }
 

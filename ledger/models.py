@@ -53,3 +53,30 @@ class Checkpoint(models.Model):
     class Meta:
         ordering = ["-id"]
         get_latest_by = "id"
+
+
+class Cosignature(models.Model):
+    """A witness's `cosignature/v1` on one of the site's checkpoints (SPEC §15.4), kept so every
+    checkpoint is served with all the cosignatures it got."""
+
+    checkpoint = models.ForeignKey(
+        Checkpoint, on_delete=models.CASCADE, related_name="cosignatures"
+    )
+    witness = models.CharField(max_length=500)  # the witness's verifier key, as configured
+    signed_at = models.DateTimeField()  # the witness's own timestamp
+    line = models.TextField()  # the note signature line, exactly as the witness sent it
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["checkpoint", "witness"], name="cosigned_once")
+        ]
+
+
+class WitnessedLog(models.Model):
+    """Cairn as a witness (SPEC §15.4): the latest checkpoint it cosigned of another log, one row
+    per log, only ever advanced under its row lock."""
+
+    origin = models.CharField(max_length=255, unique=True)
+    tree_size = models.BigIntegerField()
+    root_hash = models.BinaryField(max_length=32)
+    updated_at = models.DateTimeField()

@@ -1,53 +1,47 @@
-"""Checkpoints as C2SP signed notes (`tlog-checkpoint`, `signed-note`), signed with the site key.
+"""The site's checkpoints as C2SP signed notes (`tlog-checkpoint`, `signed-note`).
 
-    <origin>\n<tree size>\n<base64 root hash>\n
-    \n
-    — <key name> <base64(key hash ‖ Ed25519 signature)>\n
-
-The key hash is the first four bytes of SHA-256(key name ‖ "\n" ‖ 0x01 ‖ public key); the key
-name is the origin, so a verifier holding the site's public key can check a note without more.
+The key name is the origin, `<host>/cairn/log`, so a verifier holding the site's public key can
+check a note without more.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from urllib.parse import urlsplit
 
-from cryptography.hazmat.primitives import serialization
 from django.conf import settings
 
 from ledger.keys import site_private_key
+from ledger.signed_note import (
+    ED25519,
+    VerifierKey,
+    checkpoint_body_text,
+    note_sign,
+    private_verifier_key,
+)
 
-ED25519_TYPE = b"\x01"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def log_origin() -> str:
-    """`<host>/cairn/log`, the host of `CAIRN_SITE_URL` with its port unless it is the default."""
+def site_host() -> str:
+    """The host of `CAIRN_SITE_URL`, with its port unless it is the scheme's default."""
     parts = urlsplit(settings.CAIRN_SITE_URL or "http://localhost")
     host = parts.hostname or "localhost"
     if parts.port and parts.port != DEFAULT_PORTS.get(parts.scheme):
         host = f"{host}:{parts.port}"
-    return f"{host}/cairn/log"
+    return host
 
 
-def key_hash(name: str, public_key: bytes) -> bytes:
-    return hashlib.sha256(name.encode() + b"\n" + ED25519_TYPE + public_key).digest()[:4]
+def log_origin() -> str:
+    return f"{site_host()}/cairn/log"
 
 
-def checkpoint_body(origin: str, tree_size: int, root: bytes) -> str:
-    return f"{origin}\n{tree_size}\n{base64.b64encode(root).decode()}\n"
+def log_verifier_key() -> VerifierKey:
+    """The key a witness is configured with to follow this site's log."""
+    return private_verifier_key(log_origin(), site_private_key(), type=ED25519)
 
 
 def checkpoint_sign(tree_size: int, root: bytes) -> str:
     """The signed note for a tree of `tree_size` leaves whose root hash is `root`."""
     origin = log_origin()
-    body = checkpoint_body(origin, tree_size, root)
-    private = site_private_key()
-    public = private.public_key().public_bytes(
-        serialization.Encoding.Raw, serialization.PublicFormat.Raw
-    )
-    signature = private.sign(body.encode())
-    stamp = base64.b64encode(key_hash(origin, public) + signature).decode()
-    return f"{body}\n\u2014 {origin} {stamp}\n"
+    body = checkpoint_body_text(origin, tree_size, root)
+    return body + "\n" + note_sign(body, origin, site_private_key()).line

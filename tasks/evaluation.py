@@ -45,6 +45,9 @@ class Counted(Sealed, Protocol):
     def report_digest(self) -> str: ...
 
     @property
+    def salt(self) -> str: ...
+
+    @property
     def received_at(self) -> datetime: ...
 
 
@@ -75,6 +78,7 @@ def evaluation_apply(
                 "contribution_id": str(contribution.id),
                 "received_at": format_instant(contribution.received_at),
                 "report_digest": contribution.report_digest,
+                **({"salt": contribution.salt} if contribution.salt else {}),
                 "report": report,
             }
             for contribution, report in zip(contributions, reports, strict=True)
@@ -131,7 +135,14 @@ _SET_BY_THE_EVALUATION = (
 )
 # What the sweep reads of its batch's contributions: rows of the fields an evaluation reads
 # (`Counted`), not model objects, which cost twice the read itself (bench/README.md, F38).
-_CONTRIBUTION_FIELDS_READ = ("id", "task_id", "sealed_report", "report_digest", "received_at")
+_CONTRIBUTION_FIELDS_READ = (
+    "id",
+    "task_id",
+    "sealed_report",
+    "report_digest",
+    "salt",
+    "received_at",
+)
 
 
 @contextmanager

@@ -115,6 +115,9 @@ class Contribution(models.Model):
     # migration 0012, which kept its public copy instead and dropped the seal.
     sealed_report = models.BinaryField(null=True, blank=True)
     report_digest = models.CharField(max_length=71)
+    # 32 random bytes, base64url: the log holds only the commitment to (digest, salt) until the
+    # evaluation publishes the salt (SPEC §15.2). Empty on a contribution made before salts.
+    salt = models.CharField(max_length=43, blank=True, default="")
     received_at = models.DateTimeField()
     # The receipt's compact JWS (SPEC §15.2), kept so every later answer repeats the same bytes.
     receipt_signature = models.TextField(blank=True)

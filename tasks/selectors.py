@@ -64,6 +64,7 @@ def receipt_claims(contribution: Contribution) -> dict[str, str]:
         "task_id": str(contribution.task_id),
         "operation_id": contribution.operation_id,
         "report_digest": contribution.report_digest,
+        **({"salt": contribution.salt} if contribution.salt else {}),
         "received_at": format_instant(contribution.received_at),
         "sealed_until": contribution.task.deadline_text,
     }

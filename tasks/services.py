@@ -17,7 +17,7 @@ from core.clock import now_ms, parse_instant
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from core.metrics import counted_write
 from core.payloads import parse_payload
-from ledger.entries import contribution_entry, task_entry
+from ledger.entries import contribution_entry, salt_new, task_entry
 from ledger.jobs import sequencing_nudge
 from ledger.receipts import receipt_sign
 from ledger.seal import report_seal
@@ -201,6 +201,7 @@ def contribution_submit(
             agent=agent,
             operation_id=operation_id,
             report_digest=canonical_digest(report),
+            salt=salt_new(),
             received_at=now_ms(),
         )
         contribution.sealed_report = report_seal(
@@ -222,6 +223,7 @@ def contribution_submit(
                         "operation_id",
                         "sealed_report",
                         "report_digest",
+                        "salt",
                         "received_at",
                         "receipt_signature",
                     )

@@ -23,6 +23,13 @@ Uuid = Annotated[str, Field(pattern=UUID_PATTERN, description="A lowercase UUID.
 Digest = Annotated[
     str, Field(pattern=DIGEST_PATTERN, description='"sha256:" + 64 lowercase hex digits.')
 ]
+Salt = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9_-]{43}$",
+        description="32 random bytes, base64url without padding (absent on contributions made before salts).",
+    ),
+]
 Outcome = Literal["resolved", "contested", "unresolved"]
 
 
@@ -56,6 +63,10 @@ class RevealedContribution(View):
     contribution_id: Uuid
     received_at: Instant
     report_digest: Digest = Field(description="sha256 of the RFC 8785 canonical `report`.")
+    salt: Salt | None = Field(
+        default=None,
+        description="The receipt's salt; with `report_digest` it gives the logged commitment (§15.2).",
+    )
     report: ContributionReport
 
 
@@ -103,6 +114,13 @@ class Receipt(View):
         str, Field(min_length=1, max_length=200, description="messageId or Idempotency-Key.")
     ]
     report_digest: Digest
+    salt: Salt | None = Field(
+        default=None,
+        description=(
+            "32 random bytes (base64url) made by the server: the log shows only the commitment "
+            "sha256(JCS({report_digest, salt})) until the evaluation publishes the salt (§15.2)."
+        ),
+    )
     received_at: Instant
     sealed_until: Instant = Field(description="The task's deadline.")
     signature: str = Field(

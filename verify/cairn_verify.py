@@ -239,6 +239,14 @@ class Site:
         return proof["index"]
 
 
+def sealed_as(report_digest: str, salt: str | None) -> dict[str, str]:
+    """What a contribution entry holds of its report: the salted commitment (§15.2), or the bare
+    digest of a contribution made before salts."""
+    if salt is None:
+        return {"report_digest": report_digest}
+    return {"commitment": digest({"report_digest": report_digest, "salt": salt})}
+
+
 def describe(entry: dict[str, Any]) -> str:
     kind = entry["type"].rsplit("/", 1)[-1]
     name = entry.get("contribution_id") or entry["task_id"]
@@ -341,7 +349,7 @@ def command_task(site: Site, reference: str) -> int:
                 "type": "cairn.log/contribution",
                 "task_id": view["id"],
                 "contribution_id": item["contribution_id"],
-                "report_digest": item["report_digest"],
+                **sealed_as(item["report_digest"], item.get("salt")),
                 "received_at": item["received_at"],
             }
             for item in evaluation["contributions"]
@@ -385,7 +393,7 @@ def command_receipt(site: Site, file: str) -> int:
         "type": "cairn.log/contribution",
         "task_id": claims["task_id"],
         "contribution_id": claims["contribution_id"],
-        "report_digest": claims["report_digest"],
+        **sealed_as(claims["report_digest"], claims.get("salt")),
         "received_at": claims["received_at"],
     }
     due = instant(claims["received_at"]) + MAX_MERGE_DELAY

@@ -70,7 +70,12 @@ def test_a_task_its_contributions_and_its_evaluation_are_logged_without_content(
                 "type": "cairn.log/contribution",
                 "task_id": str(task.id),
                 "contribution_id": receipt["contribution_id"],
-                "report_digest": receipt["report_digest"],
+                "commitment": "sha256:"
+                + hashlib.sha256(
+                    rfc8785.dumps(
+                        {"report_digest": receipt["report_digest"], "salt": receipt["salt"]}
+                    )
+                ).hexdigest(),
                 "received_at": receipt["received_at"],
             }
             for receipt in receipts
