@@ -7,6 +7,7 @@ asked tree 404 `not_found` (§15.3), through the same translation as every JSON 
 from __future__ import annotations
 
 import re
+import uuid
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
@@ -22,6 +23,7 @@ from ledger.keys import jwks
 from ledger.selectors import (
     checkpoint_latest,
     consistency_proof,
+    entries_of_task,
     entries_range,
     inclusion_proof,
 )
@@ -72,6 +74,14 @@ class EntriesApi(ApiView):
     def get(self, request: Request) -> Response:
         start, end = _range(request, "start", "end", minimum=0)
         return Response({"entries": entries_range(start=start, end=end)})
+
+
+class TaskEntriesApi(ApiView):
+    """`GET /api/log/tasks/<task_id>`: one task's entries under the latest checkpoint."""
+
+    def get(self, request: Request, task_id: uuid.UUID) -> Response:
+        _query(request, ())
+        return Response({"entries": entries_of_task(task_id)})
 
 
 class InclusionProofApi(ApiView):

@@ -23,6 +23,9 @@ class Leaf(models.Model):
     index = models.BigIntegerField(primary_key=True)
     leaf_hash = models.CharField(max_length=64, db_index=True)
     entry = models.TextField()
+    # The task the entry is about, read from the entry as it is integrated, so one task's entries
+    # (`/api/log/tasks/<id>`) are an index lookup rather than a scan of the log.
+    task_id = models.UUIDField(null=True, db_index=True)
     queued_at = models.DateTimeField()
     integrated_at = models.DateTimeField()
 

@@ -8,6 +8,8 @@ and signs a checkpoint of the new tree.
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -73,6 +75,14 @@ def nodes_get(keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
     return {(node.level, node.index): bytes(node.hash) for node in query}
 
 
+def entry_task_id(entry: str) -> uuid.UUID | None:
+    """The task an entry is about, when it names one as a UUID."""
+    try:
+        return uuid.UUID(str(json.loads(entry).get("task_id")))
+    except (ValueError, AttributeError):
+        return None
+
+
 def _append(queued: list[QueuedEntry], size: int) -> int:
     """Append `queued` after leaf `size - 1`, storing every node it completes. Returns the new size."""
     nodes = nodes_get(perfect_nodes(0, size))  # the frontier: every left sibling still to come
@@ -86,6 +96,7 @@ def _append(queued: list[QueuedEntry], size: int) -> int:
                 index=index,
                 leaf_hash=leaf.hex(),
                 entry=item.entry,
+                task_id=entry_task_id(item.entry),
                 queued_at=item.queued_at,
                 integrated_at=at,
             )

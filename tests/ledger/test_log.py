@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import uuid
 
 import pytest
 import rfc8785
@@ -88,6 +89,8 @@ def test_a_task_its_contributions_and_its_evaluation_are_logged_without_content(
             "evaluation_digest": canonical_digest(task.evaluation),
         },
     ]
+    assert http.get(f"/api/log/tasks/{task.id}").json() == {"entries": entries}
+    assert http.get(f"/api/log/tasks/{uuid.uuid4()}").json() == {"entries": []}
     leaves = [leaf_hash(rfc8785.dumps(e["entry"])) for e in entries]
     assert [e["leaf_hash"] for e in entries] == [leaf.hex() for leaf in leaves]
     assert root == mth(leaves)
