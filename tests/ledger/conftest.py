@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -38,5 +39,6 @@ def load_verifier():
     path = Path(__file__).resolve().parents[2] / "verify" / "cairn_verify.py"
     spec = importlib.util.spec_from_file_location("cairn_verify", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules["cairn_verify"] = module  # dataclasses look their module up while it loads
     spec.loader.exec_module(module)
     return module

@@ -36,7 +36,8 @@ def mth(leaves: list[bytes]) -> bytes:
 
 def checkpoint_of(http, tmp_path) -> tuple[int, bytes]:
     site = verifier.Site(str(http.base_url), tmp_path)
-    return site.checkpoint(http.get("/api/log/checkpoint").text)
+    checked = site.checkpoint(http.get("/api/log/checkpoint").text)
+    return checked.size, checked.root
 
 
 def test_a_task_its_contributions_and_its_evaluation_are_logged_without_content(

@@ -106,7 +106,9 @@ def test_a_changed_evaluation_outcome_is_caught(verify, evaluated):
 
     assert checked.returncode == 1
     assert "cairn.rules/0.1 gives ('resolved', 'source_supported')" in checked.stdout
-    assert "the evaluation entry of" in checked.stdout and "is not in the log" in checked.stdout
+    assert (
+        "the published evaluation differs from the one its log entry commits to" in checked.stdout
+    )
 
 
 def test_a_deleted_contribution_is_proven_omitted_by_its_receipt(
