@@ -394,16 +394,13 @@ class Site:
         kept_file = self.home / "checkpoint"
         if kept_file.is_file():
             kept = self.checkpoint(kept_file.read_text(encoding="utf-8"))
-            if kept.size <= trusted.size:
-                self.consistent(kept, trusted)
-                print(
-                    f"ok    the log of {trusted.size} entries extends the {kept.size} kept before"
+            if kept.size > trusted.size:  # what was kept carried the quorum too
+                raise Failed(
+                    f"the log shrank from {kept.size} to {trusted.size} entries since the "
+                    "checkpoint kept before: it rewrote its history"
                 )
-            else:
-                self.consistent(trusted, kept)
-                print(
-                    f"ok    the {kept.size} entries kept before extend the {trusted.size} witnessed"
-                )
+            self.consistent(kept, trusted)
+            print(f"ok    the log of {trusted.size} entries extends the {kept.size} kept before")
         if not kept_file.is_file() or kept.size < trusted.size:
             self.home.mkdir(parents=True, exist_ok=True)
             kept_file.write_text(trusted.text, encoding="utf-8")

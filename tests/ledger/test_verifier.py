@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
-import pytest
 import rfc8785
 
 from ledger.merkle import leaf_hash, parents_closed_by
@@ -17,48 +14,6 @@ from ledger.services import checkpoint_publish, log_queue, log_sequence
 from tasks.evaluation import task_evaluate
 from tasks.models import Contribution, Task
 from tasks.rendered import tasks_render
-from tests.factories import contribution_payload, contribution_report
-
-
-@pytest.fixture
-def verify(http, live_url, tmp_path):
-    """Run the verifier exactly as served, with its default URL and its own CAIRN_HOME."""
-    served = http.get("/verify/cairn_verify.py")
-    assert served.status_code == 200
-    assert f'DEFAULT_CAIRN_URL = "{live_url}"' in served.text
-    script = tmp_path / "cairn_verify.py"
-    script.write_text(served.text)
-    home = tmp_path / "home"
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, str(script), *args],
-            env={"CAIRN_HOME": str(home), "PATH": "/usr/bin:/bin"},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-
-    return run
-
-
-@pytest.fixture
-def evaluated(poster, post_task, make_agent, contribute, time_machine, tmp_path):
-    """A task with two sealed contributions, evaluated and logged; its receipts saved as files."""
-    task = post_task(poster)
-    receipts = []
-    for verdict in ("source_supported", "source_supported"):
-        payload = contribution_payload(contribution_report(verdict=verdict))
-        receipts.append(contribute(make_agent(), task, payload)["receipt"])
-    time_machine.move_to(task.deadline, tick=True)
-    task_evaluate(task_id=task.pk)
-    log_sequence()
-    files = []
-    for receipt in receipts:
-        path = tmp_path / f"{receipt['contribution_id']}.json"
-        path.write_text(json.dumps(receipt))
-        files.append(path)
-    return Task.objects.get(pk=task.pk), files
 
 
 def test_honest_data_verifies(verify, evaluated):
