@@ -60,14 +60,16 @@ def _refused(status: int, reason: str) -> HttpResponse:
 @_when_witness
 @require_POST
 def add_checkpoint_view(request: HttpRequest) -> HttpResponse:
+    limit = body_limit()
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         length = 0
-    if length > body_limit():
-        return _refused(413, f"the body is over {body_limit() // 1024} KiB")
+    body = b"" if length > limit else request.read(limit + 1)  # chunked bodies have no length
+    if length > limit or len(body) > limit:
+        return _refused(413, f"the body is over {limit // 1024} KiB")
     try:
-        cosignature = add_checkpoint(request.body)
+        cosignature = add_checkpoint(body)
     except WitnessRefusal as refusal:
         response = _refused(STATUS[refusal.kind], refusal.reason)
         if refusal.kind is Refused.STALE_OLD_SIZE:

@@ -260,6 +260,8 @@ def test_bad_submissions_get_their_status_and_change_nothing(http, witness, logs
 
     huge = http.post(ADD, content=valid + b"A" * (1024 * 1024))
     assert huge.status_code == 413 and huge.headers["Content-Type"].startswith("text/plain")
+    chunked = http.post(ADD, content=iter([valid] + [b"A" * 65536] * 16))
+    assert chunked.status_code == 413, chunked.text
 
     assert _stored(log.origin) == (5, log.root(5))
     assert _stored(fresh.origin) in (None, (0, _h(b"")))
