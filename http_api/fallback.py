@@ -2,7 +2,8 @@
 
 An unknown path never reaches a view, and Django's own 404 (or its debug page) and 405 are HTML or
 empty. This middleware, outside the others, rewrites exactly those into the SPEC §6 body, keeping
-`Allow` and the headers set so far; any answer that is already JSON passes untouched.
+`Allow` and the headers set so far; any answer that is already JSON, or plain text a view wrote
+on purpose, passes untouched.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ API_PREFIX = "/api/"
 OPENAPI_PATH = "/api/openapi.json"
 
 
-def _is_json(response: HttpResponse) -> bool:
-    return response.get("Content-Type", "").split(";")[0].strip().endswith("json")
+def _is_answer(response: HttpResponse) -> bool:
+    """JSON, or plain text a view chose (the witness protocol's refusals, §15.4): never Django's."""
+    media = response.get("Content-Type", "").split(";")[0].strip()
+    return media.endswith("json") or media == "text/plain"
 
 
 def as_api_answer(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     if (
         not request.path.startswith(API_PREFIX)
         or response.status_code not in (404, 405)
-        or _is_json(response)
+        or _is_answer(response)
     ):
         return response
     if response.status_code == 404:

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from http_api import ledger as apis
+from http_api import witness
 
 urlpatterns = [
     path(".well-known/jwks.json", apis.jwks_view, name="jwks"),
@@ -12,4 +13,9 @@ urlpatterns = [
     path("api/log/proof/inclusion", apis.InclusionProofApi.as_view(), name="log-inclusion"),
     path("api/log/proof/consistency", apis.ConsistencyProofApi.as_view(), name="log-consistency"),
     path("verify/cairn_verify.py", apis.verifier_file, name="verifier"),
+]
+
+urlpatterns += [
+    path("api/witness", witness.witness_view, name="witness"),
+    path("api/witness/add-checkpoint", witness.add_checkpoint_view, name="witness-add-checkpoint"),
 ]

@@ -103,3 +103,37 @@ def parents_closed_by(
         level, position = level + 1, position // 2
         closed.append(((level, position), current))
     return closed
+
+
+def consistency_verify(
+    first: int, second: int, first_root: bytes, second_root: bytes, proof: list[bytes]
+) -> bool:
+    """Whether `proof` shows the tree of `second` leaves with root `second_root` extends the tree
+    of `first` leaves with root `first_root`: RFC 9162 §2.1.4.2, for sizes a witness is handed.
+
+    Every tree extends the empty one, with an empty proof; a tree is consistent with itself only
+    with an empty proof and the same root."""
+    if first > second:
+        return False
+    if first == second:
+        return not proof and first_root == second_root
+    if first == 0:
+        return not proof
+    if not proof:
+        return False
+    path = [first_root, *proof] if first & (first - 1) == 0 else list(proof)
+    fn, sn = first - 1, second - 1
+    while fn & 1:
+        fn, sn = fn >> 1, sn >> 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr, sr = node_hash(c, fr), node_hash(c, sr)
+            while fn and not fn & 1:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            sr = node_hash(sr, c)
+        fn, sn = fn >> 1, sn >> 1
+    return sn == 0 and fr == first_root and sr == second_root

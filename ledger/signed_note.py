@@ -64,7 +64,7 @@ def verifier_key(name: str, type: int, public: bytes) -> VerifierKey:
 
 def verifier_key_parse(text: str, *, type: int) -> VerifierKey:
     """Parse a verifier key of the given signature type, checking its key ID."""
-    parts = text.strip().split("+")
+    parts = text.strip().split("+", 2)  # the base64 key may hold "+", a name may not
     if len(parts) != 3 or not _NAME.fullmatch(parts[0]):
         raise NoteError(f"{text!r} is not a verifier key (<name>+<key ID hex>+<base64 key>)")
     name, id_hex, material = parts
@@ -122,7 +122,10 @@ def signature_lines_parse(text: str) -> list[NoteSignature]:
         match = re.fullmatch(r"\u2014 ([^\s]+) ([A-Za-z0-9+/=]+)", line)
         if match is None:
             raise NoteError("a signature line is not `— <name> <base64>`")
-        raw = base64.b64decode(match[2])
+        try:
+            raw = base64.b64decode(match[2], validate=True)
+        except binascii.Error:
+            raise NoteError(f"the signature by {match[1]} is not base64") from None
         if len(raw) < 5:
             raise NoteError(f"the signature by {match[1]} is too short")
         signatures.append(NoteSignature(match[1], raw[:4], raw[4:]))

@@ -8,6 +8,7 @@ import pytest
 from ledger.merkle import (
     EMPTY_ROOT,
     consistency_ranges,
+    consistency_verify,
     inclusion_ranges,
     leaf_hash,
     nodes_for,
@@ -208,3 +209,45 @@ def test_the_verifier_accepts_the_reference_consistency_proofs_and_refuses_anoth
     verifier.check_consistency(first, second, old, new, hashes)
     with pytest.raises(verifier.Failed):
         verifier.check_consistency(first, second, old[::-1], new, hashes)
+
+
+@pytest.mark.parametrize("first, second, path", CONSISTENCY_PROOFS)
+def test_the_witness_accepts_the_reference_consistency_proofs_and_nothing_changed(
+    first, second, path
+):
+    hashes = [bytes.fromhex(h) for h in path]
+    old, new = bytes.fromhex(ROOTS[first]), bytes.fromhex(ROOTS[second])
+    assert consistency_verify(first, second, old, new, hashes)
+    assert not consistency_verify(first, second, old[::-1], new, hashes)
+    assert not consistency_verify(first, second, old, new[::-1], hashes)
+    assert not consistency_verify(first, second, old, new, [*hashes, new])
+    for at in range(len(hashes)):
+        assert not consistency_verify(first, second, old, new, hashes[:at] + hashes[at + 1 :])
+        changed = [*hashes[:at], hashes[at][::-1], *hashes[at + 1 :]]
+        assert not consistency_verify(first, second, old, new, changed)
+
+
+def _tree(size: int) -> dict[tuple[int, int], bytes]:
+    nodes: dict[tuple[int, int], bytes] = {}
+    for index in range(size):
+        for key, value in parents_closed_by(index, leaf_hash(index.to_bytes(4, "big")), nodes):
+            nodes[key] = value
+    return nodes
+
+
+def test_every_proof_the_log_makes_up_to_40_leaves_verifies_and_only_for_its_own_sizes():
+    nodes = _tree(40)
+    for second in range(41):
+        new = range_hash(0, second, nodes)
+        for first in range(second + 1):
+            old = range_hash(0, first, nodes)
+            proof = [range_hash(s, e, nodes) for s, e in consistency_ranges(first, second)]
+            assert consistency_verify(first, second, old, new, proof), (first, second)
+            if 0 < first < second:
+                assert not consistency_verify(first + 1, second, old, new, proof)
+                assert not consistency_verify(first, second, old, new[::-1], proof)
+                assert not consistency_verify(first, second, old[::-1], new, proof)
+                assert not consistency_verify(second, first, new, old, proof)
+    assert consistency_verify(0, 0, EMPTY_ROOT, EMPTY_ROOT, [])
+    assert not consistency_verify(0, 3, EMPTY_ROOT, range_hash(0, 3, nodes), [EMPTY_ROOT])
+    assert not consistency_verify(5, 5, range_hash(0, 5, nodes), range_hash(0, 4, nodes), [])

@@ -1,0 +1,244 @@
+"""Cairn as a witness of other logs (SPEC §15.4, C2SP `tlog-witness` and `tlog-cosignature`).
+
+A witness keeps, per log it follows, the latest tree it cosigned, and cosigns a new checkpoint
+only if it extends that tree. Because it refuses a second tree of a size it already cosigned, a
+log whose readers require its cosignature cannot show them different histories. The check and
+the update happen under the log's row lock, so two submissions racing from the same old size
+cannot both advance it, nor can a slower one roll it back.
+
+    old <size>\n                  the size the submitter believes the witness holds
+    <base64 hash>\n               at most 63 lines: the consistency proof from that size
+    \n
+    <checkpoint note>             origin, size, root, extension lines, blank, signatures
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ledger.merkle import EMPTY_ROOT, consistency_verify
+from ledger.models import WitnessedLog
+from ledger.notes import site_host
+from ledger.signed_note import (
+    COSIGNATURE_V1,
+    ED25519,
+    MAX_PROOF_LINES,
+    CheckpointBody,
+    Note,
+    NoteError,
+    VerifierKey,
+    checkpoint_body_parse,
+    cosignature_sign,
+    note_parse,
+    private_verifier_key,
+    verifier_key_parse,
+)
+
+_OLD_SIZE = re.compile(r"old (0|[1-9][0-9]{0,18})")
+_PROOF_LINE = re.compile(r"[A-Za-z0-9+/]{43}=")
+_LARGEST_SIZE = 2**63 - 1  # a tree size the database (a signed 64-bit column) can hold
+
+
+class Refused(enum.Enum):
+    """Why a checkpoint is not cosigned, in the protocol's terms; the door gives each its status."""
+
+    MALFORMED = "malformed"
+    UNKNOWN_LOG = "unknown_log"
+    BAD_SIGNATURE = "bad_signature"
+    STALE_OLD_SIZE = "stale_old_size"
+    INCONSISTENT = "inconsistent"
+
+
+class WitnessRefusal(Exception):
+    """A submission the witness does not cosign; `size` is its own for a stale old size."""
+
+    def __init__(self, kind: Refused, reason: str, *, size: int | None = None) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+        self.size = size
+
+
+@dataclass(frozen=True)
+class Submission:
+    old_size: int
+    proof: list[bytes]
+    note: Note
+    checkpoint: CheckpointBody
+
+
+def witness_enabled() -> bool:
+    return bool(settings.CAIRN_WITNESS_SIGNING_KEY)
+
+
+def witness_name() -> str:
+    return settings.CAIRN_WITNESS_NAME or f"{site_host()}/cairn/witness"
+
+
+@lru_cache(maxsize=4)
+def _private_key(pem: str) -> Ed25519PrivateKey:
+    key = serialization.load_pem_private_key(pem.encode(), password=None)
+    if not isinstance(key, Ed25519PrivateKey):  # settings already refused any other kind
+        raise TypeError("CAIRN_WITNESS_SIGNING_KEY is not an Ed25519 key")
+    return key
+
+
+def _witness_private_key() -> Ed25519PrivateKey:
+    return _private_key(settings.CAIRN_WITNESS_SIGNING_KEY)
+
+
+def witness_verifier_key() -> VerifierKey:
+    """The `cosignature/v1` key a log's operator configures to trust this witness."""
+    return private_verifier_key(witness_name(), _witness_private_key(), type=COSIGNATURE_V1)
+
+
+def witnessed_logs() -> dict[str, list[VerifierKey]]:
+    """The logs followed, by origin (a log's key name is its origin), each with its keys."""
+    logs: dict[str, list[VerifierKey]] = {}
+    for text in settings.CAIRN_WITNESSED_LOGS:
+        key = verifier_key_parse(text, type=ED25519)
+        logs.setdefault(key.name, []).append(key)
+    return logs
+
+
+def witness_description() -> dict[str, Any]:
+    return {
+        "name": witness_name(),
+        "key": witness_verifier_key().text,
+        "logs": list(witnessed_logs()),
+    }
+
+
+def _malformed(reason: str) -> WitnessRefusal:
+    return WitnessRefusal(Refused.MALFORMED, reason)
+
+
+def submission_parse(body: bytes) -> Submission:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _malformed("the body is not UTF-8 text") from None
+    head, separator, note_text = text.partition("\n\n")
+    lines = head.split("\n")
+    if not separator:
+        raise _malformed(
+            "the body is not an old size line, proof lines, a blank line, a checkpoint"
+        )
+    old = _OLD_SIZE.fullmatch(lines[0])
+    if old is None:
+        raise _malformed("the first line is not `old <size>` in decimal")
+    if len(lines) - 1 > MAX_PROOF_LINES:
+        raise _malformed(f"the consistency proof has more than {MAX_PROOF_LINES} lines")
+    if not all(_PROOF_LINE.fullmatch(line) for line in lines[1:]):
+        raise _malformed("a consistency proof line is not one SHA-256 hash in base64")
+    proof = [base64.b64decode(line) for line in lines[1:]]
+    try:
+        note = note_parse(note_text)
+        checkpoint = checkpoint_body_parse(note.body)
+    except NoteError as error:
+        raise _malformed(f"the checkpoint is malformed: {error}") from None
+    if max(int(old[1]), checkpoint.tree_size) > _LARGEST_SIZE:
+        raise _malformed("a tree size is beyond 2^63 - 1")
+    return Submission(int(old[1]), proof, note, checkpoint)
+
+
+def _check_signed(note: Note, origin: str) -> None:
+    """A signature by one of the log's keys, and none by them that fails; others are ignored."""
+    keys = witnessed_logs().get(origin)
+    if keys is None:
+        raise WitnessRefusal(Refused.UNKNOWN_LOG, "this witness does not follow that log")
+    signed = False
+    for key in keys:
+        for signature in note.signatures:
+            if signature.name == key.name and signature.key_id == key.key_id:
+                try:
+                    key.verify(note.body.encode(), signature.signature)
+                except NoteError:
+                    raise WitnessRefusal(
+                        Refused.BAD_SIGNATURE, f"the signature by {origin}'s key does not verify"
+                    ) from None
+                signed = True
+    if not signed:
+        raise WitnessRefusal(
+            Refused.BAD_SIGNATURE, f"the checkpoint is not signed by {origin}'s key"
+        )
+
+
+def _locked_state(origin: str) -> WitnessedLog:
+    """The log's row, locked until the transaction ends; a log never cosigned is size 0. The row
+    is made first (a second maker waits on the unique origin, then finds it) so there is always
+    a row to lock."""
+    WitnessedLog.objects.bulk_create(
+        [WitnessedLog(origin=origin, tree_size=0, root_hash=EMPTY_ROOT, updated_at=timezone.now())],
+        ignore_conflicts=True,
+    )
+    return WitnessedLog.objects.select_for_update().get(origin=origin)
+
+
+def _check_consistent(submission: Submission, state: WitnessedLog) -> None:
+    checkpoint = submission.checkpoint
+    if checkpoint.tree_size == 0 and checkpoint.root != EMPTY_ROOT:
+        raise WitnessRefusal(
+            Refused.INCONSISTENT, "a checkpoint of size 0 must have the empty tree's root"
+        )
+    if submission.old_size == 0 and submission.proof:
+        raise WitnessRefusal(Refused.INCONSISTENT, "from size 0 the consistency proof is empty")
+    if submission.old_size == checkpoint.tree_size and checkpoint.root != bytes(state.root_hash):
+        raise WitnessRefusal(
+            Refused.INCONSISTENT,
+            f"this witness cosigned a different root for size {checkpoint.tree_size}",
+        )
+    if not consistency_verify(
+        submission.old_size,
+        checkpoint.tree_size,
+        bytes(state.root_hash),
+        checkpoint.root,
+        submission.proof,
+    ):
+        raise WitnessRefusal(
+            Refused.INCONSISTENT,
+            f"the consistency proof from size {submission.old_size} does not verify",
+        )
+
+
+def add_checkpoint(body: bytes) -> str:
+    """Cosign the submitted checkpoint if it extends the tree last cosigned for its log, record
+    it, and return the cosignature line; WitnessRefusal says why not, with nothing recorded."""
+    submission = submission_parse(body)
+    checkpoint = submission.checkpoint
+    _check_signed(submission.note, checkpoint.origin)
+    if submission.old_size > checkpoint.tree_size:
+        raise _malformed(
+            f"the old size {submission.old_size} is beyond the checkpoint's {checkpoint.tree_size}"
+        )
+    with transaction.atomic():
+        state = _locked_state(checkpoint.origin)
+        if submission.old_size != state.tree_size:
+            raise WitnessRefusal(
+                Refused.STALE_OLD_SIZE,
+                f"this witness last cosigned size {state.tree_size}",
+                size=state.tree_size,
+            )
+        _check_consistent(submission, state)
+        now = timezone.now()
+        state.tree_size, state.root_hash, state.updated_at = (
+            checkpoint.tree_size,
+            checkpoint.root,
+            now,
+        )
+        state.save(update_fields=["tree_size", "root_hash", "updated_at"])
+    signature = cosignature_sign(
+        submission.note.body, witness_name(), _witness_private_key(), timestamp=int(now.timestamp())
+    )
+    return signature.line
