@@ -197,7 +197,7 @@ class WitnessKey:
 
     @classmethod
     def parsed(cls, text: str) -> WitnessKey:
-        parts = text.strip().split("+")
+        parts = text.strip().split("+", 2)
         if len(parts) != 3:
             raise Failed(f"{text!r} is not a witness verifier key")
         raw = b64(parts[2])
@@ -305,7 +305,7 @@ class Site:
 
     def _card_names_them(self, keys: list[str], quorum: int) -> None:
         named, card_quorum = self._card_witnesses()
-        missing = [key.split("+")[0] for key in keys if key not in named]
+        missing = [key.split("+", 1)[0] for key in keys if key not in named]
         if missing or card_quorum < quorum:
             raise Failed(
                 f"the site's card names fewer witnesses than pinned (missing: "
