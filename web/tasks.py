@@ -41,6 +41,7 @@ def _report_display(item: dict[str, Any]) -> dict[str, Any]:
         "contribution_id": item["contribution_id"],
         "received": instant(item["received_at"]),
         "report_digest": item["report_digest"],
+        "salt": item.get("salt", ""),
         "verdict": report.get("verdict"),
         "verdict_label": VERDICT_LABELS.get(report.get("verdict"), report.get("verdict")),
         "summary": report.get("summary", ""),
