@@ -3,6 +3,7 @@
 from django.urls import path
 
 from http_api import ledger as apis
+from http_api.tiles import TileApi
 
 urlpatterns = [
     path(".well-known/jwks.json", apis.jwks_view, name="jwks"),
@@ -11,4 +12,7 @@ urlpatterns = [
     path("api/log/proof/inclusion", apis.InclusionProofApi.as_view(), name="log-inclusion"),
     path("api/log/proof/consistency", apis.ConsistencyProofApi.as_view(), name="log-consistency"),
     path("verify/cairn_verify.py", apis.verifier_file, name="verifier"),
+]
+urlpatterns += [
+    path("api/log/tile/<path:path>", TileApi.as_view(), name="log-tile"),
 ]
