@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from django.http import HttpResponse
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,12 +21,13 @@ from http_api.views import ApiView
 from ledger.tiles import MAX_LEVEL, TILE_WIDTH, entry_bundle, hash_tile
 
 IMMUTABLE = "public, max-age=31536000, immutable"
-PARTIAL = (
-    "public, max-age=5"  # a partial tile's bytes never change, but it may be dropped once full
-)
+# A partial tile's bytes never change either, but the spec lets a log drop it once it is full.
+PARTIAL = "public, max-age=5"
 
 _PATH = re.compile(
-    r"(?P<level>entries|0|[1-9][0-9]?)/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})(?:\.p/(?P<width>[1-9][0-9]{0,2}))?"
+    r"(?P<level>entries|0|[1-9][0-9]?)"
+    r"/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})"
+    r"(?:\.p/(?P<width>[1-9][0-9]{0,2}))?"
 )
 
 
@@ -73,7 +75,9 @@ def _parsed(path: str) -> tuple[int | None, int, int]:
 class TileApi(ApiView):
     """A hash tile or an entry bundle, as raw bytes."""
 
-    def perform_content_negotiation(self, request: Request, force: bool = False):
+    def perform_content_negotiation(
+        self, request: Request, force: bool = False
+    ) -> tuple[BaseRenderer, str]:
         """Tiles are bytes whatever the client accepts; only refusals are JSON."""
         return super().perform_content_negotiation(request, force=True)
 
