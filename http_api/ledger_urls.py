@@ -4,6 +4,7 @@ from django.urls import path
 
 from http_api import ledger as apis
 from http_api import witness
+from http_api.tiles import TileApi
 
 urlpatterns = [
     path(".well-known/jwks.json", apis.jwks_view, name="jwks"),
@@ -12,10 +13,8 @@ urlpatterns = [
     path("api/log/tasks/<uuid:task_id>", apis.TaskEntriesApi.as_view(), name="log-task"),
     path("api/log/proof/inclusion", apis.InclusionProofApi.as_view(), name="log-inclusion"),
     path("api/log/proof/consistency", apis.ConsistencyProofApi.as_view(), name="log-consistency"),
+    path("api/log/tile/<path:path>", TileApi.as_view(), name="log-tile"),
     path("verify/cairn_verify.py", apis.verifier_file, name="verifier"),
-]
-
-urlpatterns += [
     path("api/witness", witness.witness_view, name="witness"),
     path("api/witness/add-checkpoint", witness.add_checkpoint_view, name="witness-add-checkpoint"),
 ]

@@ -1,0 +1,99 @@
+"""`GET /api/log/tile/...`: the log's C2SP `tlog-tiles` static API (SPEC §15.3).
+
+Paths are parsed as strictly as the spec writes them, so each tile has exactly one URL and a
+mirror can store the answers as files under the same names. A path that is not one is 400
+`invalid_query`; a tile the latest checkpoint does not hold yet is 404 `not_found`, and neither
+may be cached, since the tile may appear.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.http import HttpResponse
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.errors import ErrorCode, Issue, Refusal
+from http_api.inputs import query_none
+from http_api.views import ApiView
+from ledger.tiles import MAX_LEVEL, TILE_WIDTH, entry_bundle, hash_tile
+
+IMMUTABLE = "public, max-age=31536000, immutable"
+# A partial tile's bytes never change either, but the spec lets a log drop it once it is full.
+PARTIAL = "public, max-age=5"
+
+_PATH = re.compile(
+    r"(?P<level>entries|0|[1-9][0-9]?)"
+    r"/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})"
+    r"(?:\.p/(?P<width>[1-9][0-9]{0,2}))?"
+)
+
+
+def index_path(index: int) -> str:
+    """`<N>` of tlog-tiles: 3-digit elements, all but the last prefixed with `x` (1234067 is
+    `x001/x234/067`)."""
+    elements = [f"{index % 1000:03d}"]
+    while index >= 1000:
+        index //= 1000
+        elements.append(f"x{index % 1000:03d}")
+    return "/".join(reversed(elements))
+
+
+def _invalid(message: str) -> Refusal:
+    return Refusal(
+        ErrorCode.INVALID_QUERY,
+        f"the tile path {message}",
+        [Issue("path", ErrorCode.INVALID_QUERY, message)],
+    )
+
+
+def _parsed(path: str) -> tuple[int | None, int, int]:
+    """(level, or None for an entry bundle; tile index; width, 256 when full) of a tile path."""
+    match = _PATH.fullmatch(path)
+    if match is None:
+        raise _invalid(
+            "must be <L>/<N>[.p/<W>] or entries/<N>[.p/<W>] (C2SP tlog-tiles), e.g. 0/x001/234"
+        )
+    level = None if match["level"] == "entries" else int(match["level"])
+    if level is not None and level > MAX_LEVEL:
+        raise _invalid(f"level must be between 0 and {MAX_LEVEL}")
+    index = 0
+    for element in match["index"].split("/"):
+        index = index * 1000 + int(element.removeprefix("x"))
+    if index_path(index) != match["index"]:
+        raise _invalid("index must not have leading zero elements (1 is 001, not x000/001)")
+    if match["width"] is None:
+        return level, index, TILE_WIDTH
+    width = int(match["width"])
+    if width >= TILE_WIDTH:
+        raise _invalid(f"partial width must be between 1 and {TILE_WIDTH - 1}")
+    return level, index, width
+
+
+class TileApi(ApiView):
+    """A hash tile or an entry bundle, as raw bytes."""
+
+    def perform_content_negotiation(
+        self, request: Request, force: bool = False
+    ) -> tuple[BaseRenderer, str]:
+        """Tiles are bytes whatever the client accepts; only refusals are JSON."""
+        return super().perform_content_negotiation(request, force=True)
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    def get(self, request: Request, path: str) -> HttpResponse:
+        query_none(request)
+        level, index, width = _parsed(path)
+        tile = (
+            entry_bundle(index=index, width=width)
+            if level is None
+            else hash_tile(level=level, index=index, width=width)
+        )
+        response = HttpResponse(tile.data, content_type="application/octet-stream")
+        response["Cache-Control"] = IMMUTABLE if tile.full else PARTIAL
+        return response

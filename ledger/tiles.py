@@ -1,0 +1,66 @@
+"""The log as C2SP `tlog-tiles` (SPEC §15.3): hash tiles and entry bundles over the stored tree.
+
+A level-L tile's hashes are the perfect subtrees of 256^L leaves, which `Node` already keeps at
+tree level 8·L, and an entry bundle's entries are the leaves' own JCS text; so each tile is one
+range query, whatever its level. Only what the latest signed checkpoint covers is served: a tile
+of width W exists once the checkpointed tree holds those W hashes, so every partial tile a
+checkpoint needed stays available, and a full tile never changes once it exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.errors import ErrorCode, Refusal
+from ledger.models import Checkpoint, Leaf, Node
+
+TILE_HEIGHT = 8
+TILE_WIDTH = 1 << TILE_HEIGHT
+MAX_LEVEL = 63
+
+
+@dataclass(frozen=True)
+class Tile:
+    data: bytes
+    full: bool
+
+
+def _checkpointed_size() -> int:
+    size = Checkpoint.objects.order_by("-id").values_list("tree_size", flat=True).first()
+    return 0 if size is None else size
+
+
+def _first(level: int, index: int, width: int) -> int:
+    """The index of the tile's first hash among the tree's level-`8·level` nodes, after refusing a
+    tile the checkpointed tree does not hold `width` hashes of (it may never: `not_found` either way)."""
+    hashes = _checkpointed_size() >> (TILE_HEIGHT * level)  # complete subtrees of 256^level leaves
+    first = index * TILE_WIDTH
+    if hashes < first + width:
+        raise Refusal(
+            ErrorCode.NOT_FOUND,
+            f"the latest checkpoint's tree does not hold {width} hashes of that tile",
+        )
+    return first
+
+
+def hash_tile(*, level: int, index: int, width: int) -> Tile:
+    """Tile `index` of level `level`, its first `width` hashes (`width` 256 for a full tile)."""
+    first = _first(level, index, width)
+    hashes = Node.objects.filter(
+        level=TILE_HEIGHT * level, index__gte=first, index__lt=first + width
+    ).order_by("index")
+    return Tile(
+        b"".join(bytes(h) for h in hashes.values_list("hash", flat=True)), width == TILE_WIDTH
+    )
+
+
+def entry_bundle(*, index: int, width: int) -> Tile:
+    """Entry bundle `index`, its first `width` entries, each as a big-endian uint16 length and
+    the entry's JCS bytes (the exact bytes its leaf hash is of)."""
+    first = _first(0, index, width)
+    entries = Leaf.objects.filter(index__gte=first, index__lt=first + width).order_by("index")
+    parts = []
+    for text in entries.values_list("entry", flat=True):
+        raw = text.encode()
+        parts += [len(raw).to_bytes(2, "big"), raw]
+    return Tile(b"".join(parts), width == TILE_WIDTH)
