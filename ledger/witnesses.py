@@ -1,0 +1,208 @@
+"""The site's witnesses (SPEC §15.4): every new checkpoint goes to every configured witness (C2SP
+`tlog-witness`), and the `cosignature/v1` lines that verify are kept beside the checkpoint.
+
+A witness is a remote party that may be slow or down, so this runs after the sequencer's
+transaction, never inside it, and asks every witness at once, each in its own thread and for at
+most `WITNESS_TIMEOUT_S`: none holds up the others, the writes or the log. Only the calling
+thread touches the database; the threads speak HTTP and nothing else. A witness that failed
+still lacks a cosignature on the latest checkpoint, so the next run asks it again, from the
+size of the last checkpoint it cosigned.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.conf import settings
+
+from ledger.merkle import consistency_ranges, nodes_for, range_hash
+from ledger.models import Checkpoint, Cosignature
+from ledger.services import nodes_get
+from ledger.signed_note import (
+    COSIGNATURE_V1,
+    NoteError,
+    VerifierKey,
+    cosignature_verify,
+    note_parse,
+    signature_lines_parse,
+    verifier_key_parse,
+)
+
+logger = logging.getLogger(__name__)
+WITNESS_TIMEOUT_S = 5.0
+SIZE_CONTENT_TYPE = "text/x.tlog.size"
+MAX_ANSWER_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Witness:
+    name: str
+    key: VerifierKey
+    url: str  # the submission prefix: `<url>/add-checkpoint`
+
+
+def witnesses_configured() -> list[Witness]:
+    return [
+        Witness(w["name"], verifier_key_parse(w["key"], type=COSIGNATURE_V1), w["url"])
+        for w in settings.CAIRN_WITNESSES
+    ]
+
+
+def witness_quorum() -> int:
+    """How many distinct configured witnesses must cosign a checkpoint; 0 without witnesses."""
+    return int(settings.CAIRN_WITNESS_QUORUM) if settings.CAIRN_WITNESSES else 0
+
+
+class WitnessFailure(Exception):
+    """A witness that did not cosign; the message says what it did instead."""
+
+
+@dataclass(frozen=True)
+class _Cosigned:
+    line: str
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class _Conflict:
+    """The witness's 409: it last cosigned a tree of `size`, not of the size we sent."""
+
+    size: int
+
+
+def _submission(old: int, proof: list[bytes], note: str) -> bytes:
+    lines = [f"old {old}\n", *(base64.b64encode(h).decode() + "\n" for h in proof), "\n"]
+    return ("".join(lines) + note).encode()
+
+
+def _submit(
+    witness: Witness, old: int, proof: list[bytes], note: str, body: str, deadline: float
+) -> _Cosigned | _Conflict:
+    """One `add-checkpoint` call, answered by the witness's verified cosignature or its size."""
+    request = urllib.request.Request(
+        f"{witness.url}/add-checkpoint",
+        data=_submission(old, proof, note),
+        method="POST",
+        headers={"Content-Type": "text/plain; charset=utf-8"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=max(deadline - time.monotonic(), 0.01)) as r:
+            answer = r.read(MAX_ANSWER_BYTES).decode("utf-8", "replace")
+    except urllib.error.HTTPError as error:
+        said = error.read(MAX_ANSWER_BYTES).decode("utf-8", "replace")
+        content_type = (error.headers.get("Content-Type") or "").split(";")[0].strip()
+        if error.code == 409 and content_type == SIZE_CONTENT_TYPE and said.strip().isdigit():
+            return _Conflict(int(said.strip()))
+        raise WitnessFailure(f"answered {error.code}: {said.strip()[:200]!r}") from None
+    except (OSError, ValueError) as error:  # refused, unreachable, timed out, a bad URL
+        raise WitnessFailure(f"could not be reached ({error})") from None
+    try:
+        signatures = signature_lines_parse(answer)
+    except (NoteError, ValueError):
+        raise WitnessFailure("answered with something other than note signature lines") from None
+    ours = [s for s in signatures if s.name == witness.key.name and s.key_id == witness.key.key_id]
+    if not ours:
+        raise WitnessFailure("answered with no cosignature by its configured key")
+    try:
+        timestamp = cosignature_verify(body, ours[0], witness.key)
+    except NoteError as error:
+        raise WitnessFailure(str(error)) from None
+    return _Cosigned(ours[0].line, timestamp)
+
+
+def _consistency(old: int, size: int) -> list[bytes]:
+    ranges = consistency_ranges(old, size) if old < size else []
+    nodes = nodes_get(nodes_for(ranges))
+    return [range_hash(start, end, nodes) for start, end in ranges]
+
+
+def _last_cosigned_size(witness: Witness) -> int:
+    """The tree size of the latest checkpoint this witness cosigned, the `old` it expects; 0 when
+    it never cosigned one. Checkpoint ids grow with their tree sizes, so the newest is the largest."""
+    size = (
+        Cosignature.objects.filter(witness=witness.key.text)
+        .order_by("-checkpoint_id")
+        .values_list("checkpoint__tree_size", flat=True)
+        .first()
+    )
+    return size or 0
+
+
+def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
+    """Submit the latest checkpoint to every configured witness that has not cosigned it yet,
+    all at once and each for at most `timeout` seconds, and keep every cosignature that
+    verifies. A witness whose old size is not ours (409) is asked once more, from its own size.
+    Returns how many cosignatures it got. Call outside any transaction."""
+    witnesses = witnesses_configured()
+    if not witnesses:
+        return 0
+    latest = Checkpoint.objects.order_by("-id").first()
+    if latest is None:
+        return 0
+    cosigned = set(latest.cosignatures.values_list("witness", flat=True))
+    pending = [w for w in witnesses if w.key.text not in cosigned]
+    if not pending:
+        return 0
+    body = note_parse(latest.note).body
+    deadline = time.monotonic() + timeout
+    failures: dict[str, str] = {}
+    added = 0
+    executor = ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="witness")
+
+    def ask(witness: Witness, old: int) -> Future[_Cosigned | _Conflict]:
+        proof = _consistency(old, latest.tree_size)
+        return executor.submit(_submit, witness, old, proof, latest.note, body, deadline)
+
+    asked: dict[Future[_Cosigned | _Conflict], tuple[Witness, bool]] = {
+        ask(w, _last_cosigned_size(w)): (w, False) for w in pending
+    }
+    try:
+        while asked:
+            done, _ = wait(asked, timeout=deadline - time.monotonic(), return_when=FIRST_COMPLETED)
+            if not done:
+                break
+            for future in done:
+                witness, retried = asked.pop(future)
+                try:
+                    answer = future.result()
+                except WitnessFailure as failure:
+                    failures[witness.name] = str(failure)
+                    continue
+                if isinstance(answer, _Cosigned):
+                    _keep(latest, witness, answer)
+                    added += 1
+                elif retried or answer.size > latest.tree_size:
+                    failures[witness.name] = f"holds a tree of size {answer.size} (409)"
+                else:
+                    asked[ask(witness, answer.size)] = (witness, True)
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
+    for witness, _ in asked.values():
+        failures[witness.name] = f"did not answer within {timeout:g} s"
+    for name, reason in failures.items():
+        logger.warning(
+            "witness %s did not cosign checkpoint %s: %s", name, latest.tree_size, reason
+        )
+    return added
+
+
+def _keep(checkpoint: Checkpoint, witness: Witness, cosigned: _Cosigned) -> None:
+    """Store the cosignature; a concurrent run may have stored this witness's already."""
+    Cosignature.objects.bulk_create(
+        [
+            Cosignature(
+                checkpoint=checkpoint,
+                witness=witness.key.text,
+                signed_at=datetime.fromtimestamp(cosigned.timestamp, tz=UTC),
+                line=cosigned.line,
+            )
+        ],
+        ignore_conflicts=True,
+    )
