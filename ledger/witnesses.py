@@ -123,16 +123,21 @@ def _consistency(old: int, size: int) -> list[bytes]:
     return [range_hash(start, end, nodes) for start, end in ranges]
 
 
-def _last_cosigned_size(witness: Witness) -> int:
-    """The tree size of the latest checkpoint this witness cosigned, the `old` it expects; 0 when
-    it never cosigned one. Checkpoint ids grow with their tree sizes, so the newest is the largest."""
-    size = (
-        Cosignature.objects.filter(witness=witness.key.text)
-        .order_by("-checkpoint_id")
-        .values_list("checkpoint__tree_size", flat=True)
-        .first()
-    )
-    return size or 0
+def _last_cosigned_sizes(witnesses: list[Witness]) -> dict[str, int]:
+    """The tree size of the latest checkpoint each witness cosigned, by key (0 when it never
+    did): the `old` each expects. Checkpoint ids grow with tree sizes, so a witness's newest
+    cosignature is its largest. Usually they all cosigned the same recent checkpoint and one
+    query finds them all; any other is looked up on its own."""
+    keys = [w.key.text for w in witnesses]
+    newest = Cosignature.objects.filter(witness__in=keys).order_by("-checkpoint_id")
+    sizes: dict[str, int] = {}
+    for key, size in newest.values_list("witness", "checkpoint__tree_size")[: len(keys)]:
+        sizes.setdefault(key, size)
+    for key in keys:
+        if key not in sizes:
+            found = newest.filter(witness=key).values_list("checkpoint__tree_size", flat=True)
+            sizes[key] = found.first() or 0
+    return sizes
 
 
 def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
@@ -156,12 +161,16 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
     added = 0
     executor = ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="witness")
 
-    def ask(witness: Witness, old: int) -> Future[_Cosigned | _Conflict]:
-        proof = _consistency(old, latest.tree_size)
-        return executor.submit(_submit, witness, old, proof, latest.note, body, deadline)
+    proofs: dict[int, list[bytes]] = {}  # by old size: witnesses in step share one
 
+    def ask(witness: Witness, old: int) -> Future[_Cosigned | _Conflict]:
+        if old not in proofs:
+            proofs[old] = _consistency(old, latest.tree_size)
+        return executor.submit(_submit, witness, old, proofs[old], latest.note, body, deadline)
+
+    sizes = _last_cosigned_sizes(pending)
     asked: dict[Future[_Cosigned | _Conflict], tuple[Witness, bool]] = {
-        ask(w, _last_cosigned_size(w)): (w, False) for w in pending
+        ask(w, sizes[w.key.text]): (w, False) for w in pending
     }
     try:
         while asked:
