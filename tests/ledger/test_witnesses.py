@@ -289,3 +289,16 @@ def _spec_key(name: str, seed: bytes) -> str:
     public = Ed25519PrivateKey.from_private_bytes(seed).public_key()
     raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return spec_vkey(name, COSIGNATURE_TYPE, raw)
+
+
+def test_the_offline_verifier_trusts_the_published_cosignatures(witnessed, verify, evaluated):
+    slow, down, prompt = witnessed(down=(1,))
+    task, receipts = evaluated
+    witnesses_cosign()  # two of the three cosign: the quorum
+
+    checked_task = verify("task", str(task.id))
+    checked_receipt = verify("receipt", str(receipts[0]))
+
+    assert checked_task.returncode == 0, checked_task.stdout + checked_task.stderr
+    assert "witnessed" in checked_task.stdout and "FAIL" not in checked_task.stdout
+    assert checked_receipt.returncode == 0, checked_receipt.stdout + checked_receipt.stderr
