@@ -12,7 +12,9 @@ size of the last checkpoint it cosigned.
 from __future__ import annotations
 
 import base64
+import http.client
 import logging
+import re
 import time
 import urllib.error
 import urllib.request
@@ -39,6 +41,7 @@ logger = logging.getLogger(__name__)
 WITNESS_TIMEOUT_S = 5.0
 SIZE_CONTENT_TYPE = "text/x.tlog.size"
 MAX_ANSWER_BYTES = 64 * 1024
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,18}")
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class WitnessFailure(Exception):
 @dataclass(frozen=True)
 class _Cosigned:
     line: str
-    timestamp: int
+    signed_at: datetime  # the witness's timestamp
 
 
 @dataclass(frozen=True)
@@ -82,29 +85,39 @@ def _submission(old: int, proof: list[bytes], note: str) -> bytes:
     return ("".join(lines) + note).encode()
 
 
+def _post(url: str, data: bytes, deadline: float) -> tuple[int, str, str]:
+    """POST `data`: the status, the content type and the text of the answer, whatever the
+    status; WitnessFailure when there is no answer before the deadline."""
+    request = urllib.request.Request(
+        url, data=data, method="POST", headers={"Content-Type": "text/plain; charset=utf-8"}
+    )
+    try:
+        try:
+            response = urllib.request.urlopen(
+                request, timeout=max(deadline - time.monotonic(), 0.01)
+            )
+        except urllib.error.HTTPError as error:
+            response = error
+        with response:
+            content_type = (response.headers.get("Content-Type") or "").split(";")[0].strip()
+            text = response.read(MAX_ANSWER_BYTES).decode("utf-8", "replace")
+            return response.status or 0, content_type, text
+    except (OSError, ValueError, http.client.HTTPException) as error:  # refused, timed out…
+        raise WitnessFailure(f"could not be reached ({error})") from None
+
+
 def _submit(
     witness: Witness, old: int, proof: list[bytes], note: str, body: str, deadline: float
 ) -> _Cosigned | _Conflict:
     """One `add-checkpoint` call, answered by the witness's verified cosignature or its size."""
-    request = urllib.request.Request(
-        f"{witness.url}/add-checkpoint",
-        data=_submission(old, proof, note),
-        method="POST",
-        headers={"Content-Type": "text/plain; charset=utf-8"},
-    )
+    data = _submission(old, proof, note)
+    status, content_type, text = _post(f"{witness.url}/add-checkpoint", data, deadline)
+    if status == 409 and content_type == SIZE_CONTENT_TYPE and _DECIMAL.fullmatch(text.strip()):
+        return _Conflict(int(text.strip()))
+    if status != 200:
+        raise WitnessFailure(f"answered {status}: {text.strip()[:200]!r}")
     try:
-        with urllib.request.urlopen(request, timeout=max(deadline - time.monotonic(), 0.01)) as r:
-            answer = r.read(MAX_ANSWER_BYTES).decode("utf-8", "replace")
-    except urllib.error.HTTPError as error:
-        said = error.read(MAX_ANSWER_BYTES).decode("utf-8", "replace")
-        content_type = (error.headers.get("Content-Type") or "").split(";")[0].strip()
-        if error.code == 409 and content_type == SIZE_CONTENT_TYPE and said.strip().isdigit():
-            return _Conflict(int(said.strip()))
-        raise WitnessFailure(f"answered {error.code}: {said.strip()[:200]!r}") from None
-    except (OSError, ValueError) as error:  # refused, unreachable, timed out, a bad URL
-        raise WitnessFailure(f"could not be reached ({error})") from None
-    try:
-        signatures = signature_lines_parse(answer)
+        signatures = signature_lines_parse(text)
     except (NoteError, ValueError):
         raise WitnessFailure("answered with something other than note signature lines") from None
     ours = [s for s in signatures if s.name == witness.key.name and s.key_id == witness.key.key_id]
@@ -112,9 +125,12 @@ def _submit(
         raise WitnessFailure("answered with no cosignature by its configured key")
     try:
         timestamp = cosignature_verify(body, ours[0], witness.key)
+        signed_at = datetime.fromtimestamp(timestamp, tz=UTC)
     except NoteError as error:
         raise WitnessFailure(str(error)) from None
-    return _Cosigned(ours[0].line, timestamp)
+    except (OverflowError, ValueError, OSError):
+        raise WitnessFailure(f"its cosignature's time ({timestamp}) is no date") from None
+    return _Cosigned(ours[0].line, signed_at)
 
 
 def _consistency(old: int, size: int) -> list[bytes]:
@@ -209,7 +225,7 @@ def _keep(checkpoint: Checkpoint, witness: Witness, cosigned: _Cosigned) -> None
             Cosignature(
                 checkpoint=checkpoint,
                 witness=witness.key.text,
-                signed_at=datetime.fromtimestamp(cosigned.timestamp, tz=UTC),
+                signed_at=cosigned.signed_at,
                 line=cosigned.line,
             )
         ],
