@@ -222,6 +222,24 @@ def test_a_slow_and_a_down_witness_hold_up_neither_the_others_nor_the_run(
     }
 
 
+def test_a_cosignature_by_a_key_other_than_the_configured_one_is_not_kept(
+    http, settings, witness_processes, poster, post_task, caplog
+):
+    configured, impostor = (w.start() for w in witness_processes(2))
+    settings.CAIRN_WITNESSES = [{**configured.configured, "url": impostor.url}]
+    settings.CAIRN_WITNESS_QUORUM = 1
+    post_task(poster)
+    log_sequence()
+
+    with caplog.at_level(logging.WARNING, logger="ledger.witnesses"):
+        assert witnesses_cosign() == 0
+
+    assert impostor.cosigned_size() == 1  # it did cosign, with its own key
+    assert _cosigners(_latest(http), [configured, impostor]) == []
+    (warned,) = [r for r in caplog.records if r.name == "ledger.witnesses"]
+    assert "no cosignature by its configured key" in warned.getMessage()
+
+
 def test_no_witness_cosigns_a_second_tree_of_the_same_size(http, witnessed, make_agent, post_task):
     witnesses = witnessed()
     for _ in range(3):
