@@ -1,5 +1,5 @@
-"""The Agent Card (SPEC §8.1), built from the code, never from a stored file: once per site and
-process, since nothing else changes it."""
+"""The Agent Card (SPEC §8.1), built from the code and the configured witnesses, never from a
+stored file: once per site, witnesses and process, since nothing else changes it."""
 
 from __future__ import annotations
 
@@ -20,12 +20,14 @@ from a2a.types import (
     StringList,
 )
 from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
+from django.conf import settings
 
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
 from core.policy import cairn_version
 from core.schemas import model_schema
 from ledger.card_signing import JWKS_PATH, card_sign
+from ledger.witnesses import witness_quorum
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
 VERIFIABLE_EXTENSION_URI = "urn:cairn:verifiable:v1"
@@ -66,8 +68,25 @@ def _skill(operation: SendMessageOperation) -> AgentSkill:
     )
 
 
-def agent_card(site: str) -> AgentCard:
+def witnessing() -> dict[str, Any]:
+    """The witnesses that cosign the log's checkpoints and how many must (SPEC §15.4, §15.7)."""
+    return {
+        "witnesses": [
+            {"name": w["name"], "key": w["key"], "url": w["url"]} for w in settings.CAIRN_WITNESSES
+        ],
+        "witness_quorum": witness_quorum(),
+    }
+
+
+def card_variant() -> str:
+    """What the card is built from besides the code, the site and its key: the configured
+    witnesses, as a key for the caches of the built card."""
+    return json.dumps(witnessing())
+
+
+def agent_card(site: str, witnesses: dict[str, Any] | None = None) -> AgentCard:
     """The card: one skill per operation the request handler dispatches, the payload schemas in one extension."""
+    witnesses = witnessing() if witnesses is None else witnesses
     operations = CairnRequestHandler.operations  # the registry the handler dispatches through
     return AgentCard(
         name="Cairn",
@@ -100,7 +119,8 @@ def agent_card(site: str) -> AgentCard:
                     description=(
                         "Receipts and the Agent Card are signed with the site key (JWKS); every task, "
                         "contribution and evaluation is in a public RFC 9162 transparency log with "
-                        "signed checkpoints; the offline verifier checks them all (SPEC §15)."
+                        "signed checkpoints that the listed witnesses cosign; the offline verifier "
+                        "checks them all (SPEC §15)."
                     ),
                     required=False,
                     params={
@@ -108,6 +128,7 @@ def agent_card(site: str) -> AgentCard:
                         "checkpoint": f"{site}/api/log/checkpoint",
                         "verifier": f"{site}/verify/cairn_verify.py",
                         "max_merge_delay_s": MAX_MERGE_DELAY_S,
+                        **witnesses,
                     },
                 ),
             ],
@@ -131,12 +152,13 @@ def agent_card(site: str) -> AgentCard:
 
 
 @lru_cache(maxsize=32)
-def _card_text(site: str) -> str:
-    # Built once per site and process: the card depends only on the code (and the site key), and
-    # generating the payload schemas is the costly part of it.
-    return json.dumps(agent_card_to_dict(card_sign(agent_card(site), site=site)))
+def _card_text(site: str, witnesses: str) -> str:
+    # Built once per site and process: the card depends only on the code, the site key and the
+    # configured witnesses, and generating the payload schemas is the costly part of it.
+    card = agent_card(site, json.loads(witnesses))
+    return json.dumps(agent_card_to_dict(card_sign(card, site=site)))
 
 
 def agent_card_json(site: str) -> dict[str, Any]:
     """The card as the SDK's own card route serialises it (a fresh copy on every call)."""
-    return json.loads(_card_text(site))
+    return json.loads(_card_text(site, card_variant()))

@@ -34,7 +34,7 @@ from jsonrpc.exceptions import JSONRPCException
 from jsonrpc.jsonrpc2 import JSONRPC20Request
 from starlette.requests import Request as StarletteRequest
 
-from a2a_gateway.card import agent_card_json
+from a2a_gateway.card import agent_card_json, card_variant
 from a2a_gateway.etag import card_etag, if_none_match_hits
 from a2a_gateway.fast_reads import DJANGO_READS, FAST_METHODS, DjangoReads, StoredReads, fast_read
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE, RAW_PARAMS_STATE, CairnRequestHandler
@@ -279,8 +279,9 @@ async def _version_refusal(request_id: Any, headers: Mapping[str, str]) -> Reply
 
 
 @lru_cache(maxsize=32)
-def _card_entity(site: str) -> tuple[bytes, str]:
-    """The card's bytes and ETag, once per site and process: the card depends only on the code."""
+def _card_entity(site: str, variant: str) -> tuple[bytes, str]:
+    """The card's bytes and ETag, once per site, witnesses and process: the card depends only
+    on the code and those."""
     card = agent_card_json(site)
     return json_bytes(card), card_etag(card)
 
@@ -288,7 +289,7 @@ def _card_entity(site: str) -> tuple[bytes, str]:
 def card_reply(site: str, if_none_match: str | None) -> Reply:
     """The card as the SDK's card route serves it: a weak ETag, and 304 when the client has it;
     cacheable for five minutes."""
-    body, etag = _card_entity(site)
+    body, etag = _card_entity(site, card_variant())
     headers = (("ETag", etag), ("Cache-Control", CARD_CACHE_CONTROL))
     if if_none_match and if_none_match_hits(if_none_match, etag):
         return Reply(304, b"", headers)

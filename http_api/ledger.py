@@ -22,6 +22,8 @@ from http_api.views import ApiView
 from ledger.keys import jwks
 from ledger.selectors import (
     checkpoint_latest,
+    checkpoint_note,
+    checkpoints_covering,
     consistency_proof,
     entries_of_task,
     entries_range,
@@ -105,16 +107,26 @@ class ConsistencyProofApi(ApiView):
 
 
 class CheckpointApi(ApiView):
-    """The latest signed checkpoint, as the signed note's own text."""
+    """The latest signed checkpoint with its witnesses' cosignatures, as one signed note's text."""
 
     def get(self, request: Request) -> HttpResponse:
         _query(request, ())
         latest = checkpoint_latest()
         if latest is None:
             raise Refusal(ErrorCode.NOT_FOUND, "the log has no checkpoint yet")
-        response = HttpResponse(latest.note, content_type="text/plain; charset=utf-8")
+        response = HttpResponse(checkpoint_note(latest), content_type="text/plain; charset=utf-8")
         response["Cache-Control"] = "no-cache"
         return response
+
+
+class CheckpointsApi(ApiView):
+    """`GET /api/log/checkpoints?covering=<index>`: the witnessed checkpoints a reader of entry
+    `index` needs, the earliest holding it and the latest."""
+
+    def get(self, request: Request) -> Response:
+        index = _count(_query(request, ("covering",)), "covering", minimum=0)
+        notes = [checkpoint_note(c) for c in checkpoints_covering(index=index)]
+        return Response({"checkpoints": notes})
 
 
 @require_safe

@@ -4,7 +4,8 @@ django-q2's scheduler looks at its schedules about every 30 seconds, too seldom 
 promises to integrate within 10. So a committed write nudges a worker to run the sequencer, at
 most once per interval per process; the job integrates what is queued, waits one interval and
 integrates again, which takes in every write whose own nudge was skipped. A schedule every
-minute catches anything a lost nudge left behind. A run holds its worker one interval, no longer.
+minute catches anything a lost nudge left behind. A run holds its worker one interval and the
+witnesses' answers (at most `WITNESS_TIMEOUT_S` a pass), no longer.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.conf import settings
 from django_q.tasks import async_task
 
 from ledger.services import log_sequence
+from ledger.witnesses import witnesses_cosign
 
 logger = logging.getLogger(__name__)
 SEQUENCE_JOB = "ledger.jobs.sequence_log"
@@ -24,9 +26,16 @@ _last_nudge = 0.0
 
 def sequence_log() -> int:
     """Integrate what is queued, and again one interval later. Returns how many were appended."""
-    appended = log_sequence()
+    appended = _sequence_witnessed()
     time.sleep(settings.CAIRN_LOG_INTERVAL_S)
-    return appended + log_sequence()
+    return appended + _sequence_witnessed()
+
+
+def _sequence_witnessed() -> int:
+    """One pass, then the witnesses asked to cosign its checkpoint (after its transaction)."""
+    appended = log_sequence()
+    witnesses_cosign()
+    return appended
 
 
 def sequencing_nudge() -> None:

@@ -56,6 +56,8 @@ class Checkpoint(models.Model):
     class Meta:
         ordering = ["-id"]
         get_latest_by = "id"
+        # The earliest checkpoint holding an entry is found by walking tree sizes upward.
+        indexes = [models.Index(fields=["tree_size"], name="checkpoint_tree_size")]
 
 
 class Cosignature(models.Model):
@@ -73,6 +75,8 @@ class Cosignature(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["checkpoint", "witness"], name="cosigned_once")
         ]
+        # A witness's latest cosignature: the old size the sequencer sends it.
+        indexes = [models.Index(fields=["witness", "checkpoint"], name="cosignature_by_witness")]
 
 
 class WitnessedLog(models.Model):

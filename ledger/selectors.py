@@ -5,20 +5,80 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from core.errors import ErrorCode, Issue, Refusal
 from ledger.merkle import consistency_ranges, inclusion_ranges, nodes_for, range_hash
-from ledger.models import Checkpoint, Leaf, QueuedEntry
+from ledger.models import Checkpoint, Cosignature, Leaf, QueuedEntry
 from ledger.services import nodes_get
+from ledger.witnesses import witness_quorum, witnesses_configured
 
 MAX_ENTRIES = 1000
 
 
 def checkpoint_latest() -> Checkpoint | None:
     return Checkpoint.objects.order_by("-id").first()
+
+
+def checkpoint_note(checkpoint: Checkpoint) -> str:
+    """The checkpoint as published (SPEC §15.3): the site's signed note with every cosignature it
+    got appended after the site's signature line, still one valid signed note."""
+    lines = checkpoint.cosignatures.order_by("id").values_list("line", flat=True)
+    return checkpoint.note + "".join(lines)
+
+
+def _quorate() -> QuerySet[Checkpoint]:
+    """The checkpoints cosigned by at least the quorum of distinct configured witnesses (every
+    checkpoint when no witness is configured). The count is a subquery per checkpoint, so a
+    query walking an index in order stops at the first quorate one."""
+    quorum = witness_quorum()
+    if quorum == 0:
+        return Checkpoint.objects.all()
+    cosigned = (
+        Cosignature.objects.filter(
+            checkpoint=OuterRef("pk"), witness__in=[w.key.text for w in witnesses_configured()]
+        )
+        .order_by()
+        .values("checkpoint")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Checkpoint.objects.annotate(cosigned=Coalesce(Subquery(cosigned), 0)).filter(
+        cosigned__gte=quorum
+    )
+
+
+def checkpoints_covering(*, index: int) -> list[Checkpoint]:
+    """The earliest checkpoint carrying the witness quorum whose tree holds entry `index`, then
+    the latest carrying it (once when they are the same); `not_found` when none holds it yet."""
+    earliest = _quorate().filter(tree_size__gt=index).order_by("tree_size", "id").first()
+    if earliest is None:
+        raise Refusal(
+            ErrorCode.NOT_FOUND,
+            f"no checkpoint carrying the witness quorum holds entry {index} yet",
+        )
+    latest = _quorate().order_by("-id").first()
+    return [earliest] if latest is None or latest.pk == earliest.pk else [earliest, latest]
+
+
+def checkpoint_witnessed_at(checkpoint: Checkpoint) -> datetime | None:
+    """When a quorum of the configured witnesses had seen the checkpoint (SPEC §15.4): the
+    quorum-th earliest of their cosignature times, None while it lacks the quorum. Without
+    witnesses the site's own time of signing is the only one there is."""
+    quorum = witness_quorum()
+    if quorum == 0:
+        return checkpoint.created_at
+    times = list(
+        checkpoint.cosignatures.filter(witness__in=[w.key.text for w in witnesses_configured()])
+        .order_by("signed_at")
+        .values_list("signed_at", flat=True)[:quorum]
+    )
+    return times[quorum - 1] if len(times) == quorum else None
 
 
 def _checkpointed_size() -> int:

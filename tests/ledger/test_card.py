@@ -54,6 +54,8 @@ def test_the_card_declares_the_verifiable_extension(http, live_url):
         "checkpoint": f"{live_url}/api/log/checkpoint",
         "verifier": f"{live_url}/verify/cairn_verify.py",
         "max_merge_delay_s": 60,
+        "witnesses": [],
+        "witness_quorum": 0,
     }
     assert http.get(extension["params"]["verifier"]).status_code == 200
 

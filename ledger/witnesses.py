@@ -1,0 +1,233 @@
+"""The site's witnesses (SPEC §15.4): every new checkpoint goes to every configured witness (C2SP
+`tlog-witness`), and the `cosignature/v1` lines that verify are kept beside the checkpoint.
+
+A witness is a remote party that may be slow or down, so this runs after the sequencer's
+transaction, never inside it, and asks every witness at once, each in its own thread and for at
+most `WITNESS_TIMEOUT_S`: none holds up the others, the writes or the log. Only the calling
+thread touches the database; the threads speak HTTP and nothing else. A witness that failed
+still lacks a cosignature on the latest checkpoint, so the next run asks it again, from the
+size of the last checkpoint it cosigned.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import logging
+import re
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.conf import settings
+
+from ledger.merkle import consistency_ranges, nodes_for, range_hash
+from ledger.models import Checkpoint, Cosignature
+from ledger.services import nodes_get
+from ledger.signed_note import (
+    COSIGNATURE_V1,
+    NoteError,
+    VerifierKey,
+    cosignature_verify,
+    note_parse,
+    signature_lines_parse,
+    verifier_key_parse,
+)
+
+logger = logging.getLogger(__name__)
+WITNESS_TIMEOUT_S = 5.0
+SIZE_CONTENT_TYPE = "text/x.tlog.size"
+MAX_ANSWER_BYTES = 64 * 1024
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,18}")
+
+
+@dataclass(frozen=True)
+class Witness:
+    name: str
+    key: VerifierKey
+    url: str  # the submission prefix: `<url>/add-checkpoint`
+
+
+def witnesses_configured() -> list[Witness]:
+    return [
+        Witness(w["name"], verifier_key_parse(w["key"], type=COSIGNATURE_V1), w["url"])
+        for w in settings.CAIRN_WITNESSES
+    ]
+
+
+def witness_quorum() -> int:
+    """How many distinct configured witnesses must cosign a checkpoint; 0 without witnesses."""
+    return int(settings.CAIRN_WITNESS_QUORUM) if settings.CAIRN_WITNESSES else 0
+
+
+class WitnessFailure(Exception):
+    """A witness that did not cosign; the message says what it did instead."""
+
+
+@dataclass(frozen=True)
+class _Cosigned:
+    line: str
+    signed_at: datetime  # the witness's timestamp
+
+
+@dataclass(frozen=True)
+class _Conflict:
+    """The witness's 409: it last cosigned a tree of `size`, not of the size we sent."""
+
+    size: int
+
+
+def _submission(old: int, proof: list[bytes], note: str) -> bytes:
+    lines = [f"old {old}\n", *(base64.b64encode(h).decode() + "\n" for h in proof), "\n"]
+    return ("".join(lines) + note).encode()
+
+
+def _post(url: str, data: bytes, deadline: float) -> tuple[int, str, str]:
+    """POST `data`: the status, the content type and the text of the answer, whatever the
+    status; WitnessFailure when there is no answer before the deadline."""
+    request = urllib.request.Request(
+        url, data=data, method="POST", headers={"Content-Type": "text/plain; charset=utf-8"}
+    )
+    try:
+        try:
+            response = urllib.request.urlopen(
+                request, timeout=max(deadline - time.monotonic(), 0.01)
+            )
+        except urllib.error.HTTPError as error:
+            response = error
+        with response:
+            content_type = (response.headers.get("Content-Type") or "").split(";")[0].strip()
+            text = response.read(MAX_ANSWER_BYTES).decode("utf-8", "replace")
+            return response.status or 0, content_type, text
+    except (OSError, ValueError, http.client.HTTPException) as error:  # refused, timed out…
+        raise WitnessFailure(f"could not be reached ({error})") from None
+
+
+def _submit(
+    witness: Witness, old: int, proof: list[bytes], note: str, body: str, deadline: float
+) -> _Cosigned | _Conflict:
+    """One `add-checkpoint` call, answered by the witness's verified cosignature or its size."""
+    data = _submission(old, proof, note)
+    status, content_type, text = _post(f"{witness.url}/add-checkpoint", data, deadline)
+    if status == 409 and content_type == SIZE_CONTENT_TYPE and _DECIMAL.fullmatch(text.strip()):
+        return _Conflict(int(text.strip()))
+    if status != 200:
+        raise WitnessFailure(f"answered {status}: {text.strip()[:200]!r}")
+    try:
+        signatures = signature_lines_parse(text)
+    except (NoteError, ValueError):
+        raise WitnessFailure("answered with something other than note signature lines") from None
+    ours = [s for s in signatures if s.name == witness.key.name and s.key_id == witness.key.key_id]
+    if not ours:
+        raise WitnessFailure("answered with no cosignature by its configured key")
+    try:
+        timestamp = cosignature_verify(body, ours[0], witness.key)
+        signed_at = datetime.fromtimestamp(timestamp, tz=UTC)
+    except NoteError as error:
+        raise WitnessFailure(str(error)) from None
+    except (OverflowError, ValueError, OSError):
+        raise WitnessFailure(f"its cosignature's time ({timestamp}) is no date") from None
+    return _Cosigned(ours[0].line, signed_at)
+
+
+def _consistency(old: int, size: int) -> list[bytes]:
+    ranges = consistency_ranges(old, size) if old < size else []
+    nodes = nodes_get(nodes_for(ranges))
+    return [range_hash(start, end, nodes) for start, end in ranges]
+
+
+def _last_cosigned_sizes(witnesses: list[Witness]) -> dict[str, int]:
+    """The tree size of the latest checkpoint each witness cosigned, by key (0 when it never
+    did): the `old` each expects. Checkpoint ids grow with tree sizes, so a witness's newest
+    cosignature is its largest. Usually they all cosigned the same recent checkpoint and one
+    query finds them all; any other is looked up on its own."""
+    keys = [w.key.text for w in witnesses]
+    newest = Cosignature.objects.filter(witness__in=keys).order_by("-checkpoint_id")
+    sizes: dict[str, int] = {}
+    for key, size in newest.values_list("witness", "checkpoint__tree_size")[: len(keys)]:
+        sizes.setdefault(key, size)
+    for key in keys:
+        if key not in sizes:
+            found = newest.filter(witness=key).values_list("checkpoint__tree_size", flat=True)
+            sizes[key] = found.first() or 0
+    return sizes
+
+
+def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
+    """Submit the latest checkpoint to every configured witness that has not cosigned it yet,
+    all at once and each for at most `timeout` seconds, and keep every cosignature that
+    verifies. A witness whose old size is not ours (409) is asked once more, from its own size.
+    Returns how many cosignatures it got. Call outside any transaction."""
+    witnesses = witnesses_configured()
+    if not witnesses:
+        return 0
+    latest = Checkpoint.objects.order_by("-id").first()
+    if latest is None:
+        return 0
+    cosigned = set(latest.cosignatures.values_list("witness", flat=True))
+    pending = [w for w in witnesses if w.key.text not in cosigned]
+    if not pending:
+        return 0
+    body = note_parse(latest.note).body
+    deadline = time.monotonic() + timeout
+    failures: dict[str, str] = {}
+    added = 0
+    executor = ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="witness")
+
+    proofs: dict[int, list[bytes]] = {}  # by old size: witnesses in step share one
+
+    def ask(witness: Witness, old: int) -> Future[_Cosigned | _Conflict]:
+        if old not in proofs:
+            proofs[old] = _consistency(old, latest.tree_size)
+        return executor.submit(_submit, witness, old, proofs[old], latest.note, body, deadline)
+
+    sizes = _last_cosigned_sizes(pending)
+    asked: dict[Future[_Cosigned | _Conflict], tuple[Witness, bool]] = {
+        ask(w, sizes[w.key.text]): (w, False) for w in pending
+    }
+    try:
+        while asked:
+            done, _ = wait(asked, timeout=deadline - time.monotonic(), return_when=FIRST_COMPLETED)
+            if not done:
+                break
+            for future in done:
+                witness, retried = asked.pop(future)
+                try:
+                    answer = future.result()
+                except WitnessFailure as failure:
+                    failures[witness.name] = str(failure)
+                    continue
+                if isinstance(answer, _Cosigned):
+                    _keep(latest, witness, answer)
+                    added += 1
+                elif retried or answer.size > latest.tree_size:
+                    failures[witness.name] = f"holds a tree of size {answer.size} (409)"
+                else:
+                    asked[ask(witness, answer.size)] = (witness, True)
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
+    for witness, _ in asked.values():
+        failures[witness.name] = f"did not answer within {timeout:g} s"
+    for name, reason in failures.items():
+        logger.warning(
+            "witness %s did not cosign checkpoint %s: %s", name, latest.tree_size, reason
+        )
+    return added
+
+
+def _keep(checkpoint: Checkpoint, witness: Witness, cosigned: _Cosigned) -> None:
+    """Store the cosignature; a concurrent run may have stored this witness's already."""
+    Cosignature.objects.bulk_create(
+        [
+            Cosignature(
+                checkpoint=checkpoint,
+                witness=witness.key.text,
+                signed_at=cosigned.signed_at,
+                line=cosigned.line,
+            )
+        ],
+        ignore_conflicts=True,
+    )
