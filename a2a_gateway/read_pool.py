@@ -114,22 +114,27 @@ def is_available() -> bool:
     return _on_postgresql() and time.monotonic() >= _unavailable_until
 
 
+# What Django's connection parameters hold besides libpq's: psycopg's own arguments.
+_NOT_LIBPQ = ("cursor_factory", "context", "prepare_threshold")
+
+
 def _conninfo() -> str:
-    settings = connection.settings_dict
-    options = settings.get("OPTIONS", {})
-    return make_conninfo(
-        dbname=settings["NAME"],
-        user=settings.get("USER") or None,
-        password=settings.get("PASSWORD") or None,
-        host=settings.get("HOST") or None,
-        port=str(settings["PORT"]) if settings.get("PORT") else None,
-        connect_timeout=options.get("connect_timeout", 3),
-        # The pool's two statements plan alike whatever their values (one index each), but a
-        # generic plan of a page looks dear to PostgreSQL (its LIMIT is a parameter), so by
-        # default it planned every page afresh: 40% of its time (bench/README.md, F28).
-        options="-c TimeZone=UTC -c plan_cache_mode=force_generic_plan",
-        application_name="cairn-reads",
-    )
+    """Django's connection parameters (the URL's libpq parameters among them: `sslmode`,
+    `options`, ... SPEC §16), with the pool's own additions where the URL leaves room."""
+    parameters = {
+        name: value
+        for name, value in connection.get_connection_params().items()
+        if name not in _NOT_LIBPQ
+    }
+    # The pool names itself only when the URL names no application.
+    parameters.setdefault("application_name", "cairn-reads")
+    # The pool's two statements plan alike whatever their values (one index each), but a
+    # generic plan of a page looks dear to PostgreSQL (its LIMIT is a parameter), so by default
+    # it planned every page afresh: 40% of its time (bench/README.md, F28). The URL's own
+    # options come after these, so they win where both set something.
+    ours = "-c TimeZone=UTC -c plan_cache_mode=force_generic_plan"
+    parameters["options"] = " ".join(filter(None, [ours, parameters.get("options")]))
+    return make_conninfo(**parameters)
 
 
 async def _current_pool() -> AsyncConnectionPool[AsyncConnection[Any]]:

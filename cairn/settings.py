@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
+import psycopg
 from django.core.exceptions import ImproperlyConfigured
+from psycopg.conninfo import make_conninfo
 
 from cairn.env import (
     env_bool,
@@ -115,6 +118,21 @@ TEMPLATES = [
 ]
 
 
+def _libpq_parameters(options: dict[str, Any]) -> dict[str, str]:
+    """The URL's query string as libpq connection parameters; one libpq does not know, or given
+    twice, stops start-up here rather than failing every connection later."""
+    parameters = {}
+    for name, value in options.items():
+        if isinstance(value, list):
+            raise ImproperlyConfigured(f"DATABASE_URL gives {name} more than once")
+        parameters[name] = str(value)
+    try:
+        make_conninfo(**parameters)
+    except psycopg.ProgrammingError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL's query string: {exc}") from None
+    return parameters
+
+
 def _database(url: str) -> dict:
     try:
         config = dj_database_url.parse(url, conn_max_age=60)
@@ -152,6 +170,8 @@ def _database(url: str) -> dict:
         # use, a connection attempt gives up after 3 s, a request waits at most 3 s for one, and
         # a failing reconnection is abandoned after 4 s so the next request starts a fresh one
         # instead of waiting out psycopg's growing back-off.
+        # The URL's query string holds libpq's parameters (`sslmode`, `application_name`, ...):
+        # they reach every connection, over Cairn's defaults (SPEC §16).
         config["OPTIONS"] = {
             "pool": {
                 "min_size": 2,
@@ -160,6 +180,7 @@ def _database(url: str) -> dict:
                 "reconnect_timeout": 4,
             },
             "connect_timeout": 3,
+            **_libpq_parameters(config.get("OPTIONS", {})),
             "server_side_binding": True,
             "prepare_threshold": 5,
         }

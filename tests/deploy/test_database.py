@@ -1,13 +1,17 @@
 """SPEC §16 on the database, in the deployment's shape (web processes and `qcluster`s, each its
 own OS process, on a PostgreSQL of the test's own that also speaks TLS): per-address limits
-exact whatever the number of web processes.
+exact whatever the number of web processes, and `DATABASE_URL`'s options on every connection
+Cairn opens.
 
 Every figure a test measures is printed (run with -s to see them) and named in its failure.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -17,9 +21,17 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+from cryptography.hazmat.primitives import serialization
 
-from tests.deploy.postgres import BIN_DIR, PrivatePostgres
-from tests.deploy.processes import Deployment, cairn_env
+from tests.deploy.postgres import BIN_DIR, PrivatePostgres, certificate_authority
+from tests.deploy.processes import ROOT, Deployment, cairn_env, database_client_ports
+from tests.deploy.test_topology import (
+    _post_tasks,
+    _register,
+)
+from tests.factories import contribution_payload
+
+READ_FAILED = "stored read failed"
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +82,42 @@ def _rows(deployment: Deployment, sql: str, *params) -> list[tuple]:
         return conn.execute(sql, params).fetchall()
 
 
+def _a2a(url: str, method: str, params: dict) -> httpx.Response:
+    return httpx.post(
+        f"{url}/api/a2a",
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        headers={"A2A-Version": "1.0"},
+        timeout=10,
+    )
+
+
+def _log_text(deployment: Deployment) -> str:
+    return "\n".join(
+        service.log.read_text(errors="replace")
+        for service in deployment.services
+        if service.log.exists()
+    )
+
+
+def _reads_through_the_pool(deployment: Deployment, task_id: str) -> list[httpx.Response]:
+    """GetTask and ListTasks on every web process, once the read pools had time to connect;
+    the reads after that must not have needed Django's path (the pool logs each failure)."""
+    for url in deployment.web_urls:
+        _a2a(url, "GetTask", {"id": task_id})
+    time.sleep(2)
+    logged_before = _log_text(deployment).count(READ_FAILED)
+    answers = [
+        _a2a(url, method, params)
+        for _ in range(5)
+        for url in deployment.web_urls
+        for method, params in (("GetTask", {"id": task_id}), ("ListTasks", {"pageSize": 5}))
+    ]
+    assert all(a.status_code == 200 and "result" in a.json() for a in answers), answers
+    failed = _log_text(deployment).count(READ_FAILED) - logged_before
+    assert failed == 0, f"{failed} reads failed on the read pool\n{deployment.tails()}"
+    return answers
+
+
 def test_registrations_at_once_from_one_address_stop_exactly_at_the_limit(deploy):
     deployment = deploy(CAIRN_REGISTRATIONS_PER_IP_PER_HOUR="20")
     deployment.manage("migrate", "--noinput")
@@ -106,3 +154,73 @@ def test_registrations_at_once_from_one_address_stop_exactly_at_the_limit(deploy
         timeout=10,
     )
     assert other.status_code == 201, "another address is not limited by this one"
+
+
+def test_the_url_options_reach_every_connection_of_every_process(deploy, postgres):
+    """`sslmode=verify-full` with the server's own authority, and an application name: every
+    backend of the web processes (Django's pool and the read pool) and of the worker is TLS,
+    verified, and named as the URL says."""
+    name = "cairn-url-options"
+    query = f"?sslmode=verify-full&sslrootcert={postgres.ca_file}&application_name={name}"
+    deployment = deploy(url=lambda database: postgres.url(database) + query)
+    deployment.manage("migrate", "--noinput")
+    webs = [deployment.start_web(), deployment.start_web()]
+    worker = deployment.start_worker()
+    poster = _register(deployment.web_urls[0])
+    (task_id,) = _post_tasks(deployment, 1, first_s=3600, last_s=3600)
+    contributed = httpx.post(
+        f"{deployment.web_urls[1]}/api/a2a-tasks/{task_id}/contributions",
+        json=contribution_payload(),
+        headers=poster,
+        timeout=10,
+    )
+    assert contributed.status_code == 201, contributed.text
+    _reads_through_the_pool(deployment, task_id)
+
+    give_up = time.monotonic() + 20
+    while True:
+        held = {
+            service.name + str(index): set().union(
+                *database_client_ports(service.tree(), postgres.port).values()
+            )
+            for index, service in enumerate([*webs, worker])
+        }
+        if all(held.values()) or time.monotonic() > give_up:
+            break
+        time.sleep(0.5)
+    backends = {
+        port: (ssl, application)
+        for port, ssl, application in _rows(
+            deployment,
+            "SELECT a.client_port, s.ssl, a.application_name FROM pg_stat_activity a "
+            "JOIN pg_stat_ssl s USING (pid) WHERE a.datname = current_database() "
+            "AND a.pid <> pg_backend_pid()",
+        )
+    }
+    print(f"\nbackends (client port: TLS, application): {backends}; held: {held}")
+    assert all(held.values()), f"a process holds no database connection: {held}"
+    ports = set().union(*held.values())
+    assert ports <= set(backends), f"connections PostgreSQL does not list: {ports - set(backends)}"
+    assert {backends[port] for port in ports} == {(True, name)}, backends
+
+
+def test_a_server_certificate_the_url_does_not_trust_stops_start_up(deploy, postgres, tmp_path):
+    _, stranger = certificate_authority("Not the database's authority")
+    wrong_ca = tmp_path / "wrong-ca.pem"
+    wrong_ca.write_bytes(stranger.public_bytes(serialization.Encoding.PEM))
+    deployment = deploy(
+        url=lambda database: postgres.url(database) + f"?sslmode=verify-full&sslrootcert={wrong_ca}"
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"],
+        cwd=ROOT,
+        env=deployment.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    print(
+        f"\nmigrate with an authority that did not sign the server's certificate:\n{done.stderr[-400:]}"
+    )
+    assert done.returncode != 0, "Cairn connected to a server its URL does not trust"
+    assert "certificate verify failed" in done.stderr
