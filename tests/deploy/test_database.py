@@ -1,7 +1,7 @@
 """SPEC §16 on the database, in the deployment's shape (web processes and `qcluster`s, each its
 own OS process, on a PostgreSQL of the test's own that also speaks TLS): per-address limits
-exact whatever the number of web processes, and `DATABASE_URL`'s options on every connection
-Cairn opens.
+exact whatever the number of web processes, `DATABASE_URL`'s options on every connection Cairn
+opens, and Cairn behind Debian's PgBouncer in transaction pooling mode.
 
 Every figure a test measures is printed (run with -s to see them) and named in its failure.
 """
@@ -23,11 +23,17 @@ import psycopg
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from tests.deploy.pgbouncer import BINARY as PGBOUNCER
+from tests.deploy.pgbouncer import TransactionPgBouncer
 from tests.deploy.postgres import BIN_DIR, PrivatePostgres, certificate_authority
 from tests.deploy.processes import ROOT, Deployment, cairn_env, database_client_ports
 from tests.deploy.test_topology import (
+    PROMISED_LAG_S,
+    _assert_counts_exact,
+    _lag_figures,
     _post_tasks,
     _register,
+    _wait_evaluated,
 )
 from tests.factories import contribution_payload
 
@@ -224,3 +230,85 @@ def test_a_server_certificate_the_url_does_not_trust_stops_start_up(deploy, post
     )
     assert done.returncode != 0, "Cairn connected to a server its URL does not trust"
     assert "certificate verify failed" in done.stderr
+
+
+@pytest.fixture
+def pgbouncer(postgres: PrivatePostgres) -> Iterator[TransactionPgBouncer]:
+    if PGBOUNCER is None:
+        pytest.fail("PgBouncer is needed: apt-get install pgbouncer")
+    bouncer = TransactionPgBouncer(postgres)
+    bouncer.start()
+    yield bouncer
+    bouncer.stop()
+
+
+def test_behind_pgbouncer_in_transaction_mode_every_promise_holds(deploy, pgbouncer):
+    """2 web processes and 2 qclusters whose every connection, migrations included, goes through
+    PgBouncer with `pool_mode = transaction`: no statement may rely on its session."""
+    deployment = deploy(url=pgbouncer.url, CAIRN_DB_POOLER="transaction")
+    deployment.manage("migrate", "--noinput")
+    deployment.start_web()
+    deployment.start_web()
+    deployment.start_worker()
+    deployment.start_worker()
+
+    ids = _post_tasks(deployment, 30, first_s=15, last_s=25)
+    contributors = [_register(deployment.web_urls[1]) for _ in range(2)]
+    answers: list[httpx.Response] = []
+    for task_id in ids[:10]:
+        for agent in contributors:
+            answers.append(
+                httpx.post(
+                    f"{deployment.web_urls[1]}/api/a2a-tasks/{task_id}/contributions",
+                    json=contribution_payload(),
+                    headers=agent,
+                    timeout=10,
+                )
+            )
+    assert all(answer.status_code == 201 for answer in answers), [
+        answer.text for answer in answers if answer.status_code != 201
+    ]
+    answers += _reads_through_the_pool(deployment, ids[0])
+    for url in deployment.web_urls:
+        answers += [httpx.get(f"{url}/api/a2a-tasks/{task_id}", timeout=10) for task_id in ids]
+
+    rows = _wait_evaluated(
+        lambda sql, *params: _rows(deployment, sql, *params), ids, timeout=25 + PROMISED_LAG_S + 30
+    )
+    lags = [(row[2] - row[1]).total_seconds() for row in rows if row[2] is not None]
+    print(
+        f"\nbehind PgBouncer (transaction): 30 tasks, {_lag_figures(lags) if lags else 'none evaluated'}"
+    )
+    assert len(lags) == len(ids), f"{len(ids) - len(lags)} of 30 still open\n{deployment.tails()}"
+    assert max(lags) <= PROMISED_LAG_S, f"evaluated late: {_lag_figures(lags)}"
+    first = {row[0]: row[2] for row in rows}
+    time.sleep(3)
+    again = {
+        row[0]: row[2]
+        for row in _rows(
+            deployment,
+            "SELECT id::text, deadline, evaluated_at FROM tasks_task WHERE id::text = ANY(%s)",
+            ids,
+        )
+    }
+    assert first == again, "an evaluation changed after it was made"
+    outcomes = dict(
+        _rows(
+            deployment,
+            "SELECT outcome, count(*) FROM tasks_task WHERE id::text = ANY(%s) GROUP BY outcome",
+            ids,
+        )
+    )
+    assert outcomes == {"resolved": 10, "unresolved": 20}
+    _assert_counts_exact(lambda sql, *params: _rows(deployment, sql, *params))
+
+    answers += [httpx.get(f"{url}/readyz", timeout=10) for url in deployment.web_urls]
+    server_errors = [
+        (a.request.url, a.status_code, a.text[:200]) for a in answers if a.status_code >= 500
+    ]
+    assert not server_errors, server_errors
+    logs = _log_text(deployment) + pgbouncer.log.read_text(errors="replace")
+    for trouble in ("prepared statement", "Traceback", "unsupported startup parameter"):
+        assert trouble not in logs, (
+            f"{trouble!r} in the logs\n{deployment.tails()}\n{pgbouncer.tail()}"
+        )
