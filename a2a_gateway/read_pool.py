@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, cast
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Field
 from psycopg import AsyncConnection
@@ -114,22 +115,34 @@ def is_available() -> bool:
     return _on_postgresql() and time.monotonic() >= _unavailable_until
 
 
+# What Django's connection parameters hold besides libpq's: psycopg's own arguments.
+_NOT_LIBPQ = ("cursor_factory", "context", "prepare_threshold")
+
+
 def _conninfo() -> str:
-    settings = connection.settings_dict
-    options = settings.get("OPTIONS", {})
-    return make_conninfo(
-        dbname=settings["NAME"],
-        user=settings.get("USER") or None,
-        password=settings.get("PASSWORD") or None,
-        host=settings.get("HOST") or None,
-        port=str(settings["PORT"]) if settings.get("PORT") else None,
-        connect_timeout=options.get("connect_timeout", 3),
+    """Django's connection parameters (the URL's libpq parameters among them: `sslmode`,
+    `options`, ... SPEC §16), with the pool's own additions where the URL leaves room."""
+    parameters = {
+        name: value
+        for name, value in connection.get_connection_params().items()
+        if name not in _NOT_LIBPQ
+    }
+    # The pool names itself only when the URL names no application.
+    parameters.setdefault("application_name", "cairn-reads")
+    if not _behind_transaction_pooler():
         # The pool's two statements plan alike whatever their values (one index each), but a
         # generic plan of a page looks dear to PostgreSQL (its LIMIT is a parameter), so by
-        # default it planned every page afresh: 40% of its time (bench/README.md, F28).
-        options="-c TimeZone=UTC -c plan_cache_mode=force_generic_plan",
-        application_name="cairn-reads",
-    )
+        # default it planned every page afresh: 40% of its time (bench/README.md, F28). The
+        # URL's own options come after these, so they win where both set something. A
+        # transaction pooler keeps no session setting (and PgBouncer refuses `options`); the
+        # reads convert every time they read, whatever the session's time zone.
+        ours = "-c TimeZone=UTC -c plan_cache_mode=force_generic_plan"
+        parameters["options"] = " ".join(filter(None, [ours, parameters.get("options")]))
+    return make_conninfo(**parameters)
+
+
+def _behind_transaction_pooler() -> bool:
+    return settings.CAIRN_DB_POOLER == "transaction"
 
 
 async def _current_pool() -> AsyncConnectionPool[AsyncConnection[Any]]:
@@ -142,7 +155,12 @@ async def _current_pool() -> AsyncConnectionPool[AsyncConnection[Any]]:
             max_size=POOL_MAX_SIZE,
             timeout=POOL_TIMEOUT_S,
             reconnect_timeout=4,
-            kwargs={"autocommit": True},
+            # psycopg prepares a statement run five times on a connection, by name: a
+            # transaction pooler would run it on another server connection that has no such name.
+            kwargs={
+                "autocommit": True,
+                "prepare_threshold": None if _behind_transaction_pooler() else 5,
+            },
             open=False,
             name="cairn-reads",
         )

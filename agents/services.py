@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from agents.models import Agent, AuditEntry, Door, Operation
 from core import statements
@@ -28,12 +28,21 @@ def _address_hash(address: str) -> str:
     return hmac.new(settings.SECRET_KEY.encode(), address.encode(), hashlib.sha256).hexdigest()
 
 
+# The first key of a registration's advisory lock (pg_advisory_xact_lock's two-key form, its
+# own key space): "reg" read as a big-endian integer; the second key is the address's.
+REGISTRATION_LOCK = int.from_bytes(b"reg", "big")
+
+
 def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
-    """Issue a token. Returns the agent and the token, which is shown once and never stored."""
-    now = now_ms()
-    window_start = now - timedelta(hours=1)
+    """Issue a token. Returns the agent and the token, which is shown once and never stored.
+
+    The count and the insert run under the address's lock, so registrations sent at once from one
+    address, to any number of processes, are counted one after another (SPEC §16)."""
     address_hash = _address_hash(address)
     with transaction.atomic():
+        _address_lock(address_hash)
+        now = now_ms()
+        window_start = now - timedelta(hours=1)
         recent = list(
             Agent.objects.filter(address_hash=address_hash, created_at__gt=window_start)
             .order_by("created_at")
@@ -52,6 +61,19 @@ def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
             token_sha256=token_digest(token), label=label, address_hash=address_hash, created_at=now
         )
     return agent, token
+
+
+def _address_lock(address_hash: str) -> None:
+    """Hold the address's lock until the transaction ends. SQLite needs none: its IMMEDIATE
+    transaction already holds the database's write lock. On PostgreSQL the lock is an advisory
+    one of the transaction (which a transaction pooler keeps), on 32 bits of the address's hash:
+    two addresses that share them only wait for each other."""
+    if connection.vendor != "postgresql":
+        return
+    key = int.from_bytes(bytes.fromhex(address_hash[:8]), "big", signed=True)
+    statements.execute(
+        "SELECT pg_advisory_xact_lock(%s::integer, %s::integer)", [REGISTRATION_LOCK, key]
+    )
 
 
 # What a request's agent carries: every column (a door may show any of them).

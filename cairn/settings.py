@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
+import psycopg
 from django.core.exceptions import ImproperlyConfigured
+from psycopg.conninfo import make_conninfo
 
 from cairn.env import (
     env_bool,
@@ -131,6 +134,31 @@ TEMPLATES = [
 ]
 
 
+# What sits between Cairn and PostgreSQL: nothing (or a session pooler), or a transaction pooler
+# such as PgBouncer's `pool_mode = transaction`, which keeps no session state between
+# transactions (README, "Behind PgBouncer").
+CAIRN_DB_POOLER = env_str("CAIRN_DB_POOLER").lower()
+if CAIRN_DB_POOLER not in {"", "transaction"}:
+    raise ImproperlyConfigured(
+        f"CAIRN_DB_POOLER must be transaction or unset, not {env_str('CAIRN_DB_POOLER')!r}"
+    )
+
+
+def _libpq_parameters(options: dict[str, Any]) -> dict[str, str]:
+    """The URL's query string as libpq connection parameters; one libpq does not know, or given
+    twice, stops start-up here rather than failing every connection later."""
+    parameters = {}
+    for name, value in options.items():
+        if isinstance(value, list):
+            raise ImproperlyConfigured(f"DATABASE_URL gives {name} more than once")
+        parameters[name] = str(value)
+    try:
+        make_conninfo(**parameters)
+    except psycopg.ProgrammingError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL's query string: {exc}") from None
+    return parameters
+
+
 def _database(url: str) -> dict:
     try:
         config = dj_database_url.parse(url, conn_max_age=60)
@@ -162,12 +190,18 @@ def _database(url: str) -> dict:
         # request (on a busy small server, planning a statement costs more than running it).
         # Django leaves the threshold unset, which never prepares (bench/README.md, F42). The
         # statements are named on the connection: a pooler in front of PostgreSQL must keep
-        # them (PgBouncer 1.21+ with `max_prepared_statements`, or session pooling).
+        # them (session pooling, or PgBouncer 1.21+ with `max_prepared_statements`); behind one
+        # that cannot (`CAIRN_DB_POOLER=transaction`) nothing is prepared, and Django declares
+        # no cursor (`.iterator()` would hold one across transactions in autocommit).
+        # Server-side binding stays: its statements are unnamed, each sent with its values in
+        # one exchange, which a transaction pooler passes through.
         # While the database is down a request must fail within 5 s, and the pool must find the
         # database again within seconds of its return (SPEC §16): connections are checked before
         # use, a connection attempt gives up after 3 s, a request waits at most 3 s for one, and
         # a failing reconnection is abandoned after 4 s so the next request starts a fresh one
         # instead of waiting out psycopg's growing back-off.
+        # The URL's query string holds libpq's parameters (`sslmode`, `application_name`, ...):
+        # they reach every connection, over Cairn's defaults (SPEC §16).
         config["OPTIONS"] = {
             "pool": {
                 "min_size": 2,
@@ -176,9 +210,11 @@ def _database(url: str) -> dict:
                 "reconnect_timeout": 4,
             },
             "connect_timeout": 3,
+            **_libpq_parameters(config.get("OPTIONS", {})),
             "server_side_binding": True,
-            "prepare_threshold": 5,
+            "prepare_threshold": None if CAIRN_DB_POOLER == "transaction" else 5,
         }
+        config["DISABLE_SERVER_SIDE_CURSORS"] = CAIRN_DB_POOLER == "transaction"
     else:
         raise ImproperlyConfigured("DATABASE_URL must name SQLite or PostgreSQL")
     return dict(config)

@@ -68,6 +68,12 @@ def assert_one_line_naming(result: subprocess.CompletedProcess, named: str) -> N
         ),
         ({**GOOD, "CAIRN_SOURCE_HOSTS": " , "}, "CAIRN_SOURCE_HOSTS"),
         ({**GOOD, "CAIRN_LOG_FORMAT": "xml"}, "CAIRN_LOG_FORMAT"),
+        ({**GOOD, "CAIRN_DB_POOLER": "session"}, "CAIRN_DB_POOLER"),
+        ({**GOOD, "DATABASE_URL": "postgres://db.example/cairn?sslmod=require"}, "sslmod"),
+        (
+            {**GOOD, "DATABASE_URL": "postgres://db.example/cairn?sslmode=require&sslmode=disable"},
+            "DATABASE_URL",
+        ),
         ({}, "SECRET_KEY"),
         ({"SECRET_KEY": "k", "DEBUG": "false"}, "CAIRN_SITE_URL (or ALLOWED_HOSTS)"),
         ({**GOOD, "CAIRN_SIGNING_KEY": ""}, "CAIRN_SIGNING_KEY"),

@@ -3,7 +3,6 @@ each a separate OS process, for each broker."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import psycopg
@@ -11,7 +10,7 @@ import pytest
 import redis
 
 from tests.deploy.postgres import BIN_DIR, PrivatePostgres
-from tests.deploy.processes import Deployment
+from tests.deploy.processes import Deployment, cairn_env
 
 REDIS_URL = "redis://127.0.0.1:6379/9"
 
@@ -40,27 +39,7 @@ def deployment(request, postgres: PrivatePostgres, tmp_path_factory) -> Iterator
     if broker == "redis":
         redis.Redis.from_url(REDIS_URL).flushdb()
     logs = tmp_path_factory.mktemp(f"logs-{broker}")
-    env = {
-        **{
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("CAIRN_", "DATABASE_URL", "DEBUG"))
-        },
-        "PYTHONUNBUFFERED": "1",
-        "DATABASE_URL": postgres.url(database),
-        "DEBUG": "false",
-        "SECRET_KEY": "cairn-deployment-test",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "CAIRN_TASK_DEADLINE_MIN_S": "1",
-        "CAIRN_TASKS_PER_AGENT_PER_DAY": "10000",
-        "CAIRN_OPEN_TASKS_PER_AGENT": "10000",
-        "CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY": "10000",
-        "CAIRN_REGISTRATIONS_PER_IP_PER_HOUR": "10000",
-        "CAIRN_WORKERS": "2",
-        "CAIRN_SIGNING_KEY": os.environ["CAIRN_SIGNING_KEY"],
-        "CAIRN_SEAL_KEY": os.environ["CAIRN_SEAL_KEY"],
-        **BROKERS[broker],
-    }
+    env = cairn_env(postgres.url(database), **BROKERS[broker])
     deployed = Deployment(
         broker=broker, postgres=postgres, database_url=postgres.url(database), env=env, logs=logs
     )

@@ -3,15 +3,21 @@ free port, so a test can stop and restart it without touching the machine's shar
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 
 def _bin_dir() -> Path | None:
@@ -25,6 +31,25 @@ def _bin_dir() -> Path | None:
 BIN_DIR = _bin_dir()
 
 
+def certificate_authority(name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A self-signed certificate authority, valid for a day."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return key, certificate
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -33,9 +58,10 @@ def free_port() -> int:
 
 class PrivatePostgres:
     """One cluster, trust auth on 127.0.0.1. PostgreSQL refuses to run as root, so as root the
-    server runs as the `postgres` system user."""
+    server runs as the `postgres` system user. With `tls`, the server also speaks TLS, with a
+    certificate for 127.0.0.1 signed by a certificate authority of its own (`ca_file`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: bool = False) -> None:
         assert BIN_DIR is not None
         # In /tmp itself: pytest's own temporary folders are closed to other users.
         root = Path(tempfile.mkdtemp(prefix="cairn-postgres-"))
@@ -53,6 +79,44 @@ class PrivatePostgres:
                 f"port = {self.port}\nlisten_addresses = '127.0.0.1'\n"
                 f"unix_socket_directories = '{root}'\nmax_connections = 200\nfsync = off\n"
             )
+        self.ca_file = root / "ca.pem"
+        if tls:
+            self._make_certificates()
+            with open(self.data / "postgresql.conf", "a") as conf:
+                conf.write("ssl = on\n")
+
+    def _make_certificates(self) -> None:
+        ca_key, ca = certificate_authority("Cairn test CA")
+        self.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.now(UTC)
+        server = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(minutes=5))
+            .not_valid_after(now + timedelta(days=1))
+            .add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False,
+            )
+            .sign(ca_key, hashes.SHA256())
+        )
+        (self.data / "server.crt").write_bytes(server.public_bytes(serialization.Encoding.PEM))
+        key_file = self.data / "server.key"
+        key_file.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        key_file.chmod(0o600)
+        if self._as_user:
+            for made in (self.ca_file, self.data / "server.crt", key_file):
+                shutil.chown(made, "postgres")
 
     def _run(self, tool: str, *args: str) -> None:
         subprocess.run(

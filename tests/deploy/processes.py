@@ -20,6 +20,32 @@ from tests.deploy.postgres import PrivatePostgres, free_port
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def cairn_env(database_url: str, **settings: str) -> dict[str, str]:
+    """The environment of a deployment's processes: this one's, without any Cairn setting of its
+    own, with limits out of the tests' way unless `settings` set them."""
+    return {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("CAIRN_", "DATABASE_URL", "DEBUG"))
+        },
+        "PYTHONUNBUFFERED": "1",
+        "DATABASE_URL": database_url,
+        "DEBUG": "false",
+        "SECRET_KEY": "cairn-deployment-test",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "CAIRN_TASK_DEADLINE_MIN_S": "1",
+        "CAIRN_TASKS_PER_AGENT_PER_DAY": "10000",
+        "CAIRN_OPEN_TASKS_PER_AGENT": "10000",
+        "CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY": "10000",
+        "CAIRN_REGISTRATIONS_PER_IP_PER_HOUR": "10000",
+        "CAIRN_WORKERS": "2",
+        "CAIRN_SIGNING_KEY": os.environ["CAIRN_SIGNING_KEY"],
+        "CAIRN_SEAL_KEY": os.environ["CAIRN_SEAL_KEY"],
+        **settings,
+    }
+
+
 @dataclass
 class Service:
     name: str
@@ -139,8 +165,9 @@ class Deployment:
         return "\n".join(service.tail() for service in self.services)
 
 
-def _tcp_inodes_to(port: int) -> set[int]:
-    inodes: set[int] = set()
+def _tcp_inodes_to(port: int) -> dict[int, int]:
+    """The TCP sockets connected to `port`: each one's inode, with its own (local) port."""
+    inodes: dict[int, int] = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
@@ -149,7 +176,7 @@ def _tcp_inodes_to(port: int) -> set[int]:
         for line in lines:
             fields = line.split()
             if int(fields[2].rsplit(":", 1)[1], 16) == port:
-                inodes.add(int(fields[9]))
+                inodes[int(fields[9])] = int(fields[1].rsplit(":", 1)[1], 16)
     return inodes
 
 
@@ -171,6 +198,16 @@ def database_sockets(processes: list[psutil.Process], port: int) -> dict[int, se
             if target.startswith("socket:[") and int(target[8:-1]) in wanted:
                 inodes.add(int(target[8:-1]))
     return held
+
+
+def database_client_ports(processes: list[psutil.Process], port: int) -> dict[int, set[int]]:
+    """For each process, the client ports of its connections to the database's port (what
+    `pg_stat_activity.client_port` shows for them)."""
+    ports = _tcp_inodes_to(port)
+    return {
+        pid: {ports[inode] for inode in inodes}
+        for pid, inodes in database_sockets(processes, port).items()
+    }
 
 
 def shared_connections(held: dict[int, set[int]]) -> dict[int, set[int]]:
