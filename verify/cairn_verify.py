@@ -382,10 +382,12 @@ class Site:
         if not self.witnesses:
             report.note(NO_WITNESSES)
         elif not self.quorate(latest):
-            trusted = self._latest_quorate(latest)
             report.note(
                 f"the latest checkpoint ({latest.size} entries) carries {len(latest.cosigned)} of "
-                f"the {self.quorum} cosignatures required; "
+                f"the {self.quorum} cosignatures required"
+            )
+            trusted = self._latest_quorate(latest)
+            report.note(
                 f"{latest.size - (trusted.size if trusted else 0)} entries are not yet witnessed"
             )
             self._unwitnessed_are_recent(trusted.size if trusted else 0, latest.size)

@@ -7,16 +7,22 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from datetime import datetime
 from typing import Any
 
 import rfc8785
 from django.utils import timezone
 
+from agents.models import Agent
+from ledger.entries import contribution_entry as ledger_contribution_entry
+from ledger.entries import salt_new
 from ledger.merkle import leaf_hash, parents_closed_by
 from ledger.models import Checkpoint, Leaf, Node
+from ledger.seal import report_seal
 from ledger.services import checkpoint_publish, log_queue, log_sequence
-from tasks.models import Task, TaskStatus
+from tasks.models import Contribution, Task, TaskStatus
 from tasks.rendered import tasks_render
+from tests.factories import contribution_report
 
 VERDICTS = ("source_supported", "source_contradicted", "source_unclear")
 
@@ -98,12 +104,34 @@ def fake_item(received_at: str, verdict: str, report: dict[str, Any]) -> dict[st
     }
 
 
-def history_rebuilt(leaves: list[str]) -> None:
+def contribution_forged(task: Task, agent: Agent, received_at: datetime) -> Contribution:
+    """A contribution row the keeper writes itself, dated as it likes, and its entry queued as the
+    server would queue it: the evaluation then counts it like any other."""
+    report = contribution_report(summary="A report nobody sent, counted all the same.")
+    contribution = Contribution(
+        task=task,
+        agent=agent,
+        operation_id=str(uuid.uuid4()),
+        report_digest=digest(report),
+        salt=salt_new(),
+        received_at=received_at,
+    )
+    contribution.sealed_report = report_seal(
+        report, task_id=task.id, contribution_id=contribution.id
+    )
+    contribution.save()
+    log_queue([ledger_contribution_entry(contribution)])
+    return contribution
+
+
+def history_rebuilt(leaves: list[str], *, checkpoints_kept: bool = False) -> None:
     """The log's tree replaced by one over these entries, signed with the site key: what a keeper
-    who rewrites or truncates history publishes."""
+    who rewrites or truncates history publishes. Unless kept, the checkpoints (and so the
+    cosignatures) of the old history are deleted, so the site shows none of them."""
     Leaf.objects.all().delete()
     Node.objects.all().delete()
-    Checkpoint.objects.all().delete()
+    if not checkpoints_kept:
+        Checkpoint.objects.all().delete()
     nodes: dict = {}
     rows = []
     for index, entry in enumerate(leaves):
