@@ -251,5 +251,6 @@ class Master:
         if self.stop_event.is_set():
             logger.info("Q Cluster %s stopping.", self.name)
         sentinel.join()
+        _ignore_stop_signals()  # a later signal must not turn the exit status into a death by it
         logger.info("Q Cluster %s has stopped.", self.name)
         return sentinel.exitcode or 0
