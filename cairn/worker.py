@@ -155,6 +155,10 @@ def _sweep_first(broker: Broker) -> None:
 
 
 class QueueRenewingSentinel(Sentinel):
+    pool: list[BaseProcess]
+    task_queue: Queue
+    result_queue: Queue
+
     def __init__(self, stop_event, start_event, cluster_id, broker=None, timeout=None, start=True):
         _ignore_stop_signals()
         broker = broker or _broker_once_the_database_answers(stop_event)
@@ -245,9 +249,9 @@ class Master:
         sentinel.start()
         logger.info("Q Cluster %s starting.", self.name)
         if once:
-            wait([sentinel.sentinel, self.start_event])
+            wait([sentinel.sentinel, self.start_event.fileno()])
             self.stop_event.set()
-        wait([sentinel.sentinel, self.stop_event])
+        wait([sentinel.sentinel, self.stop_event.fileno()])
         if self.stop_event.is_set():
             logger.info("Q Cluster %s stopping.", self.name)
         sentinel.join()
