@@ -1,4 +1,5 @@
-"""The worker's sentinel, made to survive the sudden death of one of its processes (SPEC §16).
+"""The worker's sentinel and master: made to survive the sudden death of one of its processes and
+to stop within 10 s of SIGTERM (SPEC §16).
 
 A django-q2 cluster's workers share one in-memory task queue, and the worker waiting in `get()`
 holds that queue's read lock. If it is killed there (SIGKILL, the OOM killer), the lock dies with
@@ -31,7 +32,7 @@ kill and `make run`'s shell send it. The cause:
 
 So only the master reacts to SIGTERM and SIGINT: the sentinel and every process it starts ignore
 both, and a signal to the group is one request to stop, not a massacre. The master's handler
-only raises a `StopFlag`, a pipe, which no dead process can leave locked, and the sentinel's
+only raises a `ProcessFlag`, a pipe, which no dead process can leave locked, and the sentinel's
 stop gives each process a deadline: the pusher stops taking jobs, the workers finish the job in
 hand, the monitor saves their results. A process past its deadline (a job longer than the
 grace, a queue whose lock a killed process held) is ended with SIGKILL, the one signal the
