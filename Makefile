@@ -30,13 +30,18 @@ migrate: install .env
 superuser: migrate
 	$(PY) manage.py createsuperuser
 
-# Web (uvicorn, ASGI) and the django-q2 worker together; Ctrl-C stops both.
+# Web (uvicorn, ASGI) and the django-q2 worker together; Ctrl-C, or SIGTERM to make or its
+# process group, stops both. Both run in the background so the shell's traps run at once (a
+# foreground command would defer them), and the shell waits for both to exit before it does,
+# ignoring the signals make and the group repeat meanwhile.
 run: migrate
 	@echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: make superuser, then /admin/)"
 	@export DEBUG=$${DEBUG:-true}; \
+	trap 'trap "" INT TERM; kill $$web $$worker 2>/dev/null; wait' EXIT; \
+	trap 'exit 130' INT; trap 'exit 143' TERM; \
 	$(PY) manage.py qcluster & worker=$$!; \
-	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
-	$(PY) -m cairn.serve --host $(HOST) --port $(PORT)
+	$(PY) -m cairn.serve --host $(HOST) --port $(PORT) & web=$$!; \
+	wait $$web
 
 # The browser tests drive Chromium: say so before anything is set up or run.
 chromium:

@@ -1,15 +1,22 @@
 """`manage.py qcluster`: django-q2's command, with a sentinel that waits for the database, sweeps
-first and survives a killed worker (cairn/worker.py). It takes the place of django-q2's own because
-`cairn` comes first in INSTALLED_APPS."""
+first, survives a killed worker and stops within its deadlines, under a master that only passes
+SIGTERM and SIGINT on (cairn/worker.py). It takes the place of django-q2's own because `cairn`
+comes first in INSTALLED_APPS."""
 
-from django_q import cluster
+import os
+
+from django.conf import settings
+from django.core.management.base import CommandError
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
-from cairn.worker import QueueRenewingSentinel
+from cairn.worker import Master
 
 
 class Command(DjangoQCommand):
     def handle(self, *args, **options):
-        # django-q2 starts `cluster.Sentinel` by name; this process runs the cluster and nothing else.
-        cluster.Sentinel = QueueRenewingSentinel
-        super().handle(*args, **options)
+        settings.SECRET_KEY  # noqa: B018  (django-q2 signs its jobs with it: fail before starting)
+        if options.get("cluster_name"):
+            os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
+        code = Master().run(once=options["run_once"])
+        if code:
+            raise CommandError(f"the cluster's sentinel exited with code {code}")
