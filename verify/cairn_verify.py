@@ -985,7 +985,7 @@ def command_monitor(site: Site) -> int:
     if tree.size > trusted.size:
         report.fail(f"the monitor read {tree.size} entries before; the log now has {trusted.size}")
         return _finish(report)
-    evaluated = []
+    evaluated: dict[str, None] = {}  # each task once, however many evaluation entries it has
     try:
         entries = site.entries(tree.size, trusted.size)
     except Failed as failure:
@@ -999,7 +999,7 @@ def command_monitor(site: Site) -> int:
         for problem in rules.apply(index, entry):
             report.fail(f"the log's rules: {problem}")
         if entry.get("type") == EVALUATION:
-            evaluated.append(str(entry["task_id"]))
+            evaluated[str(entry["task_id"])] = None
     if tree.root() != trusted.root:
         report.fail("the entries served do not hash to the witnessed checkpoint's root")
         return _finish(report)
