@@ -48,7 +48,10 @@ class NoSecrets(logging.Filter):
     """Rewrites a record so that no token and no query string reaches the log line."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):
+            return True  # a malformed call: the handler reports it as a logging error, as ever
         cleaned = _TOKEN.sub(_TOKEN_REDACTED, message)
         request: Any = getattr(record, "request", None)
         if hasattr(request, "path"):
