@@ -21,8 +21,13 @@ from a2a_gateway import read_pool  # noqa: E402
 from a2a_gateway.asgi import endpoint as a2a_endpoint  # noqa: E402
 from a2a_gateway.asgi import is_a2a_path  # noqa: E402
 from core.metrics import with_request_metrics  # noqa: E402
+from core.middleware import with_hsts  # noqa: E402
 from mcp_door.asgi import endpoint as mcp_endpoint  # noqa: E402
 from mcp_door.asgi import is_mcp_path  # noqa: E402
+
+# Django's SecurityMiddleware sends HSTS on the paths it serves; these two are served without it.
+a2a_door = with_hsts(a2a_endpoint)
+mcp_door = with_hsts(mcp_endpoint)
 
 
 async def _lifespan(scope, receive, send) -> None:
@@ -47,9 +52,9 @@ async def _route(scope, receive, send) -> None:
     if scope["type"] == "lifespan":
         await _lifespan(scope, receive, send)
     elif scope["type"] == "http" and is_a2a_path(scope["path"]):
-        await a2a_endpoint(scope, receive, send)
+        await a2a_door(scope, receive, send)
     elif scope["type"] == "http" and is_mcp_path(scope["path"]):
-        await mcp_endpoint(scope, receive, send)
+        await mcp_door(scope, receive, send)
     else:
         await django_application(scope, receive, send)
 

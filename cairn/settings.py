@@ -244,6 +244,23 @@ WHITENOISE_USE_FINDERS = True
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# Behind a TLS proxy (SPEC §16). A request is https only when a proxy in FORWARDED_ALLOW_IPS says
+# so: uvicorn sets the ASGI scheme from X-Forwarded-Proto for those addresses alone, and Django
+# reads that scheme. SECURE_PROXY_SSL_HEADER stays unset, since Django would believe the header
+# from any client. HSTS covers this host only: Cairn cannot know what else is served under its
+# name, and includeSubDomains or preload would bind those sites too.
+if CAIRN_SITE_URL.startswith("https://"):
+    SECURE_HSTS_SECONDS = 365 * 24 * 60 * 60
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+SILENCED_SYSTEM_CHECKS = [
+    # HSTS without includeSubDomains or preload: deliberate, see above.
+    "security.W005",
+    "security.W021",
+    # The proxy terminates TLS and redirects plain http (README, "Deployment"); Cairn
+    # redirecting too would send the host's own probes (/healthz, /readyz, /metrics over
+    # http://127.0.0.1) away from the process they check.
+    "security.W008",
+]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 REST_FRAMEWORK = {

@@ -1,13 +1,18 @@
 """Logging (SPEC §16): one JSON object per line with `CAIRN_LOG_FORMAT=json`, plain lines otherwise.
 
-A client's mistake (a bad body, a bad JSON-RPC envelope, a 4xx) is logged at INFO without a
-traceback; WARNING and tracebacks are kept for the server's own faults, so an operator's alert on
-them is not set off by whoever sends garbage.
+A client's mistake (a bad body, a bad JSON-RPC envelope, a 4xx, a refused CSRF check) is logged at
+INFO without a traceback; WARNING and tracebacks are kept for the server's own faults, so an
+operator's alert on them is not set off by whoever sends garbage.
+
+Logs hold no secret: no token and no query string, where a token pasted into a URL would be.
+Django's request records carry the request itself, which the JSON formatter would write out as
+its full path, query string included; they are written as method and path instead.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 # The A2A SDK's dispatcher logs a client's bad envelope or params with a traceback at ERROR, and
@@ -24,6 +29,13 @@ _UVICORN = "uvicorn.error"
 _UVICORN_CLIENT_MISTAKE = "Invalid HTTP request received."
 
 
+# A bearer token as agents.services issues it: "cairn_" and 43 URL-safe characters.
+_TOKEN = re.compile(r"cairn_[A-Za-z0-9_-]{40,}")
+_TOKEN_REDACTED = "cairn_[redacted]"
+# A query string in a URL a request record quotes (its path, a refused Referer).
+_QUERY = re.compile(r"\?[^\s'\"]*")
+
+
 class ClientMistakesAtInfo(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if _is_client_mistake(record):
@@ -32,8 +44,33 @@ class ClientMistakesAtInfo(logging.Filter):
         return True
 
 
+class NoSecrets(logging.Filter):
+    """Rewrites a record so that no token and no query string reaches the log line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):
+            return True  # a malformed call: the handler reports it as a logging error, as ever
+        cleaned = _TOKEN.sub(_TOKEN_REDACTED, message)
+        request: Any = getattr(record, "request", None)
+        if hasattr(request, "path"):
+            cleaned = _QUERY.sub("", cleaned)
+            record.request = f"{request.method} {_TOKEN.sub(_TOKEN_REDACTED, request.path)}"
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if record.exc_info:
+            # Formatted here, where it can be cleaned; the formatters then print this text.
+            traceback = logging.Formatter().formatException(record.exc_info)
+            record.exc_info, record.exc_text = None, _TOKEN.sub(_TOKEN_REDACTED, traceback)
+        # uvicorn's copy of the message with terminal colours, which the JSON lines would carry.
+        record.__dict__.pop("color_message", None)
+        return True
+
+
 def _is_client_mistake(record: logging.LogRecord) -> bool:
-    if record.name == "django.request":
+    if record.name == "django.request" or record.name.startswith("django.security."):
+        # Django's refusals of a request: a 404, a refused CSRF check, a disallowed Host...
         return getattr(record, "status_code", 500) < 500
     if record.name == _SDK_DISPATCHER:
         message = record.getMessage()
@@ -49,12 +86,15 @@ def logging_config(log_format: str) -> dict[str, Any]:
     console = {
         "class": "logging.StreamHandler",
         "formatter": log_format,
-        "filters": ["client_mistakes"],
+        "filters": ["client_mistakes", "no_secrets"],
     }
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"client_mistakes": {"()": ClientMistakesAtInfo}},
+        "filters": {
+            "client_mistakes": {"()": ClientMistakesAtInfo},
+            "no_secrets": {"()": NoSecrets},
+        },
         "formatters": {
             "json": {
                 "()": "pythonjsonlogger.json.JsonFormatter",

@@ -4,7 +4,9 @@ the answer to a database outage."""
 from __future__ import annotations
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.conf import settings
 from django.http import HttpResponse, JsonResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.outages import outage_refusal
 
@@ -19,6 +21,37 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
 }
+
+
+def with_hsts(app: ASGIApp) -> ASGIApp:
+    """Wrap an ASGI door served outside Django so its https answers carry the HSTS header that
+    Django's SecurityMiddleware sends on every other https answer (SPEC §16). The scheme is
+    https only when a trusted proxy said so (cairn/serve.py)."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("scheme") != "https" or not settings.SECURE_HSTS_SECONDS:
+            await app(scope, receive, send)
+            return
+        header = (b"strict-transport-security", _hsts_value().encode())
+
+        async def send_with_hsts(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), header]}
+            await send(message)
+
+        await app(scope, receive, send_with_hsts)
+
+    return wrapped
+
+
+def _hsts_value() -> str:
+    """The header's value as SecurityMiddleware writes it."""
+    value = f"max-age={settings.SECURE_HSTS_SECONDS}"
+    if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
+        value += "; includeSubDomains"
+    if settings.SECURE_HSTS_PRELOAD:
+        value += "; preload"
+    return value
 
 
 class ResponseMiddleware:

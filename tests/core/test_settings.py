@@ -4,6 +4,7 @@ commands work as the README prints them."""
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -109,6 +110,23 @@ def test_good_values_start(tmp_path):
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_django_finds_nothing_to_fix_in_a_production_site_behind_tls(tmp_path):
+    """SPEC §16: an https site URL gives HSTS and Secure cookies; `check --deploy` is clean."""
+    result = run(
+        "manage.py",
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DEBUG="false",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        CAIRN_SITE_URL="https://cairn.example",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout, result.stdout
 
 
 # --- a fresh clone ---------------------------------------------------------------------------------
