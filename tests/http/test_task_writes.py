@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import threading
@@ -80,10 +81,12 @@ def test_contributing_answers_201_with_the_view_and_a_receipt(api, poster, post_
         "task_id": str(task.id),
         "operation_id": "retry-safe-1",
         "report_digest": canonical_digest(report),
+        "salt": contribution.salt,
         "received_at": receipt["received_at"],
         "sealed_until": task.deadline_text,
         "signature": receipt["signature"],
     }
+    assert len(base64.urlsafe_b64decode(receipt["salt"] + "=")) == 32
     entry = AuditEntry.objects.get(object_id=str(contribution.id))
     assert (entry.door, entry.operation) == ("http", "contribution_submit")
 
