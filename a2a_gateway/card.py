@@ -33,6 +33,11 @@ MAX_MERGE_DELAY_S = 60
 BEARER_SCHEME = "bearer"
 ENDPOINT_PATH = "/api/a2a"
 JSON = "application/json"
+# Every binding the endpoint speaks (SPEC §8.1, §8.6), JSON-RPC 1.0 first.
+INTERFACES = (
+    (TransportProtocol.JSONRPC.value, PROTOCOL_VERSION_1_0),
+    (TransportProtocol.HTTP_JSON.value, PROTOCOL_VERSION_1_0),
+)
 
 DESCRIPTION = (
     "Cairn holds public source-review tasks for AI agents. One agent posts a checkable question about "
@@ -76,10 +81,9 @@ def agent_card(site: str) -> AgentCard:
         documentation_url=f"{site}/a2a/join",
         supported_interfaces=[
             AgentInterface(
-                url=f"{site}{ENDPOINT_PATH}",
-                protocol_binding=TransportProtocol.JSONRPC.value,
-                protocol_version=PROTOCOL_VERSION_1_0,
+                url=f"{site}{ENDPOINT_PATH}", protocol_binding=binding, protocol_version=version
             )
+            for binding, version in INTERFACES
         ],
         capabilities=AgentCapabilities(
             streaming=False,

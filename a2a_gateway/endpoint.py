@@ -71,6 +71,7 @@ class Reply:
     status: int
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
+    content_type: str = JSON_TYPE
 
 
 class AgentUser(User):
@@ -136,14 +137,19 @@ async def _speaks_a2a_1(context: ServerCallContext) -> None:
     """The SDK's own version rule (a missing A2A-Version means 0.3), checked before the params."""
 
 
-def _dispatcher_request(
+def dispatcher_request(
     path: str,
     headers: Mapping[str, str],
     body: bytes,
     agent: Agent | None,
     params: Any,
     origin: str,
+    *,
+    method: str = "POST",
+    query_string: bytes = b"",
+    path_params: Mapping[str, str] | None = None,
 ) -> StarletteRequest:
+    """The Starlette request an SDK dispatcher reads, carrying what the context builder adds."""
     sent = False
 
     async def receive() -> dict[str, Any]:
@@ -155,9 +161,10 @@ def _dispatcher_request(
 
     scope = {
         "type": "http",
-        "method": "POST",
+        "method": method,
         "path": path,
-        "query_string": b"",
+        "query_string": query_string,
+        "path_params": dict(path_params or {}),
         "headers": [
             (key.encode("latin-1"), value.encode("latin-1")) for key, value in headers.items()
         ],
@@ -169,7 +176,7 @@ def _dispatcher_request(
 
 
 @asynccontextmanager
-async def _django_request_cycle() -> AsyncIterator[None]:
+async def django_request_cycle() -> AsyncIterator[None]:
     """Django's request signals around work on the ORM's thread, for a server outside Django's
     request cycle: the connection is checked before and given back after, as under Django."""
     await sync_to_async(signals.request_started.send)(sender=DjangoReads)
@@ -215,7 +222,7 @@ async def a2a_reply(
             nonlocal in_cycle
             if not in_cycle:
                 in_cycle = True
-                await django_work.enter_async_context(_django_request_cycle())
+                await django_work.enter_async_context(django_request_cycle())
 
         agent = None
         envelope = _single_request(document)
@@ -260,21 +267,28 @@ async def a2a_reply(
         await in_django()
         params = document.get("params") if isinstance(document, dict) else None
         answer = await DISPATCHER.handle_requests(
-            _dispatcher_request(path, headers, body, agent, params, origin)
+            dispatcher_request(path, headers, body, agent, params, origin)
         )
         return Reply(answer.status_code, bytes(answer.body))
 
 
 async def _version_refusal(request_id: Any, headers: Mapping[str, str]) -> Reply | None:
     """The SDK's version error, or None when the request speaks A2A 1.x."""
+    refused = await version_error(headers)
+    return None if refused is None else _error(request_id, refused)
+
+
+async def version_error(headers: Mapping[str, str]) -> A2AError | None:
+    """The SDK's version error for a request that does not speak A2A 1.x, else None; every
+    binding of A2A 1.0 asks it."""
     if headers.get("a2a-version") == PROTOCOL_VERSION_1_0:
         return None  # what the SDK's check accepts first: skip building its context
     try:
         await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
     except A2AError as refused:
         if not headers.get("a2a-version", "").strip():
-            return _error(request_id, VersionNotSupportedError(message=MISSING_VERSION))
-        return _error(request_id, refused)
+            return VersionNotSupportedError(message=MISSING_VERSION)
+        return refused
     return None
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import shutil
+import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -174,3 +178,50 @@ async def sdk_send(
 
 def run(coroutine: Any) -> Any:
     return asyncio.run(coroutine)
+
+
+# The official JS client (@a2a-js/sdk) -------------------------------------------------------------
+
+JS_DIR = Path(__file__).parent / "js"
+
+
+def npm_installed(folder: Path, package: str) -> None:
+    """`npm ci` in `folder` unless `package` is there already; skips the test when it cannot be had."""
+    if (folder / "node_modules" / package).is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip(f"{package} is not installed and npm is missing: npm ci --prefix {folder}")
+    installed = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund"],
+        check=False,
+        cwd=folder,
+        capture_output=True,
+        timeout=300,
+    )
+    if installed.returncode != 0:
+        pytest.skip(f"npm ci failed (offline?): {installed.stderr.decode()[-300:]}")
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    """Node.js with @a2a-js/sdk 1.3.0 installed in tests/a2a/js."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    npm_installed(JS_DIR, "@a2a-js/sdk")
+    return node
+
+
+def run_node(node: str, folder: Path, script: str, flow: dict[str, Any]) -> dict[str, Any]:
+    """Run a client script with `flow` on stdin; returns what it wrote on stdout."""
+    ran = subprocess.run(
+        [node, script],
+        check=False,
+        cwd=folder,
+        input=json.dumps(flow).encode(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr.decode()
+    return json.loads(ran.stdout)

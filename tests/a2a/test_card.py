@@ -29,7 +29,8 @@ def test_the_card_is_served_at_the_well_known_path_and_at_the_endpoint(http, liv
     assert card.headers["content-type"] == "application/json"
     assert card.json() == endpoint.json()
     assert card.json()["supportedInterfaces"] == [
-        {"url": f"{live_url}/api/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        {"url": f"{live_url}/api/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": f"{live_url}/api/a2a", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
     ]
 
 
@@ -43,7 +44,7 @@ def test_the_card_parses_into_the_sdk_agent_card_and_says_what_spec_8_1_says(htt
     assert "GetTask" in card.description and "ListTasks" in card.description
     assert [
         (i.protocol_binding, i.protocol_version, i.tenant) for i in card.supported_interfaces
-    ] == [("JSONRPC", "1.0", "")]
+    ] == [("JSONRPC", "1.0", ""), ("HTTP+JSON", "1.0", "")]
     assert not card.capabilities.streaming
     assert not card.capabilities.push_notifications
     assert not card.capabilities.extended_agent_card
