@@ -19,7 +19,7 @@ from a2a.types import (
     SecurityScheme,
     StringList,
 )
-from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
@@ -33,10 +33,12 @@ MAX_MERGE_DELAY_S = 60
 BEARER_SCHEME = "bearer"
 ENDPOINT_PATH = "/api/a2a"
 JSON = "application/json"
-# Every binding the endpoint speaks (SPEC §8.1, §8.6), JSON-RPC 1.0 first.
+# Every binding the endpoint speaks (SPEC §8.1, §8.6), JSON-RPC 1.0 first. Declaring the 0.3 one
+# makes the SDK's serialiser write the 0.3 fields (`url`, `preferredTransport`, ...) a 0.3 client reads.
 INTERFACES = (
     (TransportProtocol.JSONRPC.value, PROTOCOL_VERSION_1_0),
     (TransportProtocol.HTTP_JSON.value, PROTOCOL_VERSION_1_0),
+    (TransportProtocol.JSONRPC.value, PROTOCOL_VERSION_0_3),
 )
 
 DESCRIPTION = (

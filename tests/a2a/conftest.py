@@ -12,17 +12,20 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import time_machine
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.helpers import new_data_part
 from a2a.types import Message, Role, SendMessageRequest, Task
+from django.utils import timezone
 
 from core.clock import parse_instant
+from tasks.selectors import task_get
 
 _ids = itertools.count(1)
 
@@ -128,6 +131,16 @@ def as_json(value: Any) -> Any:
     if isinstance(value, list):
         return [as_json(item) for item in value]
     return value
+
+
+@pytest.fixture
+def evaluated_id(make_agent, post_task, contribute) -> str:
+    """A task posted two hours ago with two agreeing reports, past its deadline, evaluated."""
+    with time_machine.travel(timezone.now() - timedelta(hours=2), tick=False):
+        task = post_task(make_agent())
+        for _ in range(2):
+            contribute(make_agent(), task)
+    return str(task_get(task.pk).pk)
 
 
 def wait_past(deadline: str) -> None:

@@ -8,12 +8,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
-import time_machine
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import (
     CancelTaskRequest,
@@ -26,12 +24,10 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.constants import TransportProtocol
-from django.utils import timezone
 from google.protobuf.json_format import MessageToDict
 
 from agents.models import AuditEntry
 from tasks.models import Task as TaskRow
-from tasks.selectors import task_get
 from tests.a2a.conftest import JS_DIR, as_json, run, run_node, sdk_send
 from tests.factories import (
     contribution_payload,
@@ -41,16 +37,6 @@ from tests.factories import (
 )
 
 REFUSED = open_task_payload(open_task_request(sources=["https://example.com/not-allowed"]))
-
-
-@pytest.fixture
-def evaluated_id(make_agent, post_task, contribute) -> str:
-    """A task posted two hours ago with two agreeing reports, past its deadline, evaluated."""
-    with time_machine.travel(timezone.now() - timedelta(hours=2), tick=False):
-        task = post_task(make_agent())
-        for _ in range(2):
-            contribute(make_agent(), task)
-    return str(task_get(task.pk).pk)
 
 
 @asynccontextmanager
