@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from core.clock import parse_instant
 from tasks.selectors import task_get
+from tests.a2a import clients
 
 _ids = itertools.count(1)
 
@@ -195,25 +196,15 @@ def run(coroutine: Any) -> Any:
 
 # The official JS client (@a2a-js/sdk) -------------------------------------------------------------
 
-JS_DIR = Path(__file__).parent / "js"
+JS_DIR = clients.JS_DIRS[0]
 
 
-def npm_installed(folder: Path, package: str) -> None:
-    """`npm ci` in `folder` unless `package` is there already; skips the test when it cannot be had."""
-    if (folder / "node_modules" / package).is_dir():
-        return
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip(f"{package} is not installed and npm is missing: npm ci --prefix {folder}")
-    installed = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund"],
-        check=False,
-        cwd=folder,
-        capture_output=True,
-        timeout=300,
-    )
-    if installed.returncode != 0:
-        pytest.skip(f"npm ci failed (offline?): {installed.stderr.decode()[-300:]}")
+def npm_installed(folder: Path) -> None:
+    """The JS client of `folder`, installed; the test is skipped when it cannot be had."""
+    try:
+        clients.npm_installed(folder)
+    except clients.Unavailable as unavailable:
+        pytest.skip(str(unavailable))
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +213,7 @@ def node() -> str:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
-    npm_installed(JS_DIR, "@a2a-js/sdk")
+    npm_installed(JS_DIR)
     return node
 
 

@@ -3,69 +3,34 @@
 0.3.14 (tests/a2a/js_v0_3). Each reads the card, posts, contributes, gets a refusal Message and
 reads an evaluation through tasks/get.
 
-Both are installed on first use and kept: the virtualenv under the user's cache directory
-(`$XDG_CACHE_HOME/cairn-tests`, or `$CAIRN_TEST_CACHE`), the npm package with `npm ci`. A test is
-skipped only when its client cannot be had (no network, no node)."""
+Both are installed by tests/a2a/clients.py (on first use, or ahead by `make clients`) and kept;
+a test is skipped only when its client cannot be had (no network, no node)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.a2a import clients
 from tests.a2a.conftest import as_json, npm_installed, run_node
 from tests.factories import contribution_payload, open_task_payload, open_task_request
 
-A2A_SDK_0_3 = "a2a-sdk==0.3.26"
 HERE = Path(__file__).parent
-JS_V0_3_DIR = HERE / "js_v0_3"
+JS_V0_3_DIR = clients.JS_DIRS[1]
 REFUSED = open_task_payload(open_task_request(sources=["https://example.com/not-allowed"]))
-
-
-def _cache_dir() -> Path:
-    configured = os.environ.get("CAIRN_TEST_CACHE")
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cairn-tests"
 
 
 @pytest.fixture(scope="module")
 def python_0_3() -> Path:
-    """The interpreter of a virtualenv holding only `a2a-sdk` 0.3.26 (made once, then reused;
-    built beside its place and moved in, so an interrupted install is never taken for one)."""
-    home = _cache_dir() / A2A_SDK_0_3.replace("==", "-")
-    python = home / "bin" / "python"
-    if python.is_file():
-        return python
-    home.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix="building-", dir=home.parent))
     try:
-        made = subprocess.run(
-            [sys.executable, "-m", "venv", str(building)], capture_output=True, check=False
-        )
-        installed = made.returncode == 0 and (
-            subprocess.run(
-                [str(building / "bin" / "python"), "-m", "pip", "install", "--quiet", A2A_SDK_0_3],
-                capture_output=True,
-                check=False,
-                timeout=600,
-            ).returncode
-            == 0
-        )
-        if not installed:
-            pytest.skip(f"could not install {A2A_SDK_0_3} (offline?)")
-        shutil.rmtree(home, ignore_errors=True)
-        building.rename(home)
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
-    return python
+        return clients.python_0_3()
+    except clients.Unavailable as unavailable:
+        pytest.skip(str(unavailable))
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +38,7 @@ def node_0_3() -> str:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
-    npm_installed(JS_V0_3_DIR, "@a2a-js/sdk")
+    npm_installed(JS_V0_3_DIR)
     return node
 
 
