@@ -11,6 +11,7 @@ import httpx
 
 from tests.a2a.conftest import message, refusal_of, result_of, wait_past
 from tests.factories import contribution_payload, deadline_in, open_task_payload, open_task_request
+from tests.hostile import HOSTILE, says_nothing_of_python
 
 A2A_JSON = "application/a2a+json"
 
@@ -249,3 +250,33 @@ def test_the_card_lists_the_binding(http, live_url):
         "protocolBinding": "HTTP+JSON",
         "protocolVersion": "1.0",
     } in interfaces
+
+
+def test_hostile_bytes_and_queries_are_this_bindings_errors_never_a_5xx(http, poster, subtests):
+    for name, content in HOSTILE.items():
+        with subtests.test(name=name):
+            answer = rest(http, "POST", "/message:send", content=content, token=poster.token)
+            rest_error(answer, 400, "INVALID_REQUEST")
+            assert says_nothing_of_python(answer.content)
+    deep: list = []
+    for _ in range(55):  # within Cairn's 64 levels, past protobuf's own limit
+        deep = [deep]
+    too_deep = send(http, {"schema": "cairn.open_task/0.1", "x": deep}, token=poster.token)
+    assert 400 <= too_deep.status_code < 500 and says_nothing_of_python(too_deep.content)
+    for query in (
+        {"pageSize": "many"},
+        {"pageSize": "99999999999999999999999"},
+        {"statusTimestampAfter": "yesterday"},
+        {"historyLength": "-1"},
+        {"status": ""},
+        {"status": "\x00"},
+        {"contextId": "x" * 5000},
+    ):
+        with subtests.test(query=query):
+            answer = rest(http, "GET", "/tasks", params=query)
+            assert answer.status_code in (200, 400), answer.text
+            assert says_nothing_of_python(answer.content)
+    for task_id in ("%00", "x" * 3000, "..%2F..%2Fetc"):
+        with subtests.test(task_id=task_id):
+            answer = rest(http, "GET", f"/tasks/{task_id}")
+            assert answer.status_code == 404 and says_nothing_of_python(answer.content)
