@@ -50,7 +50,9 @@ DESCRIPTION = (
     "view in metadata.cairn), ListTasks pages through all tasks, newest first, filtered by status "
     "(TASK_STATE_WORKING = open, TASK_STATE_COMPLETED = resolved or contested, TASK_STATE_FAILED = "
     "unresolved). Writes are SendMessage with a Bearer token from POST /api/agent/register. Tasks are "
-    "permanent: CancelTask always answers -32002. No streaming, no push notifications."
+    "permanent: CancelTask always answers -32002 (HTTP+JSON: 409). No streaming, no push notifications. "
+    "The same operations are served as JSON-RPC and as HTTP+JSON (A2A 1.0) at the same URL, and A2A "
+    "0.3's JSON-RPC methods (message/send, tasks/get, tasks/cancel) for 0.3 clients."
 )
 
 
