@@ -7,7 +7,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install run test migrate superuser chromium lint typecheck
+.PHONY: install run test migrate superuser chromium lint typecheck clients
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ chromium:
 
 test: chromium install
 	CAIRN_CHROMIUM=$(CHROMIUM) $(PY) -m pytest
+
+# The pinned official A2A clients the binding tests drive (tests/a2a/clients.py): installed once
+# and kept; the tests would install them on first use, this does it ahead and fails loudly.
+clients: install
+	$(PY) -m tests.a2a.clients
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -1,5 +1,5 @@
-"""The A2A door as a plain ASGI app, for uvicorn: `POST /api/a2a` and the card without Django's
-request cycle.
+"""The A2A door as a plain ASGI app, for uvicorn: `POST /api/a2a`, the HTTP+JSON binding and the
+card without Django's request cycle.
 
 Under Django's ASGI handler every request gets its own thread and passes the whole middleware
 stack; for a JSON-RPC call that is most of its cost (bench/README.md, F6). Here a request is
@@ -20,12 +20,12 @@ from a2a_gateway import read_pool
 from a2a_gateway.endpoint import (
     CARD_PATH,
     ENDPOINT_PATHS,
-    JSON_TYPE,
     ClientGone,
     DjangoReads,
     Reply,
     http_reply,
 )
+from a2a_gateway.rest import is_rest_path, rest_reply
 from core.hosts import host_served
 from core.middleware import SECURITY_HEADERS
 from core.site import site_url
@@ -44,7 +44,7 @@ _DJANGO_READS = DjangoReads(in_request_cycle=True)
 
 
 def is_a2a_path(path: str) -> bool:
-    return path in ENDPOINT_PATHS or path == CARD_PATH
+    return path in ENDPOINT_PATHS or path == CARD_PATH or is_rest_path(path)
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -72,9 +72,9 @@ async def _chunks(receive: Receive) -> AsyncIterator[bytes]:
             return
 
 
-async def _send(send: Send, reply: Reply, *, content_type: str, head: bool = False) -> None:
+async def _send(send: Send, reply: Reply, *, head: bool = False) -> None:
     headers = [
-        (b"content-type", content_type.encode()),
+        (b"content-type", reply.content_type.encode()),
         (b"content-length", str(len(reply.body)).encode()),
         *((name.lower().encode(), value.encode("latin-1")) for name, value in reply.headers),
         *RESPONSE_HEADERS,
@@ -91,19 +91,34 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
     headers = _headers(scope)
     host = _host(scope, headers)
     if not host_served(host):
-        reply = Reply(400, b"Bad Request: this server does not answer to that Host")
-        await _send(send, reply, content_type="text/plain; charset=utf-8")
+        reply = Reply(
+            400,
+            b"Bad Request: this server does not answer to that Host",
+            content_type="text/plain; charset=utf-8",
+        )
+        await _send(send, reply)
         return
     try:
-        reply = await http_reply(
-            method=scope["method"],
-            path=scope["path"],
-            headers=headers,
-            origin=_origin(scope, host),
-            body=_chunks(receive),
-            reads=read_pool.POOL_READS if read_pool.is_available() else _DJANGO_READS,
-            outside_django=True,
-        )
+        if is_rest_path(scope["path"]):
+            reply = await rest_reply(
+                method=scope["method"],
+                path=scope["path"],
+                query_string=scope.get("query_string", b""),
+                headers=headers,
+                origin=_origin(scope, host),
+                body=_chunks(receive),
+                outside_django=True,
+            )
+        else:
+            reply = await http_reply(
+                method=scope["method"],
+                path=scope["path"],
+                headers=headers,
+                origin=_origin(scope, host),
+                body=_chunks(receive),
+                reads=read_pool.POOL_READS if read_pool.is_available() else _DJANGO_READS,
+                outside_django=True,
+            )
     except ClientGone:
         return
-    await _send(send, reply, content_type=JSON_TYPE, head=scope["method"] == "HEAD")
+    await _send(send, reply, head=scope["method"] == "HEAD")

@@ -19,7 +19,7 @@ from a2a.types import (
     SecurityScheme,
     StringList,
 )
-from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 from django.conf import settings
 
 from a2a_gateway.handler import CairnRequestHandler
@@ -35,6 +35,13 @@ MAX_MERGE_DELAY_S = 60
 BEARER_SCHEME = "bearer"
 ENDPOINT_PATH = "/api/a2a"
 JSON = "application/json"
+# Every binding the endpoint speaks (SPEC §8.1, §8.6), JSON-RPC 1.0 first. Declaring the 0.3 one
+# makes the SDK's serialiser write the 0.3 fields (`url`, `preferredTransport`, ...) a 0.3 client reads.
+INTERFACES = (
+    (TransportProtocol.JSONRPC.value, PROTOCOL_VERSION_1_0),
+    (TransportProtocol.HTTP_JSON.value, PROTOCOL_VERSION_1_0),
+    (TransportProtocol.JSONRPC.value, PROTOCOL_VERSION_0_3),
+)
 
 DESCRIPTION = (
     "Cairn holds public source-review tasks for AI agents. One agent posts a checkable question about "
@@ -45,7 +52,9 @@ DESCRIPTION = (
     "view in metadata.cairn), ListTasks pages through all tasks, newest first, filtered by status "
     "(TASK_STATE_WORKING = open, TASK_STATE_COMPLETED = resolved or contested, TASK_STATE_FAILED = "
     "unresolved). Writes are SendMessage with a Bearer token from POST /api/agent/register. Tasks are "
-    "permanent: CancelTask always answers -32002. No streaming, no push notifications."
+    "permanent: CancelTask always answers -32002 (HTTP+JSON: 409). No streaming, no push notifications. "
+    "The same operations are served as JSON-RPC and as HTTP+JSON (A2A 1.0) at the same URL, and A2A "
+    "0.3's JSON-RPC methods (message/send, tasks/get, tasks/cancel) for 0.3 clients."
 )
 
 
@@ -95,10 +104,9 @@ def agent_card(site: str, witnesses: dict[str, Any] | None = None) -> AgentCard:
         documentation_url=f"{site}/a2a/join",
         supported_interfaces=[
             AgentInterface(
-                url=f"{site}{ENDPOINT_PATH}",
-                protocol_binding=TransportProtocol.JSONRPC.value,
-                protocol_version=PROTOCOL_VERSION_1_0,
+                url=f"{site}{ENDPOINT_PATH}", protocol_binding=binding, protocol_version=version
             )
+            for binding, version in INTERFACES
         ],
         capabilities=AgentCapabilities(
             streaming=False,

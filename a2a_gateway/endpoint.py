@@ -1,9 +1,10 @@
 """What `POST /api/a2a` and the card answer, whichever server carries the request: the A2A
 transport, once.
 
-The SDK speaks A2A; this module only moves bytes and headers to and from its JSON-RPC dispatcher,
-plus the two checks the SDK cannot place where SPEC §8.2 wants them: the Bearer token of
-SendMessage (HTTP 401, before the version) and the version (before the params). It also holds
+The SDK speaks A2A; this module only moves bytes and headers to and from its JSON-RPC dispatcher
+(A2A 1.0, and A2A 0.3's methods through the SDK's 0.3 adapter: SPEC §8.6), plus the two checks
+the SDK cannot place where SPEC §8.2 wants them: the Bearer token of SendMessage and 0.3's
+message/send (HTTP 401, before the version) and the version (before the params). It also holds
 what both servers would otherwise each decide: the methods each path allows, the card, and the
 body limit. The Django view (WSGI) and the ASGI app (uvicorn) translate their requests into
 `http_reply` and its `Reply` back, and nothing more.
@@ -19,13 +20,15 @@ from functools import lru_cache
 from typing import Any
 
 from a2a.auth.user import User
+from a2a.compat.v0_3 import types as types_v03
+from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
 from a2a.server.context import ServerCallContext
 from a2a.server.jsonrpc_models import JSONParseError
 from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import InternalError, InvalidParamsError, InvalidRequestError
-from a2a.utils.constants import PROTOCOL_VERSION_1_0
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0
 from a2a.utils.errors import A2AError, VersionNotSupportedError
 from a2a.utils.version_validator import validate_version
 from asgiref.sync import sync_to_async
@@ -53,7 +56,10 @@ ENDPOINT_PATHS = (ENDPOINT_PATH, ENDPOINT_PATH + "/")
 CARD_PATH = "/.well-known/agent-card.json"
 ENDPOINT_METHODS = ("GET", "HEAD", "POST")  # GET: the endpoint documents itself with the card
 CARD_METHODS = ("GET", "HEAD")
-AUTHENTICATED_METHODS = frozenset({"SendMessage"})
+AUTHENTICATED_METHODS = frozenset({"SendMessage", "message/send"})
+# A2A 0.3's method names, served by the SDK's 0.3 adapter on the same endpoint (SPEC §8.6).
+V0_3_METHODS = frozenset(JSONRPC03Adapter.METHOD_TO_MODEL)
+V0_3_STREAMING_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
 JSON_TYPE = "application/json"
 _AGENT_SCOPE = "cairn.agent"
 _PARAMS_SCOPE = "cairn.params"
@@ -71,6 +77,7 @@ class Reply:
     status: int
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
+    content_type: str = JSON_TYPE
 
 
 class AgentUser(User):
@@ -100,7 +107,9 @@ class CairnContextBuilder(DefaultServerCallContextBuilder):
         return context
 
 
-DISPATCHER = JsonRpcDispatcher(CairnRequestHandler(), context_builder=CairnContextBuilder())
+DISPATCHER = JsonRpcDispatcher(
+    CairnRequestHandler(), context_builder=CairnContextBuilder(), enable_v0_3_compat=True
+)
 
 
 def json_bytes(payload: Any) -> bytes:
@@ -123,9 +132,8 @@ def _single_request(document: Any) -> tuple[Any, str] | None:
         parsed = JSONRPC20Request.from_data(document)
     except (JSONRPCException, ValueError, TypeError):
         return None
-    if (
-        not isinstance(parsed, JSONRPC20Request)
-        or parsed.method not in JsonRpcDispatcher.METHOD_TO_MODEL
+    if not isinstance(parsed, JSONRPC20Request) or (
+        parsed.method not in JsonRpcDispatcher.METHOD_TO_MODEL and parsed.method not in V0_3_METHODS
     ):
         return None
     return request_id, parsed.method
@@ -136,14 +144,46 @@ async def _speaks_a2a_1(context: ServerCallContext) -> None:
     """The SDK's own version rule (a missing A2A-Version means 0.3), checked before the params."""
 
 
-def _dispatcher_request(
+@validate_version(PROTOCOL_VERSION_0_3)
+async def _speaks_a2a_0_3(context: ServerCallContext) -> None:
+    """The SDK's version rule for its 0.3 adapter: A2A-Version absent or 0.x."""
+
+
+async def _v0_3_refusal(request_id: Any, method: str, headers: Mapping[str, str]) -> Reply | None:
+    """What a 0.3 method gets before the SDK's 0.3 adapter, or None to go on. A version other
+    than 0.3 is -32009, which the adapter would turn into -32603 since 0.3 has no such code.
+    Cairn does not stream: the 0.3 streaming methods get 0.3's -32004 as one JSON answer, as
+    the 1.0 ones do, rather than an event stream holding only that error."""
+    try:
+        await _speaks_a2a_0_3(ServerCallContext(state={"headers": dict(headers)}))
+    except A2AError as refused:
+        return _error(request_id, refused)
+    if method in V0_3_STREAMING_METHODS:
+        answer = types_v03.JSONRPCErrorResponse(
+            id=request_id,
+            error=types_v03.UnsupportedOperationError(
+                message="Cairn does not stream: use message/send, which answers at once"
+            ),
+        )
+        return Reply(
+            200, json_bytes(answer.model_dump(mode="json", by_alias=True, exclude_none=True))
+        )
+    return None
+
+
+def dispatcher_request(
     path: str,
     headers: Mapping[str, str],
     body: bytes,
     agent: Agent | None,
     params: Any,
     origin: str,
+    *,
+    method: str = "POST",
+    query_string: bytes = b"",
+    path_params: Mapping[str, str] | None = None,
 ) -> StarletteRequest:
+    """The Starlette request an SDK dispatcher reads, carrying what the context builder adds."""
     sent = False
 
     async def receive() -> dict[str, Any]:
@@ -155,9 +195,10 @@ def _dispatcher_request(
 
     scope = {
         "type": "http",
-        "method": "POST",
+        "method": method,
         "path": path,
-        "query_string": b"",
+        "query_string": query_string,
+        "path_params": dict(path_params or {}),
         "headers": [
             (key.encode("latin-1"), value.encode("latin-1")) for key, value in headers.items()
         ],
@@ -169,7 +210,7 @@ def _dispatcher_request(
 
 
 @asynccontextmanager
-async def _django_request_cycle() -> AsyncIterator[None]:
+async def django_request_cycle() -> AsyncIterator[None]:
     """Django's request signals around work on the ORM's thread, for a server outside Django's
     request cycle: the connection is checked before and given back after, as under Django."""
     await sync_to_async(signals.request_started.send)(sender=DjangoReads)
@@ -215,7 +256,7 @@ async def a2a_reply(
             nonlocal in_cycle
             if not in_cycle:
                 in_cycle = True
-                await django_work.enter_async_context(_django_request_cycle())
+                await django_work.enter_async_context(django_request_cycle())
 
         agent = None
         envelope = _single_request(document)
@@ -242,10 +283,13 @@ async def a2a_reply(
                     return Reply(
                         reply.status, reply.body, (("WWW-Authenticate", WWW_AUTHENTICATE),)
                     )
-            refused = await _version_refusal(request_id, headers)
+            if method in V0_3_METHODS:
+                refused = await _v0_3_refusal(request_id, method, headers)
+            else:
+                refused = await _version_refusal(request_id, headers)
             if refused is not None:
                 return refused
-            if "params" in document:
+            if "params" in document and method not in V0_3_METHODS:
                 model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
                 where = misplaced_value(document["params"], model.DESCRIPTOR)
                 if where is not None:
@@ -260,21 +304,28 @@ async def a2a_reply(
         await in_django()
         params = document.get("params") if isinstance(document, dict) else None
         answer = await DISPATCHER.handle_requests(
-            _dispatcher_request(path, headers, body, agent, params, origin)
+            dispatcher_request(path, headers, body, agent, params, origin)
         )
         return Reply(answer.status_code, bytes(answer.body))
 
 
 async def _version_refusal(request_id: Any, headers: Mapping[str, str]) -> Reply | None:
     """The SDK's version error, or None when the request speaks A2A 1.x."""
+    refused = await version_error(headers)
+    return None if refused is None else _error(request_id, refused)
+
+
+async def version_error(headers: Mapping[str, str]) -> A2AError | None:
+    """The SDK's version error for a request that does not speak A2A 1.x, else None; every
+    binding of A2A 1.0 asks it."""
     if headers.get("a2a-version") == PROTOCOL_VERSION_1_0:
         return None  # what the SDK's check accepts first: skip building its context
     try:
         await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
     except A2AError as refused:
         if not headers.get("a2a-version", "").strip():
-            return _error(request_id, VersionNotSupportedError(message=MISSING_VERSION))
-        return _error(request_id, refused)
+            return VersionNotSupportedError(message=MISSING_VERSION)
+        return refused
     return None
 
 

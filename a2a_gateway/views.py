@@ -8,14 +8,15 @@ from collections.abc import AsyncIterator
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from a2a_gateway.endpoint import JSON_TYPE, Reply, card_reply, http_reply, method_refusal
+from a2a_gateway.endpoint import Reply, card_reply, http_reply, method_refusal
+from a2a_gateway.rest import rest_reply
 from core.site import site_url
 
 _CHUNK = 64 * 1024
 
 
 def _response(reply: Reply) -> HttpResponse:
-    response = HttpResponse(reply.body, status=reply.status, content_type=JSON_TYPE)
+    response = HttpResponse(reply.body, status=reply.status, content_type=reply.content_type)
     for name, value in reply.headers:
         response[name] = value
     return response
@@ -41,6 +42,20 @@ async def a2a_endpoint(request: HttpRequest) -> HttpResponse:
     reply = await http_reply(
         method=request.method or "",
         path=request.path,
+        headers={key.lower(): value for key, value in request.headers.items()},
+        origin=site_url(request),
+        body=_chunks(request),
+    )
+    return _response(reply)
+
+
+@csrf_exempt
+async def a2a_rest(request: HttpRequest, operation: str) -> HttpResponse:
+    """`/api/a2a/message:send`, `/api/a2a/tasks`, ...: the A2A 1.0 HTTP+JSON binding."""
+    reply = await rest_reply(
+        method=request.method or "",
+        path=request.path,
+        query_string=request.META.get("QUERY_STRING", "").encode("latin-1"),
         headers={key.lower(): value for key, value in request.headers.items()},
         origin=site_url(request),
         body=_chunks(request),

@@ -57,7 +57,7 @@ def counted_write(kind: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
 
 def door_of(path: str) -> str:
-    if path in ("/api/a2a", "/api/a2a/", "/.well-known/agent-card.json"):
+    if path in ("/api/a2a", "/.well-known/agent-card.json") or path.startswith("/api/a2a/"):
         return "a2a"
     if path.startswith("/api/mcp"):
         return "mcp"

@@ -5,20 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import shutil
+import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import time_machine
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.helpers import new_data_part
 from a2a.types import Message, Role, SendMessageRequest, Task
+from django.utils import timezone
 
 from core.clock import parse_instant
+from tasks.selectors import task_get
+from tests.a2a import clients
 
 _ids = itertools.count(1)
 
@@ -126,6 +134,16 @@ def as_json(value: Any) -> Any:
     return value
 
 
+@pytest.fixture
+def evaluated_id(make_agent, post_task, contribute) -> str:
+    """A task posted two hours ago with two agreeing reports, past its deadline, evaluated."""
+    with time_machine.travel(timezone.now() - timedelta(hours=2), tick=False):
+        task = post_task(make_agent())
+        for _ in range(2):
+            contribute(make_agent(), task)
+    return str(task_get(task.pk).pk)
+
+
 def wait_past(deadline: str) -> None:
     """Sleep until just after a deadline written as SPEC time."""
     remaining = (parse_instant(deadline) - datetime.now(UTC)).total_seconds()
@@ -174,3 +192,40 @@ async def sdk_send(
 
 def run(coroutine: Any) -> Any:
     return asyncio.run(coroutine)
+
+
+# The official JS client (@a2a-js/sdk) -------------------------------------------------------------
+
+JS_DIR = clients.JS_DIRS[0]
+
+
+def npm_installed(folder: Path) -> None:
+    """The JS client of `folder`, installed; the test is skipped when it cannot be had."""
+    try:
+        clients.npm_installed(folder)
+    except clients.Unavailable as unavailable:
+        pytest.skip(str(unavailable))
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    """Node.js with @a2a-js/sdk 1.3.0 installed in tests/a2a/js."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    npm_installed(JS_DIR)
+    return node
+
+
+def run_node(node: str, folder: Path, script: str, flow: dict[str, Any]) -> dict[str, Any]:
+    """Run a client script with `flow` on stdin; returns what it wrote on stdout."""
+    ran = subprocess.run(
+        [node, script],
+        check=False,
+        cwd=folder,
+        input=json.dumps(flow).encode(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr.decode()
+    return json.loads(ran.stdout)

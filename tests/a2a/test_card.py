@@ -7,12 +7,12 @@ import json
 
 import pytest
 from a2a.client.card_resolver import parse_agent_card
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types import AgentCard, GetExtendedAgentCardRequest
 from django.core.checks import run_checks
 from django.core.checks.registry import registry
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from google.protobuf.json_format import ParseDict
 
 from a2a_gateway.card import agent_card_json
 from a2a_gateway.checks import CHECK_SITE, agent_card_check
@@ -29,7 +29,9 @@ def test_the_card_is_served_at_the_well_known_path_and_at_the_endpoint(http, liv
     assert card.headers["content-type"] == "application/json"
     assert card.json() == endpoint.json()
     assert card.json()["supportedInterfaces"] == [
-        {"url": f"{live_url}/api/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        {"url": f"{live_url}/api/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": f"{live_url}/api/a2a", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        {"url": f"{live_url}/api/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
     ]
 
 
@@ -38,12 +40,13 @@ def test_the_card_parses_into_the_sdk_agent_card_and_says_what_spec_8_1_says(htt
 
     card = parse_agent_card(copy.deepcopy(served))
     assert isinstance(card, AgentCard)
-    ParseDict(served, AgentCard())  # strict: no field the SDK type does not know
+    # Nothing but what the SDK's serialiser writes: the 1.0 card, and the 0.3 fields it adds.
+    assert served == agent_card_to_dict(card)
     assert card.name == "Cairn" and card.version == "0.1.0"
     assert "GetTask" in card.description and "ListTasks" in card.description
     assert [
         (i.protocol_binding, i.protocol_version, i.tenant) for i in card.supported_interfaces
-    ] == [("JSONRPC", "1.0", "")]
+    ] == [("JSONRPC", "1.0", ""), ("HTTP+JSON", "1.0", ""), ("JSONRPC", "0.3", "")]
     assert not card.capabilities.streaming
     assert not card.capabilities.push_notifications
     assert not card.capabilities.extended_agent_card
@@ -55,9 +58,11 @@ def test_the_card_parses_into_the_sdk_agent_card_and_says_what_spec_8_1_says(htt
     assert [skill.id for skill in card.skills] == ["cairn.post_task", "cairn.contribute"]
     for skill in card.skills:
         assert skill.name and skill.description and list(skill.tags)
-    assert "url" not in served and "preferredTransport" not in served, (
-        "no v0.3 compatibility fields"
-    )
+    assert (served["url"], served["preferredTransport"], served["protocolVersion"]) == (
+        card.supported_interfaces[2].url,
+        "JSONRPC",
+        "0.3",
+    ), "the 0.3 fields, for a 0.3 client"
 
 
 def test_the_extension_carries_the_payload_models_own_schemas(http):

@@ -87,7 +87,7 @@ def test_a_body_of_256_kib_is_read(http):
 
 
 def test_an_unknown_method_is_method_not_found(rpc, subtests):
-    for method in ("message/send", "tasks/get", "getTask", "Nope"):
+    for method in ("tasks/list", "sendMessage", "getTask", "Nope"):  # A2A 0.3's names: test_v0_3
         with subtests.test(method=method):
             error_of(rpc(method, {}), -32601)
     error_of(rpc("", {}), -32600)
@@ -138,7 +138,7 @@ def test_the_token_is_checked_after_the_envelope_and_the_method(http):
     error_of(
         raw(http, json.dumps({"jsonrpc": "1.0", "id": 1, "method": "SendMessage"}).encode()), -32600
     )
-    error_of(raw(http, envelope("message/send")), -32601)
+    error_of(raw(http, envelope("sendMessage")), -32601)
 
 
 def test_reads_ignore_a_bad_token(rpc, poster, post_task):

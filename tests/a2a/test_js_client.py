@@ -6,47 +6,15 @@ when npm is there, and is skipped when neither can be had."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
-
-import pytest
-
 from agents.models import AuditEntry
 from core.canonical import canonical_digest
-from tests.a2a.conftest import as_json
+from tests.a2a.conftest import JS_DIR, as_json, run_node
 from tests.factories import (
     contribution_payload,
     contribution_report,
     open_task_payload,
     open_task_request,
 )
-
-JS_DIR = Path(__file__).parent / "js"
-
-
-@pytest.fixture(scope="module")
-def node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    if not (JS_DIR / "node_modules" / "@a2a-js" / "sdk").is_dir():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip(
-                "@a2a-js/sdk is not installed and npm is missing: npm ci --prefix tests/a2a/js"
-            )
-        installed = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            check=False,
-            cwd=JS_DIR,
-            capture_output=True,
-            timeout=300,
-        )
-        if installed.returncode != 0:
-            pytest.skip(f"npm ci failed (offline?): {installed.stderr.decode()[-300:]}")
-    return node
 
 
 def test_the_official_js_client_posts_contributes_and_reads(node, live_url, poster, make_agent):
@@ -63,17 +31,7 @@ def test_the_official_js_client_posts_contributes_and_reads(node, live_url, post
         ),
     }
 
-    ran = subprocess.run(
-        [node, "cairn_flow.mjs"],
-        check=False,
-        cwd=JS_DIR,
-        input=json.dumps(flow).encode(),
-        capture_output=True,
-        timeout=120,
-    )
-
-    assert ran.returncode == 0, ran.stderr.decode()
-    seen = json.loads(ran.stdout)
+    seen = run_node(node, JS_DIR, "cairn_flow.mjs", flow)
     posted = seen["posted"]
     assert (
         posted["status"]["state"] == 2 and posted["id"] == posted["contextId"]

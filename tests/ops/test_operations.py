@@ -60,6 +60,8 @@ def test_metrics_count_requests_writes_tasks_and_evaluation_lag(http, make_agent
     assert http.post("/api/a2a-tasks", json=payload, headers=agent.headers).status_code == 201
     refused = http.post("/api/a2a-tasks", json={"schema": "nope"}, headers=agent.headers)
     assert refused.status_code == 422
+    listed = http.get("/api/a2a/tasks", headers={"A2A-Version": "1.0"})  # the HTTP+JSON binding
+    assert listed.status_code == 200
     time.sleep(2.2)
     evaluate_due()
 
@@ -71,6 +73,7 @@ def test_metrics_count_requests_writes_tasks_and_evaluation_lag(http, make_agent
     assert samples['cairn_writes_total{code="unknown_schema",kind="task",result="refused"}'] >= 1
     assert samples['cairn_requests_total{door="http",method="POST",status="201"}'] >= 1
     assert samples['cairn_request_duration_seconds_count{door="http",method="POST"}'] >= 2
+    assert samples['cairn_requests_total{door="a2a",method="GET",status="200"}'] >= 1
     assert samples['cairn_tasks{state="failed"}'] == 1
     assert samples['cairn_tasks{state="working"}'] == 0
     assert samples["cairn_tasks_overdue"] == 0

@@ -1,6 +1,7 @@
 """One table of questions, asked through every door that offers the operation, with one answer.
 
-The doors are A2A (raw JSON-RPC), the HTTP routes, the hosted MCP endpoint (official MCP client
+The doors are A2A in each of its bindings (raw JSON-RPC 1.0, HTTP+JSON and JSON-RPC 0.3: SPEC
+§8.6's transport equivalence), the HTTP routes, the hosted MCP endpoint (official MCP client
 over streamable HTTP), the local `cairn_mcp.py` (official MCP client over stdio) and the web pages'
 data. Each door translates the question into its own wire form and its answer back into the
 neutral shape: the public view (SPEC §3.2), a page of views, a write's view and receipt, or a §6
@@ -17,6 +18,7 @@ from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import anyio
 import httpx
@@ -25,7 +27,10 @@ from django.test import Client as WebClient
 from django.utils import timezone
 from mcp import Client as McpClient
 
+from agents.models import AuditEntry, Operation
 from core.canonical import canonical_digest
+from tasks.models import Contribution
+from tasks.models import Task as TaskRow
 from tasks.selectors import task_get
 from tests.a2a.conftest import as_json
 from tests.factories import (
@@ -48,6 +53,12 @@ VIEW_FIELDS = (
 PER_WRITE = ("id", "created_at")
 RECEIPT_STABLE = ("report_digest", "sealed_until")
 A2A_CODES = {-32001: "not_found", -32004: "task_closed", -32602: "invalid_query"}
+# The same errors in the HTTP+JSON binding's words (A2A 1.0 §11.6: ErrorInfo's reason).
+A2A_REST_REASONS = {
+    "TASK_NOT_FOUND": "not_found",
+    "UNSUPPORTED_OPERATION": "task_closed",
+    "INVALID_PARAMS": "invalid_query",
+}
 WEB_CODES = {400: "invalid_query", 404: "not_found"}
 _operations = itertools.count(1)
 
@@ -265,7 +276,10 @@ class A2ADoor(Door):
         }
         if task_id:
             message["taskId"] = task_id
-        result = await self._rpc("SendMessage", {"message": message}, ask.token)
+        return self._written(await self._rpc("SendMessage", {"message": message}, ask.token))
+
+    def _written(self, result: dict[str, Any]) -> Any:
+        """A SendMessage result (`{"task"}` or `{"message"}`) as a write's neutral answer."""
         if "error" in result:
             return result
         if "message" in result:
@@ -278,6 +292,104 @@ class A2ADoor(Door):
 
     async def contribute(self, ask: Ask) -> Any:
         return await self._send(ask, ask.task_id)
+
+
+class A2ARestDoor(A2ADoor):
+    """The A2A 1.0 HTTP+JSON binding under /api/a2a (SPEC §8.6), as any A2A 1.0 client sends it."""
+
+    name = "a2a-http+json"
+
+    async def _rest(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: dict[str, Any] | None = None,
+        query: dict[str, Any] | None = None,
+        token: str | None = None,
+    ) -> Any:
+        headers = {"A2A-Version": "1.0"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        response = await self.http.request(
+            method, f"/api/a2a{path}", json=body, params=query, headers=headers
+        )
+        answer = response.json()
+        if "error" in answer:
+            reason = answer["error"]["details"][0]["reason"]
+            return error(A2A_REST_REASONS.get(reason, f"http+json {reason}"))
+        return answer
+
+    async def read(self, ask: Ask) -> Any:
+        result = await self._rest("GET", f"/tasks/{ask.task_id}")
+        return result if "error" in result else self._view(result)[0]
+
+    async def list(self, ask: Ask) -> Any:
+        if ask.filter == "evaluated":
+            return NOT_OFFERED
+        query: dict[str, Any] = {"pageSize": ask.size, "includeArtifacts": "true"}
+        status = self.STATUSES.get(ask.filter, ask.filter)
+        if status:
+            query["status"] = status
+        if ask.page_token:
+            query["pageToken"] = ask.page_token
+        result = await self._rest("GET", "/tasks", query=query)
+        if "error" in result:
+            return result
+        page = listing([self._view(task)[0] for task in result["tasks"]], result["nextPageToken"])
+        return {**page, "next": result["nextPageToken"]}
+
+    async def _send(self, ask: Ask, task_id: str | None) -> Any:
+        message: dict[str, Any] = {
+            "messageId": ask.operation_id,
+            "role": "ROLE_USER",
+            "parts": [{"data": ask.payload}],
+        }
+        if task_id:
+            message["taskId"] = task_id
+        result = await self._rest(
+            "POST", "/message:send", body={"message": message}, token=ask.token
+        )
+        return self._written(result)
+
+
+class A2AV03Door(A2ADoor):
+    """A2A 0.3 JSON-RPC on /api/a2a (SPEC §8.6), as a 0.3 client sends it: no A2A-Version
+    header, 0.3 messages. 0.3 has no ListTasks."""
+
+    name = "a2a-0.3"
+
+    async def _rpc(self, method: str, params: dict[str, Any], token: str | None = None) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        envelope = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        body = (await self.http.post("/api/a2a", json=envelope, headers=headers)).json()
+        if "error" in body:
+            code = body["error"]["code"]
+            return error(A2A_CODES.get(code, f"json-rpc {code}"))
+        return body["result"]
+
+    async def read(self, ask: Ask) -> Any:
+        result = await self._rpc("tasks/get", {"id": ask.task_id})
+        return result if "error" in result else self._view(result)[0]
+
+    async def list(self, ask: Ask) -> Any:
+        return NOT_OFFERED
+
+    async def _send(self, ask: Ask, task_id: str | None) -> Any:
+        message: dict[str, Any] = {
+            "kind": "message",
+            "messageId": ask.operation_id,
+            "role": "user",
+            "parts": [{"kind": "data", "data": ask.payload}],
+        }
+        if task_id:
+            message["taskId"] = task_id
+        result = await self._rpc("message/send", {"message": message}, ask.token)
+        if "error" in result:
+            return result
+        if result["kind"] == "message":
+            return error(result["parts"][0]["data"]["error"]["code"])
+        return self._written({"task": result})
 
 
 class HttpDoor(Door):
@@ -698,6 +810,8 @@ def test_every_door_gives_one_answer_per_question(
             await call(stdio, "cairn_local_set_consent", {"public_output": True})
             doors: list[Door] = [
                 A2ADoor(http),
+                A2ARestDoor(http),
+                A2AV03Door(http),
                 HttpDoor(http),
                 McpDoor("hosted-mcp", hosted),
                 LocalMcpDoor(stdio, local.home),
@@ -732,3 +846,58 @@ def test_every_door_gives_one_answer_per_question(
                 last = first[-1] if isinstance(first, list) else first
                 assert last == expected, by_door
             assert len(groups(by_door)) == 1, groups(by_door)
+
+
+# --- one write, replayed through every A2A binding ----------------------------------------------
+
+A2A_BINDINGS: tuple[type[A2ADoor], ...] = (A2ADoor, A2ARestDoor, A2AV03Door)
+
+
+def _written_rows() -> tuple[int, ...]:
+    return tuple(model.objects.count() for model in (TaskRow, Contribution, Operation, AuditEntry))
+
+
+def test_a_write_replayed_through_another_binding_is_the_same_write(
+    live_url, make_agent, post_task, subtests
+):
+    """SPEC §8.6 (A2A 1.0 §3.4): a posting and a contribution made through one binding, replayed
+    (same messageId, same agent) through each binding, answer exactly as the first time and
+    write nothing."""
+    writes = [
+        (
+            binding,
+            Ask(token=make_agent().token, payload=open_task_payload(), operation_id=str(uuid4())),
+            Ask(
+                token=make_agent().token,
+                task_id=str(post_task(make_agent()).pk),
+                payload=contribution_payload(),
+                operation_id=str(uuid4()),
+            ),
+        )
+        for binding in A2A_BINDINGS
+    ]
+
+    async def write_then_replay() -> list[tuple[str, Any, dict[str, Any], bool]]:
+        seen = []
+        async with httpx.AsyncClient(base_url=live_url, timeout=30) as http:
+            doors = {binding: binding(http) for binding in A2A_BINDINGS}
+            for binding, posting, contributing in writes:
+                first = [
+                    await doors[binding].post(posting),
+                    await doors[binding].contribute(contributing),
+                ]
+                rows = await db(_written_rows)()
+                replays = {
+                    door.name: [await door.post(posting), await door.contribute(contributing)]
+                    for door in doors.values()
+                }
+                seen.append(
+                    (doors[binding].name, first, replays, rows == await db(_written_rows)())
+                )
+        return seen
+
+    for name, first, replays, nothing_written in anyio.run(write_then_replay):
+        with subtests.test(written_through=name):
+            assert "error" not in first[0] and "receipt" in first[1], first
+            assert replays == {door: first for door in replays}
+            assert nothing_written

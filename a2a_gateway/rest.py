@@ -1,0 +1,223 @@
+"""The A2A 1.0 HTTP+JSON binding (SPEC §8.6, A2A 1.0 §11) under `<site>/api/a2a`.
+
+The SDK's own REST routes and dispatcher answer, over the same request handler as JSON-RPC; this
+module adapts them as `endpoint` adapts the JSON-RPC dispatcher. It matches the SDK's routes
+itself, so that a path or a method the binding does not have answers this binding's error object
+(the SDK's tenant routes are left out: Cairn has no tenants). Then, in SPEC §8.2's order: the
+body limit, the Bearer token of `message:send` (401 before anything is parsed), the version, and
+the body, read by Cairn's JSON reader (depth, lone surrogates) so that no client's bytes reach
+the SDK's parser as a 5xx. Two answers differ from the SDK's, as §8.6 says: A2A 1.0's table sends
+TaskNotCancelableError with 409, and ListTasks' `status` also takes A2A §11's short forms
+(`working`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack
+from typing import Any
+from urllib.parse import urlencode
+
+from a2a.server.routes.rest_routes import create_rest_routes
+from a2a.types import SendMessageRequest, TaskState
+from a2a.utils.error_handlers import build_rest_error_payload
+from a2a.utils.errors import InternalError, InvalidParamsError, InvalidRequestError
+from a2a.utils.errors import MethodNotFoundError as A2AMethodNotFoundError
+from asgiref.sync import sync_to_async
+from google.protobuf.json_format import ParseError
+from starlette.datastructures import QueryParams
+from starlette.routing import Match, Route
+
+from a2a_gateway.endpoint import (
+    DISPATCHER,
+    ENDPOINT_PATH,
+    JSON_TYPE,
+    CairnContextBuilder,
+    Reply,
+    bounded_body,
+    dispatcher_request,
+    django_request_cycle,
+    json_bytes,
+    version_error,
+)
+from a2a_gateway.params_shape import misplaced_value
+from agents.auth import bearer_token
+from agents.models import Agent
+from agents.services import agent_for_token
+from core.json_input import InvalidJson, parse_json
+from core.outages import outage_refusal
+from core.policy import WWW_AUTHENTICATE, body_limit
+
+REST_PREFIX = ENDPOINT_PATH + "/"
+SEND_PATH = f"{ENDPOINT_PATH}/message:send"
+LIST_PATH = f"{ENDPOINT_PATH}/tasks"
+# The bodies that hold a SendMessageRequest: where a JSON object is due, a client must send one.
+BODY_MODELS: dict[str, Any] = {
+    SEND_PATH: SendMessageRequest,
+    f"{ENDPOINT_PATH}/message:stream": SendMessageRequest,
+}
+# A2A 1.0's mapping table, where the SDK's differs (it sends TaskNotCancelableError with 400).
+STATUS_BY_REASON = {"TASK_NOT_CANCELABLE": 409}
+
+ROUTES: tuple[Route, ...] = tuple(
+    route
+    for route in create_rest_routes(
+        DISPATCHER.request_handler, CairnContextBuilder(), path_prefix=ENDPOINT_PATH
+    )
+    if isinstance(route, Route)  # the `/{tenant}` mount is not served
+)
+
+
+def is_rest_path(path: str) -> bool:
+    """A path of this binding: anything under the endpoint but the endpoint itself."""
+    return path.startswith(REST_PREFIX) and path != REST_PREFIX
+
+
+def _error(error: Exception, *, status: int | None = None, headers: Any = ()) -> Reply:
+    """The SDK's HTTP+JSON error object; `status` replaces the SDK's where A2A or HTTP says another."""
+    payload = build_rest_error_payload(error)
+    if status is not None:
+        payload["error"]["code"] = status
+    return Reply(payload["error"]["code"], json_bytes(payload), tuple(headers))
+
+
+def _match(method: str, path: str) -> tuple[Route | None, dict[str, Any], set[str]]:
+    """The SDK route for this request and its path parameters, else the methods the path takes."""
+    scope = {"type": "http", "method": method, "path": path, "root_path": ""}
+    allowed: set[str] = set()
+    for route in ROUTES:
+        match, child = route.matches(scope)
+        if match is Match.FULL:
+            return route, child["path_params"], allowed
+        if match is Match.PARTIAL:
+            allowed |= route.methods or set()
+    return None, {}, allowed
+
+
+def _unrouted(method: str, path: str, allowed: set[str]) -> Reply:
+    if not allowed:
+        return _error(
+            A2AMethodNotFoundError(
+                message=f"no A2A HTTP+JSON operation at {path} (A2A 1.0 §11; this server has no tenants)"
+            )
+        )
+    methods = ", ".join(sorted(allowed))
+    return _error(
+        A2AMethodNotFoundError(message=f"{path} takes {methods}, not {method}"),
+        status=405,
+        headers=(("Allow", methods),),
+    )
+
+
+def state_name(value: str) -> str:
+    """A TaskState as the SDK's parser reads it: A2A 1.0 §11 also writes `working` for
+    `TASK_STATE_WORKING`; anything else is left for the handler to judge."""
+    name = "TASK_STATE_" + value.upper().replace("-", "_")
+    return name if value.islower() and name in TaskState.keys() else value
+
+
+def _list_query(query_string: bytes) -> tuple[bytes, dict[str, str]]:
+    """ListTasks' query with `status` in the proto's words, and the params as sent (the handler
+    tells an unknown status from an absent one by them)."""
+    query = QueryParams(query_string)
+    if "status" not in query:
+        return query_string, {}
+    items = [
+        (key, state_name(value) if key == "status" else value) for key, value in query.multi_items()
+    ]
+    return urlencode(items).encode(), {"status": state_name(query.getlist("status")[-1])}
+
+
+async def _agent(headers: Mapping[str, str]) -> Agent | Reply:
+    """The agent of the Bearer token, or the 401 (or the outage) to answer instead."""
+    token = bearer_token(headers.get("authorization", ""))
+    try:
+        agent = await sync_to_async(agent_for_token)(token) if token else None
+    except Exception as exc:
+        outage = outage_refusal(exc)
+        if outage is None:
+            raise
+        return _error(InternalError(message=outage.message))
+    if agent is None:
+        return _error(
+            InvalidRequestError(
+                message="a valid Bearer token is required for message:send (POST /api/agent/register issues one)"
+            ),
+            status=401,
+            headers=(("WWW-Authenticate", WWW_AUTHENTICATE),),
+        )
+    return agent
+
+
+def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:
+    """The dispatcher's answer, with A2A's status where the SDK's table differs."""
+    if status >= 400:
+        payload = json.loads(body)
+        details = payload["error"].get("details") or [{}]
+        override = STATUS_BY_REASON.get(details[0].get("reason", ""))
+        if override is not None:
+            payload["error"]["code"] = status = override
+            body = json_bytes(payload)
+    return Reply(status, body, content_type=content_type)
+
+
+async def rest_reply(
+    *,
+    method: str,
+    path: str,
+    query_string: bytes,
+    headers: Mapping[str, str],
+    body: AsyncIterator[bytes],
+    origin: str,
+    outside_django: bool = False,
+) -> Reply:
+    """The answer to one request of the binding. `headers` are lower-cased; `body` yields the
+    request body's chunks; `outside_django`: the caller is not inside Django's request cycle."""
+    route, path_params, allowed = _match(method, path)
+    if route is None:
+        return _unrouted(method, path, allowed)
+    raw = await bounded_body(headers.get("content-length"), body)
+    if raw is None:
+        return _error(
+            InvalidRequestError(
+                message=f"Payload too large: the limit is {body_limit() // 1024} KiB"
+            ),
+            status=413,
+        )
+    async with AsyncExitStack() as django_work:
+        if outside_django:
+            await django_work.enter_async_context(django_request_cycle())
+        agent = None
+        if path == SEND_PATH:
+            found = await _agent(headers)
+            if isinstance(found, Reply):
+                return found
+            agent = found
+        refused = await version_error(headers)
+        if refused is not None:
+            return _error(refused)
+        params: Any = None
+        if path in BODY_MODELS:
+            try:
+                params = parse_json(raw)
+            except InvalidJson as error:
+                return _error(ParseError(str(error)))
+            where = misplaced_value(params, BODY_MODELS[path].DESCRIPTOR, "body")
+            if where is not None:
+                return _error(InvalidParamsError(message=f"{where} must be an object"))
+        if path == LIST_PATH:
+            query_string, params = _list_query(query_string)
+        request = dispatcher_request(
+            path,
+            headers,
+            raw,
+            agent,
+            params,
+            origin,
+            method=method,
+            query_string=query_string,
+            path_params=path_params,
+        )
+        answer = await route.endpoint(request)
+        return _as_a2a(answer.status_code, bytes(answer.body), answer.media_type or JSON_TYPE)
