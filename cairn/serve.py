@@ -2,10 +2,19 @@
 
 One place for the serving settings that `make run`, the deployment notes, the deployment test and
 the test suite's live server share: uvloop's event loop and httptools' HTTP parser (uvicorn's fast
-stack: bench/README.md, "Serving stack"), idle connections closed after a few seconds (including
-one that never sends a request, which plain uvicorn keeps open forever), no access log (the proxy
-in front keeps one), and the client's address taken from the proxy's headers only when
-`FORWARDED_ALLOW_IPS` names the proxy.
+stack: bench/README.md, "Serving stack"), no access log (the proxy in front keeps one), the
+client's address taken from the proxy's headers only when `FORWARDED_ALLOW_IPS` names the proxy,
+and the bounds SPEC §16 sets on what a client may make a worker hold, and for how long.
+
+uvicorn has no option for those bounds under httptools: llhttp reads a head of any size (and
+httptools gathers a header's value whole before handing it over, so one 64 MiB header is 64 MiB
+held), and uvicorn's only timer is the keep-alive one, which runs between requests, not while one
+arrives. Under h11, `h11_max_incomplete_event_size` counts the bytes buffered, not the head (a
+70 KiB head arriving in one read passes), uvicorn answers it with 400, not 431, there are no
+timers either, and the parser is the slower one. So the bounds are kept by
+`CairnHttpToolsProtocol`, a small subclass of uvicorn's httptools protocol that relies on a few of
+its private members: the uvicorn version range is pinned in `pyproject.toml`, and
+`tests/ops/test_serving.py` checks those members are still there.
 """
 
 from __future__ import annotations
@@ -19,25 +28,117 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 IDLE_TIMEOUT_S = 5
+HEAD_TIMEOUT_S = 30
+BODY_TIMEOUT_S = 30
+HEAD_LIMIT = 64 * 1024
+# How long the rest of a refused head is read and dropped, so that closing does not reset the
+# connection under the 431 before the client has read it.
+LINGER_S = 5
+
+_HEAD_TOO_LARGE_TEXT = b"Request head over 64 KiB.\n"
+_HEAD_TOO_LARGE = b"".join(
+    [
+        b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
+        b"content-type: text/plain; charset=utf-8\r\n",
+        b"content-length: %d\r\n" % len(_HEAD_TOO_LARGE_TEXT),
+        b"connection: close\r\n\r\n",
+        _HEAD_TOO_LARGE_TEXT,
+    ]
+)
 
 
 class CairnHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, whose keep-alive timer starts as the connection opens, not
-    only after a first response, so a client that connects and says nothing is closed like an
-    idle one. A head llhttp refuses (a header value holding DEL, say) gets uvicorn's plain 400."""
+    """uvicorn's httptools protocol, bounded (SPEC §16).
+
+    A head is fed to the parser only up to `HEAD_LIMIT` bytes: one byte more and the connection
+    is answered 431 and closed, what follows dropped unparsed. Bytes are counted from where a head
+    may start (the connection's start, or the end of the previous request); a head pipelined
+    behind another request in one read is counted from the next read, so the parser may hold that
+    one read more.
+
+    One deadline runs while the client owes bytes: the head's, from the connection or from the
+    previous response, and the body's, from its head. When it passes the connection is closed (the
+    application, if it was reading the body, sees the client gone). While the application has the
+    request, no deadline runs. The keep-alive timer also starts as the connection opens, so a
+    client that connects and says nothing is closed like an idle one.
+
+    uvicorn's plain-text 400 answers a head llhttp refuses (a header value holding DEL, say).
+    """
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._head_bytes: int | None = 0
+        self._refused = False
+        self._deadline: asyncio.TimerHandle | None = None
         self.timeout_keep_alive_task = self.loop.call_later(
             self.timeout_keep_alive, self.timeout_keep_alive_handler
         )
+        self._close_after(HEAD_TIMEOUT_S)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._close_after(None)
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        unread = memoryview(data)
+        while unread and not self.transport.is_closing():
+            if self._head_bytes is None:
+                piece = unread
+            elif self._head_bytes < HEAD_LIMIT:
+                piece = unread[: HEAD_LIMIT - self._head_bytes]
+                self._head_bytes += len(piece)
+            else:
+                self._refuse_head()
+                return
+            unread = unread[len(piece) :]
+            # A slice of the read, not a copy: httptools' parser reads any buffer.
+            super().data_received(piece)  # type: ignore[arg-type]
+
+    def on_headers_complete(self) -> None:
+        self._head_bytes = None
+        self._close_after(BODY_TIMEOUT_S)
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._head_bytes = 0
+        self._close_after(HEAD_TIMEOUT_S if self.cycle.response_complete else None)
+
+    def on_response_complete(self) -> None:
+        next_is_waiting = bool(self.pipeline)
+        super().on_response_complete()
+        if self._head_bytes is not None and not next_is_waiting:
+            self._close_after(HEAD_TIMEOUT_S)
+
+    def _close_after(self, seconds: float | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = None
+        if seconds is not None and not self.transport.is_closing():
+            self._deadline = self.loop.call_later(seconds, self.transport.close)
+
+    def _refuse_head(self) -> None:
+        """431, unless a response is still due on this connection (that one is not cut into);
+        then what the client still sends is dropped until it closes, for `LINGER_S` at most."""
+        self.logger.info("Request head over %d KiB refused.", HEAD_LIMIT // 1024)
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.transport.close()
+            return
+        self._refused = True
+        self.transport.write(_HEAD_TOO_LARGE)
+        self.transport.write_eof()
+        self._close_after(LINGER_S)
 
 
 def uvicorn_options() -> dict[str, Any]:
-    """The serving options every Cairn server runs with, the test suite's included."""
+    """The serving options every Cairn server runs with, the test suite's included. No WebSocket:
+    Cairn serves none, and an upgraded connection would outlive the bounds above."""
     return {
         "loop": "uvloop",
         "http": CairnHttpToolsProtocol,
+        "ws": "none",
         "timeout_keep_alive": IDLE_TIMEOUT_S,
     }
 
