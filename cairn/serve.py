@@ -31,6 +31,8 @@ IDLE_TIMEOUT_S = 5
 HEAD_TIMEOUT_S = 30
 BODY_TIMEOUT_S = 30
 HEAD_LIMIT = 64 * 1024
+# Requests a client may have queued behind the one being answered when more of its bytes arrive.
+PIPELINE_LIMIT = 128
 # How long the rest of a refused head is read and dropped, so that closing does not reset the
 # connection under the 431 before the client has read it.
 LINGER_S = 5
@@ -55,6 +57,11 @@ class CairnHttpToolsProtocol(HttpToolsProtocol):
     may start (the connection's start, or the end of the previous request); a head pipelined
     behind another request in one read is counted from the next read, so the parser may hold that
     one read more.
+
+    Pipelined requests wait in a queue, and uvicorn reads on whenever the request being answered
+    reads its body, so a client that keeps sending requests without reading the answers would grow
+    that queue without end. Reads are fed in pieces of at most `HEAD_LIMIT` bytes, bodies too, and
+    when `PIPELINE_LIMIT` requests wait before a piece, the connection is closed.
 
     One deadline runs while the client owes bytes: the head's, from the connection or from the
     previous response, and the body's, from its head. When it passes the connection is closed (the
@@ -84,15 +91,17 @@ class CairnHttpToolsProtocol(HttpToolsProtocol):
             return
         unread = memoryview(data)
         while unread and not self.transport.is_closing():
-            if self._head_bytes is None:
-                piece = unread
-            elif self._head_bytes < HEAD_LIMIT:
-                piece = unread[: HEAD_LIMIT - self._head_bytes]
-                self._head_bytes += len(piece)
-            else:
+            if len(self.pipeline) >= PIPELINE_LIMIT:
+                self.logger.info("More than %d pipelined requests refused.", PIPELINE_LIMIT)
+                self.transport.close()
+                return
+            room = HEAD_LIMIT if self._head_bytes is None else HEAD_LIMIT - self._head_bytes
+            if room == 0:
                 self._refuse_head()
                 return
-            unread = unread[len(piece) :]
+            piece, unread = unread[:room], unread[room:]
+            if self._head_bytes is not None:
+                self._head_bytes += len(piece)
             # A slice of the read, not a copy: httptools' parser reads any buffer.
             super().data_received(piece)  # type: ignore[arg-type]
 

@@ -113,6 +113,27 @@ def test_pipelined_requests_and_a_body_are_still_served_in_order(served):
     assert statuses == [200, 401, 404], answer
 
 
+def test_pipelined_requests_never_read_are_cut_off_before_the_worker_grows_16_mib(served_process):
+    """A client sending requests without end and reading no answer: the connection is closed."""
+    url, _, server = served_process
+    with socket.create_connection(("127.0.0.1", _port(url)), timeout=10) as sock:
+        sock.sendall(_head(1024))
+        assert _status(_answer(sock)) == 200
+    Path(f"/proc/{server.pid}/clear_refs").write_text("5")
+    before = psutil.Process(server.pid).memory_info().rss
+
+    request = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", _port(url)), timeout=30) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            for _ in range(64):
+                sock.sendall(request * (MiB // len(request)))
+            raise AssertionError("64 MiB of requests were all taken in")
+        time.sleep(0.5)
+
+    grown = _peak_rss_since_reset(server.pid) - before
+    assert grown < 16 * MiB, f"the worker grew by {grown / MiB:.1f} MiB"
+
+
 async def _slow_sender(port: int, start: bytes, trickle: bytes | None) -> float:
     """Sends `start`, then `trickle` a byte a second (or nothing more); the seconds until the
     server closed the connection, `GIVE_UP_S` at most."""
