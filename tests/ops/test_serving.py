@@ -205,7 +205,7 @@ def test_the_uvicorn_members_the_protocol_relies_on_are_still_there():
     async def app(scope, receive, send) -> None: ...
 
     protocol = HttpToolsProtocol(
-        config=Config(app=app),
+        config=Config(app=app, log_config=None),
         server_state=ServerState(),
         app_state={},
         _loop=asyncio.new_event_loop(),
