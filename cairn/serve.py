@@ -2,10 +2,19 @@
 
 One place for the serving settings that `make run`, the deployment notes, the deployment test and
 the test suite's live server share: uvloop's event loop and httptools' HTTP parser (uvicorn's fast
-stack: bench/README.md, "Serving stack"), idle connections closed after a few seconds (including
-one that never sends a request, which plain uvicorn keeps open forever), no access log (the proxy
-in front keeps one), and the client's address taken from the proxy's headers only when
-`FORWARDED_ALLOW_IPS` names the proxy.
+stack: bench/README.md, "Serving stack"), no access log (the proxy in front keeps one), the
+client's address taken from the proxy's headers only when `FORWARDED_ALLOW_IPS` names the proxy,
+and the bounds SPEC §16 sets on what a client may make a worker hold, and for how long.
+
+uvicorn has no option for those bounds under httptools: llhttp reads a head of any size (and
+httptools gathers a header's value whole before handing it over, so one 64 MiB header is 64 MiB
+held), and uvicorn's only timer is the keep-alive one, which runs between requests, not while one
+arrives. Under h11, `h11_max_incomplete_event_size` counts the bytes buffered, not the head (a
+70 KiB head arriving in one read passes), uvicorn answers it with 400, not 431, there are no
+timers either, and the parser is the slower one. So the bounds are kept by
+`CairnHttpToolsProtocol`, a small subclass of uvicorn's httptools protocol that relies on a few of
+its private members: the uvicorn version range is pinned in `pyproject.toml`, and
+`tests/ops/test_serving.py` checks those members are still there.
 """
 
 from __future__ import annotations
@@ -16,82 +25,129 @@ import os
 from typing import Any
 
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 IDLE_TIMEOUT_S = 5
+HEAD_TIMEOUT_S = 30
+BODY_TIMEOUT_S = 30
+HEAD_LIMIT = 64 * 1024
+# Requests a client may have queued behind the one being answered when more of its bytes arrive.
+PIPELINE_LIMIT = 128
+# How long the rest of a refused head is read and dropped, so that closing does not reset the
+# connection under the 431 before the client has read it.
+LINGER_S = 5
+
+_HEAD_TOO_LARGE_TEXT = b"Request head over 64 KiB.\n"
+_HEAD_TOO_LARGE = b"".join(
+    [
+        b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
+        b"content-type: text/plain; charset=utf-8\r\n",
+        b"content-length: %d\r\n" % len(_HEAD_TOO_LARGE_TEXT),
+        b"connection: close\r\n\r\n",
+        _HEAD_TOO_LARGE_TEXT,
+    ]
+)
 
 
 class CairnHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, with two changes.
+    """uvicorn's httptools protocol, bounded (SPEC §16).
 
-    Its keep-alive timer starts as the connection opens, not only after a first response, so a
+    A head is fed to the parser only up to `HEAD_LIMIT` bytes: one byte more and the connection
+    is answered 431 and closed, what follows dropped unparsed. Bytes are counted from where a head
+    may start (the connection's start, or the end of the previous request); a head pipelined
+    behind another request in one read is counted from the next read, so the parser may hold that
+    one read more.
+
+    Pipelined requests wait in a queue, and uvicorn reads on whenever the request being answered
+    reads its body, so a client that keeps sending requests without reading the answers would grow
+    that queue without end. Reads are fed in pieces of at most `HEAD_LIMIT` bytes, bodies too, and
+    when `PIPELINE_LIMIT` requests wait before a piece, the connection is closed.
+
+    One deadline runs while the client owes bytes: the head's, from the connection or from the
+    previous response, and the body's, from its head. When it passes the connection is closed (the
+    application, if it was reading the body, sees the client gone). While the application has the
+    request, no deadline runs. The keep-alive timer also starts as the connection opens, so a
     client that connects and says nothing is closed like an idle one.
 
-    A request head that llhttp refuses but h11 reads (llhttp is stricter: a header value holding
-    DEL, say) is handed, with the connection, to uvicorn's h11 protocol, so the application still
-    answers it (SPEC §9: a malformed `Idempotency-Key` is `400 invalid_query`, in JSON) instead of
-    uvicorn's plain-text 400. Only a head none of whose requests has reached the application can
-    be handed over, so nothing is served twice; the bytes of such heads are all this keeps.
+    uvicorn's plain-text 400 answers a head llhttp refuses (a header value holding DEL, say).
     """
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._unanswered = bytearray()
-        self._heads_dispatched = 0
-        self._in_message = False
+        self._head_bytes: int | None = 0
+        self._refused = False
+        self._deadline: asyncio.TimerHandle | None = None
         self.timeout_keep_alive_task = self.loop.call_later(
             self.timeout_keep_alive, self.timeout_keep_alive_handler
         )
+        self._close_after(HEAD_TIMEOUT_S)
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._in_message = True
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._close_after(None)
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        unread = memoryview(data)
+        while unread and not self.transport.is_closing():
+            if len(self.pipeline) >= PIPELINE_LIMIT:
+                self.logger.info("More than %d pipelined requests refused.", PIPELINE_LIMIT)
+                self.transport.close()
+                return
+            room = HEAD_LIMIT if self._head_bytes is None else HEAD_LIMIT - self._head_bytes
+            if room == 0:
+                self._refuse_head()
+                return
+            piece, unread = unread[:room], unread[room:]
+            if self._head_bytes is not None:
+                self._head_bytes += len(piece)
+            # A slice of the read, not a copy: httptools' parser reads any buffer.
+            super().data_received(piece)  # type: ignore[arg-type]
 
     def on_headers_complete(self) -> None:
+        self._head_bytes = None
+        self._close_after(BODY_TIMEOUT_S)
         super().on_headers_complete()
-        self._heads_dispatched += 1
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self._in_message = False
+        self._head_bytes = 0
+        self._close_after(HEAD_TIMEOUT_S if self.cycle.response_complete else None)
 
-    def data_received(self, data: bytes) -> None:
-        if self._heads_dispatched == 0:
-            self._unanswered += data
-        super().data_received(data)
-        if not self._in_message:
-            self._unanswered.clear()
-            self._heads_dispatched = 0
+    def on_response_complete(self) -> None:
+        next_is_waiting = bool(self.pipeline)
+        super().on_response_complete()
+        if self._head_bytes is not None and not next_is_waiting:
+            self._close_after(HEAD_TIMEOUT_S)
 
-    def send_400_response(self, msg: str) -> None:
-        """Where uvicorn answers a head llhttp refused: handed over instead, when it can be."""
-        if self._can_hand_over():
-            self._hand_over_to_h11()
-        else:
-            super().send_400_response(msg)
+    def _close_after(self, seconds: float | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = None
+        if seconds is not None and not self.transport.is_closing():
+            self._deadline = self.loop.call_later(seconds, self.transport.close)
 
-    def _can_hand_over(self) -> bool:
-        return self._heads_dispatched == 0 and (self.cycle is None or self.cycle.response_complete)
-
-    def _hand_over_to_h11(self) -> None:
-        self.connections.discard(self)
-        protocol = H11Protocol(
-            config=self.config,
-            server_state=self.server_state,
-            app_state=self.app_state,
-            _loop=self.loop,
-        )
-        protocol.connection_made(self.transport)
-        self.transport.set_protocol(protocol)
-        protocol.data_received(bytes(self._unanswered))
+    def _refuse_head(self) -> None:
+        """431, unless a response is still due on this connection (that one is not cut into);
+        then what the client still sends is dropped until it closes, for `LINGER_S` at most."""
+        self.logger.info("Request head over %d KiB refused.", HEAD_LIMIT // 1024)
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.transport.close()
+            return
+        self._refused = True
+        self.transport.write(_HEAD_TOO_LARGE)
+        self.transport.write_eof()
+        self._close_after(LINGER_S)
 
 
 def uvicorn_options() -> dict[str, Any]:
-    """The serving options every Cairn server runs with, the test suite's included."""
+    """The serving options every Cairn server runs with, the test suite's included. No WebSocket:
+    Cairn serves none, and an upgraded connection would outlive the bounds above."""
     return {
         "loop": "uvloop",
         "http": CairnHttpToolsProtocol,
+        "ws": "none",
         "timeout_keep_alive": IDLE_TIMEOUT_S,
     }
 

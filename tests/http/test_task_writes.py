@@ -207,7 +207,7 @@ def test_json_that_is_not_an_object_is_the_services_invalid_payload(
 
 
 def test_a_malformed_idempotency_key_is_400_invalid_query(api, poster):
-    for key in ("", "k" * 201, "tab\tkey", "caf\u00e9", "line\x7f"):
+    for key in ("", "k" * 201, "tab\tkey", "caf\u00e9"):
         response = api.post(
             "/api/a2a-tasks",
             json=open_task_payload(),
@@ -218,6 +218,17 @@ def test_a_malformed_idempotency_key_is_400_invalid_query(api, poster):
         )
         error = refused(response, 400, "invalid_query", key)
         assert error["issues"][0]["path"] == "Idempotency-Key"
+    assert Task.objects.count() == 0
+
+
+def test_an_idempotency_key_holding_del_is_the_http_layers_plain_400(api, poster):
+    """DEL is no header character (RFC 9110): the HTTP parser refuses the request itself."""
+    response = api.post(
+        "/api/a2a-tasks",
+        json=open_task_payload(),
+        headers=[("Authorization", f"Bearer {poster.token}"), ("Idempotency-Key", b"line\x7f")],
+    )
+    assert (response.status_code, response.text) == (400, "Invalid HTTP request received.")
     assert Task.objects.count() == 0
 
 

@@ -1,0 +1,67 @@
+"""A Cairn served as `make run` serves it, in its own process, for the tests of operations."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.deploy.postgres import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def served_process(tmp_path) -> Iterator[tuple[str, Path, subprocess.Popen]]:
+    """`python -m cairn.serve` in its own process, logging JSON to a file: its URL, its log and
+    the process."""
+    env = {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("CAIRN_") and k != "DATABASE_URL"
+        },
+        "DEBUG": "true",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'cairn.sqlite3'}",
+        "CAIRN_LOG_FORMAT": "json",
+        "CAIRN_SIGNING_KEY": os.environ["CAIRN_SIGNING_KEY"],
+        "CAIRN_SEAL_KEY": os.environ["CAIRN_SEAL_KEY"],
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    port = free_port()
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "cairn.serve", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    give_up = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(f"{url}/healthz", timeout=1)
+            break
+        except httpx.TransportError:
+            assert time.monotonic() < give_up, log.read_text()
+            time.sleep(0.2)
+    yield url, log, server
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=10)
+
+
+@pytest.fixture
+def served(served_process) -> tuple[str, Path]:
+    """Cairn as `make run` serves it: its URL and its log."""
+    url, log, _ = served_process
+    return url, log
