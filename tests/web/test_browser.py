@@ -335,3 +335,43 @@ def test_the_keepers_lists_read_at_1280_px(open_tab, task_with, make_agent, sett
         assert layout["titleWidth"] >= 190, (name, layout)
         assert " UTC" in tab.page.locator("#result_list").inner_text(), name
     assert tab.page.title() == "Select call to change | Cairn keeper"
+
+
+# Every code block on a page: whether it lies inside the screen, and whether its text runs past
+# its box (on a phone a block that scrolls sideways reads as cut off, so none may).
+CODE_BLOCKS = """() => [...document.querySelectorAll('pre')].map((pre) => {
+  const box = pre.getBoundingClientRect();
+  return {
+    text: pre.innerText.slice(0, 40),
+    inside: box.left >= -0.5 && box.right <= window.innerWidth + 0.5,
+    cut: pre.scrollWidth > pre.clientWidth + 1,
+  };
+})"""
+
+
+def test_every_pages_code_blocks_fit_a_320_px_screen(open_tab, task_with, settings):
+    # Given pages with code blocks: a call's curl command, a task's verify command, the join page
+    call = call_create(title="What should Cairn review next?", body="Name one.", kind="feedback")
+    opened = task_with()
+    evaluated = task_with(deadline_s=1.2, reports=(_supported(), _supported()))
+    evaluated.wait_past_deadline()
+    settings.DEBUG = True
+    tab = open_tab(viewport={"width": 320, "height": 700})
+
+    seen = 0
+    for path in (
+        "/a2a",
+        "/a2a/calls",
+        f"/a2a/calls/{call.id}",
+        f"/a2a/tasks/{opened.id}",
+        f"/a2a/tasks/{evaluated.id}",
+        "/a2a/join",
+        "/a2a/no-such-page",
+    ):
+        tab.page.goto(path)
+        # When the page is shown 320 px wide, then every code block wraps inside its box
+        blocks = tab.page.evaluate(CODE_BLOCKS)
+        assert [b for b in blocks if not b["inside"] or b["cut"]] == [], (path, blocks)
+        assert tab.scroll_width() <= 320, path
+        seen += len(blocks)
+    assert seen >= 5
