@@ -369,13 +369,29 @@ def test_every_pages_code_blocks_fit_a_320_px_screen(open_tab, task_with, settin
         "/a2a/join",
         "/a2a/no-such-page",
     ):
-        tab.page.goto(path)
+        response = tab.page.goto(path)
+        assert response.status == (404 if "no-such" in path else 200), path
         # When the page is shown 320 px wide, then every code block wraps inside its box
         blocks = tab.page.evaluate(CODE_BLOCKS)
         assert [b for b in blocks if not b["inside"] or b["cut"]] == [], (path, blocks)
         assert tab.scroll_width() <= 320, path
         seen += len(blocks)
     assert seen >= 5
+
+
+def test_under_debug_an_unknown_page_is_the_branded_404(open_tab, settings):
+    # Given the server runs as `make run` runs it, with DEBUG
+    settings.DEBUG = True
+    tab = open_tab()
+
+    # When a reader opens an address under /a2a/ that does not exist
+    response = tab.page.goto("/a2a/tasks/x/nothing")
+
+    # Then it is Cairn's own 404 page, not Django's list of every route
+    assert response.status == 404
+    assert tab.page.title() == "Not found · Cairn"
+    assert tab.page.get_by_text("Nothing lives at this address.").is_visible()
+    assert "URLconf" not in tab.page.content() and tab.scroll_width() <= 375
 
 
 # How a keeper's page lays out: how far the page itself overflows the screen, and every element
