@@ -225,6 +225,36 @@ def test_make_test_says_in_one_line_that_chromium_is_missing_before_anything_run
     assert not (tmp_path / ".venv").exists()
 
 
+def test_make_run_installs_the_runtime_only_and_make_test_then_adds_the_extras(tmp_path):
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+
+    def planned(target: str) -> str:
+        dry = subprocess.run(
+            ["make", "-n", target, f"PYTHON={sys.executable}", f"CHROMIUM={sys.executable}"],
+            cwd=tmp_path,
+            env=_clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert dry.returncode == 0, dry.stderr
+        return dry.stdout
+
+    fresh = planned("run")
+    assert "pip install --quiet -e .\n" in fresh and ".[test]" not in fresh
+    # After a first `make run`: its virtualenv and its stamp
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").touch()
+    (tmp_path / ".venv" / ".installed").touch()
+    assert "pip install" not in planned("run")
+    test = planned("test")
+    assert 'pip install --quiet -e ".[test]"' in test and "-m venv" not in test
+    # After `make test`, `make run` installs nothing more
+    (tmp_path / ".venv" / ".installed-test").touch()
+    assert "pip install" not in planned("run") and "pip install" not in planned("test")
+
+
 def test_make_superuser_without_a_terminal_fails_saying_how_to_give_the_account(tmp_path):
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
     result = subprocess.run(
