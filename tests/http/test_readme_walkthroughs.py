@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ledger.services import log_sequence
-from tests.a2a.test_js_client import JS_DIR, node  # noqa: F401  (the Node.js fixture)
+from tests.a2a.conftest import JS_DIR, node  # noqa: F401  (the Node.js fixture)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # This interpreter's folder holds python3 and uv, as a reader's PATH does after the set-up.
