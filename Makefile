@@ -9,11 +9,20 @@ CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: install run test migrate superuser chromium lint typecheck clients
 
-$(VENV)/.installed: pyproject.toml
+# Serving needs the runtime dependencies only; make test, lint and typecheck add the test extras
+# (pytest, Playwright, mypy, ruff, stubs). Installing the extras marks the runtime stamp too, so
+# going from run to test installs just the extras, and back again installs nothing.
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e .
 	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
 
@@ -23,12 +32,19 @@ install: $(VENV)/.installed
 	@$(PYTHON) -c 'import secrets; print("# Written once by make for this clone. The environment wins over it.\nDEBUG=true\nSECRET_KEY=" + secrets.token_urlsafe(50))' > $@
 	@echo "wrote .env (DEBUG=true and a new SECRET_KEY)"
 
-migrate: install .env
+migrate: $(VENV)/.installed .env
 	DEBUG=$${DEBUG:-true} $(PY) manage.py migrate --noinput
 
-# The keeper's account for /admin/.
-superuser: migrate
-	$(PY) manage.py createsuperuser
+# The keeper's account for /admin/. It asks for a name and a password, so without a terminal it
+# stops, saying how to give them in the environment instead (Django's own command would skip
+# the account and still succeed).
+superuser:
+	@if [ -z "$$DJANGO_SUPERUSER_PASSWORD" ] && [ ! -t 0 ]; then \
+	  echo "make superuser: no terminal to ask on; give the account in the environment: DJANGO_SUPERUSER_USERNAME=keeper DJANGO_SUPERUSER_EMAIL=keeper@example.org DJANGO_SUPERUSER_PASSWORD='...' make superuser (it runs manage.py createsuperuser --noinput)" >&2; \
+	  exit 1; \
+	fi
+	@$(MAKE) --no-print-directory migrate
+	$(PY) manage.py createsuperuser $${DJANGO_SUPERUSER_PASSWORD:+--noinput}
 
 # Web (uvicorn, ASGI) and the django-q2 worker together; Ctrl-C, or SIGTERM to make or its
 # process group, stops both. Both run in the background so the shell's traps run at once (a
@@ -47,18 +63,18 @@ run: migrate
 chromium:
 	@$(if $(wildcard $(CHROMIUM)),:,$(error make test needs Chromium at $(CHROMIUM): install it first (Debian/Ubuntu: sudo apt-get install chromium), or set CHROMIUM=/path/to/chromium))
 
-test: chromium install
+test: chromium $(VENV)/.installed-test
 	CAIRN_CHROMIUM=$(CHROMIUM) $(PY) -m pytest
 
 # The pinned official A2A clients the binding tests drive (tests/a2a/clients.py): installed once
 # and kept; the tests would install them on first use, this does it ahead and fails loudly.
-clients: install
+clients: $(VENV)/.installed-test
 	$(PY) -m tests.a2a.clients
 
-lint: install
+lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
 # django-stubs loads the settings, which need a SECRET_KEY (and, without DEBUG, the site keys); mypy reads its options from pyproject.toml.
-typecheck: install
+typecheck: $(VENV)/.installed-test
 	DEBUG=true SECRET_KEY=$${SECRET_KEY:-cairn-typecheck-only} $(VENV)/bin/mypy

@@ -102,6 +102,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "core.middleware.SecurityHeadersMiddleware",
+    "cairn.error_pages.BrandedErrorsMiddleware",
     "core.middleware.OutageMiddleware",
     "http_api.fallback.ApiJsonMiddleware",
     "django.middleware.security.SecurityMiddleware",

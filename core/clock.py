@@ -25,10 +25,27 @@ def format_instant(moment: datetime) -> str:
 
 
 _INSTANT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+# The one form of an instant, as a refusal writes it out for a person.
+INSTANT_FORM = "YYYY-MM-DDTHH:MM:SS.sssZ (UTC, such as 2026-05-01T12:00:00.000Z)"
+# What pydantic would otherwise quote to an agent as a regular expression.
+INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
 
 
 def parse_instant(text: str) -> datetime:
     """Parse the exact `YYYY-MM-DDTHH:MM:SS.sssZ` form; raise ValueError for anything else."""
     if not _INSTANT.fullmatch(text):
-        raise ValueError("not of the form YYYY-MM-DDTHH:MM:SS.sssZ")
+        raise ValueError(f"not written as {INSTANT_FORM}")
     return datetime.fromisoformat(text)  # checks the values; reads the Z as UTC
+
+
+_UNITS = (("day", 86400), ("hour", 3600), ("minute", 60))
+
+
+def span_words(seconds: int) -> str:
+    """A whole number of seconds in the largest unit that holds it exactly, such as "30 minutes"
+    or "7 days", for refusals that state a setting's bound to a person."""
+    unit, count = next(
+        ((unit, seconds // size) for unit, size in _UNITS if seconds and seconds % size == 0),
+        ("second", seconds),
+    )
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"

@@ -8,6 +8,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
+from core.clock import INSTANT_FORM, INSTANT_PATTERN
 from core.errors import ErrorCode, Issue, Refusal
 
 # Control characters (other than the newline) and the invisible or direction-changing
@@ -83,6 +84,8 @@ def _issue_message(error: ErrorDetails) -> str:
         return "unknown field"
     if error["type"] == "missing":
         return "required field is missing"
+    if error["type"] == "string_pattern_mismatch" and error["ctx"]["pattern"] == INSTANT_PATTERN:
+        return f"must be written as {INSTANT_FORM}"
     return error["msg"].removeprefix("Value error, ")
 
 

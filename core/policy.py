@@ -24,6 +24,9 @@ PAGE_CAP = 50
 # The realm a missing or bad token is told to authenticate in (SPEC §6).
 REALM = "cairn"
 WWW_AUTHENTICATE = f'Bearer realm="{REALM}"'
+# Links whose target an agent chose, on the pages and in the keeper's admin: no endorsement, no
+# referrer window, no ranking credit.
+AGENT_LINK_REL = "nofollow ugc noopener"
 
 # A task's stored status (SPEC §8.4): working while open, then completed or failed.
 TASK_WORKING = "working"

@@ -176,10 +176,9 @@ _VISIBLE = _refused_unless(
 )
 _UNIQUE = _refused_unless(lambda items: len(set(items)) == len(items), "items must be unique")
 # The checks the server's models make on one field, by its name.
+_INSTANT_FORM = "YYYY-MM-DDTHH:MM:SS.sssZ (UTC, such as 2026-05-01T12:00:00.000Z)"
 _FIELD_CHECKS = {
-    "deadline": _refused_unless(
-        _real_instant, "must be a real UTC instant written as YYYY-MM-DDTHH:MM:SS.sssZ"
-    )
+    "deadline": _refused_unless(_real_instant, f"must be a real instant written as {_INSTANT_FORM}")
 }
 _ROOM = "max_contributors must be at least min_independent"
 
@@ -269,6 +268,11 @@ def _issues(error: ValidationError, code: str, prefix: str = "") -> list[dict[st
             message = "unknown field"
         elif problem["type"] == "missing":
             message = "required field is missing"
+        elif (
+            problem["type"] == "string_pattern_mismatch"
+            and problem["ctx"]["pattern"] == (REQUEST_SCHEMA["properties"]["deadline"]["pattern"])
+        ):
+            message = f"must be written as {_INSTANT_FORM}"
         else:
             message = problem["msg"].removeprefix("Value error, ")
         issues.append({"path": _path(problem["loc"], prefix), "code": code, "message": message})

@@ -1,18 +1,21 @@
 """The keeper's view of tasks and contributions (SPEC §13): read-only, in the public words (open;
-evaluated: resolved, contested or unresolved), and nothing sealed before the evaluation (§4.2)."""
+evaluated: resolved, contested or unresolved), and nothing sealed before the evaluation (§4.2).
+A task reads as its public page does: sources as links, criteria as a list, the evaluation as a
+table of its contributions with each report readable."""
 
-import json
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.safestring import SafeString
 
-from core.policy import TASK_MODES
+from core.policy import AGENT_LINK_REL, TASK_MODES
 from keeper.mixins import ReadOnlyAdminMixin, agent_link
 from tasks.models import Contribution, Outcome, Task
 from tasks.sealing import contributions_sealed, is_sealed, revealed_report
@@ -87,20 +90,75 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "id",
         "title",
         "state",
+        "public_page",
         "question",
-        "sources",
-        "acceptance_criteria",
+        "source_links",
+        "criteria",
         "deadline_as_approved",
         "min_independent",
         "max_contributors",
-        "budget",
+        "budget_words",
         "public_input_digest",
         "poster",
         "created_at",
         "contributions",
         "evaluated_at",
-        "evaluation",
+        "evaluation_table",
     )
+
+    def view_on_site(self, task: Task) -> str:
+        return reverse("web-task", args=[task.pk])
+
+    @admin.display(description="public page")
+    def public_page(self, task: Task) -> str:
+        url = reverse("web-task", args=[task.pk])
+        return format_html('<a href="{}">{}</a>', url, url)
+
+    @admin.display(description="budget")
+    def budget_words(self, task: Task) -> str:
+        return f"{task.budget['currency']} {task.budget['amount']} (nothing is paid)"
+
+    @admin.display(description="sources")
+    def source_links(self, task: Task) -> str:
+        return _links(task.sources)
+
+    @admin.display(description="acceptance criteria")
+    def criteria(self, task: Task) -> str:
+        return format_html(
+            '<ol class="cairn-list">{}</ol>',
+            format_html_join("", "<li>{}</li>", ((item,) for item in task.acceptance_criteria)),
+        )
+
+    @admin.display(description="evaluation")
+    def evaluation_table(self, task: Task) -> str:
+        """Every contribution in the order received; what each said only once it is revealed."""
+        contributions = task.contributions.select_related("task", "agent").order_by("received_at")
+        rows = format_html_join("", "{}", ((_contribution_row(c),) for c in contributions))
+        if task.evaluation is None:
+            head = format_html(
+                "Not evaluated yet: every contribution stays sealed until the deadline, {}.",
+                task.deadline_text,
+            )
+        else:
+            counts = ", ".join(
+                f"{verdict.replace('_', ' ')} {count}"
+                for verdict, count in task.evaluation["counts"].items()
+            )
+            head = format_html(
+                "Rule <code>{}</code>: {}. Verdicts: {}.",
+                task.evaluation["rule"],
+                task_state(task),
+                counts,
+            )
+        if not rows:
+            return format_html('<p class="cairn-note">{} No contributions were received.</p>', head)
+        return format_html(
+            '<p class="cairn-note">{}</p><div class="cairn-table"><table class="cairn-evaluation">'
+            "<thead><tr><th>contribution</th><th>verdict</th><th>report digest</th>"
+            "<th>received</th><th>report</th></tr></thead><tbody>{}</tbody></table></div>",
+            head,
+            rows,
+        )
 
     @admin.display(description="deadline (as approved)")
     def deadline_as_approved(self, task: Task) -> str:
@@ -141,7 +199,7 @@ class SealedFilter(admin.SimpleListFilter):
 class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Shows that a contribution exists and who sent it; its content only once the task is evaluated."""
 
-    list_display = ["id", "task_title", "sender", "received_at", "sealed"]
+    list_display = ["short_id", "task_title", "sender", "received_at", "sealed"]
     list_select_related = ["task", "agent"]
     list_filter = [SealedFilter]
     search_fields = ["id", "task__id", "agent__id"]
@@ -152,12 +210,17 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "agent",
         "operation_id",
         "received_at",
-        "report_digest",
+        "digest",
         "revealed_report",
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Contribution]:
         return super().get_queryset(request).defer("sealed_report")
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, contribution: Contribution) -> str:
+        """The start of the id, the whole on hover: room for the task's title on a phone."""
+        return format_html('<code title="{}">{}</code>', contribution.id, str(contribution.id)[:8])
 
     @admin.display(description="task", ordering="task__title")
     def task_title(self, contribution: Contribution) -> str:
@@ -175,15 +238,82 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def sealed(self, contribution: Contribution) -> bool:
         return is_sealed(contribution)
 
+    @admin.display(description="report digest")
+    def digest(self, contribution: Contribution) -> str:
+        return _sealed_text(contribution) if is_sealed(contribution) else contribution.report_digest
+
     @admin.display(description="report")
     def revealed_report(self, contribution: Contribution) -> str:
         report = revealed_report(contribution)
-        if report is None:
-            return (
-                f"Sealed until the task is evaluated (deadline {contribution.task.deadline_text})."
-            )
-        return format_html("<pre>{}</pre>", _pretty(report))
+        return _sealed_text(contribution) if report is None else _report(report)
 
 
-def _pretty(report: dict) -> str:
-    return json.dumps(report, indent=2, ensure_ascii=False)
+def _sealed_text(contribution: Contribution) -> str:
+    return f"Sealed until the task is evaluated (deadline {contribution.task.deadline_text})."
+
+
+def _utc(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _links(urls: list[str]) -> SafeString:
+    """Agents chose these URLs: links marked as such, each written out whole."""
+    return format_html(
+        '<ul class="cairn-list">{}</ul>',
+        format_html_join(
+            "", '<li><a href="{}" rel="{}">{}</a></li>', ((u, AGENT_LINK_REL, u) for u in urls)
+        ),
+    )
+
+
+def _items(title: str, items: list[str]) -> SafeString:
+    if not items:
+        return SafeString("")
+    return format_html(
+        '<p class="cairn-label">{}</p><ul class="cairn-list">{}</ul>',
+        title,
+        format_html_join("", "<li>{}</li>", ((item,) for item in items)),
+    )
+
+
+def _report(report: dict[str, Any]) -> SafeString:
+    """A revealed report as the public page shows it: the summary, then its lists."""
+    return format_html(
+        '<div class="cairn-report"><p>{}</p>{}{}{}<p class="cairn-label">sources read</p>{}</div>',
+        report["summary"],
+        _items("conditions", report["conditions"]),
+        _items("attempts", report["attempts"]),
+        _items("limitations", report["limitations"]),
+        _links(report["source_urls"]),
+    )
+
+
+def _contribution_row(contribution: Contribution) -> SafeString:
+    """One row of a task's evaluation table; a sealed contribution shows only who and when. Each
+    cell names its column, so that on a phone a row reads as a stacked card."""
+    link = format_html(
+        '<a href="{}" title="{}"><code>{}</code></a>',
+        reverse("admin:tasks_contribution_change", args=[contribution.pk]),
+        contribution.id,
+        str(contribution.id)[:8],
+    )
+    report = revealed_report(contribution)
+    if report is None:
+        return format_html(
+            '<tr class="sealed"><td data-label="contribution">{}</td>'
+            '<td data-label="verdict" colspan="2">sealed</td><td data-label="received">{}</td>'
+            '<td data-label="report">{}</td></tr>',
+            link,
+            _utc(contribution.received_at),
+            _sealed_text(contribution),
+        )
+    return format_html(
+        '<tr><td data-label="contribution">{}</td><td data-label="verdict">{}</td>'
+        '<td data-label="report digest"><code>{}</code></td><td data-label="received">{}</td>'
+        '<td data-label="report">{}</td></tr>',
+        link,
+        report["verdict"].replace("_", " "),
+        contribution.report_digest,
+        _utc(contribution.received_at),
+        _report(report),
+    )

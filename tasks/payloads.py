@@ -6,7 +6,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, Field, model_validator
 
-from core.clock import parse_instant
+from core.clock import INSTANT_FORM, INSTANT_PATTERN, parse_instant
 from core.payloads import Payload, text, url_list
 
 OPEN_TASK_SCHEMA = "cairn.open_task/0.1"
@@ -21,7 +21,7 @@ def _real_instant(value: str) -> str:
     try:
         parse_instant(value)
     except ValueError:
-        raise ValueError("must be a real UTC instant written as YYYY-MM-DDTHH:MM:SS.sssZ") from None
+        raise ValueError(f"must be a real instant written as {INSTANT_FORM}") from None
     return value
 
 
@@ -45,7 +45,7 @@ class OpenTaskRequest(Payload):
     deadline: Annotated[
         str,
         Field(
-            pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$",
+            pattern=INSTANT_PATTERN,
             description="UTC, exactly YYYY-MM-DDTHH:MM:SS.sssZ; 30 minutes to 7 days ahead by default.",
         ),
         AfterValidator(_real_instant),

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from core.canonical import canonical_digest
-from core.clock import parse_instant
+from core.clock import INSTANT_FORM, parse_instant, span_words
 from core.errors import ErrorCode, Issue
 from tasks.payloads import (
     ContributionApproval,
@@ -120,8 +120,8 @@ def deadline_issues(deadline_text: str, *, now: datetime) -> list[Issue]:
         Issue(
             "request.deadline",
             ErrorCode.DEADLINE_OUT_OF_RANGE,
-            f"must be between {settings.CAIRN_TASK_DEADLINE_MIN_S} and "
-            f"{settings.CAIRN_TASK_DEADLINE_MAX_S} seconds from now",
+            f"must be between {span_words(settings.CAIRN_TASK_DEADLINE_MIN_S)} and "
+            f"{span_words(settings.CAIRN_TASK_DEADLINE_MAX_S)} from now, written as {INSTANT_FORM}",
         )
     ]
 

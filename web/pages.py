@@ -19,9 +19,6 @@ from django.utils import timezone
 from core.clock import parse_instant
 from core.errors import ErrorCode, Refusal
 
-# Links whose target an agent chose: no endorsement, no referrer window, no ranking credit.
-AGENT_LINK_REL = "nofollow ugc noopener"
-
 VERDICT_LABELS = {
     "source_supported": "Source supported",
     "source_contradicted": "Source contradicted",

@@ -18,11 +18,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from core.clock import format_instant
-from core.policy import TASK_MODES
+from core.policy import AGENT_LINK_REL, TASK_MODES
 from core.site import site_url
 from tasks.selectors import task_feed_page, task_get, task_page, task_view
 from web.pages import (
-    AGENT_LINK_REL,
     OUTCOME_LABELS,
     PAGE_SIZE,
     VERDICT_LABELS,

@@ -36,6 +36,7 @@ def test_the_keeper_sees_who_contributed_but_not_what_before_evaluation(admin_cl
     assert str(contributor.agent.id) in page
     for text in (listing, page):
         assert "q81zv" not in text and "source_supported" not in text
+        assert contribution.report_digest not in text
     assert "Sealed until" in page
 
 
@@ -53,7 +54,7 @@ def test_the_report_shows_once_the_task_is_evaluated(admin_client, sealed, time_
     page = admin_client.get(
         reverse("admin:tasks_contribution_change", args=[contribution.pk])
     ).content.decode()
-    assert "q81zv" in page
+    assert "q81zv" in page and contribution.report_digest in page
 
 
 def test_tasks_and_contributions_cannot_be_edited_or_deleted(admin_client, sealed):

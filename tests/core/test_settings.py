@@ -4,6 +4,7 @@ commands work as the README prints them."""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -172,16 +173,23 @@ def test_the_keepers_commands_run_as_printed_with_only_the_env_file(env_file, tm
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
     }
     assert run("manage.py", "migrate", "--noinput", **settings).returncode == 0
-    keeper = run(
-        "manage.py",
-        "createsuperuser",
-        "--noinput",
-        "--username",
-        "keeper",
-        "--email",
-        "keeper@example.org",
-        DJANGO_SUPERUSER_PASSWORD="a long keeper passphrase",
-        **settings,
+    # The README's non-interactive route, run as printed in a clone whose .venv is this one
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / ".venv").symlink_to(sys.prefix)
+    (clone / "manage.py").symlink_to(ROOT / "manage.py")
+    block = re.search(
+        r"```sh\n(DJANGO_SUPERUSER_USERNAME=.*?)\n```", (ROOT / "README.md").read_text(), re.S
+    )
+    assert block is not None
+    keeper = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block.group(1)],
+        cwd=clone,
+        env=_clean_env(**settings),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert keeper.returncode == 0, keeper.stderr
     assert "Superuser created successfully." in keeper.stdout
@@ -214,6 +222,54 @@ def test_make_test_says_in_one_line_that_chromium_is_missing_before_anything_run
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "apt-get install chromium" in lines[0], result.stderr
+    assert not (tmp_path / ".venv").exists()
+
+
+def test_make_run_installs_the_runtime_only_and_make_test_then_adds_the_extras(tmp_path):
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+
+    def planned(target: str) -> str:
+        dry = subprocess.run(
+            ["make", "-n", target, f"PYTHON={sys.executable}", f"CHROMIUM={sys.executable}"],
+            cwd=tmp_path,
+            env=_clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert dry.returncode == 0, dry.stderr
+        return dry.stdout
+
+    fresh = planned("run")
+    assert "pip install --quiet -e .\n" in fresh and ".[test]" not in fresh
+    # After a first `make run`: its virtualenv and its stamp
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").touch()
+    (tmp_path / ".venv" / ".installed").touch()
+    assert "pip install" not in planned("run")
+    test = planned("test")
+    assert 'pip install --quiet -e ".[test]"' in test and "-m venv" not in test
+    # After `make test`, `make run` installs nothing more
+    (tmp_path / ".venv" / ".installed-test").touch()
+    assert "pip install" not in planned("run") and "pip install" not in planned("test")
+
+
+def test_make_superuser_without_a_terminal_fails_saying_how_to_give_the_account(tmp_path):
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    result = subprocess.run(
+        ["make", "--no-print-directory", "superuser", f"PYTHON={sys.executable}"],
+        cwd=tmp_path,
+        env=_clean_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    said = result.stderr.strip().splitlines()[0]
+    assert "no terminal" in said and "DJANGO_SUPERUSER_PASSWORD" in said, result.stderr
+    assert "createsuperuser --noinput" in said
     assert not (tmp_path / ".venv").exists()
 
 

@@ -188,6 +188,31 @@ def test_the_deadline_must_be_half_an_hour_to_a_week_away(poster, seconds):
         poster.agent, open_task_payload(open_task_request(deadline=deadline_in(seconds)))
     )
     assert refusal.code == ErrorCode.DEADLINE_OUT_OF_RANGE
+    assert [issue.message for issue in refusal.issues] == [
+        "must be between 30 minutes and 7 days from now, written as "
+        "YYYY-MM-DDTHH:MM:SS.sssZ (UTC, such as 2026-05-01T12:00:00.000Z)"
+    ]
+
+
+def test_the_deadline_range_is_said_in_the_settings_own_words(poster, settings):
+    settings.CAIRN_TASK_DEADLINE_MIN_S, settings.CAIRN_TASK_DEADLINE_MAX_S = 90, 2 * 3600
+    refusal = refusal_of(
+        poster.agent, open_task_payload(open_task_request(deadline=deadline_in(30)))
+    )
+    assert refusal.issues[0].message.startswith("must be between 90 seconds and 2 hours from now")
+
+
+def test_a_deadline_in_another_form_is_refused_with_the_form_written_out(poster):
+    refusal = refusal_of(
+        poster.agent, open_task_payload(open_task_request(deadline="2026-03-01T10:00:00Z"))
+    )
+    assert refusal.code == ErrorCode.INVALID_PAYLOAD
+    assert [(issue.path, issue.message) for issue in refusal.issues] == [
+        (
+            "request.deadline",
+            "must be written as YYYY-MM-DDTHH:MM:SS.sssZ (UTC, such as 2026-05-01T12:00:00.000Z)",
+        )
+    ]
 
 
 def test_the_deadline_is_stored_and_shown_exactly_as_written(poster):

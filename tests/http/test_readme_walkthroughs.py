@@ -1,11 +1,14 @@
-"""The README's walk-throughs, run as a reader runs them: the scripts copied out of README.md,
-against the live server. Besides the happy path, what a reader meets on a second run: the
+"""The README's walk-throughs and commands, run as a reader runs them: the scripts and shell
+blocks copied out of README.md, against the live server on a port other than 8000, with the
+address only in `CAIRN_URL`. Besides the happy path, what a reader meets on a second run: the
 registration limit (HTTP 429) and a refusal, each said in one line, not a traceback."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import uuid
@@ -13,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.a2a.test_js_client import JS_DIR, node  # noqa: F401  (the Node.js fixture)
+from ledger.services import log_sequence
+from tests.a2a.conftest import JS_DIR, node  # noqa: F401  (the Node.js fixture)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+# This interpreter's folder holds python3 and uv, as a reader's PATH does after the set-up.
+TOOLS = str(Path(sys.executable).parent)
 
 
 def _script(language: str) -> str:
@@ -23,14 +29,32 @@ def _script(language: str) -> str:
     return re.search(rf"```{language}\n(.*?)\n```", README.read_text(), flags=re.S).group(1)
 
 
-def _run(command: list[str], **env: str) -> subprocess.CompletedProcess:
+def _shell_blocks() -> list[str]:
+    return re.findall(r"```sh\n(.*?)\n```", README.read_text(), flags=re.S)
+
+
+def _shell(containing: str) -> str:
+    """The one shell block of README.md that holds `containing`."""
+    found = [block for block in _shell_blocks() if containing in block]
+    assert len(found) == 1, (containing, found)
+    return found[0]
+
+
+def _run(command: list[str], cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         command,
+        cwd=cwd,
         env={**os.environ, **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
+
+
+def _bash(commands: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """Commands as printed, in bash, stopping at the first that fails."""
+    env = {"PATH": f"{TOOLS}:{os.environ['PATH']}", **env}
+    return _run(["bash", "-euo", "pipefail", "-c", commands], cwd=cwd, **env)
 
 
 @pytest.fixture
@@ -63,67 +87,198 @@ def _assert_said_in_one_line(result: subprocess.CompletedProcess, *words: str) -
     assert len(said) == 1 and all(word in said[0] for word in words), result.stderr
 
 
-def test_the_python_walkthrough_runs_as_printed(
-    python_walkthrough, live_url, poster, short_deadlines
+def test_one_place_sets_the_address_and_every_command_reads_it(live_url):
+    port = live_url.rsplit(":", 1)[1]
+    assert port != "8000"
+    blocks = _shell_blocks()
+    setters = [line for block in blocks for line in block.splitlines() if "CAIRN_URL=" in line]
+    assert setters == ["export CAIRN_URL=http://127.0.0.1:${PORT:-8000}"]
+    said = _bash(setters[0] + '; echo "$CAIRN_URL"', Path.cwd(), PORT=port)
+    assert said.stdout.strip() == live_url
+    commands = [re.sub(r"\s#.*", "", line) for block in blocks for line in block.splitlines()]
+    assert [line for line in commands if "127.0.0.1:8000" in line] == []
+
+
+def test_the_python_walkthrough_runs_as_printed_twice_a_day_and_its_receipts_verify(
+    python_walkthrough, live_url, short_deadlines, settings, tmp_path
 ):
-    result = _run(
-        [sys.executable, str(python_walkthrough)],
-        CAIRN_URL=live_url,
-        CAIRN_TOKEN=poster.token,
-        DEADLINE_S="8",
+    # Given caps that the first run would use up if both runs shared an agent
+    settings.CAIRN_TASKS_PER_AGENT_PER_DAY = settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY = 1
+
+    # When a reader runs the walk-through twice, in its folder
+    runs = [
+        _run(
+            [sys.executable, str(python_walkthrough)],
+            cwd=tmp_path,
+            CAIRN_URL=live_url,
+            DEADLINE_S="6",
+        )
+        for _ in range(2)
+    ]
+
+    # Then each run posts, contributes twice and reads the evaluation
+    for result in runs:
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[0])
+        assert [line.split()[0] for line in lines[1:3]] == ["sealed", "sealed"]
+        assert lines[3] == "TASK_STATE_COMPLETED resolved source_supported"
+    receipts = sorted((tmp_path / "receipts").glob("*.json"))
+    assert len(receipts) == 4
+
+    # And the README's receipt check, run there with uv, accepts every receipt
+    log_sequence()  # what the worker does within seconds
+    command = _verifier_line("receipt")
+    checked = _bash(command, tmp_path, CAIRN_URL=live_url, CAIRN_HOME=str(tmp_path / "home"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("the evaluation counts it with the same report digest") == 4
+
+
+def _verifier_line(command: str) -> str:
+    """The line of the README's verifier block that runs `command` with uv."""
+    block = _shell('verify/cairn_verify.py" task')
+    [line] = [
+        line
+        for line in block.splitlines()
+        if line.startswith(("uv run", "for ")) and f'cairn_verify.py" {command}' in line
+    ]
+    return line
+
+
+def test_the_verifier_runs_as_printed_with_uv_and_without(live_url, poster, post_task, tmp_path):
+    # Given a task in the log
+    task = post_task(poster)
+    log_sequence()
+    env = {"CAIRN_URL": live_url, "CAIRN_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+
+    # When the README's verifier commands run as printed, with uv
+    with_uv = [
+        _bash(_verifier_line("task").replace("<task id or URL>", str(task.pk)), tmp_path, **env),
+        _bash(_verifier_line("log"), tmp_path, **env),
+        _bash(_verifier_line("monitor"), tmp_path, **env),
+    ]
+    # And the route without uv: a virtualenv of its own, the file fetched with curl
+    without_uv = _bash(
+        _shell("~/.cairn/venv/bin/python3 ~/.cairn/cairn_verify.py"), tmp_path, **env
     )
 
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[0])
-    assert [line.split()[0] for line in lines[1:3]] == ["sealed", "sealed"]
-    assert lines[3] == "TASK_STATE_COMPLETED resolved source_supported"
+    # Then each checks the site at CAIRN_URL and passes
+    for result in [*with_uv, without_uv]:
+        assert result.returncode == 0, result.stdout + result.stderr
+    assert f"on {live_url}" in with_uv[0].stdout and "is in the log" in with_uv[0].stdout
+    assert f'DEFAULT_CAIRN_URL = "{live_url}"' in (tmp_path / ".cairn/cairn_verify.py").read_text()
+
+
+@pytest.fixture
+def agents_cli(tmp_path) -> Path:
+    """`claude` and `codex` stand-ins that write down what they were asked to add."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("claude", "codex"):
+        tool = bin_dir / name
+        tool.write_text(f'#!/bin/sh\necho "{name} $*" >> "$HOME/added"\n')
+        tool.chmod(0o755)
+    return bin_dir
+
+
+def test_the_mcp_commands_run_as_printed(live_url, http, agents_cli, tmp_path):
+    env = {"CAIRN_URL": live_url, "HOME": str(tmp_path), "PATH": f"{agents_cli}:/usr/bin:/bin"}
+
+    local = _bash(_shell('cairn_mcp.py" -o ~/.cairn/cairn_mcp.py'), tmp_path, **env)
+    hosted = _bash(_shell("--transport http cairn-read"), tmp_path, **env)
+
+    assert local.returncode == 0 and hosted.returncode == 0, local.stderr + hosted.stderr
+    downloaded = (tmp_path / ".cairn" / "cairn_mcp.py").read_text()
+    assert downloaded == http.get("/mcp/cairn_mcp.py").text and live_url in downloaded
+    added = [shlex.split(line) for line in (tmp_path / "added").read_text().splitlines()]
+    local_server = ["uv", "run", "--script", f"{tmp_path}/.cairn/cairn_mcp.py"]
+    assert added == [
+        ["claude", "mcp", "add", "-s", "user", "cairn", "--", *local_server],
+        ["codex", "mcp", "add", "cairn", "--", *local_server],
+        [
+            "claude",
+            "mcp",
+            "add",
+            "-s",
+            "user",
+            "--transport",
+            "http",
+            "cairn-read",
+            f"{live_url}/api/mcp",
+        ],
+    ]
 
 
 def test_the_python_walkthrough_says_when_registration_is_limited(
-    python_walkthrough, live_url, poster, short_deadlines, registrations_used_up
+    python_walkthrough, live_url, short_deadlines, registrations_used_up, tmp_path
 ):
     result = _run(
         [sys.executable, str(python_walkthrough)],
+        cwd=tmp_path,
         CAIRN_URL=live_url,
-        CAIRN_TOKEN=poster.token,
         DEADLINE_S="60",
     )
 
-    assert result.stdout.startswith("posted ")
+    assert result.stdout == ""
     _assert_said_in_one_line(result, "not registered: HTTP 429 rate_limited", "retry in")
 
 
 def test_the_python_walkthrough_says_what_a_refusal_was(
-    python_walkthrough, live_url, poster, short_deadlines, settings
+    python_walkthrough, live_url, short_deadlines, settings, tmp_path
 ):
     settings.CAIRN_TASKS_PER_AGENT_PER_DAY = 0
 
     result = _run(
         [sys.executable, str(python_walkthrough)],
+        cwd=tmp_path,
         CAIRN_URL=live_url,
-        CAIRN_TOKEN=poster.token,
         DEADLINE_S="60",
     )
 
     _assert_said_in_one_line(result, "refused: daily_cap")
 
 
+def test_the_js_walkthrough_verifies_the_card_and_runs_as_printed_twice_a_day(
+    js_walkthrough,
+    live_url,
+    short_deadlines,
+    settings,
+    tmp_path,
+    node,  # noqa: F811
+):
+    settings.CAIRN_TASKS_PER_AGENT_PER_DAY = settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY = 1
+    env = {"CAIRN_URL": live_url, "DEADLINE_S": "6"}
+
+    runs = [_run([node, str(js_walkthrough)], cwd=tmp_path, **env) for _ in range(2)]
+
+    for result in runs:
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0] == "card signature verified"
+        assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[1])
+        assert [line.split()[0] for line in lines[2:4]] == ["sealed", "sealed"]
+        assert lines[4].startswith("TASK_STATE_COMPLETED contested")
+    receipts = sorted((tmp_path / "receipts").glob("*.json"))
+    assert len(receipts) == 4
+    assert all("signature" in json.loads(path.read_text()) for path in receipts)
+
+
 def test_the_js_walkthrough_says_when_registration_is_limited_or_refused(
     js_walkthrough,
     live_url,
-    poster,
     short_deadlines,
     registrations_used_up,
     settings,
+    tmp_path,
     node,  # noqa: F811
 ):
-    env = {"CAIRN_URL": live_url, "CAIRN_TOKEN": poster.token, "DEADLINE_S": "60"}
+    env = {"CAIRN_URL": live_url, "DEADLINE_S": "60"}
 
-    limited = _run([node, str(js_walkthrough)], **env)
+    limited = _run([node, str(js_walkthrough)], cwd=tmp_path, **env)
+    settings.CAIRN_REGISTRATIONS_PER_IP_PER_HOUR = 20
     settings.CAIRN_TASKS_PER_AGENT_PER_DAY = 0
-    refused = _run([node, str(js_walkthrough)], **env)
+    refused = _run([node, str(js_walkthrough)], cwd=tmp_path, **env)
 
-    assert limited.stdout.startswith("posted ")
+    assert limited.stdout == "card signature verified\n"
     _assert_said_in_one_line(limited, "not registered: HTTP 429 rate_limited", "retry in")
     _assert_said_in_one_line(refused, "refused: daily_cap")

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 
 from agents.models import Door
 from calls.services import call_answer, call_create
+from tasks.evaluation import tasks_evaluate_due
 from tests.factories import OTHER_SOURCE, SOURCE, contribution_report
 from tests.web.conftest import DESKTOP, PHONE
 
@@ -335,3 +336,153 @@ def test_the_keepers_lists_read_at_1280_px(open_tab, task_with, make_agent, sett
         assert layout["titleWidth"] >= 190, (name, layout)
         assert " UTC" in tab.page.locator("#result_list").inner_text(), name
     assert tab.page.title() == "Select call to change | Cairn keeper"
+
+
+# Every code block on a page: whether it lies inside the screen, and whether its text runs past
+# its box (on a phone a block that scrolls sideways reads as cut off, so none may).
+CODE_BLOCKS = """() => [...document.querySelectorAll('pre')].map((pre) => {
+  const box = pre.getBoundingClientRect();
+  return {
+    text: pre.innerText.slice(0, 40),
+    inside: box.left >= -0.5 && box.right <= window.innerWidth + 0.5,
+    cut: pre.scrollWidth > pre.clientWidth + 1,
+  };
+})"""
+
+
+def test_every_pages_code_blocks_fit_a_320_px_screen(open_tab, task_with, settings):
+    # Given pages with code blocks: a call's curl command, a task's verify command, the join page
+    call = call_create(title="What should Cairn review next?", body="Name one.", kind="feedback")
+    opened = task_with()
+    evaluated = task_with(deadline_s=1.2, reports=(_supported(), _supported()))
+    evaluated.wait_past_deadline()
+    settings.DEBUG = True
+    tab = open_tab(viewport={"width": 320, "height": 700})
+
+    seen = 0
+    for path in (
+        "/a2a",
+        "/a2a/calls",
+        f"/a2a/calls/{call.id}",
+        f"/a2a/tasks/{opened.id}",
+        f"/a2a/tasks/{evaluated.id}",
+        "/a2a/join",
+        "/a2a/no-such-page",
+    ):
+        response = tab.page.goto(path)
+        assert response.status == (404 if "no-such" in path else 200), path
+        # When the page is shown 320 px wide, then every code block wraps inside its box
+        blocks = tab.page.evaluate(CODE_BLOCKS)
+        assert [b for b in blocks if not b["inside"] or b["cut"]] == [], (path, blocks)
+        assert tab.scroll_width() <= 320, path
+        seen += len(blocks)
+    assert seen >= 5
+
+
+def test_under_debug_an_unknown_page_is_the_branded_404(open_tab, settings):
+    # Given the server runs as `make run` runs it, with DEBUG
+    settings.DEBUG = True
+    tab = open_tab()
+
+    # When a reader opens an address under /a2a/ that does not exist
+    response = tab.page.goto("/a2a/tasks/x/nothing")
+
+    # Then it is Cairn's own 404 page, not Django's list of every route
+    assert response.status == 404
+    assert tab.page.title() == "Not found · Cairn"
+    assert tab.page.get_by_text("Nothing lives at this address.").is_visible()
+    assert "URLconf" not in tab.page.content() and tab.scroll_width() <= 375
+
+
+# How a keeper's page lays out: how far the page itself overflows the screen, and every element
+# whose box reaches past the screen's right edge without a box of its own that scrolls.
+ADMIN_PAGE = """() => {
+  const width = window.innerWidth;
+  const scrolls = (el) => { for (let e = el; e; e = e.parentElement) {
+    const o = getComputedStyle(e).overflowX;
+    if ((o === 'auto' || o === 'scroll') && e !== document.documentElement && e !== document.body) return true;
+  } return false; };
+  const past = [...document.querySelectorAll('#content *')]
+    .filter((el) => el.getBoundingClientRect().right > width + 1 && !scrolls(el))
+    .map((el) => el.tagName + '.' + el.className);
+  return {overflow: document.documentElement.scrollWidth - width, past};
+}"""
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "375"])
+def test_the_keepers_task_page_reads_like_the_public_one(open_tab, task_with, settings, viewport):
+    # Given an open task with one sealed contribution, and an evaluated one with two
+    marker = "Sealed marker k3q7: the header is set on every request by _fetchRpc."
+    opened = task_with(
+        sources=[SOURCE, LONG_SOURCE], reports=(contribution_report(summary=marker),)
+    )
+    evaluated = task_with(
+        deadline_s=1.2,
+        sources=[SOURCE, LONG_SOURCE],
+        reports=(_supported(), _supported(verdict="source_contradicted")),
+    )
+    evaluated.wait_past_deadline()
+    tasks_evaluate_due()  # what the worker does at the deadline
+    tab = _keeper_tab(open_tab, settings)
+    tab.page.set_viewport_size(viewport)
+    name = f"{viewport['width']}"
+
+    # When the keeper opens the open task
+    tab.page.goto(f"/admin/tasks/task/{opened.id}/change/")
+    tab.screenshot(f"admin-task-open-{name}")
+    page = tab.page.locator("#content")
+
+    # Then sources are links, criteria a list, the public page one click away, nothing sealed shown
+    assert page.locator(f".field-source_links a[href='{LONG_SOURCE}']").count() == 1
+    assert page.locator(".field-criteria ol li").count() >= 1
+    assert page.locator(".field-public_page a").get_attribute("href") == f"/a2a/tasks/{opened.id}"
+    assert "k3q7" not in page.inner_text() and "source supported" not in page.inner_text()
+    assert page.locator(".cairn-evaluation tr.sealed").count() == 1
+    assert opened.receipts[0]["report_digest"] not in tab.page.content()
+    layout = tab.page.evaluate(ADMIN_PAGE)
+    assert layout["overflow"] <= 0 and layout["past"] == [], layout
+
+    # When the keeper opens the evaluated task
+    tab.page.goto(f"/admin/tasks/task/{evaluated.id}/change/")
+    tab.screenshot(f"admin-task-evaluated-{name}")
+    rows = page.locator(".cairn-evaluation tbody tr")
+
+    # Then the evaluation is a table of contributions: verdict, digest, received, the report
+    assert rows.count() == 2
+    for receipt, row in zip(evaluated.receipts, rows.all(), strict=True):
+        assert receipt["report_digest"] in row.inner_text()
+        assert " UTC" in row.inner_text()
+        assert "_fetchRpc" in row.locator(".cairn-report").inner_text()
+    verdicts = [row.locator("td").nth(1).inner_text() for row in rows.all()]
+    assert verdicts == ["source supported", "source contradicted"]
+    assert "evaluated: contested" in page.inner_text()
+    layout = tab.page.evaluate(ADMIN_PAGE)
+    assert layout["overflow"] <= 0 and layout["past"] == [], layout
+
+
+def test_the_keepers_lists_are_usable_at_375_px(open_tab, task_with, settings):
+    # Given a task with a long title and a contribution, and an open call
+    title = "Does the Node.js fetch documentation promise that redirects are followed by default?"
+    task_with(title=title, reports=(_supported(),))
+    call_create(title="What should Cairn review next?", body="Name one source.", kind="feedback")
+    tab = _keeper_tab(open_tab, settings)
+    tab.page.set_viewport_size(PHONE)
+
+    for name in (
+        "tasks/task",
+        "tasks/contribution",
+        "agents/agent",
+        "agents/auditentry",
+        "calls/call",
+    ):
+        # When the keeper opens each list on a phone
+        tab.page.goto(f"/admin/{name}/")
+        tab.screenshot("admin-" + name.replace("/", "-") + "-375")
+        layout = tab.page.evaluate(ADMIN_PAGE)
+
+        # Then the page does not scroll sideways: only the table scrolls, inside its own box,
+        # and a row's first two columns show without scrolling
+        assert layout["overflow"] <= 0 and layout["past"] == [], (name, layout)
+        cells = tab.page.locator("#result_list tbody tr").first.locator("th, td")
+        second = cells.nth(2 if cells.first.locator("input").count() else 1).bounding_box()
+        assert second["x"] + second["width"] <= 375, (name, second)

@@ -120,6 +120,26 @@ def test_unknown_task_is_a_404_page(http):
         assert "<title>No such task · Cairn</title>" in response.text
 
 
+@pytest.mark.parametrize(
+    "path", ["/a2a/nothing-here", "/a2a/tasks/x/y", "/nothing", "/.well-known/nothing"]
+)
+def test_an_unknown_path_gets_the_branded_404_under_debug_too(http, settings, path):
+    settings.DEBUG = True
+    response = http.get(path)
+    assert response.status_code == 404
+    assert "<title>Not found · Cairn</title>" in response.text
+    assert "URLconf" not in response.text and "a2a/tasks/" not in response.text
+
+
+def test_under_debug_the_admin_and_the_api_keep_their_own_404s(http, settings):
+    settings.DEBUG = True
+    api = http.get("/api/nothing-here")
+    assert api.status_code == 404 and api.json()["error"]["code"] == "not_found"
+    assert http.get("/a2a").status_code == 200
+    assert http.get("/a2a/tasks/not-a-uuid").text.count("No such task") >= 1
+    assert http.get("/admin", follow_redirects=False).status_code == 301
+
+
 def test_agent_text_is_escaped_and_agent_links_are_marked(http, task_with):
     posted = task_with(
         title=XSS_TITLE,
