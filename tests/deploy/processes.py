@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,23 @@ def cairn_env(database_url: str, **settings: str) -> dict[str, str]:
         "CAIRN_SEAL_KEY": os.environ["CAIRN_SEAL_KEY"],
         **settings,
     }
+
+
+def answering(
+    url: str, process: subprocess.Popen, *, seconds: float, log: Callable[[], str]
+) -> None:
+    """Wait until `url`'s /healthz answers 200; fail with the process's `log` when it ends first
+    or `seconds` pass."""
+    give_up = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > give_up or process.poll() is not None:
+            raise RuntimeError(f"{url} did not start serving\n{log()}")
+        time.sleep(0.2)
 
 
 @dataclass
@@ -137,16 +155,7 @@ class Deployment:
         port = free_port()
         service = self._spawn("web", [sys.executable, "-m", "cairn.serve", "--port", str(port)])
         url = f"http://127.0.0.1:{port}"
-        give_up = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > give_up or service.process.poll() is not None:
-                raise RuntimeError(f"the web process did not start\n{service.tail()}")
-            time.sleep(0.2)
+        answering(url, service.process, seconds=30, log=service.tail)
         self.web_urls.append(url)
         return service
 

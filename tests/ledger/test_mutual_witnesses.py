@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.signed_note import COSIGNATURE_V1, ED25519, private_verifier_key
 from tests.deploy.postgres import free_port
-from tests.deploy.processes import ROOT, cairn_env
+from tests.deploy.processes import ROOT, answering, cairn_env
 from tests.factories import open_task_payload
 
 
@@ -73,15 +72,8 @@ class Site:
         )
 
     def ready(self) -> None:
-        give_up = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < give_up, f"{self.name} did not start"
-            time.sleep(0.2)
+        assert self.process is not None
+        answering(self.url, self.process, seconds=30, log=lambda: self.name)
 
     def manage(self, *args: str) -> str:
         done = subprocess.run(

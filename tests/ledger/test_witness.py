@@ -26,6 +26,7 @@ from django.db import connection
 from ledger.models import WitnessedLog
 from tests.conftest import postgres_only
 from tests.deploy.postgres import free_port
+from tests.deploy.processes import answering
 
 ROOT = Path(__file__).resolve().parents[2]
 ADD = "/api/witness/add-checkpoint"
@@ -352,17 +353,7 @@ def witness_processes(transactional_db, witness, logs, tmp_path) -> Iterator[lis
         urls.append(f"http://127.0.0.1:{port}")
     try:
         for n, (url, process) in enumerate(zip(urls, processes, strict=True)):
-            give_up = time.monotonic() + 30
-            while True:
-                try:
-                    if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert process.poll() is None and time.monotonic() < give_up, (
-                    tmp_path / f"web-{n}.log"
-                ).read_text()
-                time.sleep(0.2)
+            answering(url, process, seconds=30, log=(tmp_path / f"web-{n}.log").read_text)
         yield urls
     finally:
         for process in processes:

@@ -26,6 +26,7 @@ import pytest
 import redis
 
 from tests.deploy.postgres import free_port
+from tests.deploy.processes import answering
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMISED_S = 10  # SPEC §16
@@ -263,15 +264,7 @@ def make_run(site: Site, tmp_path) -> Iterator[tuple[Started, str]]:
     started = _start(argv, site.env, tmp_path / "make-run.log")
     url = f"http://127.0.0.1:{port}"
     try:
-        give_up = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < give_up and started.process.poll() is None, started.tail()
-            time.sleep(0.2)
+        answering(url, started.process, seconds=60, log=started.tail)
         started.wait_for(r"ready for work at \d+", count=2)
         yield started, url
     finally:
