@@ -51,6 +51,7 @@ from agents.models import Agent, AuditEntry, Door, Operation  # noqa: E402
 from agents.services import TOKEN_PREFIX, token_digest  # noqa: E402
 from core.canonical import canonical_digest, fingerprint  # noqa: E402
 from core.clock import format_instant, now_ms  # noqa: E402
+from ledger.entries import salt_new  # noqa: E402
 from ledger.receipts import receipt_sign  # noqa: E402
 from ledger.seal import report_seal  # noqa: E402
 from tasks.counts import task_count_change  # noqa: E402
@@ -360,6 +361,7 @@ def add_task(
             operation_id=operation_id,
             sealed_report=None,
             report_digest=report_digest,
+            salt=salt_new(),
             received_at=received_at,
         )
         contribution.sealed_report = report_seal(
@@ -390,6 +392,7 @@ def add_task(
                     "operation_id",
                     "sealed_report",
                     "report_digest",
+                    "salt",
                     "received_at",
                     "receipt_signature",
                 )
