@@ -36,9 +36,10 @@ from starlette.requests import Request as StarletteRequest
 
 from a2a_gateway.card import agent_card_json
 from a2a_gateway.etag import card_etag, if_none_match_hits
-from a2a_gateway.fast_reads import DJANGO_READS, FAST_METHODS, DjangoReads, StoredReads, fast_read
+from a2a_gateway.fast_reads import FAST_METHODS, StoredReads, fast_read
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE, RAW_PARAMS_STATE, CairnRequestHandler
 from a2a_gateway.params_shape import misplaced_value
+from a2a_gateway.read_model import DJANGO_READS, DjangoReads
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
