@@ -62,7 +62,7 @@ def task_key(task_id: str) -> uuid.UUID | None:
     return key if str(key) == task_id else None
 
 
-def page_query(request: ListTasksRequest, raw_params: Any) -> PageQuery | None:
+def page_query(request: ListTasksRequest, sent_status: Any) -> PageQuery | None:
     """The page a ListTasks asks for, or None when the dispatcher must answer it: artifacts, a
     context or timestamp filter, and every refusal (bad status, size or token)."""
     if (
@@ -72,7 +72,7 @@ def page_query(request: ListTasksRequest, raw_params: Any) -> PageQuery | None:
     ):
         return None
     try:
-        statuses = status_filter(request, raw_params)
+        statuses = status_filter(request, sent_status)
     except InvalidParamsError:
         return None
     if statuses is not None and len(statuses) != 1:
@@ -130,10 +130,10 @@ async def fast_read(
 ) -> bytes | None:
     """The reply body to a GetTask or ListTasks whose envelope, version and params shape the
     endpoint has checked, or None when the SDK's dispatcher is to answer it."""
-    raw_params = document.get("params", {})
+    params = document.get("params", {})
     try:
         request = ParseDict(
-            raw_params, JsonRpcDispatcher.METHOD_TO_MODEL[method](), ignore_unknown_fields=True
+            params, JsonRpcDispatcher.METHOD_TO_MODEL[method](), ignore_unknown_fields=True
         )
         validate_proto_required_fields(request)
     except Exception:  # whatever the SDK would refuse, it refuses in its own words
@@ -147,7 +147,7 @@ async def fast_read(
             key = task_key(request.id)
             result = None if key is None else await _task_result(key, now, reads)
         else:
-            query = page_query(request, raw_params)
+            query = page_query(request, params.get("status") if isinstance(params, dict) else None)
             page = None if query is None else await reads.page(query, now)
             result = None if query is None or page is None else _page_result(query, page)
     except Exception:  # the database unreachable, say: the handler answers it as SPEC §16 says
