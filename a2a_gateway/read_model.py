@@ -37,8 +37,8 @@ from a2a_gateway.translate import status_instant, task_message, task_public, tas
 from core import statements
 from core.cursors import keyset_cursor
 from tasks.changes import TaskChange
-from tasks.counts import total_sql
-from tasks.evaluation import due_sql, tasks_evaluate_due
+from tasks.counts import total_params, total_sql
+from tasks.evaluation import due_params, due_sql, tasks_evaluate_due
 from tasks.models import TaskStatus
 from tasks.rendered import json_text
 
@@ -198,7 +198,7 @@ def _page_sql(vendor: str, by_status: bool, after: bool) -> str:
     )
     # One status, compared as a constant: with `= ANY(...)` PostgreSQL leaves the status index
     # and filters the feed index instead, 50,000 rows deep at 100,000 tasks.
-    where = [f"{status} = %(status0)s"] if by_status else []
+    where = [f"{status} = %(status0)s"] if by_status else []  # `total_params`' name
     if after:
         # A row comparison, not its spelled-out OR: PostgreSQL seeks the feed index to it.
         where.append(f"({stamp}, {pk}) < (%(at)s, %(pk)s)")
@@ -217,12 +217,10 @@ def _page_sql(vendor: str, by_status: bool, after: bool) -> str:
 
 def page_statement(query: PageQuery, now: datetime, prepare: Prepare) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {
-        "working": TaskStatus.WORKING.value,
-        "now": prepare("deadline", now),
+        **due_params(prepare("deadline", now)),
+        **total_params(None if query.status is None else [query.status]),
         "limit": query.page_size + 1,
     }
-    if query.status is not None:
-        params["status0"] = query.status
     if query.after is not None:
         params["at"] = prepare("status_timestamp", query.after[0])
         params["pk"] = prepare("task", query.after[1])

@@ -212,11 +212,9 @@ def due_sql() -> str:
     )
 
 
-def due_params(now: datetime) -> dict[str, Any]:
-    return {
-        "working": TaskStatus.WORKING.value,
-        "now": statements.db_value(Task, "deadline", now),
-    }
+def due_params(now: Any) -> dict[str, Any]:
+    """`due_sql`'s params; `now` as its connection takes a deadline (`statements.db_value`)."""
+    return {"working": TaskStatus.WORKING.value, "now": now}
 
 
 def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
@@ -226,7 +224,8 @@ def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
     list read calls this first and almost always finds nothing due, so one probe outside any
     transaction (`due_sql`) answers that case.
     """
-    due = statements.fetch_one("SELECT " + due_sql(), due_params(timezone.now()))
+    now = statements.db_value(Task, "deadline", timezone.now())
+    due = statements.fetch_one("SELECT " + due_sql(), due_params(now))
     if due is None or not due[0]:
         return 0
     evaluated = 0
