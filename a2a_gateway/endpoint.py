@@ -38,7 +38,7 @@ from starlette.requests import Request as StarletteRequest
 
 from a2a_gateway.card import agent_card_json, card_variant
 from a2a_gateway.etag import card_etag, if_none_match_hits
-from a2a_gateway.fast_reads import FAST_METHODS, StoredReads, fast_read
+from a2a_gateway.fast_reads import FAST_METHODS, fast_read
 from a2a_gateway.handler import (
     AGENT_STATE,
     AS_SENT_STATE,
@@ -47,7 +47,7 @@ from a2a_gateway.handler import (
     CairnRequestHandler,
 )
 from a2a_gateway.params_shape import misplaced_value
-from a2a_gateway.read_model import DJANGO_READS, DjangoReads
+from a2a_gateway.read_model import DJANGO_READS, DjangoReads, StoredReads
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 from a2a.server.request_handlers.request_handler import validate_proto_required_fields
@@ -38,19 +38,11 @@ from a2a_gateway.handler import (
     list_filter_key,
     status_filter,
 )
-from a2a_gateway.read_model import DJANGO_READS, PageQuery, StoredPage, StoredTask
+from a2a_gateway.read_model import DJANGO_READS, PageQuery, StoredPage, StoredReads
 from core.cursors import keyset_position
 from core.errors import Refusal
 
 FAST_METHODS = frozenset({"GetTask", "ListTasks"})
-
-
-class StoredReads(Protocol):
-    """Where GetTask and ListTasks find the stored forms; None means the dispatcher answers."""
-
-    async def task(self, key: uuid.UUID, now: datetime) -> StoredTask | None: ...
-
-    async def page(self, query: PageQuery, now: datetime) -> StoredPage | None: ...
 
 
 def task_key(task_id: str) -> uuid.UUID | None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 from a2a.server.routes.common import serialize_list_tasks_response
 from a2a.types import ListTasksResponse, TaskState
@@ -148,6 +148,15 @@ class StoredPage:
     tasks: list[str]  # the stored list entries, in page order
     next_cursor: str  # "" on the last page
     total: int
+
+
+class StoredReads(Protocol):
+    """Where a binding finds the stored forms (Django's connection, or the read pool's); None
+    means the handler answers."""
+
+    async def task(self, key: uuid.UUID, now: datetime) -> StoredTask | None: ...
+
+    async def page(self, query: PageQuery, now: datetime) -> StoredPage | None: ...
 
 
 # A value as a statement's parameter for its column: Django's conversion for its connection, or
