@@ -7,7 +7,3 @@ class A2AGatewayConfig(AppConfig):
 
     def ready(self) -> None:
         from a2a_gateway import checks  # noqa: F401  (registers the Agent Card check)
-        from a2a_gateway.stored_forms import a2a_forms
-        from tasks.rendered import form_renderer_register
-
-        form_renderer_register("a2a", a2a_forms)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -39,9 +38,16 @@ from starlette.requests import Request as StarletteRequest
 
 from a2a_gateway.card import agent_card_json, card_variant
 from a2a_gateway.etag import card_etag, if_none_match_hits
-from a2a_gateway.fast_reads import DJANGO_READS, FAST_METHODS, DjangoReads, StoredReads, fast_read
-from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE, RAW_PARAMS_STATE, CairnRequestHandler
+from a2a_gateway.fast_reads import FAST_METHODS, fast_read
+from a2a_gateway.handler import (
+    AGENT_STATE,
+    AS_SENT_STATE,
+    ORIGIN_STATE,
+    AsSent,
+    CairnRequestHandler,
+)
 from a2a_gateway.params_shape import misplaced_value
+from a2a_gateway.read_model import DJANGO_READS, DjangoReads, StoredReads
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
@@ -61,9 +67,6 @@ AUTHENTICATED_METHODS = frozenset({"SendMessage", "message/send"})
 V0_3_METHODS = frozenset(JSONRPC03Adapter.METHOD_TO_MODEL)
 V0_3_STREAMING_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
 JSON_TYPE = "application/json"
-_AGENT_SCOPE = "cairn.agent"
-_PARAMS_SCOPE = "cairn.params"
-_ORIGIN_SCOPE = "cairn.origin"
 # A2A 1.0 §8.6.1: a card may be cached; five minutes keeps a deploy's new card close behind.
 CARD_CACHE_CONTROL = "public, max-age=300"
 # The SDK reads a missing header as 0.3 and names that version; a client needs to hear the header is missing.
@@ -93,17 +96,49 @@ class AgentUser(User):
         return str(self.agent.pk)
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What the endpoint learned of a request before the dispatcher, for the handler: the agent
+    of its Bearer token (SendMessage), the site's origin (for a refusal's links), and the values
+    the SDK's parse into a proto loses (`AsSent`)."""
+
+    agent: Agent | None
+    origin: str
+    as_sent: AsSent
+
+
+class ParsedRequest(StarletteRequest):
+    """The request as an SDK dispatcher reads it, its body already read by the endpoint: the
+    JSON-RPC dispatcher reads only `json()`, and gets that document rather than the bytes again;
+    the HTTP+JSON one reads `body()`, the bytes its proto parser takes."""
+
+    def __init__(
+        self, scope: dict[str, Any], document: Any, facts: Facts, raw: bytes = b""
+    ) -> None:
+        super().__init__(scope)
+        self.document = document
+        self.facts = facts
+        self.raw = raw
+
+    async def json(self) -> Any:
+        return self.document
+
+    async def body(self) -> bytes:
+        return self.raw
+
+
 class CairnContextBuilder(DefaultServerCallContextBuilder):
-    """The SDK's context (it keeps the headers its version check reads), plus the agent and raw params."""
+    """The SDK's context (it keeps the headers its version check reads), plus the request's `Facts`."""
 
     def build(self, request: StarletteRequest) -> ServerCallContext:
         context = super().build(request)
-        agent = request.scope.get(_AGENT_SCOPE)
-        if agent is not None:
-            context.user = AgentUser(agent)
-            context.state[AGENT_STATE] = agent
-        context.state[RAW_PARAMS_STATE] = request.scope.get(_PARAMS_SCOPE)
-        context.state[ORIGIN_STATE] = request.scope.get(_ORIGIN_SCOPE, "")
+        if isinstance(request, ParsedRequest):
+            facts = request.facts
+            if facts.agent is not None:
+                context.user = AgentUser(facts.agent)
+                context.state[AGENT_STATE] = facts.agent
+            context.state[AS_SENT_STATE] = facts.as_sent
+            context.state[ORIGIN_STATE] = facts.origin
         return context
 
 
@@ -174,25 +209,16 @@ async def _v0_3_refusal(request_id: Any, method: str, headers: Mapping[str, str]
 def dispatcher_request(
     path: str,
     headers: Mapping[str, str],
-    body: bytes,
-    agent: Agent | None,
-    params: Any,
-    origin: str,
+    document: Any,
+    facts: Facts,
     *,
+    body: bytes = b"",
     method: str = "POST",
     query_string: bytes = b"",
     path_params: Mapping[str, str] | None = None,
-) -> StarletteRequest:
-    """The Starlette request an SDK dispatcher reads, carrying what the context builder adds."""
-    sent = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
+) -> ParsedRequest:
+    """The request an SDK dispatcher reads: the JSON-RPC one reads `document`, the HTTP+JSON one
+    `body`, and the context builder adds `facts`."""
     scope = {
         "type": "http",
         "method": method,
@@ -202,22 +228,117 @@ def dispatcher_request(
         "headers": [
             (key.encode("latin-1"), value.encode("latin-1")) for key, value in headers.items()
         ],
-        _AGENT_SCOPE: agent,
-        _PARAMS_SCOPE: params,
-        _ORIGIN_SCOPE: origin,
     }
-    return StarletteRequest(scope, receive)
+    return ParsedRequest(scope, document, facts, body)
 
 
-@asynccontextmanager
-async def django_request_cycle() -> AsyncIterator[None]:
-    """Django's request signals around work on the ORM's thread, for a server outside Django's
-    request cycle: the connection is checked before and given back after, as under Django."""
-    await sync_to_async(signals.request_started.send)(sender=DjangoReads)
+class DjangoCycle:
+    """Django's request signals around work on the ORM's thread, for a caller outside Django's
+    request cycle (the ASGI app): the connection is checked before and given back after, as
+    under Django. Entered before the first such work only, so a read answered from the stored
+    forms on the event loop never enters it."""
+
+    def __init__(self, *, inside_already: bool) -> None:
+        self.inside_already = inside_already
+        self.started = False
+
+    async def enter(self) -> None:
+        if not self.inside_already and not self.started:
+            self.started = True
+            await sync_to_async(signals.request_started.send)(sender=DjangoReads)
+
+    async def leave(self) -> None:
+        if self.started:
+            self.started = False
+            await sync_to_async(signals.request_finished.send)(sender=DjangoReads)
+
+
+def _parsed(body: bytes | None) -> Any:
+    """The body's JSON, or the `Reply` that refuses it: over the limit, or not JSON."""
+    if body is None:
+        return _error(
+            None,
+            InvalidRequestError(
+                message=f"Payload too large: the limit is {body_limit() // 1024} KiB"
+            ),
+        )
     try:
-        yield
-    finally:
-        await sync_to_async(signals.request_finished.send)(sender=DjangoReads)
+        return parse_json(body)
+    except InvalidJson as error:
+        return _error(None, JSONParseError(message=str(error)))
+
+
+async def _agent(
+    request_id: Any, method: str, headers: Mapping[str, str], cycle: DjangoCycle
+) -> Agent | Reply:
+    """The agent of the Bearer token a method needs, or the answer without one (SPEC §8.2: 401
+    before the version, so a request without a token never reaches the domain)."""
+    await cycle.enter()
+    token = bearer_token(headers.get("authorization", ""))
+    try:
+        agent = await sync_to_async(agent_for_token)(token) if token else None
+    except Exception as exc:
+        outage = outage_refusal(exc)
+        if outage is None:
+            raise
+        return _error(request_id, InternalError(message=outage.message))
+    if agent is not None:
+        return agent
+    refused = _error(
+        request_id,
+        InvalidRequestError(
+            message=f"a valid Bearer token is required for {method} (POST /api/agent/register issues one)"
+        ),
+        status=401,
+    )
+    return Reply(refused.status, refused.body, (("WWW-Authenticate", WWW_AUTHENTICATE),))
+
+
+def _params_refusal(request_id: Any, method: str, document: dict[str, Any]) -> Reply | None:
+    """-32602 for params holding a value where the method's proto has an object."""
+    if "params" not in document:
+        return None
+    model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
+    where = misplaced_value(document["params"], model.DESCRIPTOR)
+    if where is None:
+        return None
+    return _error(request_id, InvalidParamsError(message=f"{where} must be an object"))
+
+
+async def _checked(
+    document: Any,
+    headers: Mapping[str, str],
+    cycle: DjangoCycle,
+    fast_reads: bool,
+    reads: StoredReads,
+) -> Reply | Agent | None:
+    """SPEC §8.2's checks in their order for a well-formed single request (the token, the
+    version, the params' shape; a 0.3 method: its version and streaming rules), then a read answered from the stored forms. A `Reply` ends the
+    request there; else the agent (or None) goes with it to the dispatcher, which answers
+    everything else as the SDK does."""
+    envelope = _single_request(document)
+    if envelope is None:
+        return None
+    request_id, method = envelope
+    agent = None
+    if method in AUTHENTICATED_METHODS:
+        found = await _agent(request_id, method, headers, cycle)
+        if isinstance(found, Reply):
+            return found
+        agent = found
+    if method in V0_3_METHODS:
+        refused = await _v0_3_refusal(request_id, method, headers)
+    else:
+        refused = await _version_refusal(request_id, headers) or _params_refusal(
+            request_id, method, document
+        )
+    if refused is not None:
+        return refused
+    if fast_reads and method in FAST_METHODS:
+        answer = await fast_read(method, document, request_id, reads)
+        if answer is not None:
+            return Reply(200, answer)
+    return agent
 
 
 async def a2a_reply(
@@ -236,77 +357,23 @@ async def a2a_reply(
     the reference the fast path is tested against. `reads` is where the fast path finds the
     stored forms; `outside_django`: the caller is not inside Django's request cycle, so the
     work on the ORM's thread is wrapped in its signals here."""
-    if body is None:
-        return _error(
-            None,
-            InvalidRequestError(
-                message=f"Payload too large: the limit is {body_limit() // 1024} KiB"
-            ),
-        )
+    document = _parsed(body)
+    if isinstance(document, Reply):
+        return document
+    cycle = DjangoCycle(inside_already=not outside_django)
     try:
-        document = parse_json(body)
-    except InvalidJson as error:
-        return _error(None, JSONParseError(message=str(error)))
-
-    async with AsyncExitStack() as django_work:
-        in_cycle = not outside_django
-
-        async def in_django() -> None:
-            """Enter Django's request cycle before the first work on the ORM's thread."""
-            nonlocal in_cycle
-            if not in_cycle:
-                in_cycle = True
-                await django_work.enter_async_context(django_request_cycle())
-
-        agent = None
-        envelope = _single_request(document)
-        if envelope is not None:
-            request_id, method = envelope
-            if method in AUTHENTICATED_METHODS:
-                await in_django()
-                token = bearer_token(headers.get("authorization", ""))
-                try:
-                    agent = await sync_to_async(agent_for_token)(token) if token else None
-                except Exception as exc:
-                    outage = outage_refusal(exc)
-                    if outage is None:
-                        raise
-                    return _error(request_id, InternalError(message=outage.message))
-                if agent is None:
-                    reply = _error(
-                        request_id,
-                        InvalidRequestError(
-                            message=f"a valid Bearer token is required for {method} (POST /api/agent/register issues one)"
-                        ),
-                        status=401,
-                    )
-                    return Reply(
-                        reply.status, reply.body, (("WWW-Authenticate", WWW_AUTHENTICATE),)
-                    )
-            if method in V0_3_METHODS:
-                refused = await _v0_3_refusal(request_id, method, headers)
-            else:
-                refused = await _version_refusal(request_id, headers)
-            if refused is not None:
-                return refused
-            if "params" in document and method not in V0_3_METHODS:
-                model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
-                where = misplaced_value(document["params"], model.DESCRIPTOR)
-                if where is not None:
-                    return _error(
-                        request_id, InvalidParamsError(message=f"{where} must be an object")
-                    )
-            if fast_reads and method in FAST_METHODS:
-                answer_bytes = await fast_read(method, document, request_id, reads)
-                if answer_bytes is not None:
-                    return Reply(200, answer_bytes)
-
-        await in_django()
+        checked = await _checked(document, headers, cycle, fast_reads, reads)
+        if isinstance(checked, Reply):
+            return checked
+        await cycle.enter()
         params = document.get("params") if isinstance(document, dict) else None
+        facts = Facts(agent=checked, origin=origin, as_sent=AsSent.of(params))
         answer = await DISPATCHER.handle_requests(
-            dispatcher_request(path, headers, body, agent, params, origin)
+            dispatcher_request(path, headers, document, facts)
         )
         return Reply(answer.status_code, bytes(answer.body))
+    finally:
+        await cycle.leave()
 
 
 async def _version_refusal(request_id: Any, headers: Mapping[str, str]) -> Reply | None:

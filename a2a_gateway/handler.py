@@ -13,6 +13,7 @@ import logging
 import unicodedata
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, TypeVar
 
@@ -71,10 +72,9 @@ from tasks.selectors import task_get, task_page, task_view
 
 logger = logging.getLogger(__name__)
 
-# Keys of ServerCallContext.state, filled by the view's context builder.
+# Keys of ServerCallContext.state, filled by the endpoint's context builder.
 AGENT_STATE = "cairn.agent"  # the Agent of a valid Bearer token, when the method needs one
-RAW_PARAMS_STATE = "cairn.params"  # `params` as sent, before the SDK parsed them into a proto
-
+AS_SENT_STATE = "cairn.as_sent"  # `AsSent`: what the SDK's parse into a proto loses
 ORIGIN_STATE = "cairn.origin"  # the site's origin, for the links a refusal gives
 
 MAX_PAGE_SIZE = PAGE_CAP
@@ -87,6 +87,29 @@ STATUS_FILTERS: dict[int, frozenset[str] | None] = {
 }
 
 Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
+# A value a client did not send at all.
+NOT_SENT: Any = object()
+
+
+@dataclass(frozen=True)
+class AsSent:
+    """The two values of a request that the SDK's parse into a proto loses, as the client wrote
+    them: a ListTasks `status` (the parser reads an unknown name as "no filter", which SPEC §8.5
+    refuses) and a SendMessage's first data part (read as JSON: converting it back from the proto
+    cost 68 µs against 9, bench/README.md F22)."""
+
+    status: Any = None
+    data: Any = NOT_SENT
+
+    @classmethod
+    def of(cls, params: Any) -> AsSent:
+        if not isinstance(params, dict):
+            return cls()
+        try:
+            data = params["message"]["parts"][0]["data"]
+        except (TypeError, KeyError, IndexError):
+            data = NOT_SENT
+        return cls(status=params.get("status"), data=data)
 
 
 def _guarded(method: Method) -> Method:
@@ -207,10 +230,12 @@ def _declared_client(message: Message) -> str:
 UNSET_STATUS = (None, 0, "TASK_STATE_UNSPECIFIED", "UNRECOGNIZED")
 
 
-def status_filter(params: ListTasksRequest, raw_params: Any) -> frozenset[str] | None:
-    raw = raw_params.get("status") if isinstance(raw_params, dict) else None
+def status_filter(params: ListTasksRequest, sent_status: Any) -> frozenset[str] | None:
+    """The statuses a ListTasks filters by; `sent_status` is its `status` as the client wrote it."""
     # The SDK's parser reads an unknown enum name as UNSPECIFIED (no filter); refuse it instead.
-    swallowed = params.status == TaskState.TASK_STATE_UNSPECIFIED and raw not in UNSET_STATUS
+    swallowed = (
+        params.status == TaskState.TASK_STATE_UNSPECIFIED and sent_status not in UNSET_STATUS
+    )
     if swallowed or params.status not in STATUS_FILTERS:
         raise InvalidParamsError(message=f"status must be {', '.join(A2A_TASK_STATES)} or unset")
     return STATUS_FILTERS[params.status]
@@ -236,16 +261,13 @@ def _as_error(refusal: Refusal) -> A2AError:
 
 
 def _payload(message: Message, context: ServerCallContext) -> Any:
-    """The one data part's JSON, read from the params the dispatcher parsed the message from
-    rather than converted back from the proto (9 µs against `data_of`'s 68 for a bench
-    contribution). Its numbers are made ints where integral, as `data_of` does: SDK clients write
-    every number as a double. The part itself when there are no such params."""
-    raw: Any = context.state.get(RAW_PARAMS_STATE)
-    try:
-        data = raw["message"]["parts"][0]["data"]
-    except (TypeError, KeyError, IndexError):
+    """The one data part's JSON as sent (`AsSent`), its numbers made ints where integral, as
+    `data_of` does: SDK clients write every number as a double. Converted back from the proto
+    when the caller did not say what was sent."""
+    sent = context.state.get(AS_SENT_STATE)
+    if not isinstance(sent, AsSent) or sent.data is NOT_SENT:
         return data_of(message.parts[0])
-    return ints_from_doubles(data)
+    return ints_from_doubles(sent.data)
 
 
 class CairnRequestHandler(RequestHandler):
@@ -306,7 +328,8 @@ class CairnRequestHandler(RequestHandler):
     ) -> ListTasksResponse:
         _no_tenant(params)
         validate_history_length(params)
-        statuses = status_filter(params, context.state.get(RAW_PARAMS_STATE))
+        sent = context.state.get(AS_SENT_STATE)
+        statuses = status_filter(params, sent.status if isinstance(sent, AsSent) else None)
         requested = (
             params.page_size if params.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
         )

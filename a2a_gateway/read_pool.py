@@ -2,9 +2,10 @@
 
 Through Django a read costs three hops to the ORM's thread (the request signals and the query)
 and a connection taken from Django's pool, checked and given back on every request; for a read
-of one stored text column that is most of its cost (bench/README.md, issue 15). Here the two
-stored reads are one statement each on a connection of the process's own pool, awaited on the
-event loop. Only the ASGI app uses it, on PostgreSQL; everything else goes through Django.
+of one stored text column that is most of its cost (bench/README.md, issue 15). Here the read
+model's two statements (`a2a_gateway.read_model`, the very text Django's path runs) go to a
+connection of the process's own pool, awaited on the event loop. Only the ASGI app uses it, on
+PostgreSQL; everything else goes through Django.
 
 Safety, as SPEC §16 asks of every connection:
 - a pool belongs to the process and event loop that opened it: a forked child never uses its
@@ -26,27 +27,25 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
-from typing import Any, cast
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Field
 from psycopg import AsyncConnection
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from a2a_gateway.fast_reads import (
+from a2a_gateway.read_model import (
     PageQuery,
     StoredPage,
     StoredTask,
+    page_statement,
+    stored_page_of,
     stored_task_of,
-    stored_task_sql,
+    task_statement,
 )
-from core.cursors import cursor_encode
-from tasks.models import Task, TaskCount, TaskStatus
-from tasks.rendered import RENDER_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -54,42 +53,6 @@ POOL_MAX_SIZE = 4  # one process, one core: reads take a fraction of a milliseco
 # A read waits at most this long for a connection before Django answers it instead.
 POOL_TIMEOUT_S = 0.5
 FAIL_FAST_S = 1.0
-
-
-@cache
-def _column(name: str) -> str:
-    field = cast(Field, Task._meta.get_field(name))
-    return connection.ops.quote_name(field.column or name)
-
-
-@cache
-def _page_sql(*, by_status: bool, after: bool) -> str:
-    """Whether anything is due, the filter's count from TaskCount, and the page by keyset (one
-    row more than the page, to know whether another follows): one statement, one snapshot.
-    "Due" compares the earliest open deadline with now, as `tasks_evaluate_due` does, so the
-    probe is always the end of the `task_due` index (bench/README.md, F27)."""
-    table = connection.ops.quote_name(Task._meta.db_table)
-    counts = connection.ops.quote_name(TaskCount._meta.db_table)
-    status, stamp, pk = _column("status"), _column("status_timestamp"), _column("id")
-    # One status, compared as a constant: with `= ANY(...)` PostgreSQL leaves the status index
-    # and filters the feed index instead, 50,000 rows deep at 100,000 tasks.
-    where = [f"{status} = %(status)s"] if by_status else []
-    if after:
-        # A row comparison, not its spelled-out OR: PostgreSQL seeks the feed index to it.
-        where.append(f"({stamp}, {pk}) < (%(at)s, %(pk)s)")
-    page_filter = f"WHERE {' AND '.join(where)} " if where else ""
-    count_filter = "WHERE status = %(status)s " if by_status else ""
-    return (
-        f"SELECT COALESCE((SELECT MIN({_column('deadline')}) FROM {table} "
-        f"WHERE {status} = %(working)s) <= %(now)s, false), "
-        f"(SELECT COALESCE(SUM(count), 0) FROM {counts} {count_filter}), "
-        f"page.{pk}, page.{stamp}, page.{_column('rendered_version')}, "
-        f"page.{_column('a2a_list_json')} "
-        f"FROM (SELECT 1) AS one LEFT JOIN LATERAL ("
-        f"SELECT * FROM {table} {page_filter}"
-        f"ORDER BY {stamp} DESC, {pk} DESC LIMIT %(limit)s) AS page ON true "
-        f"ORDER BY page.{stamp} DESC, page.{pk} DESC"
-    )
 
 
 @dataclass
@@ -190,38 +153,24 @@ async def _fetch(sql: str, params: Any) -> list[tuple[Any, ...]] | None:
         return None
 
 
+def _native(name: str, value: Any) -> Any:
+    return value  # psycopg adapts a UUID and an aware datetime itself
+
+
+def _as_read(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return row
+
+
 async def stored_task(key: uuid.UUID, now: datetime) -> StoredTask | None:
-    rows = await _fetch(stored_task_sql(), (key, RENDER_VERSION, TaskStatus.WORKING.value, now))
-    return stored_task_of(*rows[0]) if rows else None
+    rows = await _fetch(*task_statement(key, now, _native))
+    return stored_task_of(rows[0]) if rows else None
 
 
 async def stored_page(query: PageQuery, now: datetime) -> StoredPage | None:
-    """The page's stored list forms, next position and count; None when something is due or a
-    task on the page is not rendered (the dispatcher evaluates and renders first)."""
-    if query.statuses is not None and len(query.statuses) != 1:
-        return None  # no A2A filter names two statuses; the ORM's path would serve one that did
-    params: dict[str, Any] = {
-        "working": TaskStatus.WORKING.value,
-        "now": now,
-        "status": next(iter(query.statuses)) if query.statuses is not None else None,
-        "limit": query.page_size + 1,
-    }
-    if query.after is not None:
-        params["at"], params["pk"] = query.after
-    sql = _page_sql(by_status=query.statuses is not None, after=query.after is not None)
-    rows = await _fetch(sql, params)
-    if rows is None or rows[0][0]:
-        return None
-    total = int(rows[0][1])
-    listed = [row for row in rows if row[2] is not None]
-    if any(row[4] != RENDER_VERSION for row in listed):
-        return None
-    page = listed[: query.page_size]
-    next_cursor = ""
-    if len(listed) > query.page_size:
-        at, pk = page[-1][3].astimezone(UTC), page[-1][2]
-        next_cursor = cursor_encode(query.filter_key, [at.isoformat(), str(pk)])
-    return StoredPage([row[5] for row in page], next_cursor, total)
+    """The page's stored entries, next cursor and total; None when something is due or a form on
+    the page is not current (the dispatcher evaluates and renders first)."""
+    rows = await _fetch(*page_statement(query, now, _native))
+    return None if rows is None else stored_page_of(query, rows, _as_read)
 
 
 class PoolReads:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import urlencode
 
@@ -34,13 +33,15 @@ from a2a_gateway.endpoint import (
     ENDPOINT_PATH,
     JSON_TYPE,
     CairnContextBuilder,
+    DjangoCycle,
+    Facts,
     Reply,
     bounded_body,
     dispatcher_request,
-    django_request_cycle,
     json_bytes,
     version_error,
 )
+from a2a_gateway.handler import AsSent
 from a2a_gateway.params_shape import misplaced_value
 from agents.auth import bearer_token
 from agents.models import Agent
@@ -117,16 +118,16 @@ def state_name(value: str) -> str:
     return name if value.islower() and name in TaskState.keys() else value
 
 
-def _list_query(query_string: bytes) -> tuple[bytes, dict[str, str]]:
-    """ListTasks' query with `status` in the proto's words, and the params as sent (the handler
-    tells an unknown status from an absent one by them)."""
+def _list_query(query_string: bytes) -> tuple[bytes, AsSent]:
+    """ListTasks' query with `status` in the proto's words, and that status as sent (the handler
+    tells an unknown status from an absent one by it)."""
     query = QueryParams(query_string)
     if "status" not in query:
-        return query_string, {}
+        return query_string, AsSent()
     items = [
         (key, state_name(value) if key == "status" else value) for key, value in query.multi_items()
     ]
-    return urlencode(items).encode(), {"status": state_name(query.getlist("status")[-1])}
+    return urlencode(items).encode(), AsSent(status=state_name(query.getlist("status")[-1]))
 
 
 async def _agent(headers: Mapping[str, str]) -> Agent | Reply:
@@ -185,11 +186,11 @@ async def rest_reply(
             ),
             status=413,
         )
-    async with AsyncExitStack() as django_work:
-        if outside_django:
-            await django_work.enter_async_context(django_request_cycle())
+    cycle = DjangoCycle(inside_already=not outside_django)
+    try:
         agent = None
         if path == SEND_PATH:
+            await cycle.enter()
             found = await _agent(headers)
             if isinstance(found, Reply):
                 return found
@@ -197,27 +198,31 @@ async def rest_reply(
         refused = await version_error(headers)
         if refused is not None:
             return _error(refused)
-        params: Any = None
+        document: Any = None
+        as_sent = AsSent()
         if path in BODY_MODELS:
             try:
-                params = parse_json(raw)
+                document = parse_json(raw)
             except InvalidJson as error:
                 return _error(ParseError(str(error)))
-            where = misplaced_value(params, BODY_MODELS[path].DESCRIPTOR, "body")
+            where = misplaced_value(document, BODY_MODELS[path].DESCRIPTOR, "body")
             if where is not None:
                 return _error(InvalidParamsError(message=f"{where} must be an object"))
+            as_sent = AsSent.of(document)
         if path == LIST_PATH:
-            query_string, params = _list_query(query_string)
+            query_string, as_sent = _list_query(query_string)
         request = dispatcher_request(
             path,
             headers,
-            raw,
-            agent,
-            params,
-            origin,
+            document,
+            Facts(agent=agent, origin=origin, as_sent=as_sent),
+            body=raw,
             method=method,
             query_string=query_string,
             path_params=path_params,
         )
+        await cycle.enter()
         answer = await route.endpoint(request)
         return _as_a2a(answer.status_code, bytes(answer.body), answer.media_type or JSON_TYPE)
+    finally:
+        await cycle.leave()

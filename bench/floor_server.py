@@ -25,7 +25,7 @@ django.setup()
 
 from a2a_gateway import read_pool  # noqa: E402
 from a2a_gateway.asgi import endpoint as app  # noqa: E402, F401  (what uvicorn serves)
-from a2a_gateway.fast_reads import PageQuery, StoredPage, StoredReads, StoredTask  # noqa: E402
+from a2a_gateway.read_model import PageQuery, StoredPage, StoredReads, StoredTask  # noqa: E402
 
 
 class MemoryReads:

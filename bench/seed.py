@@ -47,12 +47,16 @@ from django.db import connection, transaction  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django_q.models import Schedule  # noqa: E402
 
+from a2a_gateway.models import TaskForm  # noqa: E402
+from a2a_gateway.read_model import task_form  # noqa: E402
 from agents.models import Agent, AuditEntry, Door, Operation  # noqa: E402
 from agents.services import TOKEN_PREFIX, token_digest  # noqa: E402
 from core.canonical import canonical_digest, fingerprint  # noqa: E402
 from core.clock import format_instant, now_ms  # noqa: E402
+from ledger.entries import salt_new  # noqa: E402
 from ledger.receipts import receipt_sign  # noqa: E402
 from ledger.seal import report_seal  # noqa: E402
+from tasks.changes import TaskChange  # noqa: E402
 from tasks.counts import task_count_change  # noqa: E402
 from tasks.evaluation import evaluation_apply  # noqa: E402
 from tasks.models import Contribution, Task, TaskStatus  # noqa: E402
@@ -189,11 +193,19 @@ class Writer:
 
     def __init__(self) -> None:
         self.tasks: list[dict] = []
+        self.forms: list[dict] = []
         self.contributions: list[dict] = []
         self.operations: list[dict] = []
         self.audit: list[dict] = []
         self.schedules: list[dict] = []
-        self.counts = {"tasks": 0, "contributions": 0, "operations": 0, "audit": 0, "schedules": 0}
+        self.counts = {
+            "tasks": 0,
+            "forms": 0,
+            "contributions": 0,
+            "operations": 0,
+            "audit": 0,
+            "schedules": 0,
+        }
         self._next_ids = {}
 
     def _id(self, model) -> int:
@@ -247,6 +259,7 @@ class Writer:
         with transaction.atomic():
             for model, rows in (
                 (Task, self.tasks),
+                (TaskForm, self.forms),
                 (Contribution, self.contributions),
                 (Operation, self.operations),
                 (AuditEntry, self.audit),
@@ -255,6 +268,7 @@ class Writer:
                 insert_rows(model, rows)
         for name, rows in (
             ("tasks", self.tasks),
+            ("forms", self.forms),
             ("contributions", self.contributions),
             ("operations", self.operations),
             ("audit", self.audit),
@@ -360,6 +374,7 @@ def add_task(
             operation_id=operation_id,
             sealed_report=None,
             report_digest=report_digest,
+            salt=salt_new(),
             received_at=received_at,
         )
         contribution.sealed_report = report_seal(
@@ -390,6 +405,7 @@ def add_task(
                     "operation_id",
                     "sealed_report",
                     "report_digest",
+                    "salt",
                     "received_at",
                     "receipt_signature",
                 )
@@ -397,10 +413,11 @@ def add_task(
         )
         contributions.append(contribution)
     if evaluate:
-        evaluation_apply(task, contributions, evaluated_at=deadline + timedelta(seconds=2))
+        change = evaluation_apply(task, contributions, evaluated_at=deadline + timedelta(seconds=2))
     else:
-        task_render(task)
+        change = TaskChange(task, task_render(task))
     writer.tasks.append(_row(task))
+    writer.forms.append(_row(task_form(change)))
     return task
 
 

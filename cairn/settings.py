@@ -302,6 +302,9 @@ if not CAIRN_SOURCE_HOSTS:
     raise ImproperlyConfigured("CAIRN_SOURCE_HOSTS must name at least one host")
 # How often the worker sweeps for overdue tasks; SPEC §4.3 allows a minute at most.
 CAIRN_SWEEP_EVERY_MINUTES = 1
+# The read model every task change is written to, in the same transaction (`tasks.changes`): the
+# A2A door's stored public forms.
+CAIRN_TASK_CHANGED = "a2a_gateway.read_model.task_forms_written"
 
 # django-q2: the ORM broker by default, Redis when CAIRN_REDIS_URL is set.
 CAIRN_REDIS_URL = env_str("CAIRN_REDIS_URL")

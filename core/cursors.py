@@ -4,7 +4,7 @@ filter they came from, and as cheap a thousand pages deep as on the first."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.core import signing
@@ -39,6 +39,11 @@ def keyset_position(cursor: str, filter_key: str) -> tuple[datetime, uuid.UUID]:
         raise Refusal(ErrorCode.INVALID_QUERY, "the cursor is not one this server issued") from None
 
 
+def keyset_cursor(filter_key: str, at: datetime, pk: uuid.UUID) -> str:
+    """The cursor of the page after the row at (`at`, `pk`); `keyset_position` reads it back."""
+    return cursor_encode(filter_key, [at.astimezone(UTC).isoformat(), str(pk)])
+
+
 M = TypeVar("M", bound=Model)
 
 
@@ -58,4 +63,4 @@ def keyset_page(
         return page, ""
     page = page[:limit]
     last = page[-1]
-    return page, cursor_encode(filter_key, [getattr(last, time_field).isoformat(), str(last.pk)])
+    return page, keyset_cursor(filter_key, getattr(last, time_field), last.pk)

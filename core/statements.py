@@ -5,6 +5,13 @@ more CPU than PostgreSQL spent running them (bench/README.md, F7). The few state
 runs are written as SQL instead and sent on Django's own connection (the same transaction, the
 same pool; psycopg prepares a statement its connection has run five times, F10, F42). Values pass
 through the fields' own conversions both ways, so the same text runs on PostgreSQL and SQLite.
+
+Rows are written one way: the ORM for the rare writes (its `save` writes every field), these
+statements for the hot ones. An INSERT here names its columns, so a field added to a model could
+be left out of it and take no value at all; `inserted` and `rows_inserted` refuse to build such a
+statement: every concrete field is written, or named as `defaulted` (left to the database), or
+is the auto-numbered key. `object_inserted` writes every field of an object, so nothing needs
+naming.
 """
 
 from __future__ import annotations
@@ -169,13 +176,22 @@ def python_values(model: type[Model], names: tuple[str, ...], row: Sequence[Any]
     return values
 
 
-def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+Params = Sequence[Any] | Mapping[str, Any]
+
+
+def fetch_one(sql: str, params: Params) -> tuple[Any, ...] | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()
 
 
-def execute(sql: str, params: Sequence[Any]) -> None:
+def fetch_all(sql: str, params: Params) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def execute(sql: str, params: Params) -> None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
 
@@ -215,18 +231,97 @@ def write_all(*writes: Write) -> None:
     )
 
 
+class FieldLeftOut(Exception):
+    """An INSERT that would leave a model's field without a value."""
+
+
+def _written_fields(model: type[Model]) -> list[Field]:
+    """The fields an INSERT writes: every concrete one but an auto-numbered primary key."""
+    auto = model._meta.auto_field
+    return [field for field in model._meta.concrete_fields if field is not auto]
+
+
+def _check_every_field_written(
+    model: type[Model], names: tuple[str, ...], defaulted: tuple[str, ...]
+) -> None:
+    named = {_field(model, name).name for name in (*names, *defaulted)}
+    missing = [field.name for field in _written_fields(model) if field.name not in named]
+    if missing:
+        raise FieldLeftOut(
+            f"an INSERT into {model.__name__} leaves out {', '.join(missing)}: "
+            "write them, or name them as defaulted"
+        )
+
+
 @cache
-def _insert_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
+def _insert_sql(
+    model: type[Model], names: tuple[str, ...], vendor: str, defaulted: tuple[str, ...] = ()
+) -> str:
+    _check_every_field_written(model, names, defaulted)
     placeholders = ", ".join(["%s"] * len(names))
     return f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES ({placeholders})"
 
 
-def inserted(model: type[Model], values: Mapping[str, Any]) -> Write:
-    """INSERT one row of `values` (field names → Python values); no RETURNING."""
+def inserted(
+    model: type[Model], values: Mapping[str, Any], *, defaulted: tuple[str, ...] = ()
+) -> Write:
+    """INSERT one row of `values` (field names → Python values); no RETURNING. Every field of
+    the model is in `values` or in `defaulted`, or the statement is refused (`FieldLeftOut`)."""
     db = _db()
     return Write(
-        _insert_sql(model, tuple(values), db.vendor),
+        _insert_sql(model, tuple(values), db.vendor, defaulted),
         [_db_value(db, model, name, value) for name, value in values.items()],
+    )
+
+
+def object_values(obj: Model) -> dict[str, Any]:
+    """Every written field of `obj` (`_written_fields`), by attribute name."""
+    return {field.attname: getattr(obj, field.attname) for field in _written_fields(type(obj))}
+
+
+def object_inserted(obj: Model) -> Write:
+    """INSERT `obj` with every one of its fields, as Django's `save(force_insert=True)` would,
+    without building the statement anew each time."""
+    return inserted(type(obj), object_values(obj))
+
+
+@cache
+def _upsert_sql(model: type[Model], vendor: str, many: bool) -> str:
+    """INSERT every written field, or UPDATE every one but the key when the key is there."""
+    pk = model._meta.pk
+    assert pk is not None
+    names = tuple(field.name for field in _written_fields(model))
+    changed = ", ".join(
+        f"{column(model, name)} = excluded.{column(model, name)}"
+        for name in names
+        if name != pk.name
+    )
+    rows = (
+        f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
+        if many
+        else f"VALUES ({', '.join(['%s'] * len(names))})"
+    )
+    return (
+        f"INSERT INTO {table(model)} ({columns(model, names)}) {rows} "
+        f"ON CONFLICT ({column(model, pk.name)}) DO UPDATE SET {changed}"
+    )
+
+
+def upserted(objs: Sequence[Model]) -> tuple[Write, ...]:
+    """Write these objects of one model whole, inserting or replacing each by its key: for a row
+    that is a copy of another (a door's read model), written again at each change of its source.
+    One statement over `unnest` on PostgreSQL for several, as `rows_inserted`."""
+    if not objs:
+        return ()
+    model = type(objs[0])
+    fields = _written_fields(model)
+    db = _db()
+    rows = [
+        [_db_value(db, model, field.name, getattr(obj, field.attname)) for field in fields]
+        for obj in objs
+    ]
+    return _row_writes(
+        _upsert_sql(model, db.vendor, False), lambda: _upsert_sql(model, db.vendor, True), rows
     )
 
 
@@ -266,9 +361,13 @@ def _insert_unnest_sql(model: type[Model], names: tuple[str, ...]) -> str:
 
 
 def rows_inserted(
-    model: type[Model], names: Sequence[str], rows: Sequence[Sequence[Any]]
+    model: type[Model],
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    defaulted: tuple[str, ...] = (),
 ) -> tuple[Write, ...]:
-    """INSERT rows of `names` (Python values).
+    """INSERT rows of `names` (Python values), every field of the model named (as `inserted`).
 
     On PostgreSQL, several rows are one statement over `unnest` of an array a column: sent as a
     pipelined statement a row, each cost the server ~300 µs to run, against ~45 µs a row for one
@@ -281,7 +380,7 @@ def rows_inserted(
         for row in rows
     ]
     return _row_writes(
-        _insert_sql(model, names, db.vendor),
+        _insert_sql(model, names, db.vendor, defaulted),
         lambda: _insert_unnest_sql(model, names),
         prepared_rows,
     )
@@ -301,11 +400,11 @@ def _update_unnest_sql(model: type[Model], names: tuple[str, ...]) -> str:
     )
 
 
-def update_many(objs: Sequence[Model], names: Sequence[str]) -> None:
-    """`updated` for many objects of one model, sent at once: one statement on PostgreSQL, as
+def updated_many(objs: Sequence[Model], names: Sequence[str]) -> tuple[Write, ...]:
+    """`updated` for many objects of one model, to send at once: one statement on PostgreSQL, as
     `rows_inserted`."""
     if not objs:
-        return
+        return ()
     model = type(objs[0])
     pk = model._meta.pk
     assert pk is not None
@@ -320,12 +419,10 @@ def update_many(objs: Sequence[Model], names: Sequence[str]) -> None:
         + [_db_value(db, model, pk.name, obj.pk)]
         for obj in objs
     ]
-    write_all(
-        *_row_writes(
-            _update_sql(model, names, connection.vendor),
-            lambda: _update_unnest_sql(model, names),
-            rows,
-        )
+    return _row_writes(
+        _update_sql(model, names, db.vendor),
+        lambda: _update_unnest_sql(model, names),
+        rows,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,20 @@ def query_page(request: Request, *, modes: Collection[str]) -> PageQuery:
         )
     refuse_if(issues)
     return PageQuery(mode=mode, limit=limit, cursor=params.get("cursor") or None)
+
+
+def paged_list(
+    request: Request,
+    *,
+    modes: Collection[str],
+    key: str,
+    page: Callable[[PageQuery], tuple[list[Any], str]],
+) -> Response:
+    """A list route (`GET /api/a2a-tasks`, `GET /api/a2a-calls`): its query read and checked
+    (`query_page`), `page(query)` gives the items and the next cursor ("" or None on the last
+    page), answered as `{key: items, "next_cursor": cursor or null}`."""
+    items, next_cursor = page(query_page(request, modes=modes))
+    return Response({key: items, "next_cursor": next_cursor or None})
 
 
 def json_body(request: Request) -> Any:

@@ -3,11 +3,13 @@ every rule is the services', and `http_api.errors` turns their refusals into SPE
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.policy import TASK_MODES
-from http_api.inputs import query_none, query_page
+from http_api.inputs import PageQuery, paged_list, query_none
 from http_api.views import ApiView
 from tasks.rendered import stored_view
 from tasks.selectors import agent_mine, task_get, task_page
@@ -18,19 +20,16 @@ class TaskListApi(ApiView):
     """`GET /api/a2a-tasks` (public) lists tasks; `POST /api/a2a-tasks` (token) posts one."""
 
     def get(self, request: Request) -> Response:
-        query = query_page(request, modes=TASK_MODES)
-        page = task_page(
-            statuses=TASK_MODES[query.mode],
-            limit=query.limit,
-            cursor=query.cursor,
-            filter_key=f"http.tasks:{query.mode}",
-        )
-        return Response(
-            {
-                "tasks": [stored_view(task) for task in page.tasks],
-                "next_cursor": page.next_cursor or None,
-            }
-        )
+        def page(query: PageQuery) -> tuple[list[Any], str]:
+            found = task_page(
+                statuses=TASK_MODES[query.mode],
+                limit=query.limit,
+                cursor=query.cursor,
+                filter_key=f"http.tasks:{query.mode}",
+            )
+            return [stored_view(task) for task in found.tasks], found.next_cursor
+
+        return paged_list(request, modes=TASK_MODES, key="tasks", page=page)
 
     def post(self, request: Request) -> Response:
         return self.write(request, task_post)

@@ -8,10 +8,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.db import transaction
-from django.db.models import Min
 from django.utils import timezone
 
 from core import statements
@@ -19,6 +18,7 @@ from core.clock import format_instant, now_ms
 from ledger.entries import evaluation_entry
 from ledger.jobs import sequencing_nudge
 from ledger.services import log_queue
+from tasks.changes import TaskChange, task_changed
 from tasks.counts import task_count_change
 from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.payloads import VERDICTS
@@ -53,11 +53,11 @@ class Counted(Sealed, Protocol):
 
 def evaluation_apply(
     task: Task, contributions: Sequence[Counted], *, evaluated_at: datetime
-) -> None:
+) -> TaskChange:
     """Set the evaluation fields of a still-working task from its contributions, in received order,
     their reports opened from their seals into the evaluation, the reports' public copy; and
-    render its public forms again. Saving the task (`EVALUATION_FIELDS`) is the caller's, under
-    its row lock."""
+    render its view again. Saving the task (`EVALUATION_FIELDS`) and its read models' rows
+    (`task_changed` of the change returned) is the caller's, under its row lock."""
     reports = [report_unsealed(contribution) for contribution in contributions]
     verdicts = [report["verdict"] for report in reports]
     outcome, verdict = decide(verdicts, task.min_independent)
@@ -84,7 +84,7 @@ def evaluation_apply(
             for contribution, report in zip(contributions, reports, strict=True)
         ],
     }
-    task_render(task)
+    return TaskChange(task, task_render(task))
 
 
 EVALUATION_FIELDS = [
@@ -109,8 +109,8 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
         if task is None or task.status != TaskStatus.WORKING or task.deadline > timezone.now():
             return False
         contributions = list(task.contributions.order_by("seq"))
-        evaluation_apply(task, contributions, evaluated_at=now_ms())
-        task.save(update_fields=EVALUATION_FIELDS)
+        change = evaluation_apply(task, contributions, evaluated_at=now_ms())
+        statements.write_all(statements.updated(task, EVALUATION_FIELDS), *task_changed([change]))
         task_count_change({TaskStatus.WORKING: -1, task.status: 1})
         log_queue([evaluation_entry(task)])
         transaction.on_commit(sequencing_nudge)
@@ -125,13 +125,12 @@ def _status_changes(batch: list[Task]) -> dict[str, int]:
 
 
 # What the sweep does not read of a task: what the evaluation sets before anything reads it, and
-# what neither the view nor the log entry shows. Each column read is a value converted and set
-# on each task; a field read after all would cost a query a task, which
+# what neither the view, the log entry nor a read model shows. Each column read is a value
+# converted and set on each task; a field read after all would cost a query a task, which
 # `test_the_sweeps_reads_do_not_grow_with_its_batch` would see.
 _SET_BY_THE_EVALUATION = (
     *EVALUATION_FIELDS,
     "poster",
-    "deadline",
 )
 # What the sweep reads of its batch's contributions: rows of the fields an evaluation reads
 # (`Counted`), not model objects, which cost twice the read itself (bench/README.md, F38).
@@ -180,9 +179,12 @@ def _batch_evaluate(batch_size: int) -> int:
             .values_list(*_CONTRIBUTION_FIELDS_READ, named=True)
         ):
             contributions[contribution.task_id].append(contribution)
-        for task in batch:
-            evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms())
-        statements.update_many(batch, EVALUATION_FIELDS)
+        changes = [
+            evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms()) for task in batch
+        ]
+        statements.write_all(
+            *statements.updated_many(batch, EVALUATION_FIELDS), *task_changed(changes)
+        )
         task_count_change(_status_changes(batch))
         log_queue(evaluation_entry(task) for task in batch)
         if batch:
@@ -196,17 +198,35 @@ def _batch_evaluate(batch_size: int) -> int:
 BATCH_SIZE = 1000
 
 
+@statements.prepared
+def due_sql() -> str:
+    """Whether any open task is past its deadline (`due_params`), as a boolean expression: alone,
+    or inside a read's statement (the A2A door's page, which a due task sends to the handler).
+    The earliest open deadline is compared with now, which PostgreSQL reads off the end of the
+    `task_due` index whatever its statistics say; asked as "does any open task have `deadline <=
+    now`", it may plan a scan of the whole table (bench/README.md, F27)."""
+    deadline, status = statements.column(Task, "deadline"), statements.column(Task, "status")
+    return (
+        f"COALESCE((SELECT MIN({deadline}) FROM {statements.table(Task)} "
+        f"WHERE {status} = %(working)s) <= %(now)s, false)"
+    )
+
+
+def due_params(now: Any) -> dict[str, Any]:
+    """`due_sql`'s params; `now` as its connection takes a deadline (`statements.db_value`)."""
+    return {"working": TaskStatus.WORKING.value, "now": now}
+
+
 def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
     """Evaluate every task past its deadline, a batch per transaction; returns how many this call did.
 
     Rows another evaluator holds are skipped, not waited for: that evaluator is doing them. Every
     list read calls this first and almost always finds nothing due, so one probe outside any
-    transaction answers that case: the earliest open deadline, which PostgreSQL reads off the end
-    of the `task_due` index whatever its statistics say. Asked as "does any open task have
-    `deadline <= now`", it may plan a scan of the whole table (bench/README.md, F27).
+    transaction (`due_sql`) answers that case.
     """
-    earliest = Task.objects.filter(status=TaskStatus.WORKING).aggregate(first=Min("deadline"))
-    if earliest["first"] is None or earliest["first"] > timezone.now():
+    now = statements.db_value(Task, "deadline", timezone.now())
+    due = statements.fetch_one("SELECT " + due_sql(), due_params(now))
+    if due is None or not due[0]:
         return 0
     evaluated = 0
     while True:

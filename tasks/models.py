@@ -49,12 +49,10 @@ class Task(models.Model):
     verdict = models.CharField(max_length=24, blank=True)
     evaluated_at = models.DateTimeField(null=True, blank=True)
     evaluation = models.JSONField(null=True, blank=True)
-    # The public forms, rendered once by `tasks.rendered.task_render` in the transaction that
-    # changes the task and served as stored: the §3.2 view, and the A2A Task as the SDK writes
-    # it for GetTask and inside a ListTasks page. `rendered_version` says when to render again.
+    # The §3.2 view, rendered once by `tasks.rendered.task_render` in the transaction that
+    # changes the task and served as stored. `rendered_version` says when to render again. A
+    # door's own forms live in the door's tables (`tasks.changes`).
     view_json = models.TextField(blank=True, editable=False)
-    a2a_json = models.TextField(blank=True, editable=False)
-    a2a_list_json = models.TextField(blank=True, editable=False)
     rendered_version = models.PositiveSmallIntegerField(default=0, editable=False)
 
     class Meta:

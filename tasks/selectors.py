@@ -102,13 +102,11 @@ def task_page(
     context_id: uuid.UUID | None = None,
     status_timestamp_after: datetime | None = None,
     with_evaluation: bool = True,
-    only: tuple[str, ...] = (),
 ) -> TaskPage:
     """One page of tasks, newest status first (ties by id), by keyset so a deep page costs what
     the first does. `filter_key` names the filter; a cursor only works with the filter it came from.
     `with_evaluation=False` does not load the evaluations (the largest column), for a caller that
-    will not show them; pass the same to `task_view`. `only` loads just those fields, for a
-    caller that serves the stored forms (`tasks.rendered`)."""
+    will not show them; pass the same to `task_view`."""
     tasks_evaluate_due()
     matches = Task.objects.all()
     if statuses is not None:
@@ -118,8 +116,6 @@ def task_page(
     if status_timestamp_after is not None:
         matches = matches.filter(status_timestamp__gte=status_timestamp_after)
     listed = matches if with_evaluation else matches.defer("evaluation")
-    if only:
-        listed = listed.only("status_timestamp", *only)
     rows, next_cursor = keyset_page(
         listed, time_field="status_timestamp", limit=limit, cursor=cursor, filter_key=filter_key
     )
@@ -250,7 +246,7 @@ class ContributorRecord:
 
 def task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> ContributorRecord:
     """Lock the task's row (Zulip's `access_…(lock=True)`), refresh into `task` what may have
-    changed since it was read (its status, count and stored forms), and read the agent's own
+    changed since it was read (its status and count), and read the agent's own
     contributions, in one statement. Call inside a transaction holding the agent's row lock: an
     agent's contributions are only written under that lock, so the statement sees every one."""
     row = statements.fetch_one(
@@ -269,7 +265,7 @@ def task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> 
     return ContributorRecord(to_task=to_task, since=since_count)
 
 
-_LOCKED_FIELDS = ("status", "contributions_count", *RENDERED_FIELDS)
+_LOCKED_FIELDS = ("status", "contributions_count")
 
 
 @statements.prepared

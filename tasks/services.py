@@ -22,6 +22,7 @@ from ledger.jobs import sequencing_nudge
 from ledger.receipts import receipt_sign
 from ledger.seal import report_seal
 from ledger.services import log_writes
+from tasks.changes import TaskChange, task_changed
 from tasks.counts import task_count_change
 from tasks.jobs import schedule_evaluation
 from tasks.models import Contribution, Task, TaskStatus
@@ -31,7 +32,7 @@ from tasks.payloads import (
     ContributionPayload,
     OpenTaskPayload,
 )
-from tasks.rendered import RENDERED_FIELDS, task_count_contribution, task_render
+from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.rules import (
     contribution_approval_issues,
     contribution_texts,
@@ -47,7 +48,6 @@ from tasks.selectors import (
     receipt_view,
     task_get_for_write,
     task_lock_for_contribution,
-    task_view,
 )
 
 TASK_POST = "task_post"
@@ -114,16 +114,19 @@ def task_post(
             created_at=created_at,
             status_timestamp=created_at,
         )
-        task_render(task)
-        task.save(force_insert=True)
+        view = task_render(task)
         task_count_change({TaskStatus.WORKING: 1})
         transaction.on_commit(sequencing_nudge)
         transaction.on_commit(lambda: schedule_evaluation(task_id=task.id, deadline=task.deadline))
         return Performed(
-            {"task": task_view(task)},
+            {"task": view},
             object_type="task",
             object_id=str(task.id),
-            writes=log_writes([task_entry(task)]),
+            writes=(
+                statements.object_inserted(task),
+                *task_changed([TaskChange(task, view)]),
+                *log_writes([task_entry(task)]),
+            ),
         )
 
     return agent_write(
@@ -208,29 +211,15 @@ def contribution_submit(
             report, task_id=task.id, contribution_id=contribution.id
         )
         contribution.receipt_signature = receipt_sign(receipt_claims(contribution))
-        task_count_contribution(task)
+        task.contributions_count += 1
+        view = task_render(task)
         transaction.on_commit(sequencing_nudge)
-        body = {"task": task_view(task), "receipt": receipt_view(contribution)}
+        body = {"task": view, "receipt": receipt_view(contribution)}
         writes = (
-            statements.inserted(
-                Contribution,
-                {
-                    name: getattr(contribution, name)
-                    for name in (
-                        "id",
-                        "task_id",
-                        "agent_id",
-                        "operation_id",
-                        "sealed_report",
-                        "report_digest",
-                        "salt",
-                        "received_at",
-                        "receipt_signature",
-                    )
-                },
-            ),
+            statements.object_inserted(contribution),
             *log_writes([contribution_entry(contribution)]),
             statements.updated(task, ["contributions_count", *RENDERED_FIELDS]),
+            *task_changed([TaskChange(task, view)]),
         )
         return Performed(
             body, object_type="contribution", object_id=str(contribution.id), writes=writes

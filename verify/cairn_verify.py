@@ -36,14 +36,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from joserfc import jws
 from joserfc.errors import JoseError, SecurityWarning
-from joserfc.jwk import KeySet
+from joserfc.jwk import KeySet, KeySetSerialization
 
 DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"
 MAX_MERGE_DELAY = timedelta(seconds=60)
@@ -323,7 +323,7 @@ class Site:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SecurityWarning)
             try:
-                keys = KeySet.import_key_set(self.jwks)
+                keys = KeySet.import_key_set(cast(KeySetSerialization, self.jwks))
                 return jws.deserialize_compact(token, keys, algorithms=["EdDSA"]).payload
             except (JoseError, ValueError) as error:
                 raise Failed(
@@ -386,13 +386,14 @@ class Site:
                 f"the latest checkpoint ({latest.size} entries) carries {len(latest.cosigned)} of "
                 f"the {self.quorum} cosignatures required"
             )
-            trusted = self._latest_quorate(latest)
+            quorate = self._latest_quorate(latest)
             report.note(
-                f"{latest.size - (trusted.size if trusted else 0)} entries are not yet witnessed"
+                f"{latest.size - (quorate.size if quorate else 0)} entries are not yet witnessed"
             )
-            self._unwitnessed_are_recent(trusted.size if trusted else 0, latest.size)
-            if trusted is None:
+            self._unwitnessed_are_recent(quorate.size if quorate else 0, latest.size)
+            if quorate is None:
                 raise Failed("no checkpoint of the log carries the witness quorum yet")
+            trusted = quorate
         kept_file = self.home / "checkpoint"
         if kept_file.is_file():
             kept = self.checkpoint(kept_file.read_text(encoding="utf-8"))

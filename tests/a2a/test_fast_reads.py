@@ -1,7 +1,8 @@
 """The fast read path against the SDK's own dispatcher: a generated corpus of requests (every
 method, every parameter shape and error, tasks in every state) answered both ways by the same
-endpoint over the same handler, byte for byte; the stored forms read through Django's ORM and
-from the ASGI app's own pool on the event loop."""
+endpoint over the same handler, the same status, headers and JSON (parsed: how either writes its
+bytes is its own); the stored forms read through Django's connection and from the ASGI app's own
+pool on the event loop."""
 
 from __future__ import annotations
 
@@ -55,6 +56,11 @@ OTHER_METHODS = [
 ]
 
 
+def answered(status: int, body: bytes, headers: Any) -> tuple[int, Any, Any]:
+    """An answer as a client reads it: its status, its headers and its JSON."""
+    return status, json.loads(body), headers
+
+
 def reply(document: Any, *, fast: bool, headers: dict[str, str] | None = None, raw=None):
     body = raw if raw is not None else json.dumps(document).encode()
     answer = async_to_sync(a2a_reply)(
@@ -64,7 +70,7 @@ def reply(document: Any, *, fast: bool, headers: dict[str, str] | None = None, r
         origin="http://testserver",
         fast_reads=fast,
     )
-    return answer.status, answer.body, answer.headers
+    return answered(answer.status, answer.body, answer.headers)
 
 
 def rpc(method: str, params: Any = ..., request_id: Any = 1) -> dict[str, Any]:
@@ -133,7 +139,7 @@ def corpus(
         for extra in ({}, {"tenant": "t"}, {"historyLength": 0}, {"historyLength": -1}, {"x": 1}):
             add(rpc("GetTask", {"id": task_id, **extra}))
             add(rpc("CancelTask", {"id": task_id, **extra}))
-    # 2**70: beyond the 64 bits that orjson writes (`tasks.rendered.json_text`).
+    # 2**70: beyond the 64 bits that orjson writes (`a2a_gateway.fast_reads._in_envelope`).
     for request_id in (1, "abc", None, 0, 2**40, "é", 2**70):
         add(rpc("GetTask", {"id": ids[0]}, request_id))
         add(rpc("ListTasks", {}, request_id))
@@ -202,7 +208,7 @@ def page_tokens(status: Any, page_size: int) -> list[str]:
         if status is not None:
             params["status"] = status
         _, body, _ = reply(rpc("ListTasks", params), fast=False)
-        token = json.loads(body)["result"]["nextPageToken"]
+        token = body["result"]["nextPageToken"]
         if not token:
             return tokens
         tokens.append(token)
@@ -252,7 +258,7 @@ def test_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, time_m
     overdue = tasks_in_every_state["overdue_first"]
     assert fast("GetTask", {"id": overdue}) is None
     _, body, _ = reply(rpc("GetTask", {"id": overdue}), fast=True)
-    assert json.loads(body)["result"]["status"]["state"] == "TASK_STATE_FAILED"
+    assert body["result"]["status"]["state"] == "TASK_STATE_FAILED"
     for name, task_id in tasks_in_every_state.items():
         if name != "overdue_second":
             served = fast("GetTask", {"id": task_id})
@@ -274,7 +280,7 @@ def test_an_evaluated_task_is_answered_from_memory_and_an_open_one_never(
     task's count changes with every contribution, so each GetTask reads it afresh."""
 
     def get(task_id: str) -> dict[str, Any]:
-        return json.loads(reply(rpc("GetTask", {"id": task_id}), fast=True)[1])["result"]
+        return reply(rpc("GetTask", {"id": task_id}), fast=True)[1]["result"]
 
     resolved, open_task = tasks_in_every_state["resolved"], tasks_in_every_state["open_empty"]
     first = get(resolved)
@@ -345,7 +351,7 @@ def test_the_pool_reads_answer_every_request_as_the_sdk_dispatcher_does(
                         fast_reads=fast,
                         reads=read_pool.POOL_READS,
                     )
-                    answers[fast] = (answer.status, answer.body, answer.headers)
+                    answers[fast] = answered(answer.status, answer.body, answer.headers)
                 assert answers[True] == answers[False], (document, headers, raw)
             for task_id in tasks_in_every_state.values():
                 served = await fast_read(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from a2a_gateway.models import TaskForm
 from agents.models import Door, Operation
 from core.errors import Refusal
 from tasks.counts import task_count
@@ -65,10 +66,11 @@ def test_twelve_contributors_racing_for_three_places(make_agent, post_task):
     assert Contribution.objects.filter(task=task).count() == 3
     stored = Task.objects.get(pk=task.pk)
     assert stored.contributions_count == 3
-    # Each contribution rewrote the forms it read under the task's lock: none was lost.
+    # Each contribution rewrote the forms from what it read under the task's lock: none was lost.
+    form = TaskForm.objects.get(task=task)
     assert json.loads(stored.view_json)["contributions_received"] == 3
-    assert json.loads(stored.a2a_json)["metadata"]["cairn"]["contributions_received"] == 3
-    assert json.loads(stored.a2a_list_json)["metadata"]["cairn"]["contributions_received"] == 3
+    assert json.loads(form.task_json)["metadata"]["cairn"]["contributions_received"] == 3
+    assert json.loads(form.list_item_json)["metadata"]["cairn"]["contributions_received"] == 3
 
 
 def test_one_agent_posting_six_tasks_at_once_gets_two(make_agent):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from a2a_gateway.models import TaskForm
 from tasks.evaluation import task_evaluate
 from tasks.models import Contribution
 from tasks.sealing import contribution_report
@@ -74,3 +76,47 @@ def test_a_public_copy_that_differs_from_the_evaluation_stops_the_migration(eval
 
     with connection.cursor() as cursor:
         cursor.execute("UPDATE tasks_contribution SET report = NULL")
+
+
+def forms_in_the_door() -> dict[str, tuple[object, object, int]]:
+    """Each task's A2A forms, parsed (a form not current may be empty)."""
+
+    def read(text: str) -> object:
+        return json.loads(text) if text else text
+
+    return {
+        str(form.task_id): (read(form.task_json), read(form.list_item_json), form.version)
+        for form in TaskForm.objects.all()
+    }
+
+
+def forms_in_the_tasks_table() -> dict[str, tuple[str, str, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, a2a_json, a2a_list_json, rendered_version FROM tasks_task")
+        return {
+            str(uuid.UUID(str(key))): (a2a, listed, version)
+            for key, a2a, listed, version in cursor.fetchall()
+        }
+
+
+def test_the_a2a_forms_move_into_the_doors_table_and_back(
+    transactional_db, poster, post_task, make_agent, contribute
+):
+    task = post_task(poster)
+    contribute(make_agent(), task)
+    stale = post_task(make_agent())
+    TaskForm.objects.filter(task=stale).update(version=0)
+    moved = forms_in_the_door()
+    try:
+        migrate(("a2a_gateway", None))
+        back = forms_in_the_tasks_table()
+        a2a, listed, version = back[str(task.pk)]
+        assert (json.loads(a2a), json.loads(listed), version) == moved[str(task.pk)]
+        assert back[str(stale.pk)] == ("", "", 0), "a form not current is rendered again"
+
+        migrate_latest()
+        again = forms_in_the_door()
+        assert again[str(task.pk)] == moved[str(task.pk)]
+        assert again[str(stale.pk)][2] == 0
+    finally:
+        migrate_latest()

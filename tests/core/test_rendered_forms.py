@@ -1,19 +1,22 @@
-"""The public forms stored beside each task (Zulip's rendered_content pattern): written in the
-transaction that changes the task, never holding sealed content, rendered for old rows by a
-migration."""
+"""The public forms stored for each task (Zulip's rendered_content pattern): the §3.2 view in the
+task's row, the A2A door's forms in the door's own table through the one hook `tasks.changes`,
+each written in the transaction that changes the task and never holding sealed content."""
 
 from __future__ import annotations
 
-import importlib
 import json
 
-from django.apps import apps
-from django.db import connection
+import pytest
+from django.db import connection, transaction
+from django.test import override_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from a2a_gateway.models import TaskForm
+from a2a_gateway.read_model import FORM_VERSION, task_forms
+from a2a_gateway.translate import task_public
 from tasks.models import Task
-from tasks.rendered import RENDER_VERSION, RENDERED_FIELDS, json_text, task_render
+from tasks.rendered import RENDER_VERSION, json_text, task_render, tasks_render
 from tasks.selectors import task_get, task_view
 from tests.conftest import postgres_only
 from tests.factories import contribution_payload, contribution_report
@@ -23,7 +26,12 @@ SECRET_SUMMARY = "The sealed finding: the header is set in buildHeaders() at lin
 
 def stored_forms(task: Task) -> list[str]:
     task.refresh_from_db()
-    return [task.view_json, task.a2a_json, task.a2a_list_json]
+    form = TaskForm.objects.get(task=task)
+    return [task.view_json, form.task_json, form.list_item_json]
+
+
+def parsed(forms: list[str]) -> list[object]:
+    return [json.loads(form) for form in forms]
 
 
 def test_every_change_stores_the_view_every_door_shows(poster, post_task, contribute, make_agent):
@@ -32,37 +40,41 @@ def test_every_change_stores_the_view_every_door_shows(poster, post_task, contri
 
     contribute(make_agent(), task)
 
-    view = json.loads(stored_forms(task)[0])
-    a2a = json.loads(task.a2a_json)
+    view, a2a, _ = parsed(stored_forms(task))
     assert view["contributions_received"] == 1 == a2a["metadata"]["cairn"]["contributions_received"]
     assert a2a["status"]["state"] == "TASK_STATE_WORKING"
 
 
-def test_a_contribution_stores_the_very_forms_a_render_writes(
-    poster, post_task, contribute, make_agent
-):
+def test_a_contribution_stores_the_forms_a_render_writes(poster, post_task, contribute, make_agent):
     task = post_task(poster)
     for _ in range(task.max_contributors):
         contribute(make_agent(), task)
-        stored = stored_forms(task)
-        task_render(task)
-        assert stored == [task.view_json, task.a2a_json, task.a2a_list_json]
+        stored = parsed(stored_forms(task))
+        view = task_render(task)
+        assert stored == parsed([task.view_json, *task_forms(view)])
 
 
-def test_a_contribution_renders_afresh_a_task_whose_forms_are_not_current(
-    poster, post_task, contribute, make_agent
-):
+def test_the_a2a_forms_are_written_through_the_configured_hook_only(poster, post_task):
+    with override_settings(CAIRN_TASK_CHANGED=""):
+        unseen = post_task(poster)
+    assert not TaskForm.objects.filter(task=unseen).exists()
+
+    assert tasks_render(Task.objects.filter(pk=unseen.pk)) == 1
+    form = TaskForm.objects.get(task=unseen)
+    assert form.version == FORM_VERSION
+    assert json.loads(form.task_json)["metadata"]["cairn"] == task_public(task_view(unseen))
+
+
+def test_a_form_rolls_back_with_the_change_it_follows(poster, post_task, contribute, make_agent):
     task = post_task(poster)
-    Task.objects.filter(pk=task.pk).update(
-        view_json="", a2a_json="", a2a_list_json="", rendered_version=0
-    )
+    with pytest.raises(RuntimeError), transaction.atomic():
+        contribute(make_agent(), task)
+        raise RuntimeError("the transaction fails after the contribution")
 
-    contribute(make_agent(), task)
-
-    task.refresh_from_db()
-    assert task.rendered_version == RENDER_VERSION
-    assert json.loads(task.view_json) == task_view(task)
-    assert json.loads(task.a2a_json)["metadata"]["cairn"]["contributions_received"] == 1
+    view, a2a, listed = parsed(stored_forms(task))
+    assert task.contributions_count == 0 == view["contributions_received"]
+    assert a2a["metadata"]["cairn"]["contributions_received"] == 0
+    assert listed["metadata"]["cairn"]["contributions_received"] == 0
 
 
 def test_sealed_content_reaches_the_stored_forms_only_through_the_evaluation(
@@ -86,44 +98,33 @@ def test_sealed_content_reaches_the_stored_forms_only_through_the_evaluation(
     # A ListTasks page without artifacts shows the outcome, not the reports.
     assert SECRET_SUMMARY not in a2a_list_json
     assert json.loads(a2a_list_json)["status"]["state"] == "TASK_STATE_FAILED"
+    assert TaskForm.objects.get(task=task).status == Task.objects.get(pk=task.pk).status
 
 
-def test_the_migration_renders_tasks_written_before_the_forms_existed(poster, post_task):
+def test_a_task_rendered_before_the_current_version_is_rendered_again(poster, post_task):
     task = post_task(poster)
-    Task.objects.filter(pk=task.pk).update(
-        view_json="", a2a_json="", a2a_list_json="", rendered_version=0
-    )
+    Task.objects.filter(pk=task.pk).update(view_json="", rendered_version=0)
+    TaskForm.objects.filter(task=task).update(task_json="", list_item_json="", version=0)
 
-    migration = importlib.import_module("tasks.migrations.0008_render_existing_tasks")
-    migration.render_existing(apps, None)
+    tasks_render(Task.objects.filter(pk=task.pk))
 
     task.refresh_from_db()
     assert task.rendered_version == RENDER_VERSION
-    assert all(getattr(task, field) for field in RENDERED_FIELDS)
     assert json.loads(task.view_json) == task_view(task)
+    assert TaskForm.objects.get(task=task).version == FORM_VERSION
 
 
-def _toasted_values() -> list[int]:
-    """The size of each value PostgreSQL moved out of a task's row into the tasks' TOAST table."""
+def _toast_chunks(model) -> int:
+    """Chunks in the TOAST table of a model's table: where PostgreSQL puts a value moved out of
+    its row."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT reltoastrelid::regclass FROM pg_class WHERE oid = %s::regclass",
-            [Task._meta.db_table],
+            [model._meta.db_table],
         )
         (toast,) = cursor.fetchone()
-        cursor.execute(f"SELECT sum(octet_length(chunk_data)) FROM {toast} GROUP BY chunk_id")
-        return [size for (size,) in cursor.fetchall()]
-
-
-def _stored_sizes(task: Task) -> dict[str, int]:
-    columns = ("evaluation", *RENDERED_FIELDS)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {', '.join(f'pg_column_size({name})' for name in columns)} "
-            f"FROM {Task._meta.db_table} WHERE id = %s",
-            [task.pk],
-        )
-        return dict(zip(columns, cursor.fetchone(), strict=True))
+        cursor.execute(f"SELECT count(*) FROM {toast}")
+        return cursor.fetchone()[0]
 
 
 @postgres_only("TOAST is PostgreSQL's")
@@ -138,27 +139,9 @@ def test_an_evaluated_tasks_forms_stay_in_its_row(
     task = task_get(task.pk)
 
     assert task.evaluated_at is not None
-    assert len(task.view_json) + len(task.a2a_json) + len(task.a2a_list_json) > 4000
-    stored = _stored_sizes(task)
-    forms = {stored[name] for name in RENDERED_FIELDS}
-    # A row over a page has its evaluation (JSON no door serves as it is) moved out first, the
-    # forms every read serves last (migration 0010): none of them may have left the row.
-    assert not forms & set(_toasted_values())
-    assert set(_toasted_values()) <= {stored["evaluation"]}
-
-
-def test_the_stored_text_is_what_json_dumps_writes_even_where_orjson_differs():
-    """The stored forms must be the SDK dispatcher's bytes, which it writes with `json.dumps`.
-    orjson writes small floats otherwise (`1e-5`, `0.00001`), refuses ints beyond 64 bits and
-    lone surrogates, and must not be what decides any of them."""
-    values = [
-        {"small": [1e-05, -3.5e-05, 6.26703014325946e-05, 1.5e-07, 5e-324]},
-        {"large": [1e16, 1.2345678901234568e17, 2.0, -0.0, 0.1]},
-        {"count": 2**70, "text": "1e-5 and 0.0000 in a string"},
-        {"text": "é😀\u2028</script>\x00\x1f", "surrogate": "\ud800"},
-    ]
-    for value in values:
-        assert json_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    form = TaskForm.objects.get(task=task)
+    assert len(form.task_json) + len(form.list_item_json) > 2500  # past TOAST's 2 KB threshold
+    assert _toast_chunks(TaskForm) == 0
 
 
 JSON_VALUES = st.recursive(
@@ -180,7 +163,7 @@ JSON_VALUES = st.recursive(
 
 @settings(max_examples=2000, deadline=None)
 @given(JSON_VALUES)
-def test_any_json_value_is_written_as_json_dumps_writes_it(value):
-    """Floats of every size, bare and nested, next to strings made of the very characters the
-    small-float check looks for."""
-    assert json_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def test_any_json_value_is_written_as_json_that_reads_back_the_same(value):
+    """Cairn's own JSON: orjson, and `json.dumps` for what orjson refuses (an int beyond 64
+    bits); how either writes a number is theirs, what it reads back is what was written."""
+    assert json.loads(json_text(value)) == value

@@ -1,0 +1,60 @@
+"""The one hook through which a change to a task reaches a read model outside the domain.
+
+A door may keep its own copy of each task's public form, in its own tables (the A2A door does:
+`a2a_gateway.read_model`). The copy must change in the transaction that changes the task, or a
+reader could see the task in one state and its copy in another. The domain cannot import a door,
+so the composition root names the function in the setting `CAIRN_TASK_CHANGED` (a dotted path,
+`cairn/settings.py`), and every service that changes a task calls `task_changed` inside its
+transaction and sends the rows it returns with its own (`core.statements.write_all`).
+
+One setting, one callable: reading the settings shows every reader of the domain's changes. A
+registry filled at import time or from an `AppConfig.ready` would hide which readers run behind
+which apps happened to load, and is what this replaced (issue 29).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from core.statements import Write
+from tasks.models import Task
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    """A task as it now is, and its §3.2 view (`tasks.selectors.task_view`), already built."""
+
+    task: Task
+    view: dict[str, Any]
+
+
+TaskChanged = Callable[[Sequence[TaskChange]], Sequence[Write]]
+
+
+@cache
+def _hook(path: str) -> TaskChanged:
+    hook: TaskChanged = import_string(path)
+    return hook
+
+
+def hook_resolved() -> None:
+    """Import the configured hook now (`TasksConfig.ready`): a wrong path then stops the start
+    rather than the first write, and no write pays for importing the door (0.25 s, a tenth of
+    the benchmark's sweep)."""
+    if settings.CAIRN_TASK_CHANGED:
+        _hook(settings.CAIRN_TASK_CHANGED)
+
+
+def task_changed(changes: Sequence[TaskChange]) -> tuple[Write, ...]:
+    """The rows the configured read model writes for these changed tasks (none when no read model
+    is configured). Call inside the transaction that changes them and send the rows with its own."""
+    path = settings.CAIRN_TASK_CHANGED
+    if not path or not changes:
+        return ()
+    return tuple(_hook(path)(changes))
