@@ -107,6 +107,7 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
                 headers=headers,
                 origin=_origin(scope, host),
                 body=_chunks(receive),
+                reads=read_pool.POOL_READS if read_pool.is_available() else _DJANGO_READS,
                 outside_django=True,
             )
         else:

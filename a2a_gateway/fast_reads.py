@@ -1,9 +1,10 @@
-"""GetTask and ListTasks answered from the A2A door's read model, in JSON-RPC's envelope.
+"""GetTask and ListTasks answered from the A2A door's read model, in either binding's wrapping.
 
 The SDK's dispatcher parses a read's params into a proto, asks the handler for a Task and turns
 it back into JSON with `MessageToDict`, on every read, for a Task that only changes when its task
 does. Here the params are parsed the same way, the handler's checks run in the same order, and
-the result is the stored form (`a2a_gateway.read_model`), wrapped in the binding's envelope.
+the result is the stored form (`a2a_gateway.read_model`): `stored_result` decides and reads for
+both bindings; JSON-RPC wraps it in its envelope, HTTP+JSON serves it as is.
 
 Where the stored form comes from is the caller's (`StoredReads`): through Django's connection on
 its thread (`read_model.DJANGO_READS`, any database), or on the event loop from
@@ -13,7 +14,7 @@ Anything this path does not cover returns None and goes to the dispatcher, which
 always has: every error, a tenant, `historyLength`, `includeArtifacts`, a context or timestamp
 filter, an id not in canonical form, a task whose form is not current or that is open past its
 deadline (the handler evaluates it first, SPEC §4.3). tests/a2a/test_fast_reads.py holds both
-paths to the same JSON.
+paths to the same JSON, over both bindings.
 """
 
 from __future__ import annotations
@@ -26,10 +27,18 @@ import orjson
 from a2a.server.request_handlers.request_handler import validate_proto_required_fields
 from a2a.server.routes.common import serialize_list_tasks_response
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.types import InvalidParamsError, ListTasksRequest, ListTasksResponse, TaskState
+from a2a.types import (
+    GetTaskRequest,
+    InvalidParamsError,
+    ListTasksRequest,
+    ListTasksResponse,
+    TaskState,
+)
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
+from a2a.utils.proto_utils import parse_params
 from django.utils import timezone
 from google.protobuf.json_format import ParseDict
+from starlette.datastructures import QueryParams
 
 from a2a_gateway.evaluated_forms import EVALUATED_FORMS
 from a2a_gateway.handler import (
@@ -117,6 +126,30 @@ async def _task_result(key: uuid.UUID, now: datetime, reads: StoredReads) -> orj
     return orjson.Fragment(stored.text)
 
 
+async def stored_result(
+    request: GetTaskRequest | ListTasksRequest, sent_status: Any, reads: StoredReads
+) -> Any:
+    """A parsed GetTask's or ListTasks' result from the stored forms, as every binding writes it
+    (the stored JSON as `orjson.Fragment`s), or None when the SDK's dispatcher is to answer it.
+    `sent_status` is ListTasks' `status` as the client wrote it (the handler's `AsSent`)."""
+    try:
+        validate_proto_required_fields(request)
+    except Exception:  # whatever the SDK would refuse, it refuses in its own words
+        return None
+    if request.tenant or request.HasField("history_length"):
+        return None
+    now = timezone.now()
+    try:
+        if isinstance(request, GetTaskRequest):
+            key = task_key(request.id)
+            return None if key is None else await _task_result(key, now, reads)
+        query = page_query(request, sent_status)
+        page = None if query is None else await reads.page(query, now)
+        return None if query is None or page is None else _page_result(query, page)
+    except Exception:  # the database unreachable, say: the handler answers it as SPEC §16 says
+        return None
+
+
 async def fast_read(
     method: str, document: dict[str, Any], request_id: Any, reads: StoredReads = DJANGO_READS
 ) -> bytes | None:
@@ -127,21 +160,28 @@ async def fast_read(
         request = ParseDict(
             params, JsonRpcDispatcher.METHOD_TO_MODEL[method](), ignore_unknown_fields=True
         )
-        validate_proto_required_fields(request)
     except Exception:  # whatever the SDK would refuse, it refuses in its own words
         return None
-    if request.tenant or request.HasField("history_length"):
-        return None
-    now = timezone.now()
-    result: Any
-    try:
-        if method == "GetTask":
-            key = task_key(request.id)
-            result = None if key is None else await _task_result(key, now, reads)
-        else:
-            query = page_query(request, params.get("status") if isinstance(params, dict) else None)
-            page = None if query is None else await reads.page(query, now)
-            result = None if query is None or page is None else _page_result(query, page)
-    except Exception:  # the database unreachable, say: the handler answers it as SPEC §16 says
-        return None
+    sent_status = params.get("status") if isinstance(params, dict) else None
+    result = await stored_result(request, sent_status, reads)
     return None if result is None else _in_envelope(request_id, result)
+
+
+async def fast_rest_read(
+    request: GetTaskRequest | ListTasksRequest,
+    query_string: bytes,
+    task_id: str | None,
+    sent_status: Any,
+    reads: StoredReads = DJANGO_READS,
+) -> bytes | None:
+    """The body of an HTTP+JSON `GET /tasks/{id}` (`task_id`) or `GET /tasks` whose version the
+    binding has checked, its query read as the SDK's REST dispatcher reads it into `request`:
+    the result as is, without an envelope; None when the dispatcher is to answer it."""
+    try:
+        parse_params(QueryParams(query_string), request)
+    except Exception:  # whatever the SDK would refuse, it refuses in its own words
+        return None
+    if isinstance(request, GetTaskRequest) and task_id is not None:
+        request.id = task_id  # the path's id wins over a query's, as in the SDK's dispatcher
+    result = await stored_result(request, sent_status, reads)
+    return None if result is None else orjson.dumps(result)

@@ -19,7 +19,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from a2a.server.routes.rest_routes import create_rest_routes
-from a2a.types import SendMessageRequest, TaskState
+from a2a.types import GetTaskRequest, ListTasksRequest, SendMessageRequest, TaskState
+from a2a.utils.constants import A2A_JSON_MEDIA_TYPE
 from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import InternalError, InvalidParamsError, InvalidRequestError
 from a2a.utils.errors import MethodNotFoundError as A2AMethodNotFoundError
@@ -41,8 +42,10 @@ from a2a_gateway.endpoint import (
     json_bytes,
     version_error,
 )
+from a2a_gateway.fast_reads import fast_rest_read
 from a2a_gateway.handler import AsSent
 from a2a_gateway.params_shape import misplaced_value
+from a2a_gateway.read_model import DJANGO_READS, StoredReads
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
@@ -53,6 +56,11 @@ from core.policy import WWW_AUTHENTICATE, body_limit
 REST_PREFIX = ENDPOINT_PATH + "/"
 SEND_PATH = f"{ENDPOINT_PATH}/message:send"
 LIST_PATH = f"{ENDPOINT_PATH}/tasks"
+# The routes whose reads the stored forms answer (`a2a_gateway.fast_reads`), and their requests.
+FAST_MODELS: dict[str, type[GetTaskRequest | ListTasksRequest]] = {
+    f"{ENDPOINT_PATH}/tasks/{{id}}": GetTaskRequest,
+    LIST_PATH: ListTasksRequest,
+}
 # The bodies that hold a SendMessageRequest: where a JSON object is due, a client must send one.
 BODY_MODELS: dict[str, Any] = {
     SEND_PATH: SendMessageRequest,
@@ -171,10 +179,14 @@ async def rest_reply(
     headers: Mapping[str, str],
     body: AsyncIterator[bytes],
     origin: str,
+    fast_reads: bool = True,
+    reads: StoredReads = DJANGO_READS,
     outside_django: bool = False,
 ) -> Reply:
     """The answer to one request of the binding. `headers` are lower-cased; `body` yields the
-    request body's chunks; `outside_django`: the caller is not inside Django's request cycle."""
+    request body's chunks; `fast_reads=False` sends GetTask and ListTasks to the SDK's dispatcher
+    too (the reference the fast path is tested against); `reads` is where the fast path finds the
+    stored forms; `outside_django`: the caller is not inside Django's request cycle."""
     route, path_params, allowed = _match(method, path)
     if route is None:
         return _unrouted(method, path, allowed)
@@ -211,6 +223,13 @@ async def rest_reply(
             as_sent = AsSent.of(document)
         if path == LIST_PATH:
             query_string, as_sent = _list_query(query_string)
+        model = FAST_MODELS.get(route.path)
+        if fast_reads and model is not None:
+            served = await fast_rest_read(
+                model(), query_string, path_params.get("id"), as_sent.status, reads
+            )
+            if served is not None:
+                return Reply(200, served, content_type=A2A_JSON_MEDIA_TYPE)
         request = dispatcher_request(
             path,
             headers,

@@ -1,8 +1,8 @@
-"""The fast read path against the SDK's own dispatcher: a generated corpus of requests (every
+"""The fast read path against the SDK's own dispatchers: a generated corpus of requests (every
 method, every parameter shape and error, tasks in every state) answered both ways by the same
 endpoint over the same handler, the same status, headers and JSON (parsed: how either writes its
-bytes is its own); the stored forms read through Django's connection and from the ASGI app's own
-pool on the event loop."""
+bytes is its own), over JSON-RPC and over HTTP+JSON; the stored forms read through Django's
+connection and from the ASGI app's own pool on the event loop."""
 
 from __future__ import annotations
 
@@ -10,14 +10,18 @@ import json
 import uuid
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
+from a2a.types import GetTaskRequest, ListTasksRequest
 from asgiref.sync import async_to_sync
 
 from a2a_gateway import read_pool
 from a2a_gateway.endpoint import a2a_reply
 from a2a_gateway.evaluated_forms import EVALUATED_FORMS, EvaluatedForms
-from a2a_gateway.fast_reads import fast_read
+from a2a_gateway.fast_reads import fast_read, fast_rest_read
+from a2a_gateway.read_model import DJANGO_READS, StoredReads
+from a2a_gateway.rest import rest_reply
 from tasks.evaluation import tasks_evaluate_due
 from tasks.models import Task
 from tests.conftest import postgres_only
@@ -363,6 +367,205 @@ def test_the_pool_reads_answer_every_request_as_the_sdk_dispatcher_does(
                     "ListTasks", rpc("ListTasks", params), 1, read_pool.POOL_READS
                 )
                 assert listed is not None and json.loads(listed)["result"]["tasks"]
+        finally:
+            await read_pool.close()
+
+    async_to_sync(both_ways)()
+
+
+REST_HEADERS = {"a2a-version": "1.0"}
+REST_STATUSES = [
+    None,
+    "TASK_STATE_WORKING",
+    "working",
+    "completed",
+    "TASK_STATE_FAILED",
+    "TASK_STATE_UNSPECIFIED",
+    "UNRECOGNIZED",
+    "TASK_STATE_BOGUS",
+    "Working",
+    "3",
+    "0",
+]
+REST_PAGE_SIZES = [None, 1, 2, 50, 51, 100, 0, 101, -1, "x"]
+RestRequest = tuple[str, str, dict[str, Any], dict[str, str] | None]
+
+
+async def rest_answer(
+    method: str,
+    path: str,
+    query: dict[str, Any],
+    headers: dict[str, str] | None,
+    *,
+    fast: bool,
+    reads: StoredReads = DJANGO_READS,
+) -> tuple[int, Any, Any, str]:
+    """An HTTP+JSON answer as a client reads it, with its content type."""
+
+    async def no_body():
+        yield b""
+
+    answer = await rest_reply(
+        method=method,
+        path=path,
+        query_string=urlencode(query, doseq=True).encode(),
+        headers=headers if headers is not None else REST_HEADERS,
+        body=no_body(),
+        origin="http://testserver",
+        fast_reads=fast,
+        reads=reads,
+    )
+    return (*answered(answer.status, answer.body, answer.headers), answer.content_type)
+
+
+def rest_list_tokens(status: str | None, page_size: int) -> list[str]:
+    """Every page token of an HTTP+JSON walk, as the SDK's REST dispatcher issues them."""
+    tokens, token = [], ""
+    while True:
+        query: dict[str, Any] = {"pageSize": page_size, "pageToken": token}
+        if status is not None:
+            query["status"] = status
+        _, body, _, _ = async_to_sync(rest_answer)("GET", "/api/a2a/tasks", query, None, fast=False)
+        token = body["nextPageToken"]
+        if not token:
+            return tokens
+        tokens.append(token)
+
+
+def rest_corpus(task_ids: dict[str, str]) -> list[RestRequest]:
+    """(method, path, query, headers) for every HTTP+JSON read; the overdue task first."""
+    ids = list(task_ids.values())
+    unknown = str(uuid.UUID(int=7))
+    tasks = "/api/a2a/tasks"
+    requests: list[RestRequest] = [
+        ("GET", f"{tasks}/{task_ids['overdue_first']}", {}, None),
+        ("GET", tasks, {"pageSize": 3}, None),
+    ]
+    for task_id in [*ids, ids[0].upper(), "{" + ids[1] + "}", unknown, "not-a-uuid"]:
+        for extra in (
+            {},
+            {"tenant": "t"},
+            {"historyLength": 0},
+            {"historyLength": -1},
+            {"historyLength": "x"},
+            {"x": 1},
+            {"id": unknown},
+            {"id": ids[2]},
+        ):
+            requests.append(("GET", f"{tasks}/{task_id}", extra, None))
+    requests.append(("HEAD", f"{tasks}/{ids[0]}", {}, None))
+    for status in REST_STATUSES:
+        for page_size in REST_PAGE_SIZES:
+            query: dict[str, Any] = {}
+            if status is not None:
+                query["status"] = status
+            if page_size is not None:
+                query["pageSize"] = page_size
+            for extra in ({}, {"includeArtifacts": "true"}, {"historyLength": 1}):
+                requests.append(("GET", tasks, {**query, **extra}, None))
+    for extra in (
+        {"contextId": ids[0]},
+        {"contextId": unknown},
+        {"contextId": "nope"},
+        {"statusTimestampAfter": "2026-06-01T12:00:00Z"},
+        {"statusTimestampAfter": "yesterday"},
+        {"tenant": "t"},
+        {"pageToken": "garbage"},
+        {"includeArtifacts": "false"},
+        {"includeArtifacts": "yes"},
+        {"status": ["working", "completed"]},
+        {"pageSize": ["x", "2"]},
+        {"unknownField": "1"},
+    ):
+        requests.append(("GET", tasks, {"pageSize": 2, **extra}, None))
+    for version in (None, "0.3", "2.0"):
+        headers = {} if version is None else {"a2a-version": version}
+        requests.append(("GET", f"{tasks}/{ids[0]}", {}, headers))
+        requests.append(("GET", tasks, {}, headers))
+    return requests
+
+
+def rest_walks() -> list[RestRequest]:
+    """Every page of three walks, each page asked with its own filter and with two others."""
+    requests: list[RestRequest] = []
+    for status, page_size in ((None, 1), (None, 3), ("working", 1), ("TASK_STATE_COMPLETED", 1)):
+        for token in rest_list_tokens(status, page_size):
+            for asked in ({"status": status} if status else {}, {}, {"status": "failed"}):
+                query = {**asked, "pageSize": page_size, "pageToken": token}
+                requests.append(("GET", "/api/a2a/tasks", query, None))
+    return requests
+
+
+async def rest_both_ways(requests: list[RestRequest], reads: StoredReads) -> None:
+    for index, (method, path, query, headers) in enumerate(requests):
+        # Alternate which path goes first, so each meets an overdue task open at some point.
+        answers = {
+            fast: await rest_answer(method, path, query, headers, fast=fast, reads=reads)
+            for fast in ((True, False) if index % 2 else (False, True))
+        }
+        assert answers[True] == answers[False], (method, path, query, headers)
+
+
+def test_the_fast_path_answers_every_rest_read_as_the_sdk_rest_dispatcher_does(
+    tasks_in_every_state, time_machine
+):
+    requests = rest_corpus(tasks_in_every_state) + rest_walks()
+    past_the_second_deadline(time_machine)
+    assert len(requests) > 400
+    async_to_sync(rest_both_ways)(requests, DJANGO_READS)
+
+
+def test_rest_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, time_machine):
+    """As over JSON-RPC: the corpus above would pass if the fast path never answered."""
+
+    def fast(path: str, query: dict[str, Any]) -> tuple[int, Any, Any, str]:
+        return async_to_sync(rest_answer)("GET", path, query, None, fast=True)
+
+    def served(model: Any, query: dict[str, Any], task_id: str | None = None) -> bytes | None:
+        query_string = urlencode(query).encode()
+        return async_to_sync(fast_rest_read)(model(), query_string, task_id, query.get("status"))
+
+    past_the_second_deadline(time_machine)
+    overdue = tasks_in_every_state["overdue_first"]
+    assert served(GetTaskRequest, {}, overdue) is None
+    assert fast(f"/api/a2a/tasks/{overdue}", {})[1]["status"]["state"] == "TASK_STATE_FAILED"
+    for name, task_id in tasks_in_every_state.items():
+        if name != "overdue_second":
+            body = served(GetTaskRequest, {}, task_id)
+            assert body is not None and json.loads(body)["id"] == task_id
+    for query in ({}, {"pageSize": 2}, {"status": "TASK_STATE_FAILED", "pageSize": 100}):
+        listed = served(ListTasksRequest, query)
+        assert listed is not None and json.loads(listed)["tasks"]
+    status, page, _, content_type = fast("/api/a2a/tasks", {})
+    assert (status, content_type) == (200, "application/a2a+json")
+    assert [task["status"]["state"] for task in page["tasks"]].count("TASK_STATE_WORKING") == 2
+
+
+@pytest.mark.django_db(transaction=True)
+@postgres_only()
+def test_the_pool_reads_answer_every_rest_read_as_the_sdk_rest_dispatcher_does(
+    tasks_in_every_state, time_machine
+):
+    """HTTP+JSON's reads from the ASGI app's pool, as JSON-RPC's above."""
+    requests = rest_corpus(tasks_in_every_state) + rest_walks()
+    past_the_second_deadline(time_machine)
+
+    async def both_ways() -> None:
+        try:
+            await rest_both_ways(requests, read_pool.POOL_READS)
+            for task_id in tasks_in_every_state.values():
+                served = await fast_rest_read(
+                    GetTaskRequest(), b"", task_id, None, read_pool.POOL_READS
+                )
+                assert served is not None and json.loads(served)["id"] == task_id
+            listed = await fast_rest_read(
+                ListTasksRequest(),
+                b"status=TASK_STATE_FAILED",
+                None,
+                "TASK_STATE_FAILED",
+                read_pool.POOL_READS,
+            )
+            assert listed is not None and json.loads(listed)["tasks"]
         finally:
             await read_pool.close()
 
