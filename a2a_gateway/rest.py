@@ -8,7 +8,8 @@ body limit, the Bearer token of `message:send` (401 before anything is parsed), 
 the body, read by Cairn's JSON reader (depth, lone surrogates) so that no client's bytes reach
 the SDK's parser as a 5xx. Two answers differ from the SDK's, as §8.6 says: A2A 1.0's table sends
 TaskNotCancelableError with 409, and ListTasks' `status` also takes A2A §11's short forms
-(`working`).
+(`working`). GetTask and ListTasks come from the stored forms where they can
+(`a2a_gateway.fast_reads`, as on JSON-RPC), the rest from the SDK's dispatcher.
 """
 
 from __future__ import annotations
