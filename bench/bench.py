@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
@@ -523,9 +524,10 @@ DEPTHS: dict[str, int] = {}
 
 
 def request_file(name: str, lines: list[str]) -> Path:
+    """POST bodies without a token, or (lines starting with "/") HTTP+JSON's GET paths."""
     path = VAR / "requests" / f"{name}.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"\t{line}\n" for line in lines))
+    path.write_text("".join(f"{'' if line.startswith('/') else chr(9)}{line}\n" for line in lines))
     return path
 
 
@@ -547,32 +549,24 @@ def read_files(port: int, label: str, ids_file: Path) -> dict[str, tuple[str, Pa
         tokens.append(token)
     token = tokens[-1]
     DEPTHS[label] = len(tokens) * 50
+    rest = "/api/a2a/tasks"  # HTTP+JSON's reads of the same tasks and pages (A2A 1.0 §11)
+
+    def listing(name: str, params: dict) -> tuple[str, Path]:
+        rpc_body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": params}
+        return ("/api/a2a", request_file(f"{label}-{name}", [json.dumps(rpc_body)]))
+
+    def rest_listing(name: str, params: dict) -> tuple[str, Path]:
+        query = urllib.parse.urlencode(params)
+        return (rest, request_file(f"{label}-{name}-rest", [f"{rest}?{query}"]))
+
     return {
         "card": ("/.well-known/agent-card.json", None),
         "get_task": ("/api/a2a", request_file(f"{label}-get", get_lines)),
-        "list_first": (
-            "/api/a2a",
-            request_file(
-                f"{label}-list-first",
-                [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": first})],
-            ),
-        ),
-        "list_deep": (
-            "/api/a2a",
-            request_file(
-                f"{label}-list-deep",
-                [
-                    json.dumps(
-                        {
-                            "jsonrpc": "2.0",
-                            "id": 1,
-                            "method": "ListTasks",
-                            "params": {**first, "pageToken": token},
-                        }
-                    )
-                ],
-            ),
-        ),
+        "get_task_rest": (rest, request_file(f"{label}-get-rest", [f"{rest}/{i}" for i in ids])),
+        "list_first": listing("list-first", first),
+        "list_first_rest": rest_listing("list-first", first),
+        "list_deep": listing("list-deep", {**first, "pageToken": token}),
+        "list_deep_rest": rest_listing("list-deep", {**first, "pageToken": token}),
     }
 
 
@@ -709,28 +703,46 @@ def run_reads(
         log(f"{config:28s} worker RSS after the run: {results['rss_mb'][config]} MB")
 
 
+def rest_messages(file: Path) -> Path:
+    """The same SendMessage requests for HTTP+JSON: each JSON-RPC body's params, posted to
+    `message:send` (A2A 1.0 §11)."""
+    out = file.with_name(file.stem + "-rest.txt")
+    if not out.exists():
+        with file.open() as lines, out.open("w") as rest:
+            for line in lines:
+                token, body = line.rstrip("\n").split("\t", 1)
+                rest.write(f"{token}\t{json.dumps(json.loads(body)['params'])}\n")
+    return out
+
+
+WRITE_PATHS = {"send_message": "/api/a2a", "send_message_rest": "/api/a2a/message:send"}
+
+
 def run_writes(results: dict, config: str, make_server, pinner: BackendPinner) -> None:
-    """SendMessage: Cairn contributions (fresh database from the template every time) or SDK messages."""
+    """SendMessage over each binding: Cairn contributions (a fresh database from the template for
+    each) or SDK messages."""
     is_sdk = config.startswith("sdk")
     db = "cairn_bench_sdk_write" if is_sdk else "cairn_bench_write"
-    recreate_db(db, template="cairn_bench_sdk_write_tpl" if is_sdk else "cairn_bench_write_tpl")
-    file = VAR / "write_tpl" / ("sdk_messages.txt" if is_sdk else "cairn_contributions.txt")
-    with make_server(db) as server:
-        result = measure(server.port, "/api/a2a", file, pinner=pinner)
-        results["runs"].append({"config": config, "workload": "send_message", **result})
-        log(f"{config:28s} {'send_message':11s} {summary(result)}")
-        if result["wrapped"]:
-            raise RuntimeError("the contribution file ran out: make WRITE_TASKS larger")
-        results["rss_mb"][config + " (writes)"] = server.rss_mb()
-    if not is_sdk:
-        with psycopg.connect(pg_url(db)) as conn:
-            stored = conn.execute("SELECT count(*) FROM tasks_contribution").fetchone()[0]
-        expected = result["requests"] + result["warmup_requests"]
-        results["checks"][config + " contributions stored"] = {
-            "stored": stored,
-            "responses": expected,
-        }
-        log(f"{config:28s} contributions stored {stored}, responses {expected}")
+    rpc_file = VAR / "write_tpl" / ("sdk_messages.txt" if is_sdk else "cairn_contributions.txt")
+    for workload, path in WRITE_PATHS.items():
+        recreate_db(db, template="cairn_bench_sdk_write_tpl" if is_sdk else "cairn_bench_write_tpl")
+        file = rest_messages(rpc_file) if workload.endswith("_rest") else rpc_file
+        with make_server(db) as server:
+            result = measure(server.port, path, file, pinner=pinner)
+            results["runs"].append({"config": config, "workload": workload, **result})
+            log(f"{config:28s} {workload:11s} {summary(result)}")
+            if result["wrapped"]:
+                raise RuntimeError("the contribution file ran out: make WRITE_TASKS larger")
+            results["rss_mb"][f"{config} ({workload})"] = server.rss_mb()
+        if not is_sdk:
+            with psycopg.connect(pg_url(db)) as conn:
+                stored = conn.execute("SELECT count(*) FROM tasks_contribution").fetchone()[0]
+            expected = result["requests"] + result["warmup_requests"]
+            results["checks"][f"{config} {workload} contributions stored"] = {
+                "stored": stored,
+                "responses": expected,
+            }
+            log(f"{config:28s} contributions stored {stored}, responses {expected}")
 
 
 CONFIGS = ["reads-pg", "reads-sqlite", "reads-gunicorn", "floor", "writes", "writes-gunicorn"]
@@ -884,8 +896,8 @@ def report_table(results: dict) -> str:
     """Markdown: each Cairn figure beside the SDK's on the same workload and data."""
     runs = {(run["config"], run["workload"]): run for run in results["runs"]}
     lines = [
-        "| config | workload | req/s | p50 ms | p99 ms | vs SDK req/s | failures |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| config | workload | req/s | p50 ms | p99 ms | vs SDK req/s | HTTP+JSON vs JSON-RPC | failures |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for run in results["runs"]:
         config, workload = run["config"], run["workload"]
@@ -894,15 +906,19 @@ def report_table(results: dict) -> str:
             size = config.rsplit("-", 1)[-1]
             sdk_key = (
                 ("sdk-uvicorn-pg", workload)
-                if workload == "send_message"
+                if workload.startswith("send_message")
                 else (f"sdk-uvicorn-pg-{size}", workload)
             )
             if sdk_key in runs and runs[sdk_key]["rps"]:
                 ratio = f"{run['rps'] / runs[sdk_key]['rps']:.2f}x"
+        rpc_key = (config, workload.removesuffix("_rest"))
+        binding = ""
+        if workload.endswith("_rest") and rpc_key in runs and runs[rpc_key]["rps"]:
+            binding = f"{run['rps'] / runs[rpc_key]['rps']:.2f}x"
         failures = run["failures"] + run["socket_errors"]
         lines.append(
             f"| {config} | {workload} | {run['rps']:.1f} | {run['p50_ms']:.2f} | {run['p99_ms']:.2f} | "
-            f"{ratio} | {failures}{' ABORTED' if 'aborted' in run else ''} |"
+            f"{ratio} | {binding} | {failures}{' ABORTED' if 'aborted' in run else ''} |"
         )
     lines.append("")
     lines.append(

@@ -1,6 +1,7 @@
 """The reference server: the official a2a-sdk 1.3.0 server, as its own docs assemble it.
 
-Starlette routes from the SDK (`create_agent_card_routes` + `create_jsonrpc_routes`), the SDK's
+Starlette routes from the SDK (`create_agent_card_routes`, `create_jsonrpc_routes` and
+`create_rest_routes`, JSON-RPC and HTTP+JSON at the same base URL as Cairn's), the SDK's
 `DefaultRequestHandler` and its `DatabaseTaskStore` on PostgreSQL (SQLAlchemy + asyncpg, the driver
 of `a2a-sdk[postgresql]`), and a minimal `AgentExecutor` that completes every task at once.
 
@@ -19,7 +20,11 @@ from a2a.helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import (
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
 from a2a.server.tasks import DatabaseTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -53,7 +58,12 @@ CARD = AgentCard(
             url=f"http://127.0.0.1:{PORT}/api/a2a",
             protocol_binding="JSONRPC",
             protocol_version="1.0",
-        )
+        ),
+        AgentInterface(
+            url=f"http://127.0.0.1:{PORT}/api/a2a",
+            protocol_binding="HTTP+JSON",
+            protocol_version="1.0",
+        ),
     ],
     capabilities=AgentCapabilities(streaming=False, push_notifications=False),
     default_input_modes=["application/json"],
@@ -80,5 +90,9 @@ handler = DefaultRequestHandler(
 )
 
 app = Starlette(
-    routes=[*create_agent_card_routes(CARD), *create_jsonrpc_routes(handler, rpc_url="/api/a2a")]
+    routes=[
+        *create_agent_card_routes(CARD),
+        *create_jsonrpc_routes(handler, rpc_url="/api/a2a"),
+        *create_rest_routes(handler, path_prefix="/api/a2a"),
+    ]
 )

@@ -3,8 +3,9 @@
 --   wrk -t1 -c8 -d10s -s bench/wrk/rpc.lua http://127.0.0.1:18081 -- <path> [<file> [<start>]]
 --
 -- Without <file>: GET <path> (the Agent Card).
--- With <file>: POST <path>, one request per line of <file>, each line "<bearer token>\t<JSON body>"
--- (empty token: no Authorization header); sent in order from line <start> (1-based, default 1).
+-- With <file>: one request per line of <file>, sent in order from line <start> (1-based, default 1):
+--   "<bearer token>\t<JSON body>"   POST <path> (empty token: no Authorization header);
+--   "/<path>"                      GET that path (HTTP+JSON's reads), with A2A-Version 1.0.
 -- A file of single-use requests (SendMessage contributions) must not wrap: the summary says if it did.
 -- A response that is not HTTP 200 or whose body holds a JSON-RPC/refusal "error" counts as a failure.
 -- done() prints one line: BENCH_JSON {...}, which bench/bench.py reads.
@@ -32,7 +33,9 @@ function init(args)
   else
     for line in io.lines(file) do
       local tab = line:find("\t", 1, true)
-      if tab then
+      if line:sub(1, 1) == "/" then
+        table.insert(requests_, wrk.format("GET", line, {["Accept"] = "application/a2a+json", ["A2A-Version"] = "1.0"}))
+      elseif tab then
         local token = line:sub(1, tab - 1)
         local body = line:sub(tab + 1)
         local headers = {["Content-Type"] = "application/json", ["A2A-Version"] = "1.0"}
