@@ -74,6 +74,8 @@ BODY_MODELS: dict[str, Any] = {
 }
 # A2A 1.0's mapping table, where the SDK's differs (it sends TaskNotCancelableError with 400).
 STATUS_BY_REASON = {"TASK_NOT_CANCELABLE": 409}
+# AIP-193's `status` for an HTTP status Cairn sets itself, where google.rpc.Code names one.
+CODE_BY_STATUS = {401: "UNAUTHENTICATED"}
 
 ROUTES: tuple[Route, ...] = tuple(
     route
@@ -90,10 +92,12 @@ def is_rest_path(path: str) -> bool:
 
 
 def _error(error: Exception, *, status: int | None = None, headers: Any = ()) -> Reply:
-    """The SDK's HTTP+JSON error object; `status` replaces the SDK's where A2A or HTTP says another."""
+    """The SDK's HTTP+JSON error object; `status` replaces the SDK's where A2A or HTTP says another
+    (and the object's `status` with it, where AIP-193 pairs that HTTP status with a code)."""
     payload = build_rest_error_payload(error)
     if status is not None:
         payload["error"]["code"] = status
+        payload["error"]["status"] = CODE_BY_STATUS.get(status, payload["error"]["status"])
     return Reply(payload["error"]["code"], json_bytes(payload), tuple(headers))
 
 

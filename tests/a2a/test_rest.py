@@ -97,7 +97,7 @@ def test_a_refused_write_is_the_agent_message_of_json_rpc(http, poster):
 def test_message_send_needs_a_token_before_anything_else(http):
     answer = rest(http, "POST", "/message:send", content=b"{not json", version=None)
 
-    rest_error(answer, 401, "INVALID_REQUEST")
+    assert rest_error(answer, 401, "INVALID_REQUEST")["status"] == "UNAUTHENTICATED"  # AIP-193
     assert answer.headers["WWW-Authenticate"] == 'Bearer realm="cairn"'
     assert "Bearer token" in answer.json()["error"]["message"]
 
