@@ -6,10 +6,13 @@ itself, so that a path or a method the binding does not have answers this bindin
 (the SDK's tenant routes are left out: Cairn has no tenants). Then, in SPEC §8.2's order: the
 body limit, the Bearer token of `message:send` (401 before anything is parsed), the version, and
 the body, read by Cairn's JSON reader (depth, lone surrogates) so that no client's bytes reach
-the SDK's parser as a 5xx. Two answers differ from the SDK's, as §8.6 says: A2A 1.0's table sends
-TaskNotCancelableError with 409, and ListTasks' `status` also takes A2A §11's short forms
-(`working`). GetTask and ListTasks come from the stored forms where they can
-(`a2a_gateway.fast_reads`, as on JSON-RPC), the rest from the SDK's dispatcher.
+the SDK's parser as a 5xx. Some answers differ from the SDK's, as §8.6 says: A2A 1.0's table
+sends TaskNotCancelableError with 409; ListTasks' `status` also takes A2A §11's short forms
+(`working`); and params protobuf cannot read (a body's `"metadata": 3`, `pageSize=many`,
+`includeArtifacts=maybe`) get the invalid-params error JSON-RPC gives the same question, where the
+SDK's REST dispatcher says invalid request, or reads an unknown boolean as false. GetTask and
+ListTasks come from the stored forms where they can (`a2a_gateway.fast_reads`, as on JSON-RPC),
+the rest from the SDK's dispatcher.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from a2a.utils.constants import A2A_JSON_MEDIA_TYPE
 from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import InternalError, InvalidParamsError, InvalidRequestError
 from a2a.utils.errors import MethodNotFoundError as A2AMethodNotFoundError
+from a2a.utils.proto_utils import parse_params
 from asgiref.sync import sync_to_async
-from google.protobuf.json_format import ParseError
+from google.protobuf.json_format import ParseDict, ParseError
+from google.protobuf.message import Message
 from starlette.datastructures import QueryParams
 from starlette.routing import Match, Route
 
@@ -69,6 +74,8 @@ BODY_MODELS: dict[str, Any] = {
 }
 # A2A 1.0's mapping table, where the SDK's differs (it sends TaskNotCancelableError with 400).
 STATUS_BY_REASON = {"TASK_NOT_CANCELABLE": 409}
+# AIP-193's `status` for an HTTP status Cairn sets itself, where google.rpc.Code names one.
+CODE_BY_STATUS = {401: "UNAUTHENTICATED"}
 
 ROUTES: tuple[Route, ...] = tuple(
     route
@@ -85,10 +92,12 @@ def is_rest_path(path: str) -> bool:
 
 
 def _error(error: Exception, *, status: int | None = None, headers: Any = ()) -> Reply:
-    """The SDK's HTTP+JSON error object; `status` replaces the SDK's where A2A or HTTP says another."""
+    """The SDK's HTTP+JSON error object; `status` replaces the SDK's where A2A or HTTP says another
+    (and the object's `status` with it, where AIP-193 pairs that HTTP status with a code)."""
     payload = build_rest_error_payload(error)
     if status is not None:
         payload["error"]["code"] = status
+        payload["error"]["status"] = CODE_BY_STATUS.get(status, payload["error"]["status"])
     return Reply(payload["error"]["code"], json_bytes(payload), tuple(headers))
 
 
@@ -137,6 +146,37 @@ def _list_query(query_string: bytes) -> tuple[bytes, AsSent]:
         (key, state_name(value) if key == "status" else value) for key, value in query.multi_items()
     ]
     return urlencode(items).encode(), AsSent(status=state_name(query.getlist("status")[-1]))
+
+
+def _unreadable(error: Exception) -> Reply:
+    """Params protobuf cannot read: the invalid-params error, with the parser's words, that the
+    SDK's JSON-RPC dispatcher answers them with (SPEC §8.6: the same question, the same error)."""
+    return _error(InvalidParamsError(data={"parseError": str(error)}))
+
+
+def _body_refusal(document: Any, model: type[Message]) -> Reply | None:
+    """The error for a body the SDK's dispatcher could not parse into `model`, else None."""
+    try:
+        ParseDict(document, model(), ignore_unknown_fields=True)
+    except Exception as error:  # whatever the parser refuses, JSON-RPC calls invalid params
+        return _unreadable(error)
+    return None
+
+
+def _query_refusal(query_string: bytes, model: type[Message]) -> Reply | None:
+    """The error for a query that does not read as `model`, else None. A2A 1.0 §11.5 writes a
+    boolean `true` or `false`; the SDK's reader takes any other word for false, which JSON-RPC,
+    given a non-boolean, refuses."""
+    query = QueryParams(query_string)
+    for field in model.DESCRIPTOR.fields:
+        sent = query.getlist(field.camelcase_name)
+        if field.type == field.TYPE_BOOL and sent and sent[-1].lower() not in ("true", "false"):
+            return _unreadable(ValueError(f"{field.camelcase_name} must be true or false"))
+    try:
+        parse_params(query, model())
+    except Exception as error:  # as for a body
+        return _unreadable(error)
+    return None
 
 
 async def _agent(headers: Mapping[str, str]) -> Agent | Reply:
@@ -221,10 +261,17 @@ async def rest_reply(
             where = misplaced_value(document, BODY_MODELS[path].DESCRIPTOR, "body")
             if where is not None:
                 return _error(InvalidParamsError(message=f"{where} must be an object"))
+            unreadable = _body_refusal(document, BODY_MODELS[path])
+            if unreadable is not None:
+                return unreadable
             as_sent = AsSent.of(document)
         if path == LIST_PATH:
             query_string, as_sent = _list_query(query_string)
         model = FAST_MODELS.get(route.path)
+        if model is not None:
+            unreadable = _query_refusal(query_string, model)
+            if unreadable is not None:
+                return unreadable
         if fast_reads and model is not None:
             served = await fast_rest_read(
                 model(), query_string, path_params.get("id"), as_sent.status, reads

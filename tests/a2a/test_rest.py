@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from tests.a2a.conftest import message, refusal_of, result_of, wait_past
+from tests.a2a.conftest import error_of, message, refusal_of, result_of, wait_past
 from tests.factories import contribution_payload, deadline_in, open_task_payload, open_task_request
 from tests.hostile import HOSTILE, says_nothing_of_python
 
@@ -97,7 +97,7 @@ def test_a_refused_write_is_the_agent_message_of_json_rpc(http, poster):
 def test_message_send_needs_a_token_before_anything_else(http):
     answer = rest(http, "POST", "/message:send", content=b"{not json", version=None)
 
-    rest_error(answer, 401, "INVALID_REQUEST")
+    assert rest_error(answer, 401, "INVALID_REQUEST")["status"] == "UNAUTHENTICATED"  # AIP-193
     assert answer.headers["WWW-Authenticate"] == 'Bearer realm="cairn"'
     assert "Bearer token" in answer.json()["error"]["message"]
 
@@ -203,6 +203,39 @@ def test_list_tasks_takes_the_query_of_a2a_11_and_the_rules_of_8_5(
     ):
         with subtests.test(query=query):
             rest_error(rest(http, "GET", "/tasks", params=query), 400, "INVALID_PARAMS")
+
+
+def test_params_protobuf_cannot_read_are_invalid_params_as_on_json_rpc(
+    http, rpc, poster, evaluated_id, subtests
+):
+    """SPEC §8.6: the same question gets the same error on both bindings. JSON-RPC answers params
+    its parser cannot read with -32602; the SDK's REST dispatcher would call them an invalid
+    request, and would read `includeArtifacts=maybe` as false."""
+    for query, params in (
+        ({"pageSize": "many"}, {"pageSize": "many"}),
+        ({"pageSize": "1.5"}, {"pageSize": 1.5}),
+        ({"statusTimestampAfter": "yesterday"}, {"statusTimestampAfter": "yesterday"}),
+        ({"historyLength": "x"}, {"historyLength": "x"}),
+        ({"includeArtifacts": "maybe"}, {"includeArtifacts": "maybe"}),
+        ({"includeArtifacts": "1"}, {"includeArtifacts": 1}),
+    ):
+        with subtests.test(query=query):
+            answer = rest(http, "GET", "/tasks", params=query)
+            rest_error(answer, 400, "INVALID_PARAMS")
+            assert error_of(rpc("ListTasks", params), -32602)["message"] == "Invalid params"
+    rest_error(rest(http, "GET", f"/tasks/{evaluated_id}?historyLength=x"), 400, "INVALID_PARAMS")
+    sent = message(open_task_payload(), metadata=3)
+    rest_error(
+        rest(http, "POST", "/message:send", body={"message": sent}, token=poster.token),
+        400,
+        "INVALID_PARAMS",
+    )
+    error_of(rpc("SendMessage", {"message": sent}, token=poster.token), -32602)
+    for word, listed in (("true", True), ("FALSE", False)):
+        with subtests.test(includeArtifacts=word):
+            tasks = ok(rest(http, "GET", "/tasks", params={"includeArtifacts": word}))["tasks"]
+            assert [task["id"] for task in tasks] == [evaluated_id]
+            assert ("artifacts" in tasks[0]) is listed
 
 
 def test_what_cairn_does_not_offer_answers_the_errors_of_8_2(http, poster, post_task, subtests):
