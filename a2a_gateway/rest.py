@@ -155,7 +155,9 @@ def _unreadable(error: Exception) -> Reply:
 
 
 def _body_refusal(document: Any, model: type[Message]) -> Reply | None:
-    """The error for a body the SDK's dispatcher could not parse into `model`, else None."""
+    """The error for a body the SDK's dispatcher could not parse into `model`, else None. Asked
+    only when the dispatcher answered 400, so a body is parsed into its proto once, not twice:
+    the dispatcher says invalid request for what protobuf cannot read, and nothing ran."""
     try:
         ParseDict(document, model(), ignore_unknown_fields=True)
     except Exception as error:  # whatever the parser refuses, JSON-RPC calls invalid params
@@ -163,17 +165,23 @@ def _body_refusal(document: Any, model: type[Message]) -> Reply | None:
     return None
 
 
-def _query_refusal(query_string: bytes, model: type[Message]) -> Reply | None:
-    """The error for a query that does not read as `model`, else None. A2A 1.0 §11.5 writes a
-    boolean `true` or `false`; the SDK's reader takes any other word for false, which JSON-RPC,
-    given a non-boolean, refuses."""
+def _boolean_refusal(query_string: bytes, model: type[Message]) -> Reply | None:
+    """The error for a boolean that is neither `true` nor `false` (A2A 1.0 §11.5), else None:
+    the SDK's reader takes any other word for false, which JSON-RPC, given a non-boolean,
+    refuses."""
     query = QueryParams(query_string)
     for field in model.DESCRIPTOR.fields:
         sent = query.getlist(field.camelcase_name)
         if field.type == field.TYPE_BOOL and sent and sent[-1].lower() not in ("true", "false"):
             return _unreadable(ValueError(f"{field.camelcase_name} must be true or false"))
+    return None
+
+
+def _query_refusal(query_string: bytes, model: type[Message]) -> Reply | None:
+    """The error for a query that does not read as `model`, else None. Asked only of a query the
+    fast path declined, which parses the same query itself."""
     try:
-        parse_params(query, model())
+        parse_params(QueryParams(query_string), model())
     except Exception as error:  # as for a body
         return _unreadable(error)
     return None
@@ -261,23 +269,23 @@ async def rest_reply(
             where = misplaced_value(document, BODY_MODELS[path].DESCRIPTOR, "body")
             if where is not None:
                 return _error(InvalidParamsError(message=f"{where} must be an object"))
-            unreadable = _body_refusal(document, BODY_MODELS[path])
-            if unreadable is not None:
-                return unreadable
             as_sent = AsSent.of(document)
         if path == LIST_PATH:
             query_string, as_sent = _list_query(query_string)
         model = FAST_MODELS.get(route.path)
         if model is not None:
+            unreadable = _boolean_refusal(query_string, model)
+            if unreadable is not None:
+                return unreadable
+            if fast_reads:
+                served = await fast_rest_read(
+                    model(), query_string, path_params.get("id"), as_sent.status, reads
+                )
+                if served is not None:
+                    return Reply(200, served, content_type=A2A_JSON_MEDIA_TYPE)
             unreadable = _query_refusal(query_string, model)
             if unreadable is not None:
                 return unreadable
-        if fast_reads and model is not None:
-            served = await fast_rest_read(
-                model(), query_string, path_params.get("id"), as_sent.status, reads
-            )
-            if served is not None:
-                return Reply(200, served, content_type=A2A_JSON_MEDIA_TYPE)
         request = dispatcher_request(
             path,
             headers,
@@ -290,6 +298,10 @@ async def rest_reply(
         )
         await cycle.enter()
         answer = await route.endpoint(request)
+        if answer.status_code == 400 and path in BODY_MODELS:
+            unreadable = _body_refusal(document, BODY_MODELS[path])
+            if unreadable is not None:
+                return unreadable
         return _as_a2a(answer.status_code, bytes(answer.body), answer.media_type or JSON_TYPE)
     finally:
         await cycle.leave()
