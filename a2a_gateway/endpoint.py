@@ -313,7 +313,8 @@ async def _checked(
     reads: StoredReads,
 ) -> Reply | Agent | None:
     """SPEC §8.2's checks in their order for a well-formed single request (the token, the
-    version, the params' shape; a 0.3 method: its version and streaming rules), then a read answered from the stored forms. A `Reply` ends the
+    version, the params' shape; a 0.3 method: its version and streaming rules), then a read
+    answered from the stored forms (GetTask, ListTasks, 0.3's tasks/get). A `Reply` ends the
     request there; else the agent (or None) goes with it to the dispatcher, which answers
     everything else as the SDK does."""
     envelope = _single_request(document)
@@ -353,10 +354,10 @@ async def a2a_reply(
 ) -> Reply:
     """The answer to one `POST /api/a2a`. `headers` are lower-cased; `body` is None when it was
     over the limit (read no further, parse nothing); `origin` is the site's, for the links a
-    refusal gives. `fast_reads=False` sends GetTask and ListTasks to the SDK's dispatcher too:
-    the reference the fast path is tested against. `reads` is where the fast path finds the
-    stored forms; `outside_django`: the caller is not inside Django's request cycle, so the
-    work on the ORM's thread is wrapped in its signals here."""
+    refusal gives. `fast_reads=False` sends GetTask, ListTasks and 0.3's tasks/get to the SDK's
+    dispatcher too: the reference the fast path is tested against. `reads` is where the fast
+    path finds the stored forms; `outside_django`: the caller is not inside Django's request
+    cycle, so the work on the ORM's thread is wrapped in its signals here."""
     document = _parsed(body)
     if isinstance(document, Reply):
         return document

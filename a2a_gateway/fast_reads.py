@@ -1,29 +1,36 @@
-"""GetTask and ListTasks answered from the A2A door's read model, in either binding's wrapping.
+"""GetTask and ListTasks, and A2A 0.3's tasks/get, answered from the A2A door's read model, in
+each binding's wrapping.
 
 The SDK's dispatcher parses a read's params into a proto, asks the handler for a Task and turns
 it back into JSON with `MessageToDict`, on every read, for a Task that only changes when its task
 does. Here the params are parsed the same way, the handler's checks run in the same order, and
 the result is the stored form (`a2a_gateway.read_model`): `stored_result` decides and reads for
-both bindings; JSON-RPC wraps it in its envelope, HTTP+JSON serves it as is.
+every binding; JSON-RPC wraps it in its envelope, HTTP+JSON serves it as is, and 0.3's tasks/get
+turns the stored Task into 0.3's with the SDK's own conversion (once per stored form:
+`a2a_gateway.converted_forms`) and writes it as the SDK's 0.3 adapter does.
 
 Where the stored form comes from is the caller's (`StoredReads`): through Django's connection on
 its thread (`read_model.DJANGO_READS`, any database), or on the event loop from
 `a2a_gateway.read_pool`; both run the same statements.
 
-Anything this path does not cover returns None and goes to the dispatcher, which answers as it
-always has: every error, a tenant, `historyLength`, `includeArtifacts`, a context or timestamp
+Anything this path does not cover returns None and goes to the dispatcher (0.3's to the SDK's 0.3
+adapter), which answers as it always has: every error, a tenant, `historyLength` (in 0.3 one
+other than 0, which the adapter reads as none), `includeArtifacts`, a context or timestamp
 filter, an id not in canonical form, a task whose form is not current or that is open past its
 deadline (the handler evaluates it first, SPEC §4.3). tests/a2a/test_fast_reads.py holds both
-paths to the same JSON, over both bindings.
+paths to the same JSON, over every binding.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import orjson
+from a2a.compat.v0_3 import conversions
+from a2a.compat.v0_3 import types as types_v03
 from a2a.server.request_handlers.request_handler import validate_proto_required_fields
 from a2a.server.routes.common import serialize_list_tasks_response
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
@@ -32,6 +39,7 @@ from a2a.types import (
     InvalidParamsError,
     ListTasksRequest,
     ListTasksResponse,
+    Task,
     TaskState,
 )
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
@@ -40,6 +48,7 @@ from django.utils import timezone
 from google.protobuf.json_format import ParseDict
 from starlette.datastructures import QueryParams
 
+from a2a_gateway.converted_forms import ConvertedForms
 from a2a_gateway.evaluated_forms import EVALUATED_FORMS
 from a2a_gateway.handler import (
     MAX_PAGE_SIZE,
@@ -51,7 +60,8 @@ from a2a_gateway.read_model import DJANGO_READS, PageQuery, StoredPage, StoredRe
 from core.cursors import keyset_position
 from core.errors import Refusal
 
-FAST_METHODS = frozenset({"GetTask", "ListTasks"})
+V0_3_GET_TASK = "tasks/get"
+FAST_METHODS = frozenset({"GetTask", "ListTasks", V0_3_GET_TASK})
 
 
 def task_key(task_id: str) -> uuid.UUID | None:
@@ -113,25 +123,45 @@ def _in_envelope(request_id: Any, result: Any) -> bytes | None:
         return None
 
 
-async def _task_result(key: uuid.UUID, now: datetime, reads: StoredReads) -> orjson.Fragment | None:
-    """The task's GetTask result from memory when it is evaluated and was read before."""
+async def _stored_task(key: uuid.UUID, now: datetime, reads: StoredReads) -> str | None:
+    """The task's stored Task JSON, from memory when it is evaluated and was read before."""
     kept = EVALUATED_FORMS.get(key)
     if kept is not None:
-        return orjson.Fragment(kept)
+        return kept
     stored = await reads.task(key, now)
     if stored is None:
         return None
     if stored.evaluated:
         EVALUATED_FORMS.keep(key, stored.text)
-    return orjson.Fragment(stored.text)
+    return stored.text
+
+
+def as_stored(key: uuid.UUID, text: str) -> str:
+    """A 1.0 binding's Task: the stored form itself."""
+    return text
+
+
+def v0_3_task(text: str) -> str:
+    """The stored Task JSON as the SDK's 0.3 adapter writes a handler's Task: the 1.0 proto,
+    turned into 0.3's Task by the SDK's conversion and dumped as the adapter dumps its result."""
+    task = conversions.to_compat_task(ParseDict(orjson.loads(text), Task()))
+    return orjson.dumps(task.model_dump(mode="json", by_alias=True, exclude_none=True)).decode()
+
+
+V0_3_TASKS = ConvertedForms(v0_3_task)
 
 
 async def stored_result(
-    request: GetTaskRequest | ListTasksRequest, sent_status: Any, reads: StoredReads
+    request: GetTaskRequest | ListTasksRequest,
+    sent_status: Any,
+    reads: StoredReads,
+    task_form: Callable[[uuid.UUID, str], str] = as_stored,
 ) -> Any:
-    """A parsed GetTask's or ListTasks' result from the stored forms, as every binding writes it
-    (the stored JSON as `orjson.Fragment`s), or None when the SDK's dispatcher is to answer it.
-    `sent_status` is ListTasks' `status` as the client wrote it (the handler's `AsSent`)."""
+    """A parsed GetTask's or ListTasks' result from the stored forms, as the binding writes it
+    (its JSON as `orjson.Fragment`s), or None when the SDK's dispatcher is to answer it.
+    `sent_status` is ListTasks' `status` as the client wrote it (the handler's `AsSent`);
+    `task_form` writes a GetTask's Task from the task's id and stored form (A2A 0.3:
+    `V0_3_TASKS.of`)."""
     try:
         validate_proto_required_fields(request)
     except Exception:  # whatever the SDK would refuse, it refuses in its own words
@@ -142,7 +172,10 @@ async def stored_result(
     try:
         if isinstance(request, GetTaskRequest):
             key = task_key(request.id)
-            return None if key is None else await _task_result(key, now, reads)
+            if key is None:
+                return None
+            text = await _stored_task(key, now, reads)
+            return None if text is None else orjson.Fragment(task_form(key, text))
         query = page_query(request, sent_status)
         page = None if query is None else await reads.page(query, now)
         return None if query is None or page is None else _page_result(query, page)
@@ -150,11 +183,28 @@ async def stored_result(
         return None
 
 
+async def _v0_3_read(document: dict[str, Any], request_id: Any, reads: StoredReads) -> bytes | None:
+    """The reply body to a 0.3 tasks/get: its request read as the SDK's 0.3 adapter reads it (its
+    model, then its conversion to 1.0's GetTaskRequest, where a `historyLength` of 0 is none), the
+    Task written as the adapter writes it (`v0_3_task`), in the same JSON-RPC envelope: its
+    request's id is never null, so the adapter writes all three members too. None when the
+    adapter is to answer it."""
+    try:
+        parsed = types_v03.GetTaskRequest.model_validate(document)  # the adapter's model
+        request = conversions.to_core_get_task_request(parsed)
+    except Exception:  # whatever the adapter would refuse, it refuses in its own words
+        return None
+    result = await stored_result(request, None, reads, V0_3_TASKS.of)
+    return None if result is None else _in_envelope(request_id, result)
+
+
 async def fast_read(
     method: str, document: dict[str, Any], request_id: Any, reads: StoredReads = DJANGO_READS
 ) -> bytes | None:
-    """The reply body to a GetTask or ListTasks whose envelope, version and params shape the
-    endpoint has checked, or None when the SDK's dispatcher is to answer it."""
+    """The reply body to a GetTask, ListTasks or 0.3 tasks/get whose envelope and version (1.0:
+    and params shape) the endpoint has checked, or None when the SDK's dispatcher is to answer it."""
+    if method == V0_3_GET_TASK:
+        return await _v0_3_read(document, request_id, reads)
     params = document.get("params", {})
     try:
         request = ParseDict(

@@ -1,8 +1,9 @@
 """The fast read path against the SDK's own dispatchers: a generated corpus of requests (every
 method, every parameter shape and error, tasks in every state) answered both ways by the same
 endpoint over the same handler, the same status, headers and JSON (parsed: how either writes its
-bytes is its own), over JSON-RPC and over HTTP+JSON; the stored forms read through Django's
-connection and from the ASGI app's own pool on the event loop."""
+bytes is its own), over JSON-RPC 1.0, A2A 0.3's JSON-RPC (against the SDK's 0.3 adapter) and
+HTTP+JSON; the stored forms read through Django's connection and from the ASGI app's own pool on
+the event loop."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from a2a.types import GetTaskRequest, ListTasksRequest
 from asgiref.sync import async_to_sync
 
 from a2a_gateway import read_pool
+from a2a_gateway.converted_forms import ConvertedForms
 from a2a_gateway.endpoint import a2a_reply
 from a2a_gateway.evaluated_forms import EVALUATED_FORMS, EvaluatedForms
 from a2a_gateway.fast_reads import fast_read, fast_rest_read
@@ -34,6 +36,7 @@ from tests.factories import (
 )
 
 HEADERS = {"content-type": "application/json", "a2a-version": "1.0"}
+V0_3_HEADERS = {"content-type": "application/json"}  # a 0.3 client sends no A2A-Version
 STATUSES = [
     None,
     "TASK_STATE_WORKING",
@@ -47,6 +50,14 @@ STATUSES = [
     0,
 ]
 PAGE_SIZES = [None, 1, 2, 3, 50, 51, 100, 0, 101, -1, "2", "x"]
+V0_3_OTHER_METHODS = [
+    "tasks/cancel",
+    "message/stream",
+    "tasks/resubscribe",
+    "tasks/pushNotificationConfig/get",
+    "tasks/pushNotificationConfig/list",
+    "agent/getAuthenticatedExtendedCard",
+]
 OTHER_METHODS = [
     "SendStreamingMessage",
     "SubscribeToTask",
@@ -201,6 +212,46 @@ def corpus(
     add({**rpc("GetTask", {"id": ids[0]}), "jsonrpc": "1.0"})
     add(None, None, b"{not json")
     add(None, None, b"[" * 100 + b"]" * 100)
+    return requests + v0_3_corpus(task_ids)
+
+
+def v0_3_corpus(task_ids: dict[str, str]) -> list[tuple[Any, dict[str, str] | None, bytes | None]]:
+    """A2A 0.3's tasks/get in every shape, beside its other methods: what the SDK's 0.3 adapter
+    reads (its model, `historyLength` 0 as none) and refuses."""
+    ids = list(task_ids.values())
+    unknown = str(uuid.UUID(int=7))
+    requests: list[tuple[Any, dict[str, str] | None, bytes | None]] = []
+
+    def add(document: Any, headers: dict[str, str] = V0_3_HEADERS) -> None:
+        requests.append((document, headers, None))
+
+    id_shapes: list[Any] = [*ids, ids[0].upper(), "{" + ids[1] + "}", unknown, "not-a-uuid", "", 12]
+    for task_id in id_shapes:
+        for extra in (
+            {},
+            {"historyLength": 0},
+            {"historyLength": None},
+            {"historyLength": 2},
+            {"historyLength": -1},
+            {"historyLength": "0"},
+            {"history_length": 0},
+            {"metadata": {"a": 1}},
+            {"tenant": "t"},
+            {"x": 1},
+        ):
+            add(rpc("tasks/get", {"id": task_id, **extra}))
+        add(rpc("tasks/cancel", {"id": task_id}))
+    for request_id in (1, "abc", None, 0, 2**40, "é", 2**70, 1.5, True, [1]):
+        add(rpc("tasks/get", {"id": ids[0]}, request_id))
+    add({"jsonrpc": "2.0", "method": "tasks/get", "params": {"id": ids[0]}})  # a notification
+    for params in (..., None, [ids[0]], "x", {}, {"id": None}, {"historyLength": 0}):
+        add(rpc("tasks/get", params))
+    for version in ("0.3", "0.3.0", "0.2", "1.0", "2.0", ""):
+        add(rpc("tasks/get", {"id": ids[0]}), {**V0_3_HEADERS, "a2a-version": version})
+    for method in V0_3_OTHER_METHODS:
+        add(rpc(method, {"id": ids[0]}))
+    add([rpc("tasks/get", {"id": ids[0]})])
+    add({**rpc("tasks/get", {"id": ids[0]}), "jsonrpc": "1.0"})
     return requests
 
 
@@ -251,6 +302,10 @@ def test_the_fast_path_answers_every_request_as_the_sdk_dispatcher_does(
         assert answers[True] == answers[False], (document, headers, raw)
 
 
+def contributions(task: dict[str, Any]) -> int:
+    return task["metadata"]["cairn"]["contributions_received"]
+
+
 def test_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, time_machine):
     """The corpus above would pass if the fast path never answered: here it must, except for a
     task open past its deadline, which the handler evaluates first (SPEC §4.3)."""
@@ -277,6 +332,42 @@ def test_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, time_m
     assert states.count("TASK_STATE_WORKING") == 2  # the overdue ones were evaluated first
 
 
+def test_v0_3_reads_of_rendered_tasks_take_the_fast_path(
+    tasks_in_every_state, time_machine, make_agent, contribute
+):
+    """As over JSON-RPC 1.0, for 0.3's tasks/get; and an open task's 0.3 form, converted once per
+    stored form, follows a contribution."""
+
+    def fast(params: dict[str, Any]) -> Any:
+        served = async_to_sync(fast_read)("tasks/get", rpc("tasks/get", params), 1)
+        return None if served is None else json.loads(served)["result"]
+
+    def adapter(task_id: str) -> Any:
+        return reply(rpc("tasks/get", {"id": task_id}), fast=False, headers=V0_3_HEADERS)
+
+    past_the_second_deadline(time_machine)
+    overdue = tasks_in_every_state["overdue_first"]
+    assert fast({"id": overdue}) is None
+    _, body, _ = reply(rpc("tasks/get", {"id": overdue}), fast=True, headers=V0_3_HEADERS)
+    assert body["result"]["status"]["state"] == "failed"
+    for name, task_id in tasks_in_every_state.items():
+        if name != "overdue_second":
+            served = fast({"id": task_id})
+            assert served is not None and (served["id"], served["kind"]) == (task_id, "task")
+    resolved = tasks_in_every_state["resolved"]
+    assert fast({"id": resolved, "historyLength": 0}) == fast({"id": resolved})
+    assert fast({"id": resolved, "historyLength": 2}) is None  # the adapter's to answer
+
+    open_task = tasks_in_every_state["open_empty"]
+    before = fast({"id": open_task})
+    contribute(make_agent(), Task.objects.get(pk=open_task))
+    after = fast({"id": open_task})
+    assert contributions(after) == contributions(before) + 1
+    assert reply(rpc("tasks/get", {"id": open_task}), fast=True, headers=V0_3_HEADERS) == adapter(
+        open_task
+    )
+
+
 def test_an_evaluated_task_is_answered_from_memory_and_an_open_one_never(
     tasks_in_every_state, make_agent, contribute
 ):
@@ -294,13 +385,10 @@ def test_an_evaluated_task_is_answered_from_memory_and_an_open_one_never(
         rpc("GetTask", {"id": resolved}), fast=False
     )
 
-    def count(task: dict[str, Any]) -> int:
-        return task["metadata"]["cairn"]["contributions_received"]
-
     before = get(open_task)
     assert EVALUATED_FORMS.get(uuid.UUID(open_task)) is None
     contribute(make_agent(), Task.objects.get(pk=open_task))
-    assert count(get(open_task)) == count(before) + 1
+    assert contributions(get(open_task)) == contributions(before) + 1
 
 
 def test_the_evaluated_forms_kept_stay_within_their_bound():
@@ -314,6 +402,28 @@ def test_the_evaluated_forms_kept_stay_within_their_bound():
     assert [forms.get(key) is not None for key in (keys[0], keys[2], keys[3])] == [True] * 3
     forms.keep(uuid.uuid4(), "z" * 1300)  # larger than the whole bound: not kept, nothing dropped
     assert all(forms.get(key) is not None for key in (keys[0], keys[2], keys[3]))
+
+
+def test_the_converted_forms_kept_stay_within_their_bound_and_follow_their_stored_form():
+    converted: list[str] = []
+
+    def convert(text: str) -> str:
+        converted.append(text)
+        return text.upper()
+
+    forms = ConvertedForms(convert, max_chars=1600)  # two of the pairs below, with their overhead
+    keys = [uuid.uuid4() for _ in range(3)]
+    assert [forms.of(key, "x" * 300) for key in keys[:2]] == ["X" * 300] * 2
+    assert forms.of(keys[0], "x" * 300) == "X" * 300 and len(converted) == 2  # kept
+    assert forms.of(keys[0], "y" * 300) == "Y" * 300 and len(converted) == 3  # a new stored form
+    forms.of(keys[2], "z" * 300)  # the third pair: the least recently read goes
+    assert forms.of(keys[0], "y" * 300) == "Y" * 300 and len(converted) == 4
+    forms.of(keys[1], "x" * 300)
+    assert len(converted) == 5
+    forms.of(uuid.uuid4(), "w" * 800)  # larger than the whole bound with its copy: not kept
+    forms.of(keys[1], "x" * 300)
+    forms.of(keys[0], "y" * 300)
+    assert len(converted) == 6  # nothing was dropped for it
 
 
 def walks(task_ids: dict[str, str]) -> list[tuple[Any, None, None]]:
@@ -358,10 +468,11 @@ def test_the_pool_reads_answer_every_request_as_the_sdk_dispatcher_does(
                     answers[fast] = answered(answer.status, answer.body, answer.headers)
                 assert answers[True] == answers[False], (document, headers, raw)
             for task_id in tasks_in_every_state.values():
-                served = await fast_read(
-                    "GetTask", rpc("GetTask", {"id": task_id}), 1, read_pool.POOL_READS
-                )
-                assert served is not None and json.loads(served)["result"]["id"] == task_id
+                for method in ("GetTask", "tasks/get"):
+                    served = await fast_read(
+                        method, rpc(method, {"id": task_id}), 1, read_pool.POOL_READS
+                    )
+                    assert served is not None and json.loads(served)["result"]["id"] == task_id
             for params in ({}, {"pageSize": 2}, {"status": "TASK_STATE_FAILED", "pageSize": 100}):
                 listed = await fast_read(
                     "ListTasks", rpc("ListTasks", params), 1, read_pool.POOL_READS
