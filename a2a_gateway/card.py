@@ -21,6 +21,7 @@ from a2a.types import (
 )
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 from django.conf import settings
+from django.core.signals import setting_changed
 
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
@@ -87,10 +88,19 @@ def witnessing() -> dict[str, Any]:
     }
 
 
+@lru_cache(maxsize=1)
 def card_variant() -> str:
     """What the card is built from besides the code, the site and its key: the configured
-    witnesses, as a key for the caches of the built card."""
+    witnesses, as a key for the caches of the built card. Kept until those settings change."""
     return json.dumps(witnessing())
+
+
+def _witnessing_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("CAIRN_WITNESSES", "CAIRN_WITNESS_QUORUM"):
+        card_variant.cache_clear()
+
+
+setting_changed.connect(_witnessing_changed)
 
 
 def agent_card(site: str, witnesses: dict[str, Any] | None = None) -> AgentCard:

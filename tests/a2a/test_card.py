@@ -14,7 +14,7 @@ from django.core.checks.registry import registry
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from a2a_gateway.card import agent_card_json
+from a2a_gateway.card import VERIFIABLE_EXTENSION_URI, agent_card_json
 from a2a_gateway.checks import CHECK_SITE, agent_card_check
 from core.schemas import model_schema
 from tasks.payloads import ContributionPayload, OpenTaskPayload
@@ -84,6 +84,32 @@ def test_the_card_names_the_configured_site(http, settings):
     served = http.get("/api/a2a").json()
 
     assert served["supportedInterfaces"][0]["url"] == "https://cairn.example/api/a2a"
+
+
+def test_the_card_follows_the_configured_witnesses(http, settings):
+    """The built card is kept, but never past a change of the witnesses it lists (SPEC §15.4)."""
+
+    def verifiable() -> dict:
+        served = http.get("/.well-known/agent-card.json")
+        extensions = served.json()["capabilities"]["extensions"]
+        (found,) = [e for e in extensions if e["uri"] == VERIFIABLE_EXTENSION_URI]
+        return {**found["params"], "etag": served.headers["ETag"]}
+
+    before = verifiable()
+    witness = {
+        "name": "witness.example/w1",
+        "key": "witness.example/w1+00000000+AA",
+        "url": "https://witness.example",
+    }
+    settings.CAIRN_WITNESSES = [witness]
+    settings.CAIRN_WITNESS_QUORUM = 1
+    during = verifiable()
+    settings.CAIRN_WITNESSES = []
+
+    assert before["witnesses"] == [] and before["witness_quorum"] == 0
+    assert during["witnesses"] == [witness] and during["witness_quorum"] == 1
+    assert during["etag"] != before["etag"]
+    assert verifiable() == before
 
 
 def test_the_card_revalidates_with_its_etag(http):

@@ -435,3 +435,17 @@ def test_both_paths_answer_as_the_rest_of_the_site_does(http, subtests):
     answered = raw(http, envelope("GetTask", {"id": str(uuid.uuid4())}))
     assert answered.headers["Referrer-Policy"] == "same-origin"
     assert answered.headers["Cross-Origin-Opener-Policy"] == "same-origin"
+
+
+def test_a_host_let_in_or_shut_out_is_answered_so_at_once(http, settings, subtests):
+    """The A2A door keeps each Host's verdict; a change of ALLOWED_HOSTS takes effect anyway."""
+    for path in ("/api/a2a", "/.well-known/agent-card.json", "/api/a2a/tasks"):
+        with subtests.test(path=path):
+            headers = {"Host": "cairn.example", "A2A-Version": "1.0"}
+            assert http.get(path, headers=headers).status_code == 400
+
+            settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "cairn.example"]
+            assert http.get(path, headers=headers).status_code == 200
+
+            settings.ALLOWED_HOSTS = [h for h in settings.ALLOWED_HOSTS if h != "cairn.example"]
+            assert http.get(path, headers=headers).status_code == 400
