@@ -217,7 +217,7 @@ async def fast_read(
 
 async def fast_rest_read(
     request: GetTaskRequest | ListTasksRequest,
-    query_string: bytes,
+    query: QueryParams,
     task_id: str | None,
     sent_status: Any,
     reads: StoredReads = DJANGO_READS,
@@ -226,7 +226,7 @@ async def fast_rest_read(
     binding has checked, its query read as the SDK's REST dispatcher reads it into `request`:
     the result as is, without an envelope; None when the dispatcher is to answer it."""
     try:
-        parse_params(QueryParams(query_string), request)
+        parse_params(query, request)
     except Exception:  # whatever the SDK would refuse, it refuses in its own words
         return None
     if isinstance(request, GetTaskRequest) and task_id is not None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
-from urllib.parse import urlencode
 
 from a2a.server.routes.rest_routes import create_rest_routes
 from a2a.types import GetTaskRequest, ListTasksRequest, SendMessageRequest, TaskState
@@ -136,16 +135,15 @@ def state_name(value: str) -> str:
     return name if value.islower() and name in TaskState.keys() else value
 
 
-def _list_query(query_string: bytes) -> tuple[bytes, AsSent]:
+def _list_query(query: QueryParams) -> tuple[QueryParams, AsSent]:
     """ListTasks' query with `status` in the proto's words, and that status as sent (the handler
     tells an unknown status from an absent one by it)."""
-    query = QueryParams(query_string)
     if "status" not in query:
-        return query_string, AsSent()
+        return query, AsSent()
     items = [
         (key, state_name(value) if key == "status" else value) for key, value in query.multi_items()
     ]
-    return urlencode(items).encode(), AsSent(status=state_name(query.getlist("status")[-1]))
+    return QueryParams(items), AsSent(status=state_name(query.getlist("status")[-1]))
 
 
 def _unreadable(error: Exception) -> Reply:
@@ -165,11 +163,10 @@ def _body_refusal(document: Any, model: type[Message]) -> Reply | None:
     return None
 
 
-def _boolean_refusal(query_string: bytes, model: type[Message]) -> Reply | None:
+def _boolean_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
     """The error for a boolean that is neither `true` nor `false` (A2A 1.0 §11.5), else None:
     the SDK's reader takes any other word for false, which JSON-RPC, given a non-boolean,
     refuses."""
-    query = QueryParams(query_string)
     for field in model.DESCRIPTOR.fields:
         sent = query.getlist(field.camelcase_name)
         if field.type == field.TYPE_BOOL and sent and sent[-1].lower() not in ("true", "false"):
@@ -177,11 +174,11 @@ def _boolean_refusal(query_string: bytes, model: type[Message]) -> Reply | None:
     return None
 
 
-def _query_refusal(query_string: bytes, model: type[Message]) -> Reply | None:
+def _query_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
     """The error for a query that does not read as `model`, else None. Asked only of a query the
     fast path declined, which parses the same query itself."""
     try:
-        parse_params(QueryParams(query_string), model())
+        parse_params(query, model())
     except Exception as error:  # as for a body
         return _unreadable(error)
     return None
@@ -261,6 +258,7 @@ async def rest_reply(
             return _error(refused)
         document: Any = None
         as_sent = AsSent()
+        query = QueryParams(query_string)  # parsed once, for every step that reads it
         if path in BODY_MODELS:
             try:
                 document = parse_json(raw)
@@ -271,19 +269,19 @@ async def rest_reply(
                 return _error(InvalidParamsError(message=f"{where} must be an object"))
             as_sent = AsSent.of(document)
         if path == LIST_PATH:
-            query_string, as_sent = _list_query(query_string)
+            query, as_sent = _list_query(query)
         model = FAST_MODELS.get(route.path)
         if model is not None:
-            unreadable = _boolean_refusal(query_string, model)
+            unreadable = _boolean_refusal(query, model)
             if unreadable is not None:
                 return unreadable
             if fast_reads:
                 served = await fast_rest_read(
-                    model(), query_string, path_params.get("id"), as_sent.status, reads
+                    model(), query, path_params.get("id"), as_sent.status, reads
                 )
                 if served is not None:
                     return Reply(200, served, content_type=A2A_JSON_MEDIA_TYPE)
-            unreadable = _query_refusal(query_string, model)
+            unreadable = _query_refusal(query, model)
             if unreadable is not None:
                 return unreadable
         request = dispatcher_request(
@@ -293,7 +291,7 @@ async def rest_reply(
             Facts(agent=agent, origin=origin, as_sent=as_sent),
             body=raw,
             method=method,
-            query_string=query_string,
+            query_string=str(query).encode(),
             path_params=path_params,
         )
         await cycle.enter()

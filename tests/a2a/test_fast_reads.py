@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import pytest
 from a2a.types import GetTaskRequest, ListTasksRequest
 from asgiref.sync import async_to_sync
+from starlette.datastructures import QueryParams
 
 from a2a_gateway import read_pool
 from a2a_gateway.converted_forms import ConvertedForms
@@ -633,8 +634,9 @@ def test_rest_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, t
         return async_to_sync(rest_answer)("GET", path, query, None, fast=True)
 
     def served(model: Any, query: dict[str, Any], task_id: str | None = None) -> bytes | None:
-        query_string = urlencode(query).encode()
-        return async_to_sync(fast_rest_read)(model(), query_string, task_id, query.get("status"))
+        return async_to_sync(fast_rest_read)(
+            model(), QueryParams(query), task_id, query.get("status")
+        )
 
     past_the_second_deadline(time_machine)
     overdue = tasks_in_every_state["overdue_first"]
@@ -666,12 +668,12 @@ def test_the_pool_reads_answer_every_rest_read_as_the_sdk_rest_dispatcher_does(
             await rest_both_ways(requests, read_pool.POOL_READS)
             for task_id in tasks_in_every_state.values():
                 served = await fast_rest_read(
-                    GetTaskRequest(), b"", task_id, None, read_pool.POOL_READS
+                    GetTaskRequest(), QueryParams(), task_id, None, read_pool.POOL_READS
                 )
                 assert served is not None and json.loads(served)["id"] == task_id
             listed = await fast_rest_read(
                 ListTasksRequest(),
-                b"status=TASK_STATE_FAILED",
+                QueryParams("status=TASK_STATE_FAILED"),
                 None,
                 "TASK_STATE_FAILED",
                 read_pool.POOL_READS,
