@@ -4,8 +4,11 @@ django-q2's scheduler looks at its schedules about every 30 seconds, too seldom 
 promises to integrate within 10. So a committed write nudges a worker to run the sequencer, at
 most once per interval per process; the job integrates what is queued, waits one interval and
 integrates again, which takes in every write whose own nudge was skipped. A schedule every
-minute catches anything a lost nudge left behind. A run holds its worker one interval and the
-witnesses' answers (at most `WITNESS_TIMEOUT_S` a pass), no longer.
+minute catches anything a lost nudge left behind. The witnesses are asked once a run, after both
+passes, to cosign the latest checkpoint: an entry is witnessed within an interval and their
+answers of its write, well inside the merge delay, and a witness that is down costs a run one wait
+and one warning. A run holds its worker one interval and the witnesses' answers (at most
+`WITNESS_TIMEOUT_S`), no longer.
 """
 
 from __future__ import annotations
@@ -25,15 +28,11 @@ _last_nudge = 0.0
 
 
 def sequence_log() -> int:
-    """Integrate what is queued, and again one interval later. Returns how many were appended."""
-    appended = _sequence_witnessed()
-    time.sleep(settings.CAIRN_LOG_INTERVAL_S)
-    return appended + _sequence_witnessed()
-
-
-def _sequence_witnessed() -> int:
-    """One pass, then the witnesses asked to cosign its checkpoint (after its transaction)."""
+    """Integrate what is queued, and again one interval later, then ask the witnesses to cosign
+    (after both transactions). Returns how many entries were appended."""
     appended = log_sequence()
+    time.sleep(settings.CAIRN_LOG_INTERVAL_S)
+    appended += log_sequence()
     witnesses_cosign()
     return appended
 

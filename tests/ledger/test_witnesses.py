@@ -130,6 +130,22 @@ def test_a_slow_and_a_down_witness_hold_up_neither_the_others_nor_the_run(
     }
 
 
+def test_a_run_of_the_sequencer_asks_a_down_witness_once(
+    http, witnessed, poster, post_task, caplog
+):
+    """Both passes of a run are cosigned by one ask after them: a witness that is down costs the
+    run one wait and one warning, and the others cosign the latest checkpoint."""
+    up, down, other = witnessed(down=(1,))
+    post_task(poster)
+
+    with caplog.at_level(logging.WARNING, logger="ledger.witnesses"):
+        assert sequence_log() == 1
+
+    warned = [r for r in caplog.records if r.name == "ledger.witnesses"]
+    assert [r.getMessage().split()[1] for r in warned] == [down.name]
+    assert _cosigners(_latest(http), [up, down, other]) == [up.name, other.name]
+
+
 def test_a_cosignature_by_a_key_other_than_the_configured_one_is_not_kept(
     http, settings, witness_processes, poster, post_task, caplog
 ):
