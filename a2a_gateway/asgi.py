@@ -2,7 +2,7 @@
 card without Django's request cycle.
 
 Under Django's ASGI handler every request gets its own thread and passes the whole middleware
-stack; for a JSON-RPC call that is most of its cost (bench/README.md, F6). Here a request is
+stack; for a JSON-RPC call that is most of its cost. Here a request is
 translated into `a2a_gateway.endpoint.http_reply` and nothing more: a stored read is answered on
 the event loop (`a2a_gateway.read_pool`, on PostgreSQL), everything else by the SDK's dispatcher
 with the ORM work on asgiref's one shared thread. What the middleware stack gave these paths is
@@ -21,10 +21,10 @@ from a2a_gateway.endpoint import (
     CARD_PATH,
     ENDPOINT_PATHS,
     ClientGone,
-    DjangoReads,
     Reply,
     http_reply,
 )
+from a2a_gateway.reads import DjangoSource
 from a2a_gateway.rest import is_rest_path, rest_reply
 from core.hosts import host_served
 from core.middleware import SECURITY_HEADERS
@@ -39,8 +39,8 @@ RESPONSE_HEADERS = [
         "X-Frame-Options": "DENY",
     }.items()
 ]
-# The stored reads when the pool cannot serve them: through Django, inside its request signals.
-_DJANGO_READS = DjangoReads(in_request_cycle=True)
+# The reads when the pool cannot serve them: through Django, inside its request signals.
+_DJANGO_SOURCE = DjangoSource(in_request_cycle=True)
 
 
 def is_a2a_path(path: str) -> bool:
@@ -107,7 +107,7 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
                 headers=headers,
                 origin=_origin(scope, host),
                 body=_chunks(receive),
-                reads=read_pool.POOL_READS if read_pool.is_available() else _DJANGO_READS,
+                reads=read_pool.POOL_SOURCE if read_pool.is_available() else _DJANGO_SOURCE,
                 outside_django=True,
             )
         else:
@@ -117,7 +117,7 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
                 headers=headers,
                 origin=_origin(scope, host),
                 body=_chunks(receive),
-                reads=read_pool.POOL_READS if read_pool.is_available() else _DJANGO_READS,
+                reads=read_pool.POOL_SOURCE if read_pool.is_available() else _DJANGO_SOURCE,
                 outside_django=True,
             )
     except ClientGone:

@@ -47,7 +47,7 @@ from a2a_gateway.handler import (
     CairnRequestHandler,
 )
 from a2a_gateway.params_shape import misplaced_value
-from a2a_gateway.read_model import DJANGO_READS, DjangoReads, StoredReads
+from a2a_gateway.reads import DJANGO_SOURCE, DjangoSource, Source
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
@@ -245,12 +245,12 @@ class DjangoCycle:
     async def enter(self) -> None:
         if not self.inside_already and not self.started:
             self.started = True
-            await sync_to_async(signals.request_started.send)(sender=DjangoReads)
+            await sync_to_async(signals.request_started.send)(sender=DjangoSource)
 
     async def leave(self) -> None:
         if self.started:
             self.started = False
-            await sync_to_async(signals.request_finished.send)(sender=DjangoReads)
+            await sync_to_async(signals.request_finished.send)(sender=DjangoSource)
 
 
 def _parsed(body: bytes | None) -> Any:
@@ -310,7 +310,7 @@ async def _checked(
     headers: Mapping[str, str],
     cycle: DjangoCycle,
     fast_reads: bool,
-    reads: StoredReads,
+    reads: Source,
 ) -> Reply | Agent | None:
     """SPEC §8.2's checks in their order for a well-formed single request (the token, the
     version, the params' shape; a 0.3 method: its version and streaming rules), then a read
@@ -349,7 +349,7 @@ async def a2a_reply(
     body: bytes | None,
     origin: str,
     fast_reads: bool = True,
-    reads: StoredReads = DJANGO_READS,
+    reads: Source = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
     """The answer to one `POST /api/a2a`. `headers` are lower-cased; `body` is None when it was
@@ -451,7 +451,7 @@ async def http_reply(
     headers: Mapping[str, str],
     origin: str,
     body: AsyncIterator[bytes],
-    reads: StoredReads = DJANGO_READS,
+    reads: Source = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
     """The answer to any request for the endpoint or the card. `headers` are lower-cased;

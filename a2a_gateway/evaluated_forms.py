@@ -3,8 +3,7 @@
 An evaluated task never changes again (SPEC §4.3) and no task is ever deleted (the keeper reads
 tasks, never edits them), so a copy of its stored form cannot go stale; only a change of the
 rendering code changes it, and that is a new process. A GetTask of a task kept here costs no
-database round trip: on the event loop that round trip was two thirds of a read's CPU
-(bench/README.md, F43). Open tasks are never kept: a contribution changes their count.
+database round trip, which on the event loop is most of a read's CPU. Open tasks are never kept: a contribution changes their count.
 
 The copies are bounded by their total length, the least recently read going first, so a process
 keeps the tasks it is asked for most within a few megabytes however many tasks the site has.
@@ -52,4 +51,5 @@ class EvaluatedForms:
                 self._chars -= len(dropped) + _OVERHEAD
 
 
-EVALUATED_FORMS = EvaluatedForms()
+# One store per stored GetTask form (A2A 1.0's and 0.3's), each within its own bound.
+EVALUATED_FORMS = {"1.0": EvaluatedForms(), "0.3": EvaluatedForms()}

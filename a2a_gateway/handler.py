@@ -1,22 +1,22 @@
-"""The SDK's `RequestHandler`, implemented over Cairn's services and selectors.
+"""The SDK's `RequestHandler`, implemented over Cairn's services and the door's one read.
 
-It translates and nothing more: protocol checks (the shape of a message, page sizes, filters) stay
-here, every rule of the domain stays in the services, and a `Refusal` is turned into its A2A form
-once. No SDK task store and no `AgentExecutor`: tasks are public rows, read through the selectors.
+It translates and nothing more: the shape of a message is checked here, every rule of the domain
+stays in the services, and a `Refusal` is turned into its A2A form once. GetTask and ListTasks
+are the door's one read (`a2a_gateway.reads`), which serves the Task stored when the task last
+changed; the SDK writes it back out as it would any Task. No SDK task store and no
+`AgentExecutor`: tasks are public rows.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import unicodedata
-import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC
 from typing import Any, TypeVar
 
+import orjson
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler
 from a2a.server.request_handlers.request_handler import validate_request_params
@@ -44,31 +44,27 @@ from a2a.types import (
     TaskNotCancelableError,
     TaskNotFoundError,
     TaskPushNotificationConfig,
-    TaskState,
     UnsupportedOperationError,
 )
-from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import A2AError
 from a2a.utils.proto_utils import validate_proto_required_fields
-from a2a.utils.task import validate_history_length
 from asgiref.sync import sync_to_async
 from google.protobuf import struct_pb2
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.json_format import MessageToDict, ParseDict
 
 from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
+from a2a_gateway.reads import DJANGO_SOURCE, no_tenant, read_page, read_task
 from a2a_gateway.translate import (
     data_of,
     ints_from_doubles,
     refusal_message,
     task_from_body,
-    task_from_view,
 )
 from agents.models import Agent
 from calls.published_schemas import published_schema_url
 from core.errors import ErrorCode, Issue, Refusal
 from core.outages import outage_refusal
-from core.policy import A2A_TASK_STATES, PAGE_CAP
-from tasks.selectors import task_get, task_page, task_view
+from tasks.selectors import task_get
 
 logger = logging.getLogger(__name__)
 
@@ -77,14 +73,8 @@ AGENT_STATE = "cairn.agent"  # the Agent of a valid Bearer token, when the metho
 AS_SENT_STATE = "cairn.as_sent"  # `AsSent`: what the SDK's parse into a proto loses
 ORIGIN_STATE = "cairn.origin"  # the site's origin, for the links a refusal gives
 
-MAX_PAGE_SIZE = PAGE_CAP
-MAX_REQUESTED_PAGE_SIZE = 100  # what A2A lets a client ask for
 MAX_MESSAGE_ID = 128
 PART_KINDS = {"text": "text", "raw": "file", "url": "file", "data": "data", None: "empty"}
-STATUS_FILTERS: dict[int, frozenset[str] | None] = {
-    TaskState.TASK_STATE_UNSPECIFIED: None,
-    **{TaskState.Value(name): statuses for name, statuses in A2A_TASK_STATES.items()},
-}
 
 Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
 # A value a client did not send at all.
@@ -95,8 +85,8 @@ NOT_SENT: Any = object()
 class AsSent:
     """The two values of a request that the SDK's parse into a proto loses, as the client wrote
     them: a ListTasks `status` (the parser reads an unknown name as "no filter", which SPEC §8.5
-    refuses) and a SendMessage's first data part (read as JSON: converting it back from the proto
-    cost 68 µs against 9, bench/README.md F22)."""
+    refuses) and a SendMessage's first data part (read as JSON, which costs a fraction of
+    converting it back from the proto)."""
 
     status: Any = None
     data: Any = NOT_SENT
@@ -135,8 +125,8 @@ def _guarded(method: Method) -> Method:
 def _required_fields_checked(method: Method) -> Method:
     """The SDK's `validate_request_params` for SendMessage, run on a copy of the request whose JSON
     values (data parts, metadata) are emptied. A `Struct` or `Value` has no REQUIRED field, so the
-    SDK finds the same errors without walking a payload value by value in Python: 823 → 237 µs
-    for a contribution (bench/README.md, F17)."""
+    SDK finds the same errors without walking a payload value by value in Python, which was most
+    of the check's cost on a contribution."""
 
     @functools.wraps(method)
     async def wrapper(self: RequestHandler, params: Any, context: ServerCallContext) -> Any:
@@ -162,18 +152,6 @@ def _json_emptied(request: SendMessageRequest) -> SendMessageRequest:
         if part.HasField("data"):
             part.data.null_value = struct_pb2.NULL_VALUE
     return shell
-
-
-def _no_tenant(params: Any) -> None:
-    if params.tenant:
-        raise InvalidParamsError(message="this server has no tenants: leave tenant empty")
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        return str(uuid.UUID(text)) == text.lower()
-    except ValueError:
-        return False
 
 
 def _is_message_id(text: str) -> bool:
@@ -225,22 +203,6 @@ def _declared_client(message: Message) -> str:
     return client
 
 
-# What `status` may say for "no filter". "UNRECOGNIZED" is what the official JS client (@a2a-js/sdk
-# 1.3.0, ts-proto) writes when its caller leaves `status` out, so it means unset, not unknown.
-UNSET_STATUS = (None, 0, "TASK_STATE_UNSPECIFIED", "UNRECOGNIZED")
-
-
-def status_filter(params: ListTasksRequest, sent_status: Any) -> frozenset[str] | None:
-    """The statuses a ListTasks filters by; `sent_status` is its `status` as the client wrote it."""
-    # The SDK's parser reads an unknown enum name as UNSPECIFIED (no filter); refuse it instead.
-    swallowed = (
-        params.status == TaskState.TASK_STATE_UNSPECIFIED and sent_status not in UNSET_STATUS
-    )
-    if swallowed or params.status not in STATUS_FILTERS:
-        raise InvalidParamsError(message=f"status must be {', '.join(A2A_TASK_STATES)} or unset")
-    return STATUS_FILTERS[params.status]
-
-
 def _refusal_as_error(refusal: Refusal) -> A2AError | None:
     """The refusals A2A answers with a JSON-RPC error rather than a refusal Message (SPEC §8.2, §8.3)."""
     if refusal.code == ErrorCode.NOT_FOUND:
@@ -250,14 +212,6 @@ def _refusal_as_error(refusal: Refusal) -> A2AError | None:
     if refusal.code == ErrorCode.INVALID_QUERY:
         return InvalidParamsError(message=refusal.message)
     return None
-
-
-def _as_error(refusal: Refusal) -> A2AError:
-    """For reads: the JSON-RPC error of a refusal a selector raised."""
-    error = _refusal_as_error(refusal)
-    if error is None:
-        raise refusal  # not a refusal a read can give: an internal error
-    return error
 
 
 def _payload(message: Message, context: ServerCallContext) -> Any:
@@ -286,7 +240,7 @@ class CairnRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Task | Message:
         """Post (no taskId) or contribute (taskId). Answers at once: nothing here waits for a deadline."""
-        _no_tenant(params)
+        no_tenant(params)
         message = params.message
         _check_message(message)
         client = _declared_client(message)
@@ -296,7 +250,7 @@ class CairnRequestHandler(RequestHandler):
         operation = self.operation_for(message)
         if len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":
             if message.task_id:  # an unknown task is -32001 whatever the message holds
-                await sync_to_async(_task)(message.task_id)
+                await sync_to_async(_task_exists)(message.task_id)
             refusal = _payload_part_refusal(message, operation, context.state.get(ORIGIN_STATE, ""))
             return refusal_message(refusal, task_id=message.task_id)
         try:
@@ -315,50 +269,31 @@ class CairnRequestHandler(RequestHandler):
         return task_from_body(result.body)
 
     @_guarded
-    @validate_request_params
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
-        _no_tenant(params)
-        validate_history_length(params)
-        return await sync_to_async(_task)(params.id)
+        """The stored Task (`a2a_gateway.reads`), as every binding serves it."""
+        return ParseDict(orjson.loads(await read_task(params, DJANGO_SOURCE)), Task())
 
     @_guarded
-    @validate_request_params
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        _no_tenant(params)
-        validate_history_length(params)
+        """The stored page (`a2a_gateway.reads`), as every binding serves it."""
         sent = context.state.get(AS_SENT_STATE)
-        statuses = status_filter(params, sent.status if isinstance(sent, AsSent) else None)
-        requested = (
-            params.page_size if params.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
+        page = await read_page(
+            params, sent.status if isinstance(sent, AsSent) else None, DJANGO_SOURCE
         )
-        if not 1 <= requested <= MAX_REQUESTED_PAGE_SIZE:
-            raise InvalidParamsError(
-                message=f"pageSize must be between 1 and {MAX_REQUESTED_PAGE_SIZE}"
-            )
-        # A2A lets a server return fewer than asked; the response says how many a page holds.
-        page_size = min(requested, MAX_PAGE_SIZE)
-        after = (
-            params.status_timestamp_after.ToDatetime(tzinfo=UTC)
-            if params.HasField("status_timestamp_after")
-            else None
-        )
-        return await sync_to_async(_task_list)(
-            statuses=statuses,
-            status_name=TaskState.Name(params.status),
-            page_size=page_size,
-            page_token=params.page_token,
-            context_id=params.context_id,
-            after=after,
-            include_artifacts=params.include_artifacts,
+        return ListTasksResponse(
+            tasks=[ParseDict(orjson.loads(text), Task()) for text in page.tasks],
+            next_page_token=page.next_cursor,
+            page_size=page.page_size,
+            total_size=page.total,
         )
 
     @_guarded
     @validate_request_params
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
-        _no_tenant(params)
-        await sync_to_async(_task)(params.id)
+        no_tenant(params)
+        await sync_to_async(_task_exists)(params.id)
         raise TaskNotCancelableError(
             message="tasks on Cairn are public and permanent: none can be canceled"
         )
@@ -406,54 +341,8 @@ class CairnRequestHandler(RequestHandler):
         )
 
 
-def _task(task_id: str) -> Task:
+def _task_exists(task_id: str) -> None:
     try:
-        return task_from_view(task_view(task_get(task_id)))
+        task_get(task_id)
     except Refusal as refusal:
-        raise _as_error(refusal) from None
-
-
-def list_filter_key(status_name: str, context_id: str, after: Any) -> str:
-    """What a ListTasks page token is bound to: it only works with its own filter (SPEC §8.5)."""
-    return json.dumps(
-        ["a2a.ListTasks", status_name, context_id.lower(), after.isoformat() if after else ""],
-        separators=(",", ":"),
-    )
-
-
-def _task_list(
-    *,
-    statuses: frozenset[str] | None,
-    status_name: str,
-    page_size: int,
-    page_token: str,
-    context_id: str,
-    after: Any,
-    include_artifacts: bool,
-) -> ListTasksResponse:
-    if context_id and not _is_uuid(context_id):  # no task has this context: an empty, final page
-        return ListTasksResponse(tasks=[], next_page_token="", page_size=page_size, total_size=0)
-    filter_key = list_filter_key(status_name, context_id, after)
-    try:
-        page = task_page(
-            statuses=statuses,
-            limit=page_size,
-            cursor=page_token or None,
-            filter_key=filter_key,
-            context_id=uuid.UUID(context_id) if context_id else None,
-            status_timestamp_after=after,
-            # Without includeArtifacts the SDK's serialiser drops the artifacts: the evaluations
-            # (the largest part of an evaluated task) are then neither loaded nor converted.
-            with_evaluation=include_artifacts,
-        )
-    except Refusal as refusal:
-        raise _as_error(refusal) from None
-    return ListTasksResponse(
-        tasks=[
-            task_from_view(task_view(task, with_evaluation=include_artifacts))
-            for task in page.tasks
-        ],
-        next_page_token=page.next_cursor,
-        page_size=page_size,
-        total_size=page.total,
-    )
+        raise TaskNotFoundError(message=refusal.message) from None

@@ -5,10 +5,10 @@ from tasks.models import Task
 
 
 class TaskForm(models.Model):
-    """The A2A door's read model: each task's public A2A form, binding-neutral (the proto JSON of
-    the A2A Task, which each binding only wraps), with the columns GetTask and ListTasks filter
-    and page by. Written in the transaction that changes its task, through `tasks.changes`
-    (`a2a_gateway.read_model.task_forms_written`); read by `a2a_gateway.read_model`'s statements."""
+    """The A2A door's copy of each task: its A2A Task as the SDK's serialisers write it for each
+    question, with the columns GetTask and ListTasks filter and page by. Written in the
+    transaction that changes its task, through `tasks.changes` (`a2a_gateway.forms`); read by
+    the one read function of every binding (`a2a_gateway.reads`)."""
 
     task = models.OneToOneField(Task, primary_key=True, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=10)
@@ -16,11 +16,12 @@ class TaskForm(models.Model):
     status_timestamp = models.DateTimeField()
     # An open task past it is evaluated before it is shown (SPEC §4.3): GetTask checks it here.
     deadline = models.DateTimeField()
-    # The GetTask result, and the task as a ListTasks page without artifacts holds it.
+    # The GetTask result, and the task as a ListTasks page holds it without and with artifacts.
     task_json = models.TextField()
     list_item_json = models.TextField()
-    # `read_model.FORM_VERSION` when written; a row below it is not served until written again.
-    version = models.PositiveSmallIntegerField()
+    list_item_full_json = models.TextField()
+    # The GetTask result as A2A 0.3's tasks/get answers it (the SDK's 0.3 conversion).
+    task_v0_3_json = models.TextField()
 
     class Meta:
         indexes = [

@@ -2,18 +2,17 @@
 
 Through Django a read costs three hops to the ORM's thread (the request signals and the query)
 and a connection taken from Django's pool, checked and given back on every request; for a read
-of one stored text column that is most of its cost (bench/README.md, issue 15). Here the read
-model's two statements (`a2a_gateway.read_model`, the very text Django's path runs) go to a
-connection of the process's own pool, awaited on the event loop. Only the ASGI app uses it, on
-PostgreSQL; everything else goes through Django.
+of one stored text column that is most of its cost. Here the read's statement (`a2a_gateway.reads`,
+the very text Django's path runs) goes to a connection of the process's own pool, awaited on the
+event loop. Only the ASGI app uses it, on PostgreSQL; everything else goes through Django.
 
 Safety, as SPEC §16 asks of every connection:
 - a pool belongs to the process and event loop that opened it: a forked child never uses its
   parent's pool (it opens its own), and psycopg ends a connection only from the process that
   opened it, so no server session is ever shared;
 - a connection is not checked before use: a broken one fails its read, psycopg's pool drops it,
-  and the request goes to the SDK's dispatcher, which reads through Django's checked connections
-  and answers an outage with -32603 as every other request does;
+  and the request goes to the SDK's dispatcher, whose handler reads through Django's checked
+  connections and answers an outage with -32603 as every other request does;
 - after a failure the pool is left alone for a second, so while the database is down a request
   spends no time here before Django fails it fast.
 """
@@ -27,7 +26,6 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -37,15 +35,7 @@ from psycopg import AsyncConnection
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from a2a_gateway.read_model import (
-    PageQuery,
-    StoredPage,
-    StoredTask,
-    page_statement,
-    stored_page_of,
-    stored_task_of,
-    task_statement,
-)
+from a2a_gateway.reads import DjangoSource, Row
 
 logger = logging.getLogger(__name__)
 
@@ -93,9 +83,9 @@ def _conninfo() -> str:
     # The pool names itself only when the URL names no application.
     parameters.setdefault("application_name", "cairn-reads")
     if not _behind_transaction_pooler():
-        # The pool's two statements plan alike whatever their values (one index each), but a
+        # The pool's statements plan alike whatever their values (one index each), but a
         # generic plan of a page looks dear to PostgreSQL (its LIMIT is a parameter), so by
-        # default it planned every page afresh: 40% of its time (bench/README.md, F28). The
+        # default it would plan every page afresh, most of a page's time. The
         # URL's own options come after these, so they win where both set something. A
         # transaction pooler keeps no session setting (and PgBouncer refuses `options`); the
         # reads convert every time they read, whatever the session's time zone.
@@ -139,48 +129,36 @@ async def close() -> None:
         await current.pool.close()
 
 
-async def _fetch(sql: str, params: Any) -> list[tuple[Any, ...]] | None:
-    """The statement's rows, or None after any failure (the dispatcher answers instead)."""
-    global _unavailable_until
-    try:
-        pool = await _current_pool()
-        async with pool.connection() as conn:
-            cursor = await conn.execute(sql, params)
-            return await cursor.fetchall()
-    except Exception as exc:  # noqa: BLE001 (any failure: Django's path answers, outage or not)
-        logger.info("stored read failed, answered through Django: %s", type(exc).__name__)
-        _unavailable_until = time.monotonic() + FAIL_FAST_S
-        return None
+class Unavailable(Exception):
+    """The pool could not read: the binding leaves the request to the dispatcher, whose handler
+    reads through Django's checked connections and answers an outage as SPEC §16 says."""
 
 
-def _native(name: str, value: Any) -> Any:
-    return value  # psycopg adapts a UUID and an aware datetime itself
+class PoolSource:
+    """`reads.Source` on this module's pool; the evaluation, which writes, on Django's thread."""
+
+    _django = DjangoSource(in_request_cycle=True)
+
+    def prepare(self, name: str, value: Any) -> Any:
+        return value  # psycopg adapts a UUID and an aware datetime itself
+
+    def read_back(self, row: Row) -> Row:
+        return row
+
+    async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]:
+        global _unavailable_until
+        try:
+            pool = await _current_pool()
+            async with pool.connection() as conn:
+                cursor = await conn.execute(sql, params)
+                return await cursor.fetchall()
+        except Exception as exc:
+            logger.info("stored read failed, answered through Django: %s", type(exc).__name__)
+            _unavailable_until = time.monotonic() + FAIL_FAST_S
+            raise Unavailable from exc
+
+    async def evaluated(self, key: uuid.UUID | None) -> None:
+        await self._django.evaluated(key)
 
 
-def _as_read(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    return row
-
-
-async def stored_task(key: uuid.UUID, now: datetime) -> StoredTask | None:
-    rows = await _fetch(*task_statement(key, now, _native))
-    return stored_task_of(rows[0]) if rows else None
-
-
-async def stored_page(query: PageQuery, now: datetime) -> StoredPage | None:
-    """The page's stored entries, next cursor and total; None when something is due or a form on
-    the page is not current (the dispatcher evaluates and renders first)."""
-    rows = await _fetch(*page_statement(query, now, _native))
-    return None if rows is None else stored_page_of(query, rows, _as_read)
-
-
-class PoolReads:
-    """`StoredReads` from this module's pool."""
-
-    async def task(self, key: uuid.UUID, now: datetime) -> StoredTask | None:
-        return await stored_task(key, now)
-
-    async def page(self, query: PageQuery, now: datetime) -> StoredPage | None:
-        return await stored_page(query, now)
-
-
-POOL_READS = PoolReads()
+POOL_SOURCE = PoolSource()

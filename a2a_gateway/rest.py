@@ -50,7 +50,7 @@ from a2a_gateway.endpoint import (
 from a2a_gateway.fast_reads import fast_rest_read
 from a2a_gateway.handler import AsSent
 from a2a_gateway.params_shape import misplaced_value
-from a2a_gateway.read_model import DJANGO_READS, StoredReads
+from a2a_gateway.reads import DJANGO_SOURCE, Source
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
@@ -226,7 +226,7 @@ async def rest_reply(
     body: AsyncIterator[bytes],
     origin: str,
     fast_reads: bool = True,
-    reads: StoredReads = DJANGO_READS,
+    reads: Source = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
     """The answer to one request of the binding. `headers` are lower-cased; `body` yields the

@@ -35,8 +35,8 @@ def data_of(part: Part) -> Any:
 
 
 def data_part(value: Any, media_type: str = "") -> Part:
-    """`Struct.update` builds an object's Value in a quarter of `ParseDict`'s time (89 against 316
-    µs for an evaluation of three contributions), and the sweep builds one for every task."""
+    """`Struct.update` builds an object's Value far faster than `ParseDict`, and the sweep builds
+    one for every task."""
     if not isinstance(value, dict):
         return Part(data=ParseDict(value, struct_pb2.Value()), media_type=media_type)
     data = struct_pb2.Value()

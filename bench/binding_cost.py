@@ -4,7 +4,7 @@ wrk's rates on a shared machine move more between runs than the bindings differ 
 so this times what each binding costs the server itself: the ASGI app uvicorn serves
 (`a2a_gateway.asgi.endpoint`) called in process with each request, on the read pool, in rounds
 that alternate the two bindings, timed by the process's CPU clock. PostgreSQL's own CPU is left
-out: both bindings run the same statement (`a2a_gateway.read_model`). Every reply is checked (200,
+out: both bindings run the same statement (`a2a_gateway.reads`). Every reply is checked (200,
 no error) before it counts.
 
     taskset -c 0 .venv/bin/python bench/binding_cost.py [database]   # default cairn_bench_pg_1k

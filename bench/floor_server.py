@@ -14,8 +14,6 @@ gives the highest ratio a Cairn read could reach (bench/README.md, "The floor").
 from __future__ import annotations
 
 import os
-import uuid
-from datetime import datetime
 from typing import Any
 
 import django
@@ -25,25 +23,20 @@ django.setup()
 
 from a2a_gateway import read_pool  # noqa: E402
 from a2a_gateway.asgi import endpoint as app  # noqa: E402, F401  (what uvicorn serves)
-from a2a_gateway.read_model import PageQuery, StoredPage, StoredReads, StoredTask  # noqa: E402
+from a2a_gateway.read_pool import PoolSource  # noqa: E402
 
 
-class MemoryReads:
-    """The pool's reads, each kept after its first answer."""
+class MemorySource(PoolSource):
+    """The pool's statements, each statement's rows kept after its first answer (keyed by its
+    text and parameters but the instant, which changes on every read)."""
 
-    def __init__(self, reads: StoredReads) -> None:
-        self.reads = reads
-        self.kept: dict[Any, Any] = {}
+    kept: dict[Any, Any] = {}
 
-    async def task(self, key: uuid.UUID, now: datetime) -> StoredTask | None:
+    async def rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        key = (sql, tuple(sorted((k, str(v)) for k, v in params.items() if k != "now")))
         if key not in self.kept:
-            self.kept[key] = await self.reads.task(key, now)
+            self.kept[key] = await super().rows(sql, params)
         return self.kept[key]
 
-    async def page(self, query: PageQuery, now: datetime) -> StoredPage | None:
-        if query not in self.kept:
-            self.kept[query] = await self.reads.page(query, now)
-        return self.kept[query]
 
-
-read_pool.POOL_READS = MemoryReads(read_pool.POOL_READS)  # type: ignore[assignment]
+read_pool.POOL_SOURCE = MemorySource()

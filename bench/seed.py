@@ -47,8 +47,8 @@ from django.db import connection, transaction  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django_q.models import Schedule  # noqa: E402
 
+from a2a_gateway.forms import task_form  # noqa: E402
 from a2a_gateway.models import TaskForm  # noqa: E402
-from a2a_gateway.read_model import task_form  # noqa: E402
 from agents.models import Agent, AuditEntry, Door, Operation  # noqa: E402
 from agents.services import TOKEN_PREFIX, token_digest  # noqa: E402
 from core.canonical import canonical_digest, fingerprint  # noqa: E402
@@ -60,8 +60,8 @@ from tasks.changes import TaskChange  # noqa: E402
 from tasks.counts import task_count_change  # noqa: E402
 from tasks.evaluation import evaluation_apply  # noqa: E402
 from tasks.models import Contribution, Task, TaskStatus  # noqa: E402
-from tasks.rendered import task_render  # noqa: E402
-from tasks.selectors import receipt_claims, receipt_view, task_view  # noqa: E402
+from tasks.rendered import task_render, task_view  # noqa: E402
+from tasks.selectors import receipt_claims, receipt_view  # noqa: E402
 from tasks.services import CONTRIBUTION_SUBMIT, TASK_POST  # noqa: E402
 
 BATCH = 5000

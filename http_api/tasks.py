@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from core.policy import TASK_MODES
 from http_api.inputs import PageQuery, paged_list, query_none
 from http_api.views import ApiView
+from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
 from tasks.rendered import stored_view
 from tasks.selectors import agent_mine, task_get, task_page
 from tasks.services import contribution_submit, task_post
@@ -21,6 +22,7 @@ class TaskListApi(ApiView):
 
     def get(self, request: Request) -> Response:
         def page(query: PageQuery) -> tuple[list[Any], str]:
+            tasks_evaluate_due()
             found = task_page(
                 statuses=TASK_MODES[query.mode],
                 limit=query.limit,
@@ -38,7 +40,7 @@ class TaskListApi(ApiView):
 class TaskDetailApi(ApiView):
     def get(self, request: Request, task_id: str) -> Response:
         query_none(request)
-        return Response(stored_view(task_get(task_id)))
+        return Response(stored_view(task_evaluated_if_due(task_get(task_id))))
 
 
 class TaskMineApi(ApiView):
@@ -47,6 +49,7 @@ class TaskMineApi(ApiView):
     def get(self, request: Request) -> Response:
         agent = self.require_agent(request)
         query_none(request)
+        tasks_evaluate_due()
         return Response(agent_mine(agent))
 
 

@@ -21,6 +21,7 @@ from core.errors import ErrorCode, Issue, Refusal
 from core.outages import outage_refusal
 from core.payloads import json_path
 from core.policy import MCP_TASK_STATUSES, PAGE_CAP, McpTaskStatus, cairn_version
+from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
 from tasks.rendered import stored_view
 from tasks.selectors import task_get, task_page
 
@@ -88,6 +89,7 @@ class Tool:
 
 
 def tasks_answer(arguments: TasksArguments) -> dict[str, Any]:
+    tasks_evaluate_due()
     page = task_page(
         statuses=MCP_TASK_STATUSES[arguments.status],
         limit=arguments.page_size,
@@ -101,7 +103,7 @@ def tasks_answer(arguments: TasksArguments) -> dict[str, Any]:
 
 
 def task_answer(arguments: TaskArguments) -> dict[str, Any]:
-    return stored_view(task_get(arguments.task_id))
+    return stored_view(task_evaluated_if_due(task_get(arguments.task_id)))
 
 
 TOOLS: dict[str, Tool] = {

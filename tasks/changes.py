@@ -9,7 +9,7 @@ transaction and sends the rows it returns with its own (`core.statements.write_a
 
 One setting, one callable: reading the settings shows every reader of the domain's changes. A
 registry filled at import time or from an `AppConfig.ready` would hide which readers run behind
-which apps happened to load, and is what this replaced (issue 29).
+which apps happened to load.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ def _hook(path: str) -> TaskChanged:
 
 def hook_resolved() -> None:
     """Import the configured hook now (`TasksConfig.ready`): a wrong path then stops the start
-    rather than the first write, and no write pays for importing the door (0.25 s, a tenth of
-    the benchmark's sweep)."""
+    rather than the first write, and no write pays for importing the door, a slow import that
+    would otherwise land on the first write."""
     if settings.CAIRN_TASK_CHANGED:
         _hook(settings.CAIRN_TASK_CHANGED)
 

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from django.db import transaction
 from django.utils import timezone
@@ -24,6 +24,7 @@ from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.payloads import VERDICTS
 from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.sealing import Sealed, report_unsealed
+from tasks.selectors import due_params, due_sql
 
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
 RULE = "cairn.rules/0.1"
@@ -117,6 +118,16 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
     return True
 
 
+def task_evaluated_if_due(task: Task) -> Task:
+    """The task, evaluated first when its deadline has passed: what a door calls before it shows
+    one task, so none shows a task open past its deadline (SPEC §4.3). Lists call
+    `tasks_evaluate_due` instead."""
+    if task.status == TaskStatus.WORKING and task.deadline <= timezone.now():
+        task_evaluate(task_id=task.pk)
+        task.refresh_from_db()
+    return task
+
+
 def _status_changes(batch: list[Task]) -> dict[str, int]:
     """What a batch of evaluations does to the counts: every task leaves WORKING for its new status."""
     changes = Counter(task.status for task in batch)
@@ -133,7 +144,7 @@ _SET_BY_THE_EVALUATION = (
     "poster",
 )
 # What the sweep reads of its batch's contributions: rows of the fields an evaluation reads
-# (`Counted`), not model objects, which cost twice the read itself (bench/README.md, F38).
+# (`Counted`), not model objects, whose construction costs more than the read itself.
 _CONTRIBUTION_FIELDS_READ = (
     "id",
     "task_id",
@@ -147,10 +158,10 @@ _CONTRIBUTION_FIELDS_READ = (
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Python's cycle collector off while a batch is evaluated and freed. A batch makes tens of
-    thousands of objects (rows, views, forms), so the collector ran again and again over Django's
-    long-lived ones: 8% of the worker's instructions a task (bench/README.md, F36). A batch's
+    thousands of objects (rows, views, forms), so the collector would run again and again over
+    Django's long-lived ones, a real share of the worker's work a task. A batch's
     objects hold no cycles of their own, and are freed by their counts before the collector is
-    back: its first pass then finds the few that outlived the batch, not every one it made (F40).
+    back: its first pass then finds the few that outlived the batch, not every one it made.
     The switch is the whole process's: a web process whose read sweeps a batch leaves its other
     threads' cycles for after it, and of two batches at once in one process, whichever found the
     collector on turns it back on."""
@@ -192,29 +203,10 @@ def _batch_evaluate(batch_size: int) -> int:
     return len(batch)
 
 
-# Tasks a sweep's transaction evaluates. Each commit waits for its WAL to reach the disk: at 500
-# a batch that wait was ~30 µs a task, a tenth of the sweep. At 2,000 the database's CPU a task
-# grew by more than the fewer commits saved (bench/README.md, F39).
+# Tasks a sweep's transaction evaluates. Each commit waits for its WAL to reach the disk, so a
+# much smaller batch spends a noticeable share of the sweep waiting on commits, and a much larger
+# one costs the database more CPU a task than the fewer commits save.
 BATCH_SIZE = 1000
-
-
-@statements.prepared
-def due_sql() -> str:
-    """Whether any open task is past its deadline (`due_params`), as a boolean expression: alone,
-    or inside a read's statement (the A2A door's page, which a due task sends to the handler).
-    The earliest open deadline is compared with now, which PostgreSQL reads off the end of the
-    `task_due` index whatever its statistics say; asked as "does any open task have `deadline <=
-    now`", it may plan a scan of the whole table (bench/README.md, F27)."""
-    deadline, status = statements.column(Task, "deadline"), statements.column(Task, "status")
-    return (
-        f"COALESCE((SELECT MIN({deadline}) FROM {statements.table(Task)} "
-        f"WHERE {status} = %(working)s) <= %(now)s, false)"
-    )
-
-
-def due_params(now: Any) -> dict[str, Any]:
-    """`due_sql`'s params; `now` as its connection takes a deadline (`statements.db_value`)."""
-    return {"working": TaskStatus.WORKING.value, "now": now}
 
 
 def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:

@@ -16,18 +16,19 @@ from typing import Any
 import orjson
 
 from core import statements
+from core.clock import format_instant
 from tasks.changes import TaskChange, task_changed
-from tasks.models import Task
+from tasks.models import Task, TaskStatus
 
-# Bump when the view's rendering changes: rows below it are treated as not rendered (their view
-# is built at read time) until written again.
+# Bump when the view's rendering changes, with a migration that renders every task again
+# (`tasks_render`): reads serve the stored view as it is.
 RENDER_VERSION = 1
 RENDERED_FIELDS = ("view_json", "rendered_version")
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON that Cairn writes itself, by orjson: 6–8× faster than `json.dumps`
-    (bench/README.md, F29). What orjson refuses (an int beyond 64 bits, a lone surrogate) goes to
+    """Compact JSON that Cairn writes itself, by orjson, several times faster than `json.dumps`
+    on the write path. What orjson refuses (an int beyond 64 bits, a lone surrogate) goes to
     `json.dumps`, which writes or refuses it."""
     try:
         return orjson.dumps(value).decode()
@@ -35,29 +36,43 @@ def json_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+def task_view(task: Task) -> dict[str, Any]:
+    """The public view of SPEC §3.2: no agent id, no sealed content, only the count of
+    contributions. Built when the task changes (`task_render`); readers get the stored one."""
+    return {
+        "id": str(task.id),
+        "title": task.title,
+        "question": task.question,
+        "sources": task.sources,
+        "acceptance_criteria": task.acceptance_criteria,
+        "deadline": task.deadline_text,
+        "min_independent": task.min_independent,
+        "max_contributors": task.max_contributors,
+        "budget": task.budget,
+        "public_input_digest": task.public_input_digest,
+        "created_at": format_instant(task.created_at),
+        "state": "open" if task.status == TaskStatus.WORKING else "evaluated",
+        "contributions_received": task.contributions_count,
+        "outcome": task.outcome or None,
+        "verdict": task.verdict or None,
+        "evaluated_at": format_instant(task.evaluated_at) if task.evaluated_at else None,
+        "evaluation": task.evaluation,
+    }
+
+
 def task_render(task: Task) -> dict[str, Any]:
     """Set the task's stored view from its current fields, and return the view; saving it is the
     caller's, in the same transaction as the change it follows."""
-    # selectors imports the evaluation, which renders: imported here to keep that cycle open.
-    from tasks.selectors import task_view
-
     view = task_view(task)
     task.view_json = json_text(view)
     task.rendered_version = RENDER_VERSION
     return view
 
 
-def is_rendered(task: Task) -> bool:
-    return task.rendered_version == RENDER_VERSION
-
-
 def stored_view(task: Task) -> dict[str, Any]:
-    """The §3.2 view as stored at the last change; rendered afresh for a row not rendered yet."""
-    if is_rendered(task) and task.view_json:
-        return json.loads(task.view_json)
-    from tasks.selectors import task_view
-
-    return task_view(task)
+    """The §3.2 view as stored at the last change: what every door shows."""
+    view: dict[str, Any] = json.loads(task.view_json)
+    return view
 
 
 def tasks_render(tasks: Iterable[Task]) -> int:

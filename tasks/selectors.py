@@ -1,4 +1,5 @@
-"""Reads. Every door shows a task through `task_view`, so every door shows the same thing."""
+"""Reads, and only reads. Every door shows a task's stored view (`tasks.rendered.stored_view`),
+so every door shows the same thing."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Q
-from django.utils import timezone
 
 from agents.models import Agent
 from core import statements
@@ -18,38 +18,13 @@ from core.errors import ErrorCode, Refusal
 from core.lookups import get_by_id, id_or_not_found
 from core.policy import TASK_MODES
 from tasks.counts import task_count
-from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.payloads import OpenTaskRequest
-from tasks.rendered import RENDERED_FIELDS
+from tasks.rendered import RENDERED_FIELDS, stored_view
 from tasks.sealing import contribution_report
 
 # The request fields, in the order the view shows them; they are what the approval digest covers.
 REQUEST_FIELDS = tuple(OpenTaskRequest.model_fields)
-
-
-def task_view(task: Task, *, with_evaluation: bool = True) -> dict[str, Any]:
-    """The public view of SPEC §3.2: no agent id, no sealed content, only the count of contributions.
-    `with_evaluation=False` leaves the evaluation out (None), for a list that does not show it."""
-    return {
-        "id": str(task.id),
-        "title": task.title,
-        "question": task.question,
-        "sources": task.sources,
-        "acceptance_criteria": task.acceptance_criteria,
-        "deadline": task.deadline_text,
-        "min_independent": task.min_independent,
-        "max_contributors": task.max_contributors,
-        "budget": task.budget,
-        "public_input_digest": task.public_input_digest,
-        "created_at": format_instant(task.created_at),
-        "state": "open" if task.status == TaskStatus.WORKING else "evaluated",
-        "contributions_received": task.contributions_count,
-        "outcome": task.outcome or None,
-        "verdict": task.verdict or None,
-        "evaluated_at": format_instant(task.evaluated_at) if task.evaluated_at else None,
-        "evaluation": task.evaluation if with_evaluation else None,
-    }
 
 
 def task_request(view: dict[str, Any]) -> dict[str, Any]:
@@ -74,16 +49,10 @@ def receipt_view(contribution: Contribution) -> dict[str, str]:
     return {**receipt_claims(contribution), "signature": contribution.receipt_signature}
 
 
-def _evaluate_if_due(task: Task) -> Task:
-    if task.status == TaskStatus.WORKING and task.deadline <= timezone.now():
-        task_evaluate(task_id=task.pk)
-        task.refresh_from_db()
-    return task
-
-
 def task_get(task_id: str | uuid.UUID) -> Task:
-    """The task, evaluated first when its deadline has passed, so no door shows it open too long."""
-    return _evaluate_if_due(get_by_id(Task, task_id, what="task"))
+    """The task as stored. A door evaluates it first when it is due
+    (`tasks.evaluation.task_evaluated_if_due`): a read never writes."""
+    return get_by_id(Task, task_id, what="task")
 
 
 @dataclass(frozen=True)
@@ -106,8 +75,7 @@ def task_page(
     """One page of tasks, newest status first (ties by id), by keyset so a deep page costs what
     the first does. `filter_key` names the filter; a cursor only works with the filter it came from.
     `with_evaluation=False` does not load the evaluations (the largest column), for a caller that
-    will not show them; pass the same to `task_view`."""
-    tasks_evaluate_due()
+    will not show them. The door evaluates what is due first (`tasks_evaluate_due`)."""
     matches = Task.objects.all()
     if statuses is not None:
         matches = matches.filter(status__in=statuses)
@@ -165,7 +133,6 @@ def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
     """One page of the web feed: what a reader can still act on first. Open tasks come first,
     the one closing soonest at the top; then evaluated tasks, most recently evaluated first.
     Keyset pages like `task_page`; a cursor names its section and only works in its mode."""
-    tasks_evaluate_due()
     filter_key = f"web:{mode}"
     sections = FEED_SECTIONS[mode]
     section, after = sections[0], None
@@ -192,7 +159,6 @@ def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
 
 def agent_mine(agent: Agent) -> dict[str, Any]:
     """An agent's own tasks and contributions, its sealed reports included, newest first."""
-    tasks_evaluate_due()
     tasks = Task.objects.filter(poster=agent).order_by("-created_at", "-id")
     contributions = (
         Contribution.objects.filter(agent=agent)
@@ -200,7 +166,7 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
         .order_by("-received_at", "-seq")
     )
     return {
-        "tasks": [task_view(task) for task in tasks],
+        "tasks": [stored_view(task) for task in tasks],
         "contributions": [
             {
                 "task_id": str(c.task_id),
@@ -219,13 +185,13 @@ _WRITE_FIELDS = tuple(
 
 
 def task_get_for_write(task_id: Any) -> Task:
-    """`task_get` for a write, in one prepared statement (`core.statements`): the task, evaluated
-    first when its deadline has passed, without the stored forms."""
+    """`task_get` for a write, in one prepared statement (`core.statements`): the task without
+    its stored forms."""
     key = id_or_not_found(task_id, what="task")
     row = statements.fetch_one(_task_for_write(), [statements.db_value(Task, "id", key)])
     if row is None:
         raise Refusal(ErrorCode.NOT_FOUND, "no task has this id")
-    return _evaluate_if_due(statements.instance(Task, _WRITE_FIELDS, row))
+    return statements.instance(Task, _WRITE_FIELDS, row)
 
 
 @statements.prepared
@@ -282,3 +248,22 @@ def _task_lock_for_contribution() -> str:
         f"AND {statements.column(Contribution, 'received_at')} > %s) "
         f"FROM {tasks} WHERE {task_pk} = %s" + statements.for_update()
     )
+
+
+@statements.prepared
+def due_sql() -> str:
+    """Whether any open task is past its deadline (`due_params`), as a boolean expression: alone,
+    or inside a read's statement (the A2A door's reads, which then have the domain evaluate it first).
+    The earliest open deadline is compared with now, which PostgreSQL reads off the end of the
+    `task_due` index whatever its statistics say; asked as "does any open task have `deadline <=
+    now`", it may plan a scan of the whole table."""
+    deadline, status = statements.column(Task, "deadline"), statements.column(Task, "status")
+    return (
+        f"COALESCE((SELECT MIN({deadline}) FROM {statements.table(Task)} "
+        f"WHERE {status} = %(working)s) <= %(now)s, false)"
+    )
+
+
+def due_params(now: Any) -> dict[str, Any]:
+    """`due_sql`'s params; `now` as its connection takes a deadline (`statements.db_value`)."""
+    return {"working": TaskStatus.WORKING.value, "now": now}

@@ -24,6 +24,7 @@ from ledger.seal import report_seal
 from ledger.services import log_writes
 from tasks.changes import TaskChange, task_changed
 from tasks.counts import task_count_change
+from tasks.evaluation import task_evaluated_if_due
 from tasks.jobs import schedule_evaluation
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.payloads import (
@@ -185,7 +186,7 @@ def contribution_submit(
     """Seal a contribution (`cairn.task.contribution/0.1`) to an open task and answer with a receipt."""
 
     def check() -> tuple[Task, dict[str, Any]]:
-        task = task_get_for_write(task_id)
+        task = task_evaluated_if_due(task_get_for_write(task_id))
         parsed = parse_payload(ContributionPayload, payload, schema=CONTRIBUTION_SCHEMA)
         _refuse_if_closed(task)
         report = {key: value for key, value in payload.items() if key != "approval"}

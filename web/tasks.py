@@ -1,7 +1,8 @@
 """The web door for tasks: the feed, the task page and the Atom feed of evaluated tasks (SPEC §11).
 
-Read-only. Every page shows tasks through `task_view`, the same public view every other door shows,
-so nothing sealed or identifying can reach a page that the API would not show.
+Every page shows a task's stored view (`tasks.rendered.stored_view`), the same public view every
+other door shows, so nothing sealed or identifying can reach a page that the API would not show.
+The only write a page causes is the domain's evaluation of what is due, before it reads.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from django.views.decorators.http import require_safe
 from core.clock import format_instant
 from core.policy import AGENT_LINK_REL, TASK_MODES
 from core.site import site_url
-from tasks.selectors import task_feed_page, task_get, task_page, task_view
+from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
+from tasks.rendered import stored_view
+from tasks.selectors import task_feed_page, task_get, task_page
 from web.pages import (
     OUTCOME_LABELS,
     PAGE_SIZE,
@@ -86,10 +89,11 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
 @require_safe
 def task_feed(request: HttpRequest) -> HttpResponse:
     def page(mode: str, cursor: str | None) -> dict[str, Any]:
+        tasks_evaluate_due()
         feed = task_feed_page(mode=mode, limit=PAGE_SIZE, cursor=cursor)
         now = timezone.now()
         return {
-            "tasks": [task_display(task_view(task), now=now) for task in feed.tasks],
+            "tasks": [task_display(stored_view(task), now=now) for task in feed.tasks],
             "next_cursor": feed.next_cursor,
             "total": feed.total,
             "agent_rel": AGENT_LINK_REL,
@@ -103,7 +107,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     task = found_or_404(request, task_get, task_id, what="task")
     if isinstance(task, HttpResponse):
         return task
-    view = task_view(task)
+    view = stored_view(task_evaluated_if_due(task))
     return render(
         request,
         "tasks/detail.html",
@@ -136,13 +140,14 @@ def _atom_summary(view: dict[str, Any]) -> str:
 def task_atom(request: HttpRequest) -> HttpResponse:
     """Evaluated tasks as Atom 1.0, most recently evaluated first. Text constructs are type="text"
     and escaped by the template engine, so an agent's text can never become markup in a reader."""
+    tasks_evaluate_due()
     page = task_page(
         statuses=TASK_MODES["evaluated"], limit=ATOM_ENTRIES, cursor=None, filter_key="web:atom"
     )
     site = site_url(request)
     entries = []
     for task in page.tasks:
-        view = task_view(task)
+        view = stored_view(task)
         entries.append(
             {
                 "id": f"urn:uuid:{view['id']}",

@@ -1,9 +1,9 @@
-"""The fast read path against the SDK's own dispatchers: a generated corpus of requests (every
-method, every parameter shape and error, tasks in every state) answered both ways by the same
-endpoint over the same handler, the same status, headers and JSON (parsed: how either writes its
-bytes is its own), over JSON-RPC 1.0, A2A 0.3's JSON-RPC (against the SDK's 0.3 adapter) and
-HTTP+JSON; the stored forms read through Django's connection and from the ASGI app's own pool on
-the event loop."""
+"""Each binding's wrapping of the one read against the SDK's own dispatchers (whose handler asks
+the same read): a generated corpus of requests (every method, every parameter shape and error,
+tasks in every state) answered both ways by the same endpoint, the same status, headers and JSON
+compared strictly (`2` is not `2.0`; key order is protobuf's own), over JSON-RPC 1.0, A2A 0.3's
+JSON-RPC (against the SDK's 0.3 adapter) and HTTP+JSON; the statements run on Django's connection
+and on the ASGI app's own pool on the event loop."""
 
 from __future__ import annotations
 
@@ -19,11 +19,10 @@ from asgiref.sync import async_to_sync
 from starlette.datastructures import QueryParams
 
 from a2a_gateway import read_pool
-from a2a_gateway.converted_forms import ConvertedForms
 from a2a_gateway.endpoint import a2a_reply
 from a2a_gateway.evaluated_forms import EVALUATED_FORMS, EvaluatedForms
 from a2a_gateway.fast_reads import fast_read, fast_rest_read
-from a2a_gateway.read_model import DJANGO_READS, StoredReads
+from a2a_gateway.reads import DJANGO_SOURCE, Source
 from a2a_gateway.rest import rest_reply
 from tasks.evaluation import tasks_evaluate_due
 from tasks.models import Task
@@ -35,6 +34,7 @@ from tests.factories import (
     open_task_payload,
     open_task_request,
 )
+from tests.strict_json import strictly
 
 HEADERS = {"content-type": "application/json", "a2a-version": "1.0"}
 V0_3_HEADERS = {"content-type": "application/json"}  # a 0.3 client sends no A2A-Version
@@ -75,6 +75,12 @@ OTHER_METHODS = [
 def answered(status: int, body: bytes, headers: Any) -> tuple[int, Any, Any]:
     """An answer as a client reads it: its status, its headers and its JSON."""
     return status, json.loads(body), headers
+
+
+def strict(answer: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An answer to compare: its JSON strictly typed (`2` is not `2.0`), the rest as it is."""
+    status, body, *rest = answer
+    return (status, strictly(body), *rest)
 
 
 def reply(document: Any, *, fast: bool, headers: dict[str, str] | None = None, raw=None):
@@ -300,7 +306,7 @@ def test_the_fast_path_answers_every_request_as_the_sdk_dispatcher_does(
         # Alternate which path goes first, so each meets an overdue task open at some point.
         order = (True, False) if index % 2 else (False, True)
         answers = {fast: reply(document, fast=fast, headers=headers, raw=raw) for fast in order}
-        assert answers[True] == answers[False], (document, headers, raw)
+        assert strict(answers[True]) == strict(answers[False]), (document, headers, raw)
 
 
 def contributions(task: dict[str, Any]) -> int:
@@ -308,17 +314,16 @@ def contributions(task: dict[str, Any]) -> int:
 
 
 def test_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, time_machine):
-    """The corpus above would pass if the fast path never answered: here it must, except for a
-    task open past its deadline, which the handler evaluates first (SPEC §4.3)."""
+    """The corpus above would pass if the fast path never answered: here it must, a task open
+    past its deadline included, which the read has the domain evaluate first (SPEC §4.3)."""
 
     def fast(method: str, params: dict[str, Any]) -> bytes | None:
         return async_to_sync(fast_read)(method, rpc(method, params), 1)
 
     past_the_second_deadline(time_machine)
     overdue = tasks_in_every_state["overdue_first"]
-    assert fast("GetTask", {"id": overdue}) is None
-    _, body, _ = reply(rpc("GetTask", {"id": overdue}), fast=True)
-    assert body["result"]["status"]["state"] == "TASK_STATE_FAILED"
+    evaluated = json.loads(fast("GetTask", {"id": overdue}) or b"")
+    assert evaluated["result"]["status"]["state"] == "TASK_STATE_FAILED"
     for name, task_id in tasks_in_every_state.items():
         if name != "overdue_second":
             served = fast("GetTask", {"id": task_id})
@@ -336,8 +341,8 @@ def test_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, time_m
 def test_v0_3_reads_of_rendered_tasks_take_the_fast_path(
     tasks_in_every_state, time_machine, make_agent, contribute
 ):
-    """As over JSON-RPC 1.0, for 0.3's tasks/get; and an open task's 0.3 form, converted once per
-    stored form, follows a contribution."""
+    """As over JSON-RPC 1.0, for 0.3's tasks/get; and an open task's stored 0.3 form follows a
+    contribution."""
 
     def fast(params: dict[str, Any]) -> Any:
         served = async_to_sync(fast_read)("tasks/get", rpc("tasks/get", params), 1)
@@ -348,25 +353,23 @@ def test_v0_3_reads_of_rendered_tasks_take_the_fast_path(
 
     past_the_second_deadline(time_machine)
     overdue = tasks_in_every_state["overdue_first"]
-    assert fast({"id": overdue}) is None
-    _, body, _ = reply(rpc("tasks/get", {"id": overdue}), fast=True, headers=V0_3_HEADERS)
-    assert body["result"]["status"]["state"] == "failed"
+    assert fast({"id": overdue})["status"]["state"] == "failed"
     for name, task_id in tasks_in_every_state.items():
         if name != "overdue_second":
             served = fast({"id": task_id})
             assert served is not None and (served["id"], served["kind"]) == (task_id, "task")
     resolved = tasks_in_every_state["resolved"]
     assert fast({"id": resolved, "historyLength": 0}) == fast({"id": resolved})
-    assert fast({"id": resolved, "historyLength": 2}) is None  # the adapter's to answer
+    assert fast({"id": resolved, "historyLength": 2}) == fast({"id": resolved})  # no history
 
     open_task = tasks_in_every_state["open_empty"]
     before = fast({"id": open_task})
     contribute(make_agent(), Task.objects.get(pk=open_task))
     after = fast({"id": open_task})
     assert contributions(after) == contributions(before) + 1
-    assert reply(rpc("tasks/get", {"id": open_task}), fast=True, headers=V0_3_HEADERS) == adapter(
-        open_task
-    )
+    assert strict(
+        reply(rpc("tasks/get", {"id": open_task}), fast=True, headers=V0_3_HEADERS)
+    ) == strict(adapter(open_task))
 
 
 def test_an_evaluated_task_is_answered_from_memory_and_an_open_one_never(
@@ -380,14 +383,14 @@ def test_an_evaluated_task_is_answered_from_memory_and_an_open_one_never(
 
     resolved, open_task = tasks_in_every_state["resolved"], tasks_in_every_state["open_empty"]
     first = get(resolved)
-    kept = EVALUATED_FORMS.get(uuid.UUID(resolved))
-    assert kept is not None and json.loads(kept) == first
-    assert reply(rpc("GetTask", {"id": resolved}), fast=True) == reply(
-        rpc("GetTask", {"id": resolved}), fast=False
+    kept = EVALUATED_FORMS["1.0"].get(uuid.UUID(resolved))
+    assert kept is not None and strictly(kept) == strictly(first)
+    assert strict(reply(rpc("GetTask", {"id": resolved}), fast=True)) == strict(
+        reply(rpc("GetTask", {"id": resolved}), fast=False)
     )
 
     before = get(open_task)
-    assert EVALUATED_FORMS.get(uuid.UUID(open_task)) is None
+    assert EVALUATED_FORMS["1.0"].get(uuid.UUID(open_task)) is None
     contribute(make_agent(), Task.objects.get(pk=open_task))
     assert contributions(get(open_task)) == contributions(before) + 1
 
@@ -403,28 +406,6 @@ def test_the_evaluated_forms_kept_stay_within_their_bound():
     assert [forms.get(key) is not None for key in (keys[0], keys[2], keys[3])] == [True] * 3
     forms.keep(uuid.uuid4(), "z" * 1300)  # larger than the whole bound: not kept, nothing dropped
     assert all(forms.get(key) is not None for key in (keys[0], keys[2], keys[3]))
-
-
-def test_the_converted_forms_kept_stay_within_their_bound_and_follow_their_stored_form():
-    converted: list[str] = []
-
-    def convert(text: str) -> str:
-        converted.append(text)
-        return text.upper()
-
-    forms = ConvertedForms(convert, max_chars=1600)  # two of the pairs below, with their overhead
-    keys = [uuid.uuid4() for _ in range(3)]
-    assert [forms.of(key, "x" * 300) for key in keys[:2]] == ["X" * 300] * 2
-    assert forms.of(keys[0], "x" * 300) == "X" * 300 and len(converted) == 2  # kept
-    assert forms.of(keys[0], "y" * 300) == "Y" * 300 and len(converted) == 3  # a new stored form
-    forms.of(keys[2], "z" * 300)  # the third pair: the least recently read goes
-    assert forms.of(keys[0], "y" * 300) == "Y" * 300 and len(converted) == 4
-    forms.of(keys[1], "x" * 300)
-    assert len(converted) == 5
-    forms.of(uuid.uuid4(), "w" * 800)  # larger than the whole bound with its copy: not kept
-    forms.of(keys[1], "x" * 300)
-    forms.of(keys[0], "y" * 300)
-    assert len(converted) == 6  # nothing was dropped for it
 
 
 def walks(task_ids: dict[str, str]) -> list[tuple[Any, None, None]]:
@@ -452,9 +433,10 @@ def test_the_pool_reads_answer_every_request_as_the_sdk_dispatcher_does(
     async def both_ways() -> None:
         try:
             served = await fast_read(
-                "GetTask", rpc("GetTask", {"id": overdue}), 1, read_pool.POOL_READS
+                "GetTask", rpc("GetTask", {"id": overdue}), 1, read_pool.POOL_SOURCE
             )
-            assert served is None  # open past its deadline: the handler evaluates it first
+            # Open past its deadline: evaluated first, on Django's thread, then read again.
+            assert json.loads(served or b"")["result"]["status"]["state"] == "TASK_STATE_FAILED"
             for index, (document, headers, raw) in enumerate(requests):
                 answers = {}
                 for fast in (True, False) if index % 2 else (False, True):
@@ -464,19 +446,19 @@ def test_the_pool_reads_answer_every_request_as_the_sdk_dispatcher_does(
                         body=raw if raw is not None else json.dumps(document).encode(),
                         origin="http://testserver",
                         fast_reads=fast,
-                        reads=read_pool.POOL_READS,
+                        reads=read_pool.POOL_SOURCE,
                     )
                     answers[fast] = answered(answer.status, answer.body, answer.headers)
-                assert answers[True] == answers[False], (document, headers, raw)
+                assert strict(answers[True]) == strict(answers[False]), (document, headers, raw)
             for task_id in tasks_in_every_state.values():
                 for method in ("GetTask", "tasks/get"):
                     served = await fast_read(
-                        method, rpc(method, {"id": task_id}), 1, read_pool.POOL_READS
+                        method, rpc(method, {"id": task_id}), 1, read_pool.POOL_SOURCE
                     )
                     assert served is not None and json.loads(served)["result"]["id"] == task_id
             for params in ({}, {"pageSize": 2}, {"status": "TASK_STATE_FAILED", "pageSize": 100}):
                 listed = await fast_read(
-                    "ListTasks", rpc("ListTasks", params), 1, read_pool.POOL_READS
+                    "ListTasks", rpc("ListTasks", params), 1, read_pool.POOL_SOURCE
                 )
                 assert listed is not None and json.loads(listed)["result"]["tasks"]
         finally:
@@ -510,7 +492,7 @@ async def rest_answer(
     headers: dict[str, str] | None,
     *,
     fast: bool,
-    reads: StoredReads = DJANGO_READS,
+    reads: Source = DJANGO_SOURCE,
 ) -> tuple[int, Any, Any, str]:
     """An HTTP+JSON answer as a client reads it, with its content type."""
 
@@ -608,14 +590,14 @@ def rest_walks() -> list[RestRequest]:
     return requests
 
 
-async def rest_both_ways(requests: list[RestRequest], reads: StoredReads) -> None:
+async def rest_both_ways(requests: list[RestRequest], reads: Source) -> None:
     for index, (method, path, query, headers) in enumerate(requests):
         # Alternate which path goes first, so each meets an overdue task open at some point.
         answers = {
             fast: await rest_answer(method, path, query, headers, fast=fast, reads=reads)
             for fast in ((True, False) if index % 2 else (False, True))
         }
-        assert answers[True] == answers[False], (method, path, query, headers)
+        assert strict(answers[True]) == strict(answers[False]), (method, path, query, headers)
 
 
 def test_the_fast_path_answers_every_rest_read_as_the_sdk_rest_dispatcher_does(
@@ -624,7 +606,7 @@ def test_the_fast_path_answers_every_rest_read_as_the_sdk_rest_dispatcher_does(
     requests = rest_corpus(tasks_in_every_state) + rest_walks()
     past_the_second_deadline(time_machine)
     assert len(requests) > 400
-    async_to_sync(rest_both_ways)(requests, DJANGO_READS)
+    async_to_sync(rest_both_ways)(requests, DJANGO_SOURCE)
 
 
 def test_rest_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, time_machine):
@@ -640,8 +622,8 @@ def test_rest_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, t
 
     past_the_second_deadline(time_machine)
     overdue = tasks_in_every_state["overdue_first"]
-    assert served(GetTaskRequest, {}, overdue) is None
-    assert fast(f"/api/a2a/tasks/{overdue}", {})[1]["status"]["state"] == "TASK_STATE_FAILED"
+    evaluated = json.loads(served(GetTaskRequest, {}, overdue) or b"")
+    assert evaluated["status"]["state"] == "TASK_STATE_FAILED"
     for name, task_id in tasks_in_every_state.items():
         if name != "overdue_second":
             body = served(GetTaskRequest, {}, task_id)
@@ -665,10 +647,10 @@ def test_the_pool_reads_answer_every_rest_read_as_the_sdk_rest_dispatcher_does(
 
     async def both_ways() -> None:
         try:
-            await rest_both_ways(requests, read_pool.POOL_READS)
+            await rest_both_ways(requests, read_pool.POOL_SOURCE)
             for task_id in tasks_in_every_state.values():
                 served = await fast_rest_read(
-                    GetTaskRequest(), QueryParams(), task_id, None, read_pool.POOL_READS
+                    GetTaskRequest(), QueryParams(), task_id, None, read_pool.POOL_SOURCE
                 )
                 assert served is not None and json.loads(served)["id"] == task_id
             listed = await fast_rest_read(
@@ -676,7 +658,7 @@ def test_the_pool_reads_answer_every_rest_read_as_the_sdk_rest_dispatcher_does(
                 QueryParams("status=TASK_STATE_FAILED"),
                 None,
                 "TASK_STATE_FAILED",
-                read_pool.POOL_READS,
+                read_pool.POOL_SOURCE,
             )
             assert listed is not None and json.loads(listed)["tasks"]
         finally:

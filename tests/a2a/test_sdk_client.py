@@ -24,7 +24,7 @@ from agents.models import AuditEntry
 from core.canonical import canonical_digest
 from core.clock import format_instant, parse_instant
 from tasks.models import Task as TaskRow
-from tasks.selectors import task_view
+from tasks.rendered import task_view
 from tests.a2a.conftest import as_json, run, sdk_client, sdk_send, wait_past
 from tests.factories import (
     contribution_payload,

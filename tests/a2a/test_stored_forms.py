@@ -1,7 +1,7 @@
-"""The stored A2A forms are the JSON the SDK's serialisers write for the same Task:
-`MessageToDict` of the GetTask result and `serialize_list_tasks_response` of a page, whatever JSON
-the view and its evaluation hold. Compared parsed: how the bytes are written (key order, a
-Struct's doubles) is no rule of Cairn's."""
+"""The stored A2A forms are the JSON the SDK's serialisers write for one Task, whatever JSON the
+view and its evaluation hold: what the SDK's dispatcher writes of the Task the handler parses from
+each form is the form itself, compared strictly (a double is `2.0`, never `2`), and a list item
+and GetTask are the same protobuf Task."""
 
 from __future__ import annotations
 
@@ -10,15 +10,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from a2a.server.routes.common import serialize_list_tasks_response
-from a2a.types import ListTasksResponse
-from google.protobuf.json_format import MessageToDict
+from a2a.types import ListTasksResponse, Task
+from google.protobuf.json_format import MessageToDict, ParseDict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a2a_gateway.read_model import task_forms
-from a2a_gateway.translate import task_from_view
+from a2a_gateway.forms import task_form
 from core.clock import format_instant
+from tasks.changes import TaskChange
 from tasks.models import Outcome
+from tests.strict_json import strictly
 
 KEYS = st.text(min_size=1, max_size=12)
 SCALARS = st.one_of(
@@ -78,26 +79,55 @@ def views(draw: st.DrawFn) -> dict[str, Any]:
     return view
 
 
-def sdk_forms(view: dict[str, Any]) -> tuple[Any, Any]:
-    """What the SDK's dispatcher writes: GetTask serialises the whole Task, a page without
-    `includeArtifacts` the Task built from the view without its evaluation."""
-    listed_view = {key: value for key, value in view.items() if key != "evaluation"}
-    page = ListTasksResponse(tasks=[task_from_view(listed_view)])
-    return (
-        MessageToDict(task_from_view(view), preserving_proto_field_name=False),
-        serialize_list_tasks_response(page, False)["tasks"][0],
-    )
+def stored(view: dict[str, Any]) -> tuple[str, str, str]:
+    form = task_form(TaskChange(_Row(view), view))
+    return form.task_json, form.list_item_json, form.list_item_full_json
 
 
-def stored_forms(view: dict[str, Any]) -> tuple[Any, Any]:
-    task_json, list_item_json = task_forms(view)
-    return json.loads(task_json), json.loads(list_item_json)
+class _Row:
+    """What the hook reads of a task besides its view: its key and the columns reads filter by."""
+
+    def __init__(self, view: dict[str, Any]) -> None:
+        self.pk = view["id"]
+        self.status = "working" if view["state"] == "open" else "completed"
+        self.status_timestamp = self.deadline = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def served_by_the_handler(text: str, *, listed: bool = False, include_artifacts: bool = False):
+    """What the SDK's dispatcher writes of the Task the handler parses from a stored form."""
+    task = ParseDict(json.loads(text), Task())
+    if listed:
+        return serialize_list_tasks_response(ListTasksResponse(tasks=[task]), include_artifacts)[
+            "tasks"
+        ][0]
+    return MessageToDict(task, preserving_proto_field_name=False)
+
+
+def assert_one_task_in_every_form(view: dict[str, Any]) -> None:
+    task_text, listed, listed_full = stored(view)
+    assert strictly(served_by_the_handler(task_text)) == strictly(task_text)
+    assert strictly(served_by_the_handler(listed, listed=True)) == strictly(listed)
+    full = served_by_the_handler(listed_full, listed=True, include_artifacts=True)
+    assert strictly(full) == strictly(listed_full)
+    # A list item and GetTask are the same protobuf Task; without artifacts, all but them.
+    task = ParseDict(json.loads(task_text), Task())
+    assert ParseDict(json.loads(listed_full), Task()) == task
+    del task.artifacts[:]
+    assert ParseDict(json.loads(listed), Task()) == task
 
 
 @settings(max_examples=300, deadline=None)
 @given(view=views())
-def test_the_forms_are_the_sdks_json_for_any_json(view):
-    assert stored_forms(view) == sdk_forms(view)
+def test_every_form_is_the_sdks_json_of_one_task_for_any_json(view):
+    assert_one_task_in_every_form(view)
+
+
+def test_numbers_are_written_as_the_sdk_writes_a_double():
+    view = {**EVALUATED, "min_independent": 2, "evaluation": {"counts": {"source_supported": 2}}}
+    task_text, listed, listed_full = stored(view)
+    assert '"min_independent":2.0' in task_text and '"source_supported":2.0' in task_text
+    assert '"min_independent":2.0' in listed and '"source_supported":2.0' in listed_full
+    assert '"min_independent":2,' not in task_text + listed + listed_full
 
 
 def test_an_evaluation_of_many_reports_is_the_sdks_json():
@@ -116,16 +146,19 @@ def test_an_evaluation_of_many_reports_is_the_sdks_json():
         **EVALUATED,
         "evaluation": {"counts": {"supported": 30, "refuted": 0}, "contributions": reports},
     }
-    assert stored_forms(view) == sdk_forms(view)
+    assert_one_task_in_every_form(view)
 
 
 def test_a_str_subclass_is_written_as_its_text():
     view = {**EVALUATED, "outcome": Outcome.CONTESTED, "evaluation": {"outcome": Outcome.CONTESTED}}
-    assert stored_forms(view) == sdk_forms(view)
+    assert '"outcome":"contested"' in stored(view)[0]
 
 
 def test_instants_are_written_as_protobuf_writes_a_timestamp():
     """Whole seconds without a fraction, else the milliseconds Cairn keeps."""
-    for created_at in ("2026-06-01T12:00:00.000Z", "2026-06-01T12:00:00.120Z"):
-        view = {**OPEN, "created_at": created_at}
-        assert stored_forms(view) == sdk_forms(view)
+    for created_at, written in (
+        ("2026-06-01T12:00:00.000Z", "2026-06-01T12:00:00Z"),
+        ("2026-06-01T12:00:00.120Z", "2026-06-01T12:00:00.120Z"),
+    ):
+        task_text, _, _ = stored({**OPEN, "created_at": created_at})
+        assert json.loads(task_text)["status"]["timestamp"] == written

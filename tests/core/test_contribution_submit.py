@@ -10,8 +10,9 @@ from agents.models import Door
 from core.canonical import canonical_digest
 from core.errors import ErrorCode, Refusal
 from tasks.models import Contribution
+from tasks.rendered import task_view
 from tasks.sealing import contribution_report as contribution_report_of
-from tasks.selectors import agent_mine, task_get, task_view
+from tasks.selectors import agent_mine, task_get
 from tasks.services import contribution_submit
 from tests.factories import OTHER_SOURCE, SOURCE, contribution_payload, contribution_report
 

@@ -11,10 +11,11 @@ from django.test.utils import CaptureQueriesContext
 from core.canonical import canonical_digest
 from core.errors import Refusal
 from tasks.counts import task_count
-from tasks.evaluation import decide, task_evaluate, tasks_evaluate_due
+from tasks.evaluation import decide, task_evaluate, task_evaluated_if_due, tasks_evaluate_due
 from tasks.models import Outcome, Task, TaskStatus
+from tasks.rendered import task_view
 from tasks.sealing import contribution_report as contribution_report_of
-from tasks.selectors import task_get, task_page, task_view
+from tasks.selectors import task_get, task_page
 from tests.factories import (
     contribution_payload,
     contribution_report,
@@ -63,7 +64,7 @@ def test_agreeing_reports_resolve_and_everything_is_published(
     reports = send(contribute, make_agent, task, ["source_supported", "source_supported"])
     time_machine.move_to(task.deadline, tick=True)
 
-    view = task_view(task_get(task.pk))
+    view = task_view(task_evaluated_if_due(task_get(task.pk)))
 
     assert (view["state"], view["outcome"], view["verdict"]) == (
         "evaluated",
@@ -89,7 +90,7 @@ def test_agreeing_reports_resolve_and_everything_is_published(
 def test_differing_reports_are_contested(task, contribute, make_agent, time_machine):
     send(contribute, make_agent, task, ["source_supported", "source_unclear"])
     time_machine.move_to(task.deadline, tick=True)
-    task = task_get(task.pk)
+    task = task_evaluated_if_due(task_get(task.pk))
     assert (task.status, task.outcome, task.verdict) == ("completed", "contested", "")
     assert task_view(task)["verdict"] is None
 
@@ -97,7 +98,7 @@ def test_differing_reports_are_contested(task, contribute, make_agent, time_mach
 def test_too_few_reports_are_unresolved(task, contribute, make_agent, time_machine):
     send(contribute, make_agent, task, ["source_supported"])
     time_machine.move_to(task.deadline, tick=True)
-    task = task_get(task.pk)
+    task = task_evaluated_if_due(task_get(task.pk))
     assert (task.status, task.outcome) == ("failed", "unresolved")
     assert len(task.evaluation["contributions"]) == 1
 
@@ -110,7 +111,7 @@ def test_contributions_are_listed_in_the_order_received(task, contribute, make_a
         for v in ["source_unclear", "source_supported", "source_contradicted"]
     ]
     time_machine.move_to(task.deadline, tick=True)
-    listed = task_get(task.pk).evaluation["contributions"]
+    listed = task_evaluated_if_due(task_get(task.pk)).evaluation["contributions"]
     assert [item["contribution_id"] for item in listed] == [r["contribution_id"] for r in receipts]
     assert [item["received_at"] for item in listed] == [r["received_at"] for r in receipts]
 
@@ -118,7 +119,7 @@ def test_contributions_are_listed_in_the_order_received(task, contribute, make_a
 def test_nothing_is_evaluated_before_the_deadline(task):
     assert task_evaluate(task_id=task.pk) is False
     assert tasks_evaluate_due() == 0
-    assert task_get(task.pk).status == "working"
+    assert task_evaluated_if_due(task_get(task.pk)).status == "working"
 
 
 def test_evaluation_happens_once_and_never_changes(task, contribute, make_agent, time_machine):
@@ -136,12 +137,17 @@ def test_evaluation_happens_once_and_never_changes(task, contribute, make_agent,
 def test_status_timestamp_is_creation_then_evaluation(task, time_machine):
     assert task.status_timestamp == task.created_at
     time_machine.move_to(task.deadline, tick=True)
-    task = task_get(task.pk)
+    task = task_evaluated_if_due(task_get(task.pk))
     assert task.status_timestamp == task.evaluated_at >= task.deadline
 
 
 def test_a_list_never_shows_an_overdue_task_open(task, time_machine):
+    """Selectors only read; every door has the domain evaluate what is due before it lists."""
     time_machine.move_to(task.deadline, tick=True)
+    assert task_page(statuses=None, limit=50, cursor=None, filter_key="t").tasks == [task]
+    assert Task.objects.get(pk=task.pk).status == "working", "a read wrote nothing"
+
+    tasks_evaluate_due()
     page = task_page(statuses=frozenset({"working"}), limit=50, cursor=None, filter_key="t")
     assert page.tasks == [] and page.total == 0
     assert Task.objects.get(pk=task.pk).status == "failed"
@@ -219,8 +225,8 @@ def test_the_kept_counts_follow_every_post_and_evaluation(
     assert counts_by_status()["working"] == (6, 6)
 
     time_machine.move_to(max(t.deadline for t in early), tick=True)
-    task_get(early[0].pk)  # evaluated on read: resolved
-    task_get(early[1].pk)  # unresolved
+    task_evaluated_if_due(task_get(early[0].pk))  # a door's read: resolved
+    task_evaluated_if_due(task_get(early[1].pk))  # unresolved
     assert counts_by_status() == {"working": (4, 4), "completed": (1, 1), "failed": (1, 1)}
 
     time_machine.move_to(max(t.deadline for t in later), tick=True)

@@ -78,14 +78,9 @@ def test_a_public_copy_that_differs_from_the_evaluation_stops_the_migration(eval
         cursor.execute("UPDATE tasks_contribution SET report = NULL")
 
 
-def forms_in_the_door() -> dict[str, tuple[object, object, int]]:
-    """Each task's A2A forms, parsed (a form not current may be empty)."""
-
-    def read(text: str) -> object:
-        return json.loads(text) if text else text
-
+def forms_in_the_door() -> dict[str, tuple[object, object]]:
     return {
-        str(form.task_id): (read(form.task_json), read(form.list_item_json), form.version)
+        str(form.task_id): (json.loads(form.task_json), json.loads(form.list_item_json))
         for form in TaskForm.objects.all()
     }
 
@@ -104,19 +99,17 @@ def test_the_a2a_forms_move_into_the_doors_table_and_back(
 ):
     task = post_task(poster)
     contribute(make_agent(), task)
-    stale = post_task(make_agent())
-    TaskForm.objects.filter(task=stale).update(version=0)
     moved = forms_in_the_door()
     try:
         migrate(("a2a_gateway", None))
-        back = forms_in_the_tasks_table()
-        a2a, listed, version = back[str(task.pk)]
-        assert (json.loads(a2a), json.loads(listed), version) == moved[str(task.pk)]
-        assert back[str(stale.pk)] == ("", "", 0), "a form not current is rendered again"
+        a2a, listed, version = forms_in_the_tasks_table()[str(task.pk)]
+        assert (json.loads(a2a), json.loads(listed)) == moved[str(task.pk)]
+        assert version == 1, "the forms go back current"
 
         migrate_latest()
-        again = forms_in_the_door()
-        assert again[str(task.pk)] == moved[str(task.pk)]
-        assert again[str(stale.pk)][2] == 0
+        assert forms_in_the_door() == moved
+        form = TaskForm.objects.get(task=task)
+        assert '"contributions_received":1.0' in form.task_json, "written again by the SDK"
+        assert json.loads(form.list_item_full_json)["id"] == str(task.pk)
     finally:
         migrate_latest()

@@ -12,12 +12,14 @@ from django.test import override_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from a2a_gateway.forms import task_form
 from a2a_gateway.models import TaskForm
-from a2a_gateway.read_model import FORM_VERSION, task_forms
 from a2a_gateway.translate import task_public
+from tasks.changes import TaskChange
+from tasks.evaluation import task_evaluated_if_due
 from tasks.models import Task
-from tasks.rendered import RENDER_VERSION, json_text, task_render, tasks_render
-from tasks.selectors import task_get, task_view
+from tasks.rendered import RENDER_VERSION, json_text, task_render, task_view, tasks_render
+from tasks.selectors import task_get
 from tests.conftest import postgres_only
 from tests.factories import contribution_payload, contribution_report
 
@@ -27,7 +29,13 @@ SECRET_SUMMARY = "The sealed finding: the header is set in buildHeaders() at lin
 def stored_forms(task: Task) -> list[str]:
     task.refresh_from_db()
     form = TaskForm.objects.get(task=task)
-    return [task.view_json, form.task_json, form.list_item_json]
+    return [
+        task.view_json,
+        form.task_json,
+        form.list_item_json,
+        form.list_item_full_json,
+        form.task_v0_3_json,
+    ]
 
 
 def parsed(forms: list[str]) -> list[object]:
@@ -40,7 +48,7 @@ def test_every_change_stores_the_view_every_door_shows(poster, post_task, contri
 
     contribute(make_agent(), task)
 
-    view, a2a, _ = parsed(stored_forms(task))
+    view, a2a, *_ = parsed(stored_forms(task))
     assert view["contributions_received"] == 1 == a2a["metadata"]["cairn"]["contributions_received"]
     assert a2a["status"]["state"] == "TASK_STATE_WORKING"
 
@@ -49,9 +57,16 @@ def test_a_contribution_stores_the_forms_a_render_writes(poster, post_task, cont
     task = post_task(poster)
     for _ in range(task.max_contributors):
         contribute(make_agent(), task)
-        stored = parsed(stored_forms(task))
+        stored = stored_forms(task)
         view = task_render(task)
-        assert stored == parsed([task.view_json, *task_forms(view)])
+        form = task_form(TaskChange(task, view))
+        assert stored == [
+            task.view_json,
+            form.task_json,
+            form.list_item_json,
+            form.list_item_full_json,
+            form.task_v0_3_json,
+        ]
 
 
 def test_the_a2a_forms_are_written_through_the_configured_hook_only(poster, post_task):
@@ -61,7 +76,6 @@ def test_the_a2a_forms_are_written_through_the_configured_hook_only(poster, post
 
     assert tasks_render(Task.objects.filter(pk=unseen.pk)) == 1
     form = TaskForm.objects.get(task=unseen)
-    assert form.version == FORM_VERSION
     assert json.loads(form.task_json)["metadata"]["cairn"] == task_public(task_view(unseen))
 
 
@@ -71,7 +85,7 @@ def test_a_form_rolls_back_with_the_change_it_follows(poster, post_task, contrib
         contribute(make_agent(), task)
         raise RuntimeError("the transaction fails after the contribution")
 
-    view, a2a, listed = parsed(stored_forms(task))
+    view, a2a, listed, *_ = parsed(stored_forms(task))
     assert task.contributions_count == 0 == view["contributions_received"]
     assert a2a["metadata"]["cairn"]["contributions_received"] == 0
     assert listed["metadata"]["cairn"]["contributions_received"] == 0
@@ -88,15 +102,17 @@ def test_sealed_content_reaches_the_stored_forms_only_through_the_evaluation(
     assert not any("source_contradicted" in form for form in stored_forms(task))
 
     time_machine.move_to(task.deadline, tick=True)
-    task_get(task.pk)  # a read of an overdue task evaluates it
+    task_evaluated_if_due(task_get(task.pk))  # what a door does before it shows a task
 
-    view_json, a2a_json, a2a_list_json = stored_forms(task)
+    view_json, a2a_json, a2a_list_json, a2a_full_json, _ = stored_forms(task)
     assert json.loads(view_json)["evaluation"]["contributions"][0]["report"] == report
     artifact = json.loads(a2a_json)["artifacts"][0]
     assert artifact["artifactId"] == "evaluation"
     assert artifact["parts"][0]["data"]["contributions"][0]["report"]["summary"] == SECRET_SUMMARY
     # A ListTasks page without artifacts shows the outcome, not the reports.
     assert SECRET_SUMMARY not in a2a_list_json
+    [listed_artifact] = json.loads(a2a_full_json)["artifacts"]
+    assert listed_artifact["parts"][0]["data"] == artifact["parts"][0]["data"]
     assert json.loads(a2a_list_json)["status"]["state"] == "TASK_STATE_FAILED"
     assert TaskForm.objects.get(task=task).status == Task.objects.get(pk=task.pk).status
 
@@ -104,14 +120,18 @@ def test_sealed_content_reaches_the_stored_forms_only_through_the_evaluation(
 def test_a_task_rendered_before_the_current_version_is_rendered_again(poster, post_task):
     task = post_task(poster)
     Task.objects.filter(pk=task.pk).update(view_json="", rendered_version=0)
-    TaskForm.objects.filter(task=task).update(task_json="", list_item_json="", version=0)
+    TaskForm.objects.filter(task=task).update(
+        task_json="", list_item_json="", list_item_full_json="", task_v0_3_json=""
+    )
 
     tasks_render(Task.objects.filter(pk=task.pk))
 
     task.refresh_from_db()
     assert task.rendered_version == RENDER_VERSION
     assert json.loads(task.view_json) == task_view(task)
-    assert TaskForm.objects.get(task=task).version == FORM_VERSION
+    form = TaskForm.objects.get(task=task)
+    assert json.loads(form.task_json)["metadata"]["cairn"] == task_public(task_view(task))
+    assert form.list_item_json and form.list_item_full_json and form.task_v0_3_json
 
 
 def _toasted_values(model) -> list[int]:
@@ -146,7 +166,7 @@ def test_an_evaluated_tasks_forms_stay_in_its_row(
         contribute(make_agent(), task, contribution_payload(contribution_report()))
     time_machine.move_to(task.deadline, tick=True)
 
-    task = task_get(task.pk)
+    task = task_evaluated_if_due(task_get(task.pk))
 
     assert task.evaluated_at is not None
     form = TaskForm.objects.get(task=task)

@@ -15,7 +15,7 @@ from core.schemas import model_schema
 from http_api.errors import STATUS_BY_CODE
 from tasks.models import Task
 from tasks.payloads import ContributionPayload, OpenTaskPayload
-from tasks.selectors import task_view
+from tasks.rendered import task_view
 from tasks.view_models import TaskView
 from tests.factories import (
     contribution_payload,

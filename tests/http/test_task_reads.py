@@ -8,7 +8,7 @@ import pytest
 
 from agents.services import agent_revoke
 from tasks.models import Task
-from tasks.selectors import task_view
+from tasks.rendered import task_view
 from tests.factories import (
     contribution_payload,
     contribution_report,

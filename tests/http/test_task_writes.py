@@ -14,7 +14,7 @@ from agents.models import AuditEntry, Operation
 from agents.services import agent_revoke
 from core.canonical import canonical_digest
 from tasks.models import Contribution, Task
-from tasks.selectors import task_view
+from tasks.rendered import task_view
 from tests.conftest import postgres_only
 from tests.factories import (
     contribution_payload,

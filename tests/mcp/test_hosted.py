@@ -13,7 +13,8 @@ from mcp import Client
 
 from agents.models import AuditEntry
 from tasks.models import Task
-from tasks.selectors import task_get, task_view
+from tasks.rendered import task_view
+from tasks.selectors import task_get
 from tests.factories import open_task_request
 from tests.hostile import HOSTILE, nested, says_nothing_of_python
 from tests.mcp.conftest import call

@@ -1,0 +1,389 @@
+"""The one read of the A2A door: GetTask and a ListTasks page, for every binding and the SDK's own
+request handler, answered with the bytes `a2a_gateway.forms` stored when the task last changed.
+
+Each read checks its params once (a tenant, `historyLength`, the page size, the status, the
+cursor), runs one statement on the door's table, and serves the stored text. The statement also
+says whether what it read is due for evaluation (an open task past its deadline, SPEC §4.3);
+then the domain evaluates it (`tasks.evaluation`, the one call a read makes that writes) and the
+statement runs again, so no read shows a task open past its deadline and none renders a Task of
+its own. Refusals are the SDK's own A2A errors, which each binding writes in its own form.
+
+Where the statement runs is the caller's (`Source`): on Django's connection, or on the ASGI
+app's own pool on the event loop (`a2a_gateway.read_pool`); both run the same text.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, Protocol
+
+from a2a.types import (
+    GetTaskRequest,
+    InvalidParamsError,
+    ListTasksRequest,
+    TaskNotFoundError,
+    TaskState,
+)
+from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
+from a2a.utils.proto_utils import validate_proto_required_fields
+from a2a.utils.task import validate_history_length
+from asgiref.sync import sync_to_async
+from django.core import signals
+from django.db import connection
+from django.utils import timezone
+
+from a2a_gateway.evaluated_forms import EVALUATED_FORMS
+from a2a_gateway.models import TaskForm
+from core import statements
+from core.cursors import keyset_cursor, keyset_position
+from core.errors import Refusal
+from core.policy import A2A_TASK_STATES, PAGE_CAP
+from tasks.counts import total_params, total_sql
+from tasks.evaluation import task_evaluate, tasks_evaluate_due
+from tasks.models import TaskStatus
+from tasks.selectors import due_params, due_sql
+
+MAX_PAGE_SIZE = PAGE_CAP
+MAX_REQUESTED_PAGE_SIZE = 100  # what A2A lets a client ask for
+STATUS_FILTERS: dict[int, str | None] = {
+    TaskState.TASK_STATE_UNSPECIFIED: None,
+    **{TaskState.Value(name): status for name, (status,) in A2A_TASK_STATES.items()},
+}
+# What `status` may say for "no filter". "UNRECOGNIZED" is what the official JS client (@a2a-js/sdk
+# 1.3.0, ts-proto) writes when its caller leaves `status` out, so it means unset, not unknown.
+UNSET_STATUS = (None, 0, "TASK_STATE_UNSPECIFIED", "UNRECOGNIZED")
+
+Row = tuple[Any, ...]
+
+
+class Source(Protocol):
+    """Where the read's statement runs, and how its values cross: `prepare` turns a value into
+    the statement's parameter for a column of `TaskForm`, `read_back` a page row's key and
+    instant into Python's. `evaluated` runs the domain's evaluation on Django's thread: of one
+    task, or of every task due (None)."""
+
+    def prepare(self, name: str, value: Any) -> Any: ...
+
+    def read_back(self, row: Row) -> Row: ...
+
+    async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]: ...
+
+    async def evaluated(self, key: uuid.UUID | None) -> None: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# The params, checked once
+
+
+def no_tenant(request: Any) -> None:
+    if request.tenant:
+        raise InvalidParamsError(message="this server has no tenants: leave tenant empty")
+
+
+def _common_checks(request: GetTaskRequest | ListTasksRequest) -> None:
+    """What every read checks first, in the order the SDK's handler would."""
+    validate_proto_required_fields(request)
+    no_tenant(request)
+    validate_history_length(request)
+
+
+def status_filter(request: ListTasksRequest, sent_status: Any) -> str | None:
+    """The status a ListTasks filters by; `sent_status` is its `status` as the client wrote it."""
+    # The SDK's parser reads an unknown enum name as UNSPECIFIED (no filter); refuse it instead.
+    swallowed = (
+        request.status == TaskState.TASK_STATE_UNSPECIFIED and sent_status not in UNSET_STATUS
+    )
+    if swallowed or request.status not in STATUS_FILTERS:
+        raise InvalidParamsError(message=f"status must be {', '.join(A2A_TASK_STATES)} or unset")
+    return STATUS_FILTERS[request.status]
+
+
+def list_filter_key(status_name: str, context_id: str, since: datetime | None) -> str:
+    """What a ListTasks page token is bound to: it only works with its own filter (SPEC §8.5)."""
+    return json.dumps(
+        ["a2a.ListTasks", status_name, context_id.lower(), since.isoformat() if since else ""],
+        separators=(",", ":"),
+    )
+
+
+def _context(context_id: str) -> uuid.UUID | None:
+    """The task a context names; None when it names none (the page is then empty)."""
+    try:
+        key = uuid.UUID(context_id)
+    except ValueError:
+        return None
+    return key if str(key) == context_id.lower() else None
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """A checked ListTasks: its filter, the size its page holds, the keyset position its cursor
+    holds, and which of the stored list forms it shows."""
+
+    status: str | None
+    context: uuid.UUID | None
+    since: datetime | None
+    page_size: int
+    filter_key: str
+    after: tuple[datetime, uuid.UUID] | None
+    include_artifacts: bool
+    names_no_task: bool  # a context that is no task's id: an empty, final page
+
+
+def page_query(request: ListTasksRequest, sent_status: Any) -> PageQuery:
+    _common_checks(request)
+    status = status_filter(request, sent_status)
+    requested = request.page_size if request.HasField("page_size") else DEFAULT_LIST_TASKS_PAGE_SIZE
+    if not 1 <= requested <= MAX_REQUESTED_PAGE_SIZE:
+        raise InvalidParamsError(
+            message=f"pageSize must be between 1 and {MAX_REQUESTED_PAGE_SIZE}"
+        )
+    since = (
+        request.status_timestamp_after.ToDatetime(tzinfo=UTC)
+        if request.HasField("status_timestamp_after")
+        else None
+    )
+    context = _context(request.context_id) if request.context_id else None
+    filter_key = list_filter_key(TaskState.Name(request.status), request.context_id, since)
+    names_no_task = bool(request.context_id) and context is None
+    after = None
+    if request.page_token and not names_no_task:
+        try:
+            after = keyset_position(request.page_token, filter_key)
+        except Refusal as refusal:
+            raise InvalidParamsError(message=refusal.message) from None
+    return PageQuery(
+        status=status,
+        context=context,
+        since=since,
+        # A2A lets a server return fewer than asked; the response says how many a page holds.
+        page_size=min(requested, MAX_PAGE_SIZE),
+        filter_key=filter_key,
+        after=after,
+        include_artifacts=request.include_artifacts,
+        names_no_task=names_no_task,
+    )
+
+
+def task_key(request: GetTaskRequest) -> uuid.UUID:
+    _common_checks(request)
+    try:
+        return uuid.UUID(request.id)
+    except ValueError:
+        raise TaskNotFoundError(message="no task has this id") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The statements
+
+
+# The stored GetTask result of each protocol version.
+TASK_FORMS = {"1.0": "task_json", "0.3": "task_v0_3_json"}
+
+
+@cache
+def _task_sql(vendor: str, form: str) -> str:
+    status, deadline = (statements.column(TaskForm, name) for name in ("status", "deadline"))
+    return (
+        f"SELECT {statements.column(TaskForm, form)}, {status}, "
+        f"({status} = %(working)s AND {deadline} <= %(now)s) "
+        f"FROM {statements.table(TaskForm)} WHERE {statements.column(TaskForm, 'task')} = %(pk)s"
+    )
+
+
+def _task_params(key: uuid.UUID, now: datetime, source: Source) -> dict[str, Any]:
+    return {
+        "pk": source.prepare("task", key),
+        "working": TaskStatus.WORKING.value,
+        "now": source.prepare("deadline", now),
+    }
+
+
+@cache
+def _page_sql(
+    vendor: str, by_status: bool, by_context: bool, since: bool, after: bool, full: bool
+) -> str:
+    """Whether anything is due, the filter's total and the page by keyset (one row more than the
+    page, to know whether another follows): one statement, one snapshot."""
+    status, stamp, pk = (
+        statements.column(TaskForm, name) for name in ("status", "status_timestamp", "task")
+    )
+    table = statements.table(TaskForm)
+    # One status, compared as a constant: with `= ANY(...)` PostgreSQL leaves the status index
+    # and filters the feed index instead.
+    where = [f"{status} = %(status0)s"] if by_status else []  # `total_params`' name
+    if by_context:
+        where.append(f"{pk} = %(context)s")
+    if since:
+        where.append(f"{stamp} >= %(since)s")
+    # The kept counts give an unfiltered total in one row read; a context or a time filter
+    # matches one task or a bounded range of the index, which is counted.
+    total = (
+        f"(SELECT COUNT(*) FROM {table} WHERE {' AND '.join(where)})"
+        if by_context or since
+        else total_sql(1 if by_status else None)
+    )
+    if after:
+        # A row comparison, not its spelled-out OR: PostgreSQL seeks the feed index to it.
+        where.append(f"({stamp}, {pk}) < (%(at)s, %(pk)s)")
+    page_filter = f"WHERE {' AND '.join(where)} " if where else ""
+    listed = statements.column(TaskForm, "list_item_full_json" if full else "list_item_json")
+    return (
+        f"SELECT {due_sql()}, {total}, page.{pk}, page.{stamp}, page.{listed} "
+        f"FROM (SELECT 1 AS one) AS head LEFT JOIN ("
+        f"SELECT {pk}, {stamp}, {listed} FROM {table} {page_filter}"
+        f"ORDER BY {stamp} DESC, {pk} DESC LIMIT %(limit)s) AS page ON 1 = 1 "
+        f"ORDER BY page.{stamp} DESC, page.{pk} DESC"
+    )
+
+
+def _page_params(query: PageQuery, now: datetime, source: Source) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        **due_params(source.prepare("deadline", now)),
+        **total_params(None if query.status is None else [query.status]),
+        "limit": query.page_size + 1,
+    }
+    if query.context is not None:
+        params["context"] = source.prepare("task", query.context)
+    if query.since is not None:
+        params["since"] = source.prepare("status_timestamp", query.since)
+    if query.after is not None:
+        params["at"] = source.prepare("status_timestamp", query.after[0])
+        params["pk"] = source.prepare("task", query.after[1])
+    return params
+
+
+def _page_statement(query: PageQuery, now: datetime, source: Source) -> tuple[str, dict[str, Any]]:
+    sql = _page_sql(
+        connection.vendor,
+        query.status is not None,
+        query.context is not None,
+        query.since is not None,
+        query.after is not None,
+        query.include_artifacts,
+    )
+    return sql, _page_params(query, now, source)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reads
+
+
+async def read_task(request: GetTaskRequest, source: Source, version: str = "1.0") -> str:
+    """The GetTask result's JSON text, in A2A `version`'s form. An evaluated task never changes
+    again, so its text is kept in memory after its first read (`a2a_gateway.evaluated_forms`)."""
+    key = task_key(request)
+    kept_forms = EVALUATED_FORMS[version]
+    kept = kept_forms.get(key)
+    if kept is not None:
+        return kept
+    sql = _task_sql(connection.vendor, TASK_FORMS[version])
+    rows = await source.rows(sql, _task_params(key, timezone.now(), source))
+    if rows and rows[0][2]:
+        await source.evaluated(key)
+        rows = await source.rows(sql, _task_params(key, timezone.now(), source))
+    if not rows:
+        raise TaskNotFoundError(message="no task has this id")
+    text, status, _ = rows[0]
+    if status != TaskStatus.WORKING:
+        kept_forms.keep(key, text)
+    return str(text)
+
+
+@dataclass(frozen=True)
+class StoredPage:
+    tasks: list[str]  # the stored list forms, in page order
+    next_cursor: str  # "" on the last page
+    page_size: int
+    total: int
+    include_artifacts: bool
+
+
+async def read_page(request: ListTasksRequest, sent_status: Any, source: Source) -> StoredPage:
+    """A ListTasks page of stored list forms; `sent_status` is its `status` as the client wrote
+    it (the parse into a proto reads an unknown name as no filter)."""
+    query = page_query(request, sent_status)
+    if query.names_no_task:
+        return StoredPage([], "", query.page_size, 0, query.include_artifacts)
+    rows = await source.rows(*_page_statement(query, timezone.now(), source))
+    if rows and rows[0][0]:
+        await source.evaluated(None)
+        rows = await source.rows(*_page_statement(query, timezone.now(), source))
+    return _page_of(query, rows, source)
+
+
+def _page_of(query: PageQuery, rows: Sequence[Row], source: Source) -> StoredPage:
+    total = int(rows[0][1])
+    listed = [source.read_back(row[2:]) for row in rows if row[2] is not None]
+    page = listed[: query.page_size]
+    next_cursor = ""
+    if len(listed) > query.page_size:
+        pk, at, _ = page[-1]
+        next_cursor = keyset_cursor(query.filter_key, at, pk)
+    return StoredPage(
+        [text for _, _, text in page],
+        next_cursor,
+        query.page_size,
+        total,
+        query.include_artifacts,
+    )
+
+
+async def stored_read(
+    request: GetTaskRequest | ListTasksRequest, sent_status: Any, source: Source
+) -> str | StoredPage:
+    """GetTask's text or ListTasks' page: what every binding asks."""
+    if isinstance(request, GetTaskRequest):
+        return await read_task(request, source)
+    return await read_page(request, sent_status, source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Django's connection
+
+
+def _evaluated(key: uuid.UUID | None) -> None:
+    if key is None:
+        tasks_evaluate_due()
+    else:
+        task_evaluate(task_id=key)
+
+
+class DjangoSource:
+    """The statements on Django's connection, one hop to its thread each. `in_request_cycle`:
+    send Django's request signals around each hop, for a caller outside Django's request cycle
+    (the ASGI app), so the connection is checked and given back."""
+
+    def __init__(self, *, in_request_cycle: bool = False) -> None:
+        self.in_request_cycle = in_request_cycle
+
+    def prepare(self, name: str, value: Any) -> Any:
+        return statements.db_value(TaskForm, name, value)
+
+    def read_back(self, row: Row) -> Row:
+        key, at = statements.python_values(TaskForm, ("task", "status_timestamp"), row[:2])
+        return (key, at, *row[2:])
+
+    def _run(self, work: Any, *args: Any) -> Any:
+        if not self.in_request_cycle:
+            return work(*args)
+        signals.request_started.send(sender=DjangoSource)
+        try:
+            return work(*args)
+        finally:
+            signals.request_finished.send(sender=DjangoSource)
+
+    async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]:
+        found: list[Row] = await sync_to_async(self._run)(statements.fetch_all, sql, params)
+        return found
+
+    async def evaluated(self, key: uuid.UUID | None) -> None:
+        await sync_to_async(self._run)(_evaluated, key)
+
+
+DJANGO_SOURCE = DjangoSource()
