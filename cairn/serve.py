@@ -1,10 +1,10 @@
 """Serve Cairn under uvicorn as a deployment should (SPEC §16): `python -m cairn.serve`.
 
 One place for the serving settings that `make run`, the deployment notes, the deployment test and
-the test suite's live server share: uvloop's event loop and httptools' HTTP parser (uvicorn's fast
-stack: bench/README.md, "Serving stack"), no access log (the proxy in front keeps one), the
-client's address taken from the proxy's headers only when `FORWARDED_ALLOW_IPS` names the proxy,
-and the bounds SPEC §16 sets on what a client may make a worker hold, and for how long.
+the test suite's live server share: uvloop's event loop and httptools' HTTP parser (uvicorn's
+faster stack), no access log (the proxy in front keeps one), the client's address taken from the
+proxy's headers only when `FORWARDED_ALLOW_IPS` names the proxy, and the bounds SPEC §16 sets on
+what a client may make a worker hold, and for how long.
 
 uvicorn has no option for those bounds under httptools: llhttp reads a head of any size (and
 httptools gathers a header's value whole before handing it over, so one 64 MiB header is 64 MiB

@@ -28,8 +28,8 @@ from cairn.env import (
 from core.logs import logging_config
 from ledger.signed_note import ED25519
 
-# The A2A SDK opens an OpenTelemetry span around every call, about a tenth of a request's time;
-# Cairn configures no exporter, so tracing is off unless the environment turns it on.
+# The A2A SDK opens an OpenTelemetry span around every call, a noticeable share of a request's
+# time; Cairn configures no exporter, so tracing is off unless the environment turns it on.
 os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -189,11 +189,11 @@ def _database(url: str) -> dict:
         # Server-side binding and a prepare threshold make psycopg prepare a statement it has run
         # five times on a connection, so PostgreSQL stops planning the same few queries on every
         # request (on a busy small server, planning a statement costs more than running it).
-        # Django leaves the threshold unset, which never prepares (bench/README.md, F42). The
-        # statements are named on the connection: a pooler in front of PostgreSQL must keep
-        # them (session pooling, or PgBouncer 1.21+ with `max_prepared_statements`); behind one
-        # that cannot (`CAIRN_DB_POOLER=transaction`) nothing is prepared, and Django declares
-        # no cursor (`.iterator()` would hold one across transactions in autocommit).
+        # Django leaves the threshold unset, which never prepares. The statements are named on
+        # the connection: a pooler in front of PostgreSQL must keep them (session pooling, or
+        # PgBouncer 1.21+ with `max_prepared_statements`); behind one that cannot
+        # (`CAIRN_DB_POOLER=transaction`) nothing is prepared, and Django declares no cursor
+        # (`.iterator()` would hold one across transactions in autocommit).
         # Server-side binding stays: its statements are unnamed, each sent with its values in
         # one exchange, which a transaction pooler passes through.
         # While the database is down a request must fail within 5 s, and the pool must find the

@@ -15,20 +15,20 @@ sentinel that fails there ends the whole `qcluster`. So it waits for the databas
 cluster's first job is then the sweep, so what fell due while no worker ran is evaluated at once
 rather than when django-q2 first looks at its schedules, 30 s after it starts.
 
-Stopping (SPEC §16: within 10 s of SIGTERM, however it is sent). django-q2's master waited in a
-futex forever when SIGTERM reached the whole process group, as `kill -- -PGID`, systemd's cgroup
-kill and `make run`'s shell send it. The cause:
+Stopping (SPEC §16: within 10 s of SIGTERM, however it is sent). django-q2's own master waits in
+a futex forever when SIGTERM reaches the whole process group, as `kill -- -PGID`, systemd's cgroup
+kill and `make run`'s shell send it, because:
 
-- Every process of the cluster got the signal, not only the master. The sentinel and its workers
-  kept SIGTERM's default action and died where they stood: the sentinel inside
+- Every process of the cluster gets the signal, not only the master. The sentinel and its workers
+  keep SIGTERM's default action and die where they stand: the sentinel inside
   `stop_event.wait()`, a worker inside `task_queue.get()` holding the queue's read lock.
 - A `multiprocessing.Event` is a Condition. A process that dies while waiting on it stays counted
   as a sleeper, and `set()` then waits for that sleeper to acknowledge its wake-up, which it never
-  will. The master's signal handler called `set()`, so it blocked there with SIGTERM spent; a
-  second signal could only re-enter the handler and wait on the Condition's lock it already held.
-- Had the master gone on, `sentinel.join()`, the sentinel's loops over the pusher and the
-  workers, and its queues' feeder threads at exit all waited without a bound, for processes
-  that were gone or for locks a killed process still held.
+  will. The master's signal handler calls `set()`, so it blocks there with SIGTERM spent; a
+  second signal can only re-enter the handler and wait on the Condition's lock it already holds.
+- Were the master to go on, `sentinel.join()`, the sentinel's loops over the pusher and the
+  workers, and its queues' feeder threads at exit would all wait without a bound, for processes
+  that are gone or for locks a killed process still holds.
 
 So only the master reacts to SIGTERM and SIGINT: the sentinel and every process it starts ignore
 both, and a signal to the group is one request to stop, not a massacre. The master's handler
@@ -225,8 +225,8 @@ class QueueRenewingSentinel(Sentinel):
 class Master:
     """The `qcluster` process: it starts the sentinel and, on SIGTERM or SIGINT, raises the stop
     flag and waits for the sentinel, whose stop is bounded (the module's docstring). It takes the
-    place of django-q2's `Cluster`, whose signal handler stopped the cluster itself and could
-    block there for good."""
+    place of django-q2's `Cluster`, whose signal handler stops the cluster itself and can block
+    there for good."""
 
     def __init__(self) -> None:
         self.cluster_id = uuid.uuid4()

@@ -94,8 +94,8 @@ def with_request_metrics(app: ASGIApp) -> ASGIApp:
     return measured
 
 
-# Each labelled series looked up once: `labels()` checks its arguments on every call, which cost
-# a stored read as much as its statement's parameters. The servers parse a fixed set of methods.
+# Each labelled series looked up once: `labels()` checks its arguments on every call, a cost a
+# stored read should not pay on every request. The servers parse a fixed set of methods.
 @functools.lru_cache(maxsize=256)
 def _duration(door: str, method: str) -> Any:
     return REQUEST_DURATION.labels(door, method)

@@ -100,7 +100,7 @@ class Contribution(models.Model):
     id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     # Looked up through `contribution_once_per_agent` (task first) and `contribution_by_agent`
     # (agent first): an index of their own would repeat those, and every write and every reveal
-    # pays for each index (bench/README.md, F37).
+    # pays for each index.
     task = models.ForeignKey(
         Task, on_delete=models.PROTECT, related_name="contributions", db_index=False
     )

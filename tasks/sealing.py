@@ -2,8 +2,7 @@
 
 A report is stored once, sealed, and stays so. The evaluation opens every report of its task into
 the task's evaluation, which is public: that is the report's public copy, and the only one a
-reader of an evaluated task is given. The sweep therefore never rewrites a contribution's row
-(bench/README.md, F38).
+reader of an evaluated task is given. The sweep therefore never rewrites a contribution's row.
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ def contribution_report(contribution: Contribution) -> dict[str, Any]:
 
 class Sealed(Protocol):
     """What opening a report reads of its contribution: a Contribution, or a row of these
-    fields (the sweep reads its batch's contributions as rows, bench/README.md, F38)."""
+    fields (the sweep reads its batch's contributions as rows)."""
 
     @property
     def id(self) -> uuid.UUID: ...

@@ -7,7 +7,7 @@ written here from the historical models' names: a migration runs no code that ca
 it.
 
 On PostgreSQL the forms stay in the row and are compressed with lz4, as the tasks' were
-(tasks/0009, tasks/0010; bench/README.md, F23, F26).
+(tasks/0009 and tasks/0010 say why).
 """
 
 import django.db.models.deletion

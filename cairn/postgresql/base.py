@@ -7,7 +7,7 @@ fail at once; after that one request tries again, so the server finds the databa
 second or two of its return.
 
 A connection from the pool is checked before use, as psycopg's `check_connection` would, but
-without its round trip (an empty query before every request's first statement, bench/README.md):
+without its round trip (an empty query before every request's first statement):
 an idle connection has nothing to read unless the server has spoken, and when PostgreSQL stops or
 restarts each backend sends its client a termination notice and closes the socket, which the
 client sees as readable at once. Only a readable connection gets the round trip; one the server

@@ -1,6 +1,6 @@
 """Once rendered the stored forms of every task written before they existed, with the code of its
-day, which it imported; that code has since changed shape (issue 29), and a migration must not
-run code that can change under it, so it does nothing now.
+day, which it imported; that code has since changed shape, and a migration must not run code
+that can change under it, so it does nothing now.
 
 Nothing depends on it: a row whose `rendered_version` is behind has its view built at read time
 (`tasks.rendered.stored_view`), and a task without a current A2A form is answered by the A2A

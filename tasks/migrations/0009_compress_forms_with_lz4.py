@@ -1,9 +1,10 @@
 """On PostgreSQL, compress the large texts an evaluation writes with lz4 rather than pglz.
 
 The sweep writes every evaluated task's evaluation and three stored forms (about 8 KB a row) and
-each revealed report, and PostgreSQL compresses every value over 2 KB: with lz4 the sweep ran
-6–13% faster (bench/README.md, F23), and reads decompress faster too. A server built without
-lz4 keeps pglz. Rows already stored keep theirs until they are written again.
+each revealed report, and PostgreSQL compresses every value over 2 KB: lz4 compresses them
+faster than pglz, which shortens the sweep, and decompresses them faster for every read. A
+server built without lz4 keeps pglz. Rows already stored keep theirs until they are written
+again.
 """
 
 from django.db import migrations

@@ -1,12 +1,11 @@
 """On PostgreSQL, keep a task's stored forms in its row, uncompressed, whenever the row fits a page.
 
 Every read door serves one stored form, so a form moved to the TOAST table costs each read a TOAST
-index lookup, its chunks and their decompression: about 0.2 ms of PostgreSQL's time for a
-ListTasks page of 50, more the deeper the TOAST index grows (bench/README.md, F26). With the forms
-stored `MAIN` and the table's `toast_tuple_target` at its largest, a row under a page is left as
-it is; a larger one has its evaluation and other JSON compressed and moved out first, the forms
-last. Writes cost the same either way. Rows already stored keep their layout until they are
-written again.
+index lookup, its chunks and their decompression, a cost that grows with the TOAST index and is
+paid for every task of a ListTasks page. With the forms stored `MAIN` and the table's
+`toast_tuple_target` at its largest, a row under a page is left as it is; a larger one has its
+evaluation and other JSON compressed and moved out first, the forms last. Writes cost the same
+either way. Rows already stored keep their layout until they are written again.
 """
 
 from django.db import migrations

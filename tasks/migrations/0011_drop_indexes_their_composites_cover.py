@@ -3,8 +3,7 @@
 `tasks_task.poster_id` is covered by `task_by_poster`, `tasks_contribution.task_id` by
 `contribution_once_per_agent` and `tasks_contribution.agent_id` by `contribution_by_agent`. Every
 row written pays for each index: a contribution, and the sweep's two UPDATEs, which touch every
-index of a row since they change indexed columns or find no room on the row's page
-(bench/README.md, F37).
+index of a row since they change indexed columns or find no room on the row's page.
 
 Only the indexes go. Django's `AlterField` would also drop each foreign-key constraint and add it
 again, which on PostgreSQL checks every row of the table under a lock that holds writes back.

@@ -2,8 +2,8 @@
 
 The evaluation puts every report of its task into the task's evaluation, which is public; it also
 wrote each report back onto its contribution's row and dropped the seal, rewriting every row of
-the task's contributions for a copy nobody needs (bench/README.md, F38). Reports now stay sealed,
-and a reader of an evaluated task is given the evaluation's copy.
+the task's contributions for a copy nobody needs. Reports now stay sealed, and a reader of an
+evaluated task is given the evaluation's copy.
 
 Before the column goes, each copy it holds is checked against the evaluation's, so no report can
 be lost: a difference stops the migration and names the contribution. Going back fills the column
