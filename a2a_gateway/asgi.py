@@ -3,9 +3,10 @@ card without Django's request cycle.
 
 Under Django's ASGI handler every request gets its own thread and passes the whole middleware
 stack; for a JSON-RPC call that is most of its cost. Here a request is
-translated into `a2a_gateway.endpoint.http_reply` and nothing more: a stored read is answered on
-the event loop (`a2a_gateway.read_pool`, on PostgreSQL), everything else by the SDK's dispatcher
-with the ORM work on asgiref's one shared thread. What the middleware stack gave these paths is
+translated into `a2a_gateway.endpoint.http_reply` (the card and JSON-RPC) or
+`a2a_gateway.rest.rest_reply` (HTTP+JSON) and nothing more: a stored read is answered on the event
+loop (`a2a_gateway.read_pool`, on PostgreSQL), everything else by the SDK's dispatchers with the
+ORM work on asgiref's one shared thread. What the middleware stack gave these paths is
 kept: Django's Host rule, the security headers, and Django's request signals around the work on
 the ORM's thread, so its connections are returned and checked exactly as under Django.
 """
@@ -17,15 +18,11 @@ from collections.abc import AsyncIterator
 from starlette.types import Receive, Scope, Send
 
 from a2a_gateway import read_pool
-from a2a_gateway.endpoint import (
-    CARD_PATH,
-    ENDPOINT_PATHS,
-    ClientGone,
-    Reply,
-    http_reply,
-)
+from a2a_gateway.card import CARD_PATH
+from a2a_gateway.endpoint import ENDPOINT_PATHS, http_reply
 from a2a_gateway.reads import DjangoSource
 from a2a_gateway.rest import is_rest_path, rest_reply
+from a2a_gateway.transport import ClientGone, Reply
 from core.hosts import host_served
 from core.middleware import SECURITY_HEADERS
 from core.site import site_url

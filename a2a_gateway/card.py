@@ -1,5 +1,6 @@
 """The Agent Card (SPEC §8.1), built from the code and the configured witnesses, never from a
-stored file: once per site, witnesses and process, since nothing else changes it."""
+stored file: once per site, witnesses and process, since nothing else changes it. Served here too,
+as the SDK's card route serves it, at its well-known path and to a `GET` of the endpoint."""
 
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, Tran
 from django.conf import settings
 from django.core.signals import setting_changed
 
+from a2a_gateway.etag import card_etag, if_none_match_hits
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
+from a2a_gateway.transport import ENDPOINT_PATH, Reply, json_bytes, method_refusal
 from core.policy import cairn_version
 from core.schemas import model_schema
 from ledger.card_signing import JWKS_PATH, card_sign
@@ -34,8 +37,11 @@ PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
 VERIFIABLE_EXTENSION_URI = "urn:cairn:verifiable:v1"
 MAX_MERGE_DELAY_S = 60
 BEARER_SCHEME = "bearer"
-ENDPOINT_PATH = "/api/a2a"
 JSON = "application/json"
+CARD_PATH = "/.well-known/agent-card.json"
+CARD_METHODS = ("GET", "HEAD")
+# A2A 1.0 §8.6.1: a card may be cached; five minutes keeps a deploy's new card close behind.
+CARD_CACHE_CONTROL = "public, max-age=300"
 # Every binding the endpoint speaks (SPEC §8.1, §8.6), JSON-RPC 1.0 first. Declaring the 0.3 one
 # makes the SDK's serialiser write the 0.3 fields (`url`, `preferredTransport`, ...) a 0.3 client reads.
 INTERFACES = (
@@ -180,3 +186,24 @@ def _card_text(site: str, witnesses: str) -> str:
 def agent_card_json(site: str) -> dict[str, Any]:
     """The card as the SDK's own card route serialises it (a fresh copy on every call)."""
     return json.loads(_card_text(site, card_variant()))
+
+
+@lru_cache(maxsize=32)
+def _card_entity(site: str, variant: str) -> tuple[bytes, str]:
+    """The card's bytes and ETag, once per site, witnesses and process: the card depends only
+    on the code and those."""
+    card = agent_card_json(site)
+    return json_bytes(card), card_etag(card)
+
+
+def card_reply(*, method: str, site: str, if_none_match: str | None) -> Reply:
+    """The card as the SDK's card route serves it: a weak ETag, and 304 when the client has it;
+    cacheable for five minutes. A method other than `CARD_METHODS` gets 405."""
+    refused = method_refusal(method, CARD_METHODS)
+    if refused is not None:
+        return refused
+    body, etag = _card_entity(site, card_variant())
+    headers = (("ETag", etag), ("Cache-Control", CARD_CACHE_CONTROL))
+    if if_none_match and if_none_match_hits(if_none_match, etag):
+        return Reply(304, b"", headers)
+    return Reply(200, body, headers)

@@ -3,16 +3,17 @@
 The SDK's own REST routes and dispatcher answer, over the same request handler as JSON-RPC; this
 module adapts them as `endpoint` adapts the JSON-RPC dispatcher. It matches the SDK's routes
 itself, so that a path or a method the binding does not have answers this binding's error object
-(the SDK's tenant routes are left out: Cairn has no tenants). Then, in SPEC §8.2's order: the
-body limit, the Bearer token of `message:send` (401 before anything is parsed), the version, and
-the body, read by Cairn's JSON reader (depth, lone surrogates) so that no client's bytes reach
-the SDK's parser as a 5xx. Some answers differ from the SDK's, as §8.6 says: A2A 1.0's table
-sends TaskNotCancelableError with 409; ListTasks' `status` also takes A2A §11's short forms
-(`working`); and params protobuf cannot read (a body's `"metadata": 3`, `pageSize=many`,
-`includeArtifacts=maybe`) get the invalid-params error JSON-RPC gives the same question, where the
-SDK's REST dispatcher says invalid request, or reads an unknown boolean as false. GetTask and
-ListTasks come from the stored forms where they can (`a2a_gateway.fast_reads`, as on JSON-RPC),
-the rest from the SDK's dispatcher.
+(the SDK's tenant routes are left out: Cairn has no tenants). Then, in SPEC §8.2's order, the
+checks every binding shares (`a2a_gateway.transport`), written as this binding's error objects:
+the body limit, the Bearer token of `message:send` (401 before anything is parsed), the version,
+and the body, read by Cairn's JSON reader (depth, lone surrogates) so that no client's bytes reach
+the SDK's parser as a 5xx, and checked for the params' shape. Some answers differ from the SDK's,
+as §8.6 says: A2A 1.0's table sends TaskNotCancelableError with 409; ListTasks' `status` also
+takes A2A §11's short forms (`working`); and params protobuf cannot read (a body's
+`"metadata": 3`, `pageSize=many`, `includeArtifacts=maybe`) get the invalid-params error JSON-RPC
+gives the same question, where the SDK's REST dispatcher says invalid request, or reads an
+unknown boolean as false. GetTask and ListTasks come from the stored forms where they can
+(`a2a_gateway.fast_reads`, as on JSON-RPC), the rest from the SDK's dispatcher.
 """
 
 from __future__ import annotations
@@ -25,38 +26,36 @@ from a2a.server.routes.rest_routes import create_rest_routes
 from a2a.types import GetTaskRequest, ListTasksRequest, SendMessageRequest, TaskState
 from a2a.utils.constants import A2A_JSON_MEDIA_TYPE
 from a2a.utils.error_handlers import build_rest_error_payload
-from a2a.utils.errors import InternalError, InvalidParamsError, InvalidRequestError
+from a2a.utils.errors import InvalidParamsError
 from a2a.utils.errors import MethodNotFoundError as A2AMethodNotFoundError
 from a2a.utils.proto_utils import parse_params
-from asgiref.sync import sync_to_async
 from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import Message
 from starlette.datastructures import QueryParams
 from starlette.routing import Match, Route
 
-from a2a_gateway.endpoint import (
-    DISPATCHER,
+from a2a_gateway.fast_reads import fast_rest_read
+from a2a_gateway.handler import AsSent
+from a2a_gateway.reads import DJANGO_SOURCE, Source
+from a2a_gateway.transport import (
+    CHALLENGE_HEADERS,
     ENDPOINT_PATH,
     JSON_TYPE,
+    REQUEST_HANDLER,
     CairnContextBuilder,
     DjangoCycle,
     Facts,
     Reply,
+    TokenRefusal,
+    body_too_large,
     bounded_body,
     dispatcher_request,
     json_bytes,
+    params_error,
+    token_agent,
     version_error,
 )
-from a2a_gateway.fast_reads import fast_rest_read
-from a2a_gateway.handler import AsSent
-from a2a_gateway.params_shape import misplaced_value
-from a2a_gateway.reads import DJANGO_SOURCE, Source
-from agents.auth import bearer_token
-from agents.models import Agent
-from agents.services import agent_for_token
 from core.json_input import InvalidJson, parse_json
-from core.outages import outage_refusal
-from core.policy import WWW_AUTHENTICATE, body_limit
 
 REST_PREFIX = ENDPOINT_PATH + "/"
 SEND_PATH = f"{ENDPOINT_PATH}/message:send"
@@ -79,7 +78,7 @@ CODE_BY_STATUS = {401: "UNAUTHENTICATED"}
 ROUTES: tuple[Route, ...] = tuple(
     route
     for route in create_rest_routes(
-        DISPATCHER.request_handler, CairnContextBuilder(), path_prefix=ENDPOINT_PATH
+        REQUEST_HANDLER, CairnContextBuilder(), path_prefix=ENDPOINT_PATH
     )
     if isinstance(route, Route)  # the `/{tenant}` mount is not served
 )
@@ -184,25 +183,12 @@ def _query_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
     return None
 
 
-async def _agent(headers: Mapping[str, str]) -> Agent | Reply:
-    """The agent of the Bearer token, or the 401 (or the outage) to answer instead."""
-    token = bearer_token(headers.get("authorization", ""))
-    try:
-        agent = await sync_to_async(agent_for_token)(token) if token else None
-    except Exception as exc:
-        outage = outage_refusal(exc)
-        if outage is None:
-            raise
-        return _error(InternalError(message=outage.message))
-    if agent is None:
-        return _error(
-            InvalidRequestError(
-                message="a valid Bearer token is required for message:send (POST /api/agent/register issues one)"
-            ),
-            status=401,
-            headers=(("WWW-Authenticate", WWW_AUTHENTICATE),),
-        )
-    return agent
+def _token_refusal(refused: TokenRefusal) -> Reply:
+    """A token refusal as this binding's error object: 401 with the challenge when no valid token
+    came (SPEC §8.2), else (an outage) with the status the SDK gives an internal error."""
+    if refused.unauthenticated:
+        return _error(refused.error, status=401, headers=CHALLENGE_HEADERS)
+    return _error(refused.error)
 
 
 def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:
@@ -238,20 +224,14 @@ async def rest_reply(
         return _unrouted(method, path, allowed)
     raw = await bounded_body(headers.get("content-length"), body)
     if raw is None:
-        return _error(
-            InvalidRequestError(
-                message=f"Payload too large: the limit is {body_limit() // 1024} KiB"
-            ),
-            status=413,
-        )
+        return _error(body_too_large(), status=413)
     cycle = DjangoCycle(inside_already=not outside_django)
     try:
         agent = None
         if path == SEND_PATH:
-            await cycle.enter()
-            found = await _agent(headers)
-            if isinstance(found, Reply):
-                return found
+            found = await token_agent(headers, "message:send", cycle)
+            if isinstance(found, TokenRefusal):
+                return _token_refusal(found)
             agent = found
         refused = await version_error(headers)
         if refused is not None:
@@ -264,9 +244,9 @@ async def rest_reply(
                 document = parse_json(raw)
             except InvalidJson as error:
                 return _error(ParseError(str(error)))
-            where = misplaced_value(document, BODY_MODELS[path].DESCRIPTOR, "body")
-            if where is not None:
-                return _error(InvalidParamsError(message=f"{where} must be an object"))
+            misplaced = params_error(document, BODY_MODELS[path].DESCRIPTOR, "body")
+            if misplaced is not None:
+                return _error(misplaced)
             as_sent = AsSent.of(document)
         if path == LIST_PATH:
             query, as_sent = _list_query(query)

@@ -1,5 +1,6 @@
 """The A2A door under Django (WSGI, and any request the ASGI router leaves to Django): the views
-turn the request into `a2a_gateway.endpoint`'s terms and its reply back into a response."""
+turn the request into the terms of the card (`a2a_gateway.card`) or of a binding
+(`a2a_gateway.endpoint`, `a2a_gateway.rest`) and its `Reply` back into a response."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from collections.abc import AsyncIterator
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from a2a_gateway.endpoint import Reply, card_reply, http_reply, method_refusal
+from a2a_gateway.card import card_reply
+from a2a_gateway.endpoint import http_reply
 from a2a_gateway.rest import rest_reply
+from a2a_gateway.transport import Reply
 from core.site import site_url
 
 _CHUNK = 64 * 1024
@@ -30,10 +33,12 @@ async def _chunks(request: HttpRequest) -> AsyncIterator[bytes]:
 @csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
 def agent_card(request: HttpRequest) -> HttpResponse:
     """`GET /.well-known/agent-card.json`: the card, served as the SDK's card route does."""
-    refused = method_refusal(request.method or "", request.path)
-    if refused is not None:
-        return _response(refused)
-    return _response(card_reply(site_url(request), request.headers.get("If-None-Match")))
+    reply = card_reply(
+        method=request.method or "",
+        site=site_url(request),
+        if_none_match=request.headers.get("If-None-Match"),
+    )
+    return _response(reply)
 
 
 @csrf_exempt
