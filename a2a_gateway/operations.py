@@ -8,6 +8,7 @@ from it, so the card cannot advertise an operation the handler does not perform.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from agents.models import Agent, Door
@@ -46,21 +47,9 @@ class SendMessageOperation:
 def _post_task(
     *, agent: Agent, task_id: str, payload: Any, operation_id: str, client: str
 ) -> WriteResult:
+    """`task_post` as a SendMessage without a taskId performs it (the id is not read)."""
     return task_post(
         agent=agent, payload=payload, operation_id=operation_id, door=Door.A2A, client=client
-    )
-
-
-def _contribute(
-    *, agent: Agent, task_id: str, payload: Any, operation_id: str, client: str
-) -> WriteResult:
-    return contribution_submit(
-        agent=agent,
-        task_id=task_id,
-        payload=payload,
-        operation_id=operation_id,
-        door=Door.A2A,
-        client=client,
     )
 
 
@@ -103,7 +92,7 @@ CONTRIBUTE = SendMessageOperation(
     schema_name=CONTRIBUTION_SCHEMA,
     payload_model=ContributionPayload,
     names_task=True,
-    perform=_contribute,
+    perform=partial(contribution_submit, door=Door.A2A),
 )
 
 SEND_MESSAGE_OPERATIONS: tuple[SendMessageOperation, ...] = (POST_TASK, CONTRIBUTE)

@@ -34,27 +34,11 @@ from google.protobuf.message import Message
 from starlette.datastructures import QueryParams
 from starlette.routing import Match, Route
 
+from a2a_gateway import transport
 from a2a_gateway.fast_reads import fast_rest_read
 from a2a_gateway.handler import AsSent
 from a2a_gateway.reads import DJANGO_SOURCE, Source
-from a2a_gateway.transport import (
-    CHALLENGE_HEADERS,
-    ENDPOINT_PATH,
-    JSON_TYPE,
-    REQUEST_HANDLER,
-    CairnContextBuilder,
-    DjangoCycle,
-    Facts,
-    Reply,
-    TokenRefusal,
-    body_too_large,
-    bounded_body,
-    dispatcher_request,
-    json_bytes,
-    params_error,
-    token_agent,
-    version_error,
-)
+from a2a_gateway.transport import ENDPOINT_PATH, Reply
 from core.json_input import InvalidJson, parse_json
 
 REST_PREFIX = ENDPOINT_PATH + "/"
@@ -78,7 +62,7 @@ CODE_BY_STATUS = {401: "UNAUTHENTICATED"}
 ROUTES: tuple[Route, ...] = tuple(
     route
     for route in create_rest_routes(
-        REQUEST_HANDLER, CairnContextBuilder(), path_prefix=ENDPOINT_PATH
+        transport.REQUEST_HANDLER, transport.CairnContextBuilder(), path_prefix=ENDPOINT_PATH
     )
     if isinstance(route, Route)  # the `/{tenant}` mount is not served
 )
@@ -96,7 +80,7 @@ def _error(error: Exception, *, status: int | None = None, headers: Any = ()) ->
     if status is not None:
         payload["error"]["code"] = status
         payload["error"]["status"] = CODE_BY_STATUS.get(status, payload["error"]["status"])
-    return Reply(payload["error"]["code"], json_bytes(payload), tuple(headers))
+    return Reply(payload["error"]["code"], transport.json_bytes(payload), tuple(headers))
 
 
 def _match(method: str, path: str) -> tuple[Route | None, dict[str, Any], set[str]]:
@@ -183,11 +167,11 @@ def _query_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
     return None
 
 
-def _token_refusal(refused: TokenRefusal) -> Reply:
+def _token_refusal(refused: transport.TokenRefusal) -> Reply:
     """A token refusal as this binding's error object: 401 with the challenge when no valid token
     came (SPEC §8.2), else (an outage) with the status the SDK gives an internal error."""
     if refused.unauthenticated:
-        return _error(refused.error, status=401, headers=CHALLENGE_HEADERS)
+        return _error(refused.error, status=401, headers=transport.CHALLENGE_HEADERS)
     return _error(refused.error)
 
 
@@ -199,7 +183,7 @@ def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:
         override = STATUS_BY_REASON.get(details[0].get("reason", ""))
         if override is not None:
             payload["error"]["code"] = status = override
-            body = json_bytes(payload)
+            body = transport.json_bytes(payload)
     return Reply(status, body, content_type=content_type)
 
 
@@ -222,18 +206,18 @@ async def rest_reply(
     route, path_params, allowed = _match(method, path)
     if route is None:
         return _unrouted(method, path, allowed)
-    raw = await bounded_body(headers.get("content-length"), body)
+    raw = await transport.bounded_body(headers.get("content-length"), body)
     if raw is None:
-        return _error(body_too_large(), status=413)
-    cycle = DjangoCycle(inside_already=not outside_django)
+        return _error(transport.body_too_large(), status=413)
+    cycle = transport.DjangoCycle(inside_already=not outside_django)
     try:
         agent = None
         if path == SEND_PATH:
-            found = await token_agent(headers, "message:send", cycle)
-            if isinstance(found, TokenRefusal):
+            found = await transport.token_agent(headers, "message:send", cycle)
+            if isinstance(found, transport.TokenRefusal):
                 return _token_refusal(found)
             agent = found
-        refused = await version_error(headers)
+        refused = await transport.version_error(headers)
         if refused is not None:
             return _error(refused)
         document: Any = None
@@ -244,7 +228,7 @@ async def rest_reply(
                 document = parse_json(raw)
             except InvalidJson as error:
                 return _error(ParseError(str(error)))
-            misplaced = params_error(document, BODY_MODELS[path].DESCRIPTOR, "body")
+            misplaced = transport.params_error(document, BODY_MODELS[path].DESCRIPTOR, "body")
             if misplaced is not None:
                 return _error(misplaced)
             as_sent = AsSent.of(document)
@@ -264,11 +248,11 @@ async def rest_reply(
             unreadable = _query_refusal(query, model)
             if unreadable is not None:
                 return unreadable
-        request = dispatcher_request(
+        request = transport.dispatcher_request(
             path,
             headers,
             document,
-            Facts(agent=agent, origin=origin, as_sent=as_sent),
+            transport.Facts(agent=agent, origin=origin, as_sent=as_sent),
             body=raw,
             method=method,
             query_string=str(query).encode(),
@@ -280,6 +264,8 @@ async def rest_reply(
             unreadable = _body_refusal(document, BODY_MODELS[path])
             if unreadable is not None:
                 return unreadable
-        return _as_a2a(answer.status_code, bytes(answer.body), answer.media_type or JSON_TYPE)
+        return _as_a2a(
+            answer.status_code, bytes(answer.body), answer.media_type or transport.JSON_TYPE
+        )
     finally:
         await cycle.leave()
