@@ -255,21 +255,36 @@ def _check_every_field_written(
 
 @cache
 def _insert_sql(
-    model: type[Model], names: tuple[str, ...], vendor: str, defaulted: tuple[str, ...] = ()
+    model: type[Model],
+    names: tuple[str, ...],
+    vendor: str,
+    defaulted: tuple[str, ...] = (),
+    ignore_conflicts: bool = False,
 ) -> str:
     _check_every_field_written(model, names, defaulted)
     placeholders = ", ".join(["%s"] * len(names))
-    return f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES ({placeholders})"
+    conflicts = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+    return (
+        f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES ({placeholders}){conflicts}"
+    )
 
 
 def inserted(
-    model: type[Model], values: Mapping[str, Any], *, defaulted: tuple[str, ...] = ()
+    model: type[Model],
+    values: Mapping[str, Any],
+    *,
+    defaulted: tuple[str, ...] = (),
+    ignore_conflicts: bool = False,
 ) -> Write:
     """INSERT one row of `values` (field names → Python values); no RETURNING. Every field of
-    the model is in `values` or in `defaulted`, or the statement is refused (`FieldLeftOut`)."""
+    the model is in `values` or in `defaulted`, or the statement is refused (`FieldLeftOut`).
+
+    `ignore_conflicts` writes nothing when the row would break a unique constraint (a row that
+    another transaction may already have made), as Django's `bulk_create(ignore_conflicts=True)`:
+    both PostgreSQL and SQLite take `ON CONFLICT DO NOTHING`."""
     db = _db()
     return Write(
-        _insert_sql(model, tuple(values), db.vendor, defaulted),
+        _insert_sql(model, tuple(values), db.vendor, defaulted, ignore_conflicts),
         [_db_value(db, model, name, value) for name, value in values.items()],
     )
 
@@ -285,25 +300,75 @@ def object_inserted(obj: Model) -> Write:
     return inserted(type(obj), object_values(obj))
 
 
+def objects_inserted(objs: Sequence[Model]) -> tuple[Write, ...]:
+    """`object_inserted` for many objects of one model, to send at once (as `rows_inserted`)."""
+    if not objs:
+        return ()
+    model = type(objs[0])
+    names = tuple(field.attname for field in _written_fields(model))
+    return rows_inserted(model, names, [[getattr(obj, name) for name in names] for obj in objs])
+
+
 @cache
-def _upsert_sql(model: type[Model], vendor: str, many: bool) -> str:
-    """INSERT every written field, or UPDATE every one but the key when the key is there."""
+def _returning_sql(model: type[Model], vendor: str) -> str:
+    auto = model._meta.auto_field
+    return "" if auto is None else f" RETURNING {column(model, auto.name)}"
+
+
+def created(obj: M) -> M:
+    """INSERT `obj` now, with every one of its fields, and return it as `Model.objects.create`
+    does: its auto-numbered key, when it has one, read back from the database (`RETURNING`,
+    which SQLite has too), and the object marked as saved. For a row whose key its caller
+    needs at once; other rows go with the write's others (`write_all`)."""
+    model = type(obj)
+    write = object_inserted(obj)
+    returning = _returning_sql(model, connection.vendor)
+    if returning:
+        auto = model._meta.auto_field
+        assert auto is not None
+        row = fetch_one(write.sql + returning, write.params)
+        assert row is not None, "an INSERT ... RETURNING returns its row"
+        (key,) = python_values(model, (auto.name,), row)
+        setattr(obj, auto.attname, key)
+    else:
+        execute(write.sql, write.params)
+    obj._state.adding = False
+    obj._state.db = connection.alias
+    return obj
+
+
+@cache
+def _upsert_sql(
+    model: type[Model], names: tuple[str, ...], added: tuple[str, ...], vendor: str, many: bool
+) -> str:
+    """INSERT `names`, or, when the key is there, UPDATE every one of them but the key: to the new
+    value, or for those `added`, to the stored value plus the new one."""
+    _check_every_field_written(model, names, ())
     pk = model._meta.pk
     assert pk is not None
-    names = tuple(field.name for field in _written_fields(model))
-    changed = ", ".join(
-        f"{column(model, name)} = excluded.{column(model, name)}"
-        for name in names
-        if name != pk.name
-    )
+    adding = {_field(model, name).name for name in added}
+    assert adding <= {_field(model, name).name for name in names}, "an added field is written"
+    changed = []
+    for name in names:
+        field = _field(model, name)
+        if field is pk:
+            continue
+        quoted = column(model, name)
+        new = f"excluded.{quoted}"
+        changed.append(
+            f"{quoted} = {table(model)}.{quoted} + {new}"
+            if field.name in adding
+            else f"{quoted} = {new}"
+        )
     rows = (
         f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
         if many
         else f"VALUES ({', '.join(['%s'] * len(names))})"
     )
+    action = f"DO UPDATE SET {', '.join(changed)}" if changed else "DO NOTHING"
     return (
         f"INSERT INTO {table(model)} ({columns(model, names)}) {rows} "
-        f"ON CONFLICT ({column(model, pk.name)}) DO UPDATE SET {changed}"
+        f"ON CONFLICT ({column(model, pk.name)}) {action}"
     )
 
 
@@ -315,13 +380,36 @@ def upserted(objs: Sequence[Model]) -> tuple[Write, ...]:
         return ()
     model = type(objs[0])
     fields = _written_fields(model)
+    return rows_upserted(
+        model,
+        tuple(field.name for field in fields),
+        [[getattr(obj, field.attname) for field in fields] for obj in objs],
+    )
+
+
+def rows_upserted(
+    model: type[Model],
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    added: Sequence[str] = (),
+) -> tuple[Write, ...]:
+    """INSERT rows of `names` (Python values, every field of the model named, as `inserted`), or
+    where a row's key is already there, UPDATE that row instead: each field of `added` to the
+    stored value plus the row's (a counter that a write moves by a delta, without reading it),
+    every other to the row's. Rows are written in the order given, and so their rows locked in
+    it. One statement over `unnest` on PostgreSQL for several, as `rows_inserted`; two rows of
+    one key are refused there, so give each key once."""
+    names, added = tuple(names), tuple(added)
     db = _db()
-    rows = [
-        [_db_value(db, model, field.name, getattr(obj, field.attname)) for field in fields]
-        for obj in objs
+    prepared_rows = [
+        [_db_value(db, model, name, value) for name, value in zip(names, row, strict=True)]
+        for row in rows
     ]
     return _row_writes(
-        _upsert_sql(model, db.vendor, False), lambda: _upsert_sql(model, db.vendor, True), rows
+        _upsert_sql(model, names, added, db.vendor, False),
+        lambda: _upsert_sql(model, names, added, db.vendor, True),
+        prepared_rows,
     )
 
 
@@ -344,6 +432,82 @@ def updated(obj: Model, names: Sequence[str]) -> Write:
         _update_sql(model, tuple(names), db.vendor),
         [_db_value(db, model, name, getattr(obj, _field(model, name).attname)) for name in names]
         + [_db_value(db, model, pk.name, obj.pk)],
+    )
+
+
+@cache
+def _update_if_sql(
+    model: type[Model],
+    names: tuple[str, ...],
+    conditions: tuple[tuple[str, bool], ...],
+    vendor: str,
+) -> str:
+    pk = model._meta.pk
+    assert pk is not None
+    assignments = ", ".join(f"{column(model, name)} = %s" for name in names)
+    where = "".join(
+        f" AND {column(model, name)} IS NULL" if is_null else f" AND {column(model, name)} = %s"
+        for name, is_null in conditions
+    )
+    return f"UPDATE {table(model)} SET {assignments} WHERE {column(model, pk.name)} = %s{where}"
+
+
+def updated_if(
+    model: type[Model], key: Any, values: Mapping[str, Any], *, where: Mapping[str, Any]
+) -> Write:
+    """UPDATE the row keyed `key` to `values` (field names → Python values) only while each
+    field of `where` holds its value (None: is NULL). One statement, so the check and the change
+    cannot be split by another writer: the UPDATE waits for the row's lock, then checks the row
+    as that writer left it. `written` says whether it changed the row."""
+    db = _db()
+    return Write(
+        _update_if_sql(
+            model,
+            tuple(values),
+            tuple((name, value is None) for name, value in where.items()),
+            db.vendor,
+        ),
+        [_db_value(db, model, name, value) for name, value in values.items()]
+        + [_db_value(db, model, _pk_name(model), key)]
+        + [_db_value(db, model, name, value) for name, value in where.items() if value is not None],
+    )
+
+
+def written(write: Write) -> int:
+    """Send one write now and return how many rows it wrote (0 for an `updated_if` whose
+    condition no longer held)."""
+    with connection.cursor() as cursor:
+        cursor.execute(write.sql, write.params)
+        return cursor.rowcount
+
+
+def _pk_name(model: type[Model]) -> str:
+    pk = model._meta.pk
+    assert pk is not None
+    return pk.name
+
+
+@cache
+def _delete_any_sql(model: type[Model], vendor: str) -> str:
+    key = _pk_name(model)
+    return f"DELETE FROM {table(model)} WHERE {column(model, key)} = ANY({_array(model, key)})"
+
+
+def deleted(model: type[Model], keys: Sequence[Any]) -> tuple[Write, ...]:
+    """DELETE the rows of these keys (a queued entry the log has taken in, say). On PostgreSQL
+    the keys are one array (`= ANY`), so the statement's text is one whatever their count."""
+    if not keys:
+        return ()
+    db = _db()
+    values = [_db_value(db, model, _pk_name(model), key) for key in keys]
+    if db.vendor == "postgresql":
+        return (Write(_delete_any_sql(model, db.vendor), [values]),)
+    placeholders = ", ".join(["%s"] * len(values))
+    return (
+        Write(
+            f"DELETE FROM {table(model)} WHERE {column(model, _pk_name(model))} IN ({placeholders})",
+            values,
+        ),
     )
 
 
