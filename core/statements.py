@@ -1,17 +1,18 @@
-"""The write path's hot statements as plain SQL, written from a model's own table and column names.
+"""Every row the project writes, as plain SQL written from the models' own tables and columns.
 
-Django's ORM builds every statement afresh out of query objects, and on the write path that took
-more CPU than PostgreSQL spent running them (bench/README.md, F7). The few statements every write
-runs are written as SQL instead and sent on Django's own connection (the same transaction, the
-same pool; psycopg prepares a statement its connection has run five times, F10, F42). Values pass
-through the fields' own conversions both ways, so the same text runs on PostgreSQL and SQLite.
+Services write their rows through these builders and nothing else (migrations and tests aside),
+so one place holds the rule that matters when a model grows a field. An INSERT names its
+columns, so a field added to a model could be left out of one and take no value at all: every
+builder of an INSERT refuses such a statement (`FieldLeftOut`). Each concrete field is written,
+or named as `defaulted` (left to the database), or is the auto-numbered key. The builders that
+take model objects (`object_inserted`, `objects_inserted`, `created`, `upserted`) write every
+field of them, so nothing needs naming.
 
-Rows are written one way: the ORM for the rare writes (its `save` writes every field), these
-statements for the hot ones. An INSERT here names its columns, so a field added to a model could
-be left out of it and take no value at all; `inserted` and `rows_inserted` refuse to build such a
-statement: every concrete field is written, or named as `defaulted` (left to the database), or
-is the auto-numbered key. `object_inserted` writes every field of an object, so nothing needs
-naming.
+The statements are sent on Django's own connection (the same transaction, the same pool) and
+built once a process, not afresh out of query objects as the ORM builds them: on the write path
+that building took more CPU than PostgreSQL spent running the statements, and psycopg prepares a
+statement its connection has run five times. Values pass through the fields' own conversions both
+ways, so the same text runs on PostgreSQL and SQLite.
 """
 
 from __future__ import annotations
@@ -94,8 +95,8 @@ def for_update() -> str:
 
 def _db() -> BaseDatabaseWrapper:
     """The connection itself, for the fields' conversions: each attribute read through
-    `django.db.connection`, a proxy over asgiref's context-local storage, costs ~2 µs, and one
-    conversion reads several (a timestamp's took 10.7 µs through the proxy, 1.8 µs without)."""
+    `django.db.connection`, a proxy over asgiref's context-local storage, is a look-up of its
+    own, and one conversion reads several; through the proxy they cost more than the conversion."""
     return connections[DEFAULT_DB_ALIAS]
 
 
@@ -117,8 +118,8 @@ def _db_value(db: BaseDatabaseWrapper, model: type[Model], name: str, value: Any
 
 
 # Values that a field of these kinds saves on PostgreSQL exactly as they are, when they are of
-# this very type: psycopg adapts them itself. Django's own conversion of each took ~2 µs, and
-# the sweep converts a dozen fields a task (bench/README.md, F33).
+# this very type: psycopg adapts them itself. Django's own conversion of each is a chain of
+# calls, and the sweep converts a dozen fields a task.
 _SENT_AS_THEY_ARE: tuple[tuple[type[Field], type], ...] = (
     (UUIDField, uuid.UUID),
     (DateTimeField, datetime),
@@ -213,9 +214,9 @@ class Write:
 
 def write_all(*writes: Write) -> None:
     """Send these writes, in order. On PostgreSQL they go as one statement, each but the last in a
-    WITH: every round trip cost ~120 µs of Python and ~110 µs of PostgreSQL before the statement
-    did anything (bench/README.md, F25). The writes must not read each other's rows: the parts of
-    one statement share its snapshot. SQLite runs in process and takes them one by one."""
+    WITH: every round trip costs the client and the server their work before the statement does
+    anything. The writes must not read each other's rows: the parts of one statement share its
+    snapshot. SQLite runs in process and takes them one by one."""
     if len(writes) < 2 or connection.vendor != "postgresql":
         for write in writes:
             execute(write.sql, write.params)
@@ -533,10 +534,9 @@ def rows_inserted(
 ) -> tuple[Write, ...]:
     """INSERT rows of `names` (Python values), every field of the model named (as `inserted`).
 
-    On PostgreSQL, several rows are one statement over `unnest` of an array a column: sent as a
-    pipelined statement a row, each cost the server ~300 µs to run, against ~45 µs a row for one
-    statement over 500 (the sweep, bench/README.md). SQLite runs in process and takes a row at a
-    time."""
+    On PostgreSQL, several rows are one statement over `unnest` of an array a column: the server
+    runs one statement over hundreds of rows in a fraction of the time it takes for as many
+    pipelined statements of a row. SQLite runs in process and takes a row at a time."""
     names = tuple(names)
     db = _db()
     prepared_rows = [
