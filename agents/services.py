@@ -57,8 +57,13 @@ def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
                 retry_after=retry_after,
             )
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        agent = Agent.objects.create(
-            token_sha256=token_digest(token), label=label, address_hash=address_hash, created_at=now
+        agent = statements.created(
+            Agent(
+                token_sha256=token_digest(token),
+                label=label,
+                address_hash=address_hash,
+                created_at=now,
+            )
         )
     return agent, token
 
@@ -104,7 +109,9 @@ def agent_revoke(*, agent: Agent) -> None:
     two keepers' clicks one revocation."""
     now = now_ms()
     with transaction.atomic():
-        revoked = Agent.objects.filter(pk=agent.pk, revoked_at__isnull=True).update(revoked_at=now)
+        revoked = statements.written(
+            statements.updated_if(Agent, agent.pk, {"revoked_at": now}, where={"revoked_at": None})
+        )
         if not revoked:
             return
         agent.revoked_at = now
@@ -211,11 +218,17 @@ def operation_record_writes(
 
 
 def audit_keeper_action(*, operation: str, object_type: str, object_id: str) -> None:
-    AuditEntry.objects.create(
-        at=now_ms(),
-        agent=None,
-        door=Door.ADMIN,
-        operation=operation,
-        object_type=object_type,
-        object_id=object_id,
+    statements.write_all(
+        statements.inserted(
+            AuditEntry,
+            {
+                "at": now_ms(),
+                "agent": None,
+                "door": Door.ADMIN,
+                "client": "",
+                "operation": operation,
+                "object_type": object_type,
+                "object_id": object_id,
+            },
+        )
     )

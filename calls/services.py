@@ -14,7 +14,7 @@ from agents.writes import Performed, agent_write
 from calls.models import Call, CallResponse, CallStatus
 from calls.payloads import CALL_RESPONSE_SCHEMA, CallResponsePayload
 from calls.selectors import call_for_update, call_get, call_response_view
-from core import privacy
+from core import privacy, statements
 from core.clock import now_ms
 from core.errors import ErrorCode, Issue, refuse_if
 from core.metrics import counted_write
@@ -25,7 +25,7 @@ CALL_ANSWER = "call_answer"
 
 def call_create(*, title: str, body: str, kind: str) -> Call:
     with transaction.atomic():
-        call = Call.objects.create(title=title, body=body, kind=kind, created_at=now_ms())
+        call = statements.created(Call(title=title, body=body, kind=kind, created_at=now_ms()))
         audit_keeper_action(operation="call_create", object_type="call", object_id=str(call.id))
     return call
 
@@ -34,16 +34,23 @@ def call_edit(*, call: Call) -> None:
     """Save the keeper's edit of a call's words (title, body, kind) and audit it; its status and
     counts are the services', so the edit cannot touch them."""
     with transaction.atomic():
-        call.save(update_fields=["title", "body", "kind"])
+        statements.write_all(statements.updated(call, ["title", "body", "kind"]))
         audit_keeper_action(operation="call_edit", object_type="call", object_id=str(call.pk))
 
 
 def call_close(*, call: Call) -> None:
+    """Close an open call, once: the UPDATE's condition makes two keepers' clicks one closing,
+    audited once."""
     with transaction.atomic():
-        updated = Call.objects.filter(pk=call.pk, status=CallStatus.OPEN).update(
-            status=CallStatus.CLOSED, closed_at=now_ms()
+        closed = statements.written(
+            statements.updated_if(
+                Call,
+                call.pk,
+                {"status": CallStatus.CLOSED, "closed_at": now_ms()},
+                where={"status": CallStatus.OPEN},
+            )
         )
-        if updated:
+        if closed:
             audit_keeper_action(operation="call_close", object_type="call", object_id=str(call.id))
 
 
@@ -98,18 +105,24 @@ def call_answer(
         call, parsed = checked
         call = call_for_update(call.pk)
         refuse_if(_answer_state_issues(agent, call))
-        response = CallResponse.objects.create(
-            call=call,
-            agent=agent,
-            operation_id=operation_id,
-            stance=parsed.stance or "",
-            body=parsed.body,
-            created_at=now_ms(),
+        response = statements.created(
+            CallResponse(
+                call=call,
+                agent=agent,
+                operation_id=operation_id,
+                stance=parsed.stance or "",
+                body=parsed.body,
+                created_at=now_ms(),
+            )
         )
         call.responses_count += 1
-        call.save(update_fields=["responses_count"])
         body = {"call_id": str(call.id), "response": call_response_view(response)}
-        return Performed(body, object_type="call_response", object_id=str(response.pk))
+        return Performed(
+            body,
+            object_type="call_response",
+            object_id=str(response.pk),
+            writes=(statements.updated(call, ["responses_count"]),),
+        )
 
     return agent_write(
         agent=agent,

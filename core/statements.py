@@ -1,17 +1,18 @@
-"""The write path's hot statements as plain SQL, written from a model's own table and column names.
+"""Every row the project writes, as plain SQL written from the models' own tables and columns.
 
-Django's ORM builds every statement afresh out of query objects, and on the write path that took
-more CPU than PostgreSQL spent running them (bench/README.md, F7). The few statements every write
-runs are written as SQL instead and sent on Django's own connection (the same transaction, the
-same pool; psycopg prepares a statement its connection has run five times, F10, F42). Values pass
-through the fields' own conversions both ways, so the same text runs on PostgreSQL and SQLite.
+Services write their rows through these builders and nothing else (migrations and tests aside),
+so one place holds the rule that matters when a model grows a field. An INSERT names its
+columns, so a field added to a model could be left out of one and take no value at all: every
+builder of an INSERT refuses such a statement (`FieldLeftOut`). Each concrete field is written,
+or named as `defaulted` (left to the database), or is the auto-numbered key. The builders that
+take model objects (`object_inserted`, `objects_inserted`, `created`, `upserted`) write every
+field of them, so nothing needs naming.
 
-Rows are written one way: the ORM for the rare writes (its `save` writes every field), these
-statements for the hot ones. An INSERT here names its columns, so a field added to a model could
-be left out of it and take no value at all; `inserted` and `rows_inserted` refuse to build such a
-statement: every concrete field is written, or named as `defaulted` (left to the database), or
-is the auto-numbered key. `object_inserted` writes every field of an object, so nothing needs
-naming.
+The statements are sent on Django's own connection (the same transaction, the same pool) and
+built once a process, not afresh out of query objects as the ORM builds them: on the write path
+that building took more CPU than PostgreSQL spent running the statements, and psycopg prepares a
+statement its connection has run five times. Values pass through the fields' own conversions both
+ways, so the same text runs on PostgreSQL and SQLite.
 """
 
 from __future__ import annotations
@@ -94,8 +95,8 @@ def for_update() -> str:
 
 def _db() -> BaseDatabaseWrapper:
     """The connection itself, for the fields' conversions: each attribute read through
-    `django.db.connection`, a proxy over asgiref's context-local storage, costs ~2 µs, and one
-    conversion reads several (a timestamp's took 10.7 µs through the proxy, 1.8 µs without)."""
+    `django.db.connection`, a proxy over asgiref's context-local storage, is a look-up of its
+    own, and one conversion reads several; through the proxy they cost more than the conversion."""
     return connections[DEFAULT_DB_ALIAS]
 
 
@@ -117,8 +118,8 @@ def _db_value(db: BaseDatabaseWrapper, model: type[Model], name: str, value: Any
 
 
 # Values that a field of these kinds saves on PostgreSQL exactly as they are, when they are of
-# this very type: psycopg adapts them itself. Django's own conversion of each took ~2 µs, and
-# the sweep converts a dozen fields a task (bench/README.md, F33).
+# this very type: psycopg adapts them itself. Django's own conversion of each is a chain of
+# calls, and the sweep converts a dozen fields a task.
 _SENT_AS_THEY_ARE: tuple[tuple[type[Field], type], ...] = (
     (UUIDField, uuid.UUID),
     (DateTimeField, datetime),
@@ -213,9 +214,9 @@ class Write:
 
 def write_all(*writes: Write) -> None:
     """Send these writes, in order. On PostgreSQL they go as one statement, each but the last in a
-    WITH: every round trip cost ~120 µs of Python and ~110 µs of PostgreSQL before the statement
-    did anything (bench/README.md, F25). The writes must not read each other's rows: the parts of
-    one statement share its snapshot. SQLite runs in process and takes them one by one."""
+    WITH: every round trip costs the client and the server their work before the statement does
+    anything. The writes must not read each other's rows: the parts of one statement share its
+    snapshot. SQLite runs in process and takes them one by one."""
     if len(writes) < 2 or connection.vendor != "postgresql":
         for write in writes:
             execute(write.sql, write.params)
@@ -255,21 +256,36 @@ def _check_every_field_written(
 
 @cache
 def _insert_sql(
-    model: type[Model], names: tuple[str, ...], vendor: str, defaulted: tuple[str, ...] = ()
+    model: type[Model],
+    names: tuple[str, ...],
+    vendor: str,
+    defaulted: tuple[str, ...] = (),
+    ignore_conflicts: bool = False,
 ) -> str:
     _check_every_field_written(model, names, defaulted)
     placeholders = ", ".join(["%s"] * len(names))
-    return f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES ({placeholders})"
+    conflicts = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+    return (
+        f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES ({placeholders}){conflicts}"
+    )
 
 
 def inserted(
-    model: type[Model], values: Mapping[str, Any], *, defaulted: tuple[str, ...] = ()
+    model: type[Model],
+    values: Mapping[str, Any],
+    *,
+    defaulted: tuple[str, ...] = (),
+    ignore_conflicts: bool = False,
 ) -> Write:
     """INSERT one row of `values` (field names → Python values); no RETURNING. Every field of
-    the model is in `values` or in `defaulted`, or the statement is refused (`FieldLeftOut`)."""
+    the model is in `values` or in `defaulted`, or the statement is refused (`FieldLeftOut`).
+
+    `ignore_conflicts` writes nothing when the row would break a unique constraint (a row that
+    another transaction may already have made), as Django's `bulk_create(ignore_conflicts=True)`:
+    both PostgreSQL and SQLite take `ON CONFLICT DO NOTHING`."""
     db = _db()
     return Write(
-        _insert_sql(model, tuple(values), db.vendor, defaulted),
+        _insert_sql(model, tuple(values), db.vendor, defaulted, ignore_conflicts),
         [_db_value(db, model, name, value) for name, value in values.items()],
     )
 
@@ -285,25 +301,75 @@ def object_inserted(obj: Model) -> Write:
     return inserted(type(obj), object_values(obj))
 
 
+def objects_inserted(objs: Sequence[Model]) -> tuple[Write, ...]:
+    """`object_inserted` for many objects of one model, to send at once (as `rows_inserted`)."""
+    if not objs:
+        return ()
+    model = type(objs[0])
+    names = tuple(field.attname for field in _written_fields(model))
+    return rows_inserted(model, names, [[getattr(obj, name) for name in names] for obj in objs])
+
+
 @cache
-def _upsert_sql(model: type[Model], vendor: str, many: bool) -> str:
-    """INSERT every written field, or UPDATE every one but the key when the key is there."""
+def _returning_sql(model: type[Model], vendor: str) -> str:
+    auto = model._meta.auto_field
+    return "" if auto is None else f" RETURNING {column(model, auto.name)}"
+
+
+def created(obj: M) -> M:
+    """INSERT `obj` now, with every one of its fields, and return it as `Model.objects.create`
+    does: its auto-numbered key, when it has one, read back from the database (`RETURNING`,
+    which SQLite has too), and the object marked as saved. For a row whose key its caller
+    needs at once; other rows go with the write's others (`write_all`)."""
+    model = type(obj)
+    write = object_inserted(obj)
+    returning = _returning_sql(model, connection.vendor)
+    if returning:
+        auto = model._meta.auto_field
+        assert auto is not None
+        row = fetch_one(write.sql + returning, write.params)
+        assert row is not None, "an INSERT ... RETURNING returns its row"
+        (key,) = python_values(model, (auto.name,), row)
+        setattr(obj, auto.attname, key)
+    else:
+        execute(write.sql, write.params)
+    obj._state.adding = False
+    obj._state.db = connection.alias
+    return obj
+
+
+@cache
+def _upsert_sql(
+    model: type[Model], names: tuple[str, ...], added: tuple[str, ...], vendor: str, many: bool
+) -> str:
+    """INSERT `names`, or, when the key is there, UPDATE every one of them but the key: to the new
+    value, or for those `added`, to the stored value plus the new one."""
+    _check_every_field_written(model, names, ())
     pk = model._meta.pk
     assert pk is not None
-    names = tuple(field.name for field in _written_fields(model))
-    changed = ", ".join(
-        f"{column(model, name)} = excluded.{column(model, name)}"
-        for name in names
-        if name != pk.name
-    )
+    adding = {_field(model, name).name for name in added}
+    assert adding <= {_field(model, name).name for name in names}, "an added field is written"
+    changed = []
+    for name in names:
+        field = _field(model, name)
+        if field is pk:
+            continue
+        quoted = column(model, name)
+        new = f"excluded.{quoted}"
+        changed.append(
+            f"{quoted} = {table(model)}.{quoted} + {new}"
+            if field.name in adding
+            else f"{quoted} = {new}"
+        )
     rows = (
         f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
         if many
         else f"VALUES ({', '.join(['%s'] * len(names))})"
     )
+    action = f"DO UPDATE SET {', '.join(changed)}" if changed else "DO NOTHING"
     return (
         f"INSERT INTO {table(model)} ({columns(model, names)}) {rows} "
-        f"ON CONFLICT ({column(model, pk.name)}) DO UPDATE SET {changed}"
+        f"ON CONFLICT ({column(model, pk.name)}) {action}"
     )
 
 
@@ -315,13 +381,36 @@ def upserted(objs: Sequence[Model]) -> tuple[Write, ...]:
         return ()
     model = type(objs[0])
     fields = _written_fields(model)
+    return rows_upserted(
+        model,
+        tuple(field.name for field in fields),
+        [[getattr(obj, field.attname) for field in fields] for obj in objs],
+    )
+
+
+def rows_upserted(
+    model: type[Model],
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    added: Sequence[str] = (),
+) -> tuple[Write, ...]:
+    """INSERT rows of `names` (Python values, every field of the model named, as `inserted`), or
+    where a row's key is already there, UPDATE that row instead: each field of `added` to the
+    stored value plus the row's (a counter that a write moves by a delta, without reading it),
+    every other to the row's. Rows are written in the order given, and so their rows locked in
+    it. One statement over `unnest` on PostgreSQL for several, as `rows_inserted`; two rows of
+    one key are refused there, so give each key once."""
+    names, added = tuple(names), tuple(added)
     db = _db()
-    rows = [
-        [_db_value(db, model, field.name, getattr(obj, field.attname)) for field in fields]
-        for obj in objs
+    prepared_rows = [
+        [_db_value(db, model, name, value) for name, value in zip(names, row, strict=True)]
+        for row in rows
     ]
     return _row_writes(
-        _upsert_sql(model, db.vendor, False), lambda: _upsert_sql(model, db.vendor, True), rows
+        _upsert_sql(model, names, added, db.vendor, False),
+        lambda: _upsert_sql(model, names, added, db.vendor, True),
+        prepared_rows,
     )
 
 
@@ -347,6 +436,82 @@ def updated(obj: Model, names: Sequence[str]) -> Write:
     )
 
 
+@cache
+def _update_if_sql(
+    model: type[Model],
+    names: tuple[str, ...],
+    conditions: tuple[tuple[str, bool], ...],
+    vendor: str,
+) -> str:
+    pk = model._meta.pk
+    assert pk is not None
+    assignments = ", ".join(f"{column(model, name)} = %s" for name in names)
+    where = "".join(
+        f" AND {column(model, name)} IS NULL" if is_null else f" AND {column(model, name)} = %s"
+        for name, is_null in conditions
+    )
+    return f"UPDATE {table(model)} SET {assignments} WHERE {column(model, pk.name)} = %s{where}"
+
+
+def updated_if(
+    model: type[Model], key: Any, values: Mapping[str, Any], *, where: Mapping[str, Any]
+) -> Write:
+    """UPDATE the row keyed `key` to `values` (field names → Python values) only while each
+    field of `where` holds its value (None: is NULL). One statement, so the check and the change
+    cannot be split by another writer: the UPDATE waits for the row's lock, then checks the row
+    as that writer left it. `written` says whether it changed the row."""
+    db = _db()
+    return Write(
+        _update_if_sql(
+            model,
+            tuple(values),
+            tuple((name, value is None) for name, value in where.items()),
+            db.vendor,
+        ),
+        [_db_value(db, model, name, value) for name, value in values.items()]
+        + [_db_value(db, model, _pk_name(model), key)]
+        + [_db_value(db, model, name, value) for name, value in where.items() if value is not None],
+    )
+
+
+def written(write: Write) -> int:
+    """Send one write now and return how many rows it wrote (0 for an `updated_if` whose
+    condition no longer held)."""
+    with connection.cursor() as cursor:
+        cursor.execute(write.sql, write.params)
+        return cursor.rowcount
+
+
+def _pk_name(model: type[Model]) -> str:
+    pk = model._meta.pk
+    assert pk is not None
+    return pk.name
+
+
+@cache
+def _delete_any_sql(model: type[Model], vendor: str) -> str:
+    key = _pk_name(model)
+    return f"DELETE FROM {table(model)} WHERE {column(model, key)} = ANY({_array(model, key)})"
+
+
+def deleted(model: type[Model], keys: Sequence[Any]) -> tuple[Write, ...]:
+    """DELETE the rows of these keys (a queued entry the log has taken in, say). On PostgreSQL
+    the keys are one array (`= ANY`), so the statement's text is one whatever their count."""
+    if not keys:
+        return ()
+    db = _db()
+    values = [_db_value(db, model, _pk_name(model), key) for key in keys]
+    if db.vendor == "postgresql":
+        return (Write(_delete_any_sql(model, db.vendor), [values]),)
+    placeholders = ", ".join(["%s"] * len(values))
+    return (
+        Write(
+            f"DELETE FROM {table(model)} WHERE {column(model, _pk_name(model))} IN ({placeholders})",
+            values,
+        ),
+    )
+
+
 def _array(model: type[Model], name: str) -> str:
     """A parameter sent as one array of the column's type, for `unnest`. In binary (`%b`): psycopg
     writes a text array by escaping every quote of every element with a regular expression, and
@@ -369,10 +534,9 @@ def rows_inserted(
 ) -> tuple[Write, ...]:
     """INSERT rows of `names` (Python values), every field of the model named (as `inserted`).
 
-    On PostgreSQL, several rows are one statement over `unnest` of an array a column: sent as a
-    pipelined statement a row, each cost the server ~300 µs to run, against ~45 µs a row for one
-    statement over 500 (the sweep, bench/README.md). SQLite runs in process and takes a row at a
-    time."""
+    On PostgreSQL, several rows are one statement over `unnest` of an array a column: the server
+    runs one statement over hundreds of rows in a fraction of the time it takes for as many
+    pipelined statements of a row. SQLite runs in process and takes a row at a time."""
     names = tuple(names)
     db = _db()
     prepared_rows = [

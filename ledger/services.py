@@ -104,16 +104,23 @@ def _append(queued: list[QueuedEntry], size: int) -> int:
         for key, value in parents_closed_by(index, leaf, nodes):
             nodes[key] = value
             new_nodes.append(Node(level=key[0], index=key[1], hash=value))
-    Leaf.objects.bulk_create(leaves)
-    Node.objects.bulk_create(new_nodes)
-    QueuedEntry.objects.filter(id__in=[item.id for item in queued]).delete()
+    statements.write_all(
+        *statements.objects_inserted(leaves),
+        *statements.objects_inserted(new_nodes),
+        *statements.deleted(QueuedEntry, [item.id for item in queued]),
+    )
     return size + len(queued)
 
 
 def checkpoint_publish(size: int) -> Checkpoint:
     root = range_hash(0, size, nodes_get(perfect_nodes(0, size)))
-    return Checkpoint.objects.create(
-        tree_size=size, root_hash=root.hex(), note=checkpoint_sign(size, root), created_at=now_ms()
+    return statements.created(
+        Checkpoint(
+            tree_size=size,
+            root_hash=root.hex(),
+            note=checkpoint_sign(size, root),
+            created_at=now_ms(),
+        )
     )
 
 

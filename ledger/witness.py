@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core import statements
 from ledger.merkle import EMPTY_ROOT, consistency_verify
 from ledger.models import WitnessedLog
 from ledger.notes import site_host
@@ -179,9 +180,17 @@ def _locked_state(origin: str) -> WitnessedLog:
     """The log's row, locked until the transaction ends; a log never cosigned is size 0. The row
     is made first (a second maker waits on the unique origin, then finds it) so there is always
     a row to lock."""
-    WitnessedLog.objects.bulk_create(
-        [WitnessedLog(origin=origin, tree_size=0, root_hash=EMPTY_ROOT, updated_at=timezone.now())],
-        ignore_conflicts=True,
+    statements.write_all(
+        statements.inserted(
+            WitnessedLog,
+            {
+                "origin": origin,
+                "tree_size": 0,
+                "root_hash": EMPTY_ROOT,
+                "updated_at": timezone.now(),
+            },
+            ignore_conflicts=True,
+        )
     )
     return WitnessedLog.objects.select_for_update().get(origin=origin)
 
@@ -237,7 +246,7 @@ def add_checkpoint(body: bytes) -> str:
             checkpoint.root,
             now,
         )
-        state.save(update_fields=["tree_size", "root_hash", "updated_at"])
+        statements.write_all(statements.updated(state, ["tree_size", "root_hash", "updated_at"]))
     signature = cosignature_sign(
         submission.note.body, witness_name(), _witness_private_key(), timestamp=int(now.timestamp())
     )

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
+from core import statements
 from ledger.merkle import consistency_ranges, nodes_for, range_hash
 from ledger.models import Checkpoint, Cosignature
 from ledger.services import nodes_get
@@ -220,14 +221,15 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
 
 def _keep(checkpoint: Checkpoint, witness: Witness, cosigned: _Cosigned) -> None:
     """Store the cosignature; a concurrent run may have stored this witness's already."""
-    Cosignature.objects.bulk_create(
-        [
-            Cosignature(
-                checkpoint=checkpoint,
-                witness=witness.key.text,
-                signed_at=cosigned.signed_at,
-                line=cosigned.line,
-            )
-        ],
-        ignore_conflicts=True,
+    statements.write_all(
+        statements.inserted(
+            Cosignature,
+            {
+                "checkpoint": checkpoint.pk,
+                "witness": witness.key.text,
+                "signed_at": cosigned.signed_at,
+                "line": cosigned.line,
+            },
+            ignore_conflicts=True,
+        )
     )

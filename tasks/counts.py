@@ -15,15 +15,10 @@ from tasks.models import TaskCount
 def task_count_change(deltas: Mapping[str, int]) -> None:
     """Add each delta to its status's count, in the caller's transaction. An upsert, so a count
     appears with its first task; statuses in a fixed order, so two writers never deadlock."""
-    table = connection.ops.quote_name(TaskCount._meta.db_table)
-    sql = (
-        f"INSERT INTO {table} (status, count) VALUES (%s, %s) "
-        f"ON CONFLICT (status) DO UPDATE SET count = {table}.count + excluded.count"
-    )
     rows = [(str(status), delta) for status, delta in sorted(deltas.items()) if delta]
-    if rows:
-        with connection.cursor() as cursor:
-            cursor.executemany(sql, rows)
+    statements.write_all(
+        *statements.rows_upserted(TaskCount, ("status", "count"), rows, added=("count",))
+    )
 
 
 @cache

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from core import statements
 from core.clock import now_ms
 from tasks.models import Sweep
 
 
 def sweep_record(*, evaluated: int) -> None:
-    Sweep.objects.update_or_create(pk=1, defaults={"finished_at": now_ms(), "evaluated": evaluated})
+    statements.write_all(
+        *statements.upserted([Sweep(pk=1, finished_at=now_ms(), evaluated=evaluated)])
+    )
 
 
 def sweep_last_finished() -> datetime | None:
