@@ -41,10 +41,13 @@ def task_json(task: Task) -> str:
     return sdk_json(MessageToDict(task, preserving_proto_field_name=False))
 
 
-def listed_json(task: Task, *, include_artifacts: bool) -> str:
-    """A Task as the SDK's `serialize_list_tasks_response` writes it inside a ListTasks page."""
-    page = serialize_list_tasks_response(ListTasksResponse(tasks=[task]), include_artifacts)
-    return sdk_json(page["tasks"][0])
+def listed_json(task: Task) -> tuple[str, str]:
+    """A Task as the SDK's `serialize_list_tasks_response` writes it inside a ListTasks page,
+    without and with `includeArtifacts`. The SDK serialises the page once and, without artifacts,
+    pops each task's `artifacts`: the same here, for one serialisation of the two forms."""
+    [listed] = serialize_list_tasks_response(ListTasksResponse(tasks=[task]), True)["tasks"]
+    without = {key: value for key, value in listed.items() if key != "artifacts"}
+    return sdk_json(without), sdk_json(listed)
 
 
 def v0_3_task_json(task: Task) -> str:
@@ -56,14 +59,15 @@ def v0_3_task_json(task: Task) -> str:
 def task_form(change: TaskChange) -> TaskForm:
     """The changed task's row: its Task in each form, and the columns reads filter by."""
     task = task_from_view(change.view)
+    listed, listed_full = listed_json(task)
     return TaskForm(
         task_id=change.task.pk,
         status=change.task.status,
         status_timestamp=change.task.status_timestamp,
         deadline=change.task.deadline,
         task_json=task_json(task),
-        list_item_json=listed_json(task, include_artifacts=False),
-        list_item_full_json=listed_json(task, include_artifacts=True),
+        list_item_json=listed,
+        list_item_full_json=listed_full,
         task_v0_3_json=v0_3_task_json(task),
     )
 

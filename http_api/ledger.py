@@ -19,16 +19,8 @@ from core.scripts import script_response
 from core.site import site_url
 from http_api.inputs import query_issues
 from http_api.views import ApiView
+from ledger import selectors as log
 from ledger.keys import jwks
-from ledger.selectors import (
-    checkpoint_latest,
-    checkpoint_note,
-    checkpoints_covering,
-    consistency_proof,
-    entries_of_task,
-    entries_range,
-    inclusion_proof,
-)
 from ledger.verifier import VERIFIER
 
 _COUNT = re.compile(r"[0-9]{1,18}")
@@ -75,7 +67,7 @@ class EntriesApi(ApiView):
 
     def get(self, request: Request) -> Response:
         start, end = _range(request, "start", "end", minimum=0)
-        return Response({"entries": entries_range(start=start, end=end)})
+        return Response({"entries": log.entries_range(start=start, end=end)})
 
 
 class TaskEntriesApi(ApiView):
@@ -83,7 +75,7 @@ class TaskEntriesApi(ApiView):
 
     def get(self, request: Request, task_id: uuid.UUID) -> Response:
         _query(request, ())
-        return Response({"entries": entries_of_task(task_id)})
+        return Response({"entries": log.entries_of_task(task_id)})
 
 
 class InclusionProofApi(ApiView):
@@ -91,7 +83,7 @@ class InclusionProofApi(ApiView):
         query = _query(request, ("leaf_hash", "tree_size"))
         if not _HASH.fullmatch(query["leaf_hash"]):
             raise _invalid("leaf_hash", "must be a SHA-256 hash as 64 hex characters")
-        proof = inclusion_proof(
+        proof = log.inclusion_proof(
             leaf_hash=query["leaf_hash"].lower(),
             tree_size=_count(query, "tree_size", minimum=1),
         )
@@ -103,7 +95,7 @@ class InclusionProofApi(ApiView):
 class ConsistencyProofApi(ApiView):
     def get(self, request: Request) -> Response:
         first, second = _range(request, "first", "second", minimum=1)
-        return Response({"hashes": consistency_proof(first=first, second=second)})
+        return Response({"hashes": log.consistency_proof(first=first, second=second)})
 
 
 class CheckpointApi(ApiView):
@@ -111,10 +103,12 @@ class CheckpointApi(ApiView):
 
     def get(self, request: Request) -> HttpResponse:
         _query(request, ())
-        latest = checkpoint_latest()
+        latest = log.checkpoint_latest()
         if latest is None:
             raise Refusal(ErrorCode.NOT_FOUND, "the log has no checkpoint yet")
-        response = HttpResponse(checkpoint_note(latest), content_type="text/plain; charset=utf-8")
+        response = HttpResponse(
+            log.checkpoint_note(latest), content_type="text/plain; charset=utf-8"
+        )
         response["Cache-Control"] = "no-cache"
         return response
 
@@ -125,7 +119,7 @@ class CheckpointsApi(ApiView):
 
     def get(self, request: Request) -> Response:
         index = _count(_query(request, ("covering",)), "covering", minimum=0)
-        notes = [checkpoint_note(c) for c in checkpoints_covering(index=index)]
+        notes = [log.checkpoint_note(c) for c in log.checkpoints_covering(index=index)]
         return Response({"checkpoints": notes})
 
 

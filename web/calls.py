@@ -5,14 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from calls.models import CallKind, Stance
 from calls.selectors import call_detail, call_get, call_page, call_view
 from core.policy import CALL_MODES
-from core.site import site_url
-from web.pages import PAGE_SIZE, found_or_404, instant, paged_list
+from web.pages import PAGE_SIZE, detail_page, instant, paged_list
 
 KIND_LABELS = dict(CallKind.choices)
 STANCE_LABELS = dict(Stance.choices)
@@ -52,11 +50,11 @@ def call_list(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def call_page_view(request: HttpRequest, call_id: str) -> HttpResponse:
-    call = found_or_404(request, call_get, call_id, what="call")
-    if isinstance(call, HttpResponse):
-        return call
-    return render(
+    return detail_page(
         request,
-        "calls/detail.html",
-        {"call": call_display(call_detail(call)), "site": site_url(request), "nav": "calls"},
+        call_get,
+        call_id,
+        what="call",
+        template="calls/detail.html",
+        context=lambda call: {"call": call_display(call_detail(call))},
     )

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from core.clock import parse_instant
 from core.errors import ErrorCode, Refusal
+from core.site import site_url
 
 VERDICT_LABELS = {
     "source_supported": "Source supported",
@@ -81,18 +82,28 @@ def page_error(request: HttpRequest, *, status: int, title: str, message: str) -
     )
 
 
-def found_or_404(
-    request: HttpRequest, get: Callable[[str], Found], object_id: str, *, what: str
-) -> Found | HttpResponse:
-    """The object a selector finds, or the 404 page that says no `what` has this id."""
+def detail_page(
+    request: HttpRequest,
+    get: Callable[[str], Found],
+    object_id: str,
+    *,
+    what: str,
+    template: str,
+    context: Callable[[Found], dict[str, Any]],
+) -> HttpResponse:
+    """One object's page: `context` of the object a selector finds, with the site's URL and the
+    section (`what`'s plural) the navigation marks; or the 404 page that says no `what` has
+    this id."""
     try:
-        return get(object_id)
+        found = get(object_id)
     except Refusal as refusal:
         if refusal.code != ErrorCode.NOT_FOUND:
             raise
-    return page_error(
-        request, status=404, title=f"No such {what}", message=f"No {what} has this id."
-    )
+        return page_error(
+            request, status=404, title=f"No such {what}", message=f"No {what} has this id."
+        )
+    page = {**context(found), "site": site_url(request), "nav": f"{what}s"}
+    return render(request, template, page)
 
 
 def paged_list(

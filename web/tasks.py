@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -28,7 +27,7 @@ from web.pages import (
     OUTCOME_LABELS,
     PAGE_SIZE,
     VERDICT_LABELS,
-    found_or_404,
+    detail_page,
     instant,
     paged_list,
     time_left,
@@ -104,18 +103,15 @@ def task_feed(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
-    task = found_or_404(request, task_get, task_id, what="task")
-    if isinstance(task, HttpResponse):
-        return task
-    view = stored_view(task_evaluated_if_due(task))
-    return render(
+    return detail_page(
         request,
-        "tasks/detail.html",
-        {
-            "task": task_display(view),
-            "site": site_url(request),
+        task_get,
+        task_id,
+        what="task",
+        template="tasks/detail.html",
+        context=lambda task: {
+            "task": task_display(stored_view(task_evaluated_if_due(task))),
             "agent_rel": AGENT_LINK_REL,
-            "nav": "tasks",
         },
     )
 
