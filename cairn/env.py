@@ -127,22 +127,18 @@ def _ed25519_pem_checked(name: str, text: str) -> str:
     return text
 
 
+def _new_ed25519_pem() -> str:
+    key = ed25519.Ed25519PrivateKey.generate()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return pem.decode()
+
+
 def env_signing_key(name: str, *, create_at: Path | None) -> str:
     """An Ed25519 private key as PKCS#8 PEM (the value, or the path of a file holding it)."""
-    text = _key_or_created(
-        name,
-        create_at=create_at,
-        form="an Ed25519 private key as PKCS#8 PEM",
-        make=lambda: (
-            ed25519.Ed25519PrivateKey.generate()
-            .private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-            .decode()
-        ),
-    )
+    form = "an Ed25519 private key as PKCS#8 PEM"
+    text = _key_or_created(name, create_at=create_at, form=form, make=_new_ed25519_pem)
     return _ed25519_pem_checked(name, text)
 
 
