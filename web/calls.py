@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
-from calls.models import CallKind, Stance
+from calls.models import Call, CallKind, Stance
 from calls.selectors import call_detail, call_get, call_page, call_view
 from core.policy import CALL_MODES
 from web.pages import PAGE_SIZE, detail_page, instant, paged_list
@@ -50,11 +50,8 @@ def call_list(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def call_page_view(request: HttpRequest, call_id: str) -> HttpResponse:
-    return detail_page(
-        request,
-        call_get,
-        call_id,
-        what="call",
-        template="calls/detail.html",
-        context=lambda call: {"call": call_display(call_detail(call))},
-    )
+    return detail_page(request, "call", call_get, call_id, _call_page)
+
+
+def _call_page(call: Call) -> dict[str, Any]:
+    return {"call": call_display(call_detail(call))}

@@ -84,15 +84,13 @@ def page_error(request: HttpRequest, *, status: int, title: str, message: str) -
 
 def detail_page(
     request: HttpRequest,
+    what: str,
     get: Callable[[str], Found],
     object_id: str,
-    *,
-    what: str,
-    template: str,
     context: Callable[[Found], dict[str, Any]],
 ) -> HttpResponse:
-    """One object's page: `context` of the object a selector finds, with the site's URL and the
-    section (`what`'s plural) the navigation marks; or the 404 page that says no `what` has
+    """One `what`'s page (`<what>s/detail.html`): `context` of the object a selector finds, with
+    the site's URL and the section the navigation marks; or the 404 page that says no `what` has
     this id."""
     try:
         found = get(object_id)
@@ -103,7 +101,7 @@ def detail_page(
             request, status=404, title=f"No such {what}", message=f"No {what} has this id."
         )
     page = {**context(found), "site": site_url(request), "nav": f"{what}s"}
-    return render(request, template, page)
+    return render(request, f"{what}s/detail.html", page)
 
 
 def paged_list(

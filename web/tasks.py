@@ -21,6 +21,7 @@ from core.clock import format_instant
 from core.policy import AGENT_LINK_REL, TASK_MODES
 from core.site import site_url
 from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
+from tasks.models import Task
 from tasks.rendered import stored_view
 from tasks.selectors import task_feed_page, task_get, task_page
 from web.pages import (
@@ -103,17 +104,12 @@ def task_feed(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
-    return detail_page(
-        request,
-        task_get,
-        task_id,
-        what="task",
-        template="tasks/detail.html",
-        context=lambda task: {
-            "task": task_display(stored_view(task_evaluated_if_due(task))),
-            "agent_rel": AGENT_LINK_REL,
-        },
-    )
+    return detail_page(request, "task", task_get, task_id, _task_page)
+
+
+def _task_page(task: Task) -> dict[str, Any]:
+    view = stored_view(task_evaluated_if_due(task))
+    return {"task": task_display(view), "agent_rel": AGENT_LINK_REL}
 
 
 def _atom_summary(view: dict[str, Any]) -> str:
