@@ -46,16 +46,18 @@ superuser:
 	@$(MAKE) --no-print-directory migrate
 	$(PY) manage.py createsuperuser $${DJANGO_SUPERUSER_PASSWORD:+--noinput}
 
-# Web (uvicorn, ASGI) and the django-q2 worker together; Ctrl-C, or SIGTERM to make or its
-# process group, stops both. Both run in the background so the shell's traps run at once (a
-# foreground command would defer them), and the shell waits for both to exit before it does,
-# ignoring the signals make and the group repeat meanwhile.
+# Web (uvicorn, ASGI), the django-q2 worker and the gRPC binding's server together (the last
+# ends at once when CAIRN_GRPC_BIND is empty); Ctrl-C, or SIGTERM to make or its process group,
+# stops all three. They run in the background so the shell's traps run at once (a foreground
+# command would defer them), and the shell waits for all to exit before it does, ignoring the
+# signals make and the group repeat meanwhile.
 run: migrate
 	@echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: make superuser, then /admin/)"
 	@export DEBUG=$${DEBUG:-true}; \
-	trap 'trap "" INT TERM; kill $$web $$worker 2>/dev/null; wait' EXIT; \
+	trap 'trap "" INT TERM; kill $$web $$worker $$grpc 2>/dev/null; wait' EXIT; \
 	trap 'exit 130' INT; trap 'exit 143' TERM; \
 	$(PY) manage.py qcluster & worker=$$!; \
+	$(PY) -m cairn.grpc & grpc=$$!; \
 	$(PY) -m cairn.serve --host $(HOST) --port $(PORT) & web=$$!; \
 	wait $$web
 

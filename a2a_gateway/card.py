@@ -63,6 +63,11 @@ DESCRIPTION = (
     "The same operations are served as JSON-RPC and as HTTP+JSON (A2A 1.0) at the same URL, and A2A "
     "0.3's JSON-RPC methods (message/send, tasks/get, tasks/cancel) for 0.3 clients."
 )
+# Said only when the card lists the gRPC interface.
+GRPC_DESCRIPTION = (
+    " The same A2A 1.0 operations are served over gRPC at the card's GRPC interface "
+    "(the token as `authorization: Bearer <token>` metadata; CancelTask: FAILED_PRECONDITION)."
+)
 
 
 def payload_schemas(operations: tuple[SendMessageOperation, ...]) -> dict[str, dict[str, Any]]:
@@ -97,33 +102,53 @@ def witnessing() -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def card_variant() -> str:
     """What the card is built from besides the code, the site and its key: the configured
-    witnesses, as a key for the caches of the built card. Kept until those settings change."""
-    return json.dumps(witnessing())
+    witnesses and the gRPC address, as a key for the caches of the built card. Kept until those
+    settings change."""
+    return json.dumps({"witnessing": witnessing(), "grpc_url": settings.CAIRN_GRPC_URL})
 
 
 def _witnessing_changed(*, setting: str, **kwargs: Any) -> None:
-    if setting in ("CAIRN_WITNESSES", "CAIRN_WITNESS_QUORUM"):
+    if setting in ("CAIRN_WITNESSES", "CAIRN_WITNESS_QUORUM", "CAIRN_GRPC_URL"):
         card_variant.cache_clear()
 
 
 setting_changed.connect(_witnessing_changed)
 
 
-def agent_card(site: str, witnesses: dict[str, Any] | None = None) -> AgentCard:
-    """The card: one skill per operation the request handler dispatches, the payload schemas in one extension."""
+def supported_interfaces(site: str, grpc_url: str) -> list[AgentInterface]:
+    """The bindings of `INTERFACES` at the site's endpoint; with `grpc_url`, the gRPC server's
+    after the other A2A 1.0 ones (SPEC §8.7: the third interface)."""
+    served = [
+        AgentInterface(
+            url=f"{site}{ENDPOINT_PATH}", protocol_binding=binding, protocol_version=version
+        )
+        for binding, version in INTERFACES
+    ]
+    if not grpc_url:
+        return served
+    grpc = AgentInterface(
+        url=grpc_url,
+        protocol_binding=TransportProtocol.GRPC.value,
+        protocol_version=PROTOCOL_VERSION_1_0,
+    )
+    current = [i for i in served if i.protocol_version == PROTOCOL_VERSION_1_0]
+    return [*current, grpc, *(i for i in served if i.protocol_version != PROTOCOL_VERSION_1_0)]
+
+
+def agent_card(
+    site: str, witnesses: dict[str, Any] | None = None, grpc_url: str | None = None
+) -> AgentCard:
+    """The card: one skill per operation the request handler dispatches, the payload schemas in
+    one extension. `grpc_url`: where the gRPC binding is served ("" when it is off)."""
     witnesses = witnessing() if witnesses is None else witnesses
+    grpc_url = settings.CAIRN_GRPC_URL if grpc_url is None else grpc_url
     operations = CairnRequestHandler.operations  # the registry the handler dispatches through
     return AgentCard(
         name="Cairn",
-        description=DESCRIPTION,
+        description=DESCRIPTION + (GRPC_DESCRIPTION if grpc_url else ""),
         version=cairn_version(),
         documentation_url=f"{site}/a2a/join",
-        supported_interfaces=[
-            AgentInterface(
-                url=f"{site}{ENDPOINT_PATH}", protocol_binding=binding, protocol_version=version
-            )
-            for binding, version in INTERFACES
-        ],
+        supported_interfaces=supported_interfaces(site, grpc_url),
         capabilities=AgentCapabilities(
             streaming=False,
             push_notifications=False,
@@ -176,10 +201,12 @@ def agent_card(site: str, witnesses: dict[str, Any] | None = None) -> AgentCard:
 
 
 @lru_cache(maxsize=32)
-def _card_text(site: str, witnesses: str) -> str:
+def _card_text(site: str, variant: str) -> str:
     # Built once per site and process: the card depends only on the code, the site key and the
-    # configured witnesses, and generating the payload schemas is the costly part of it.
-    card = agent_card(site, json.loads(witnesses))
+    # configured witnesses and gRPC address, and generating the payload schemas is the costly
+    # part of it.
+    built_from = json.loads(variant)
+    card = agent_card(site, built_from["witnessing"], built_from["grpc_url"])
     return json.dumps(agent_card_to_dict(card_sign(card, site=site)))
 
 

@@ -18,12 +18,14 @@ from django.db import connections
 logger = logging.getLogger(__name__)
 
 
-def _release_before_fork() -> None:
+def release_connections() -> None:
+    """Give back every connection this thread holds and close the pools: before a fork, and when
+    a process that is not Django's request cycle stops."""
     for connection in connections.all(initialized_only=True):
         try:
             connection.close()
         except Exception:  # noqa: BLE001 (a broken connection is dropped, never inherited)
-            logger.warning("dropped a broken %s connection before a fork", connection.alias)
+            logger.warning("dropped a broken %s connection", connection.alias)
             connection.connection = None
         if connection.settings_dict.get("OPTIONS", {}).get("pool"):
             connection.close_pool()  # type: ignore[attr-defined]  # PostgreSQL's wrapper, pooled
@@ -31,4 +33,4 @@ def _release_before_fork() -> None:
 
 def release_connections_at_fork() -> None:
     """Call once per process, at start-up."""
-    os.register_at_fork(before=_release_before_fork)
+    os.register_at_fork(before=release_connections)

@@ -80,6 +80,44 @@ def env_url(name: str, default: str = "") -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+_WILDCARD_HOSTS = {"", "0.0.0.0", "[::]"}
+
+
+def env_listen_address(name: str, default: str) -> str:
+    """`host:port` to listen on (an IPv6 host in brackets, `[::1]:50051`), or "" when set empty,
+    which turns off what listens there."""
+    raw = env_str(name, default)
+    if not raw:
+        return ""
+    host, _, port = raw.rpartition(":")
+    ipv6 = len(host) > 2 and host.startswith("[") and host.endswith("]")
+    plain = bool(host) and not any(char in host for char in "[]:")
+    if not (ipv6 or plain) or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ImproperlyConfigured(
+            f"{name} must be host:port such as 127.0.0.1:50051 (or empty to turn it off), not {raw!r}"
+        )
+    return raw
+
+
+def env_advertised_address(name: str, *, listening: str) -> str:
+    """The address clients are told to call for a server listening on `listening`: the variable
+    when set (behind a proxy it differs), else `listening` itself; "" when nothing listens. A
+    server listening on every address cannot say which one clients reach, so then it must be set."""
+    if not listening:
+        return ""
+    raw = env_str(name)
+    if raw:
+        if any(char.isspace() for char in raw):
+            raise ImproperlyConfigured(f"{name} must be an address without spaces, not {raw!r}")
+        return raw
+    if listening.rpartition(":")[0] in _WILDCARD_HOSTS:
+        raise ImproperlyConfigured(
+            f"{name} must be set when the server listens on every address ({listening}): "
+            "the Agent Card must name one that clients reach"
+        )
+    return listening
+
+
 def _key_text(name: str, raw: str) -> str:
     """The key itself (PEM, or 64 hex characters), or the contents of the file that `raw` names."""
     if not raw or raw.startswith("-----BEGIN") or re.fullmatch(r"[0-9a-fA-F]{64}", raw):

@@ -13,10 +13,12 @@ from django.core.exceptions import ImproperlyConfigured
 from psycopg.conninfo import make_conninfo
 
 from cairn.env import (
+    env_advertised_address,
     env_bool,
     env_choice,
     env_int,
     env_list,
+    env_listen_address,
     env_optional_signing_key,
     env_seal_key,
     env_signing_key,
@@ -272,6 +274,12 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "http_api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
+
+# The gRPC binding (SPEC §8.7), served by `python -m cairn.grpc`: where it listens ("" turns it
+# off, and the card then lists no gRPC interface) and the address the card gives clients, which
+# differs from the listening one behind a proxy.
+CAIRN_GRPC_BIND = env_listen_address("CAIRN_GRPC_BIND", "127.0.0.1:50051")
+CAIRN_GRPC_URL = env_advertised_address("CAIRN_GRPC_URL", listening=CAIRN_GRPC_BIND)
 
 # Policy (SPEC §2, §3.1, §4.1, §7).
 CAIRN_TASK_DEADLINE_MIN_S = env_int("CAIRN_TASK_DEADLINE_MIN_S", 1800, minimum=1)

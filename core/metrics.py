@@ -26,6 +26,16 @@ REQUESTS = Counter(
 REQUEST_DURATION = Histogram(
     "cairn_request_duration_seconds", "Time to answer an HTTP request.", ["door", "method"]
 )
+# The gRPC binding's calls, by the names gRPC gives them: the method (`GetTask`) and the status
+# code (`OK`, `NOT_FOUND`), which are not HTTP's, so they are not mixed into `cairn_requests`.
+GRPC_REQUESTS = Counter(
+    "cairn_grpc_requests",
+    "gRPC calls answered, by method and status code.",
+    ["method", "code"],
+)
+GRPC_REQUEST_DURATION = Histogram(
+    "cairn_grpc_request_duration_seconds", "Time to answer a gRPC call.", ["method"]
+)
 WRITES = Counter(
     "cairn_writes",
     "Writes by kind and result (accepted, refused, replayed); `code` is the refusal's code.",
@@ -104,3 +114,19 @@ def _duration(door: str, method: str) -> Any:
 @functools.lru_cache(maxsize=1024)
 def _requests(door: str, method: str, status: int) -> Any:
     return REQUESTS.labels(door, method, str(status))
+
+
+def grpc_call_observed(method: str, code: str, seconds: float) -> None:
+    """Count one gRPC call of the A2A service and how long it took."""
+    _grpc_duration(method).observe(seconds)
+    _grpc_requests(method, code).inc()
+
+
+@functools.lru_cache(maxsize=256)
+def _grpc_duration(method: str) -> Any:
+    return GRPC_REQUEST_DURATION.labels(method)
+
+
+@functools.lru_cache(maxsize=1024)
+def _grpc_requests(method: str, code: str) -> Any:
+    return GRPC_REQUESTS.labels(method, code)

@@ -31,8 +31,30 @@ def test_the_card_is_served_at_the_well_known_path_and_at_the_endpoint(http, liv
     assert card.json()["supportedInterfaces"] == [
         {"url": f"{live_url}/api/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": f"{live_url}/api/a2a", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        {"url": "127.0.0.1:50051", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
         {"url": f"{live_url}/api/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
     ]
+
+
+def test_the_card_lists_grpc_at_its_configured_address_and_not_when_it_is_off(http, settings):
+    """SPEC §8.7: the gRPC server's address is `CAIRN_GRPC_URL` (behind a proxy it is not the
+    bind address); with `CAIRN_GRPC_BIND` empty no gRPC server runs and the card lists none."""
+    settings.CAIRN_GRPC_URL = "grpc.cairn.example:443"
+    listed = http.get("/.well-known/agent-card.json").json()["supportedInterfaces"]
+    assert [i for i in listed if i["protocolBinding"] == "GRPC"] == [
+        {"url": "grpc.cairn.example:443", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+    ]
+
+    settings.CAIRN_GRPC_URL = ""
+    served = http.get("/.well-known/agent-card.json").json()
+    assert [
+        (i["protocolBinding"], i["protocolVersion"]) for i in served["supportedInterfaces"]
+    ] == [
+        ("JSONRPC", "1.0"),
+        ("HTTP+JSON", "1.0"),
+        ("JSONRPC", "0.3"),
+    ]
+    assert "gRPC" not in served["description"]
 
 
 def test_the_card_parses_into_the_sdk_agent_card_and_says_what_spec_8_1_says(http):
@@ -46,7 +68,12 @@ def test_the_card_parses_into_the_sdk_agent_card_and_says_what_spec_8_1_says(htt
     assert "GetTask" in card.description and "ListTasks" in card.description
     assert [
         (i.protocol_binding, i.protocol_version, i.tenant) for i in card.supported_interfaces
-    ] == [("JSONRPC", "1.0", ""), ("HTTP+JSON", "1.0", ""), ("JSONRPC", "0.3", "")]
+    ] == [
+        ("JSONRPC", "1.0", ""),
+        ("HTTP+JSON", "1.0", ""),
+        ("GRPC", "1.0", ""),
+        ("JSONRPC", "0.3", ""),
+    ]
     assert not card.capabilities.streaming
     assert not card.capabilities.push_notifications
     assert not card.capabilities.extended_agent_card
@@ -59,7 +86,7 @@ def test_the_card_parses_into_the_sdk_agent_card_and_says_what_spec_8_1_says(htt
     for skill in card.skills:
         assert skill.name and skill.description and list(skill.tags)
     assert (served["url"], served["preferredTransport"], served["protocolVersion"]) == (
-        card.supported_interfaces[2].url,
+        card.supported_interfaces[3].url,
         "JSONRPC",
         "0.3",
     ), "the 0.3 fields, for a 0.3 client"

@@ -82,6 +82,11 @@ def assert_one_line_naming(result: subprocess.CompletedProcess, named: str) -> N
         ({**GOOD, "CAIRN_SIGNING_KEY": "/nonexistent/key.pem"}, "CAIRN_SIGNING_KEY"),
         ({**GOOD, "CAIRN_SEAL_KEY": ""}, "CAIRN_SEAL_KEY"),
         ({**GOOD, "CAIRN_SEAL_KEY": "00ff"}, "CAIRN_SEAL_KEY"),
+        ({**GOOD, "CAIRN_GRPC_BIND": "50051"}, "CAIRN_GRPC_BIND"),
+        ({**GOOD, "CAIRN_GRPC_BIND": "::1:50051"}, "CAIRN_GRPC_BIND"),
+        ({**GOOD, "CAIRN_GRPC_BIND": "127.0.0.1:70000"}, "CAIRN_GRPC_BIND"),
+        ({**GOOD, "CAIRN_GRPC_BIND": "0.0.0.0:50051"}, "CAIRN_GRPC_URL"),
+        ({**GOOD, "CAIRN_GRPC_URL": "grpc.cairn.example :443"}, "CAIRN_GRPC_URL"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_one_line_naming_it(env, named):

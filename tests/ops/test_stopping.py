@@ -1,7 +1,8 @@
 """SPEC §16 Faults: `qcluster` stops within 10 s of SIGTERM however it is sent (once or twice, to
 the process or to its whole process group, after one of its workers was killed and reincarnated)
 and of SIGINT, with the ORM broker and with Redis; a job it was running is finished, not cut in
-half. `make run` stops on one signal to its process group and on Ctrl-C, leaving no process.
+half. `make run` (web, worker and gRPC server) stops on one signal to its process group and on
+Ctrl-C, leaving no process.
 
 Every process runs as an operator runs it, in its own session, on a throwaway SQLite site.
 """
@@ -27,6 +28,7 @@ import redis
 
 from tests.deploy.postgres import free_port
 from tests.deploy.processes import answering
+from tests.grpc.conftest import serving as grpc_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMISED_S = 10  # SPEC §16
@@ -245,11 +247,13 @@ def test_the_job_in_hand_when_the_group_gets_sigterm_is_finished(qcluster: Start
 
 
 @pytest.fixture
-def make_run(site: Site, tmp_path) -> Iterator[tuple[Started, str]]:
+def make_run(site: Site, tmp_path) -> Iterator[tuple[Started, str, str]]:
     """`make run` as a developer starts it, on the virtualenv running these tests: `-o` keeps
-    make from reinstalling it (or writing the clone's `.env`) when pyproject.toml is newer."""
+    make from reinstalling it (or writing the clone's `.env`) when pyproject.toml is newer. Its
+    gRPC server listens on a free port of its own."""
     venv = sys.prefix
     port = free_port()
+    grpc_address = f"127.0.0.1:{free_port()}"
     argv = [
         "make",
         "--no-print-directory",
@@ -261,12 +265,15 @@ def make_run(site: Site, tmp_path) -> Iterator[tuple[Started, str]]:
         f"PORT={port}",
         "run",
     ]
-    started = _start(argv, site.env, tmp_path / "make-run.log")
+    env = {**site.env, "CAIRN_GRPC_BIND": grpc_address}
+    started = _start(argv, env, tmp_path / "make-run.log")
     url = f"http://127.0.0.1:{port}"
     try:
         answering(url, started.process, seconds=60, log=started.tail)
         started.wait_for(r"ready for work at \d+", count=2)
-        yield started, url
+        started.wait_for(r"A2A gRPC binding serving on")
+        assert grpc_serving(grpc_address), started.tail()
+        yield started, url, grpc_address
     finally:
         started.kill_group()
 
@@ -277,7 +284,7 @@ def make_run(site: Site, tmp_path) -> Iterator[tuple[Started, str]]:
     ids=["sigterm_to_the_group", "ctrl_c", "sigterm_to_make"],
 )
 def test_make_run_stops_on_one_signal(make_run, send):
-    started, url = make_run
+    started, url, grpc_address = make_run
     seconds = started.seconds_to_stop(send)
     left = [process.pid for process in started.group()]
     assert seconds <= PROMISED_S and not left, (
@@ -285,3 +292,4 @@ def test_make_run_stops_on_one_signal(make_run, send):
     )
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{url}/healthz", timeout=1)
+    assert not grpc_serving(grpc_address)

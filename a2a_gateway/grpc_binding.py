@@ -1,0 +1,232 @@
+"""The A2A gRPC binding (SPEC §8.7): the SDK's own `GrpcHandler` over the request handler every
+binding shares, plus what the SDK leaves to the server, asked of `a2a_gateway.transport` as every
+binding asks it and placed where SPEC §8.2 wants it: the Bearer token of SendMessage
+(`UNAUTHENTICATED` before the version, so a call without one never reaches the domain) and the
+`a2a-version` metadata (before the params). Reads are the handler's, which asks the door's one
+read: the same stored Task, proto for proto.
+
+grpcio gives a call no request object to carry what the checks learned, and the SDK builds its
+call context synchronously, so the checks run in a server interceptor that wraps each method of
+the A2A service and hands the agent to `GrpcContextBuilder` through a context variable, which the
+SDK reads in the same task. The handler then sees what it sees over JSON-RPC. Each call runs
+inside Django's request signals, as the ASGI app's work does, so its connections are checked
+before and given back after, and is counted by method and status code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import grpc
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers.grpc_handler import (
+    DefaultGrpcServerCallContextBuilder,
+    GrpcHandler,
+)
+from a2a.types import a2a_pb2
+from a2a.utils.errors import A2AError
+
+from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE
+from a2a_gateway.transport import (
+    REQUEST_HANDLER,
+    AgentUser,
+    DjangoCycle,
+    TokenRefusal,
+    token_agent,
+    version_error,
+)
+from agents.models import Agent
+from core.metrics import grpc_call_observed
+from core.site import site_url
+
+SERVICE = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].full_name
+# The methods that need an agent, as SPEC §8.2 names them (JSON-RPC's AUTHENTICATED_METHODS).
+AUTHENTICATED_METHODS = frozenset({"SendMessage"})
+
+# A method's behaviour as grpcio holds it: (request, context) -> answer, or an async iterator of
+# answers for a streaming method.
+Behaviour = Callable[..., Any]
+# Generic only in the type stubs, so named as a string.
+MethodHandler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+
+
+@dataclass(frozen=True)
+class CallFacts:
+    """What the checks learned of a call, for the handler: the agent of its Bearer token
+    (SendMessage) and the site's origin, for the links a refusal gives."""
+
+    agent: Agent | None
+    origin: str
+
+
+_CALL_FACTS: ContextVar[CallFacts | None] = ContextVar("cairn_grpc_call_facts", default=None)
+
+
+class Unauthenticated(Exception):
+    """No valid Bearer token on a call that needs one: gRPC's UNAUTHENTICATED, which is not an
+    A2A error (A2A 1.0 leaves authentication to the binding) and so carries no ErrorInfo."""
+
+
+class GrpcContextBuilder(DefaultGrpcServerCallContextBuilder):
+    """The SDK's context for a gRPC call, plus the call's `CallFacts`, in the state keys the
+    handler reads on every binding."""
+
+    def build(self, context: grpc.aio.ServicerContext) -> ServerCallContext:
+        built = super().build(context)
+        facts = _CALL_FACTS.get()
+        if facts is not None:
+            built.state[ORIGIN_STATE] = facts.origin
+            if facts.agent is not None:
+                built.user = AgentUser(facts.agent)
+                built.state[AGENT_STATE] = facts.agent
+        return built
+
+
+def grpc_handler() -> GrpcHandler:
+    """The SDK's servicer of the A2A service over the request handler every binding dispatches to."""
+    return GrpcHandler(REQUEST_HANDLER, context_builder=GrpcContextBuilder())
+
+
+def call_metadata(context: grpc.aio.ServicerContext) -> dict[str, str]:
+    """The call's text metadata, keys lower-cased; a key sent twice has its values joined with
+    commas, as HTTP joins a repeated header (so two `authorization` entries are no token)."""
+    found: dict[str, str] = {}
+    for key, value in context.invocation_metadata() or ():
+        name = key.lower()
+        if name.endswith("-bin"):
+            continue
+        text = value if isinstance(value, str) else value.decode("latin-1")
+        found[name] = f"{found[name]},{text}" if name in found else text
+    return found
+
+
+async def _agent(method: str, metadata: Mapping[str, str], cycle: DjangoCycle) -> Agent:
+    """The agent of the call's Bearer token (the `authorization` metadata); raises
+    `Unauthenticated` without a valid one, and the SDK's internal error while the database cannot
+    say (SPEC §16)."""
+    found = await token_agent(metadata, method, cycle)
+    if not isinstance(found, TokenRefusal):
+        return found
+    if found.unauthenticated:
+        raise Unauthenticated(found.error.message)
+    raise found.error
+
+
+async def call_facts(
+    method: str, context: grpc.aio.ServicerContext, cycle: DjangoCycle
+) -> CallFacts:
+    """SPEC §8.2's checks in their order: the token (SendMessage only), then the version.
+    Raises `Unauthenticated` or the SDK's A2A error."""
+    metadata = call_metadata(context)
+    agent = await _agent(method, metadata, cycle) if method in AUTHENTICATED_METHODS else None
+    refused = await version_error(metadata)
+    if refused is not None:
+        raise refused
+    return CallFacts(agent=agent, origin=site_url())
+
+
+def _code_name(context: grpc.aio.ServicerContext, finished: bool) -> str:
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    if code is None:
+        return "OK" if finished else "UNKNOWN"
+    return next((known.name for known in grpc.StatusCode if known.value[0] == code), "UNKNOWN")
+
+
+class A2ACalls(grpc.aio.ServerInterceptor):
+    """Wraps every method of the A2A service in the checks, Django's request signals and the
+    metrics; other services (health) pass untouched."""
+
+    def __init__(self, servicer: GrpcHandler) -> None:
+        self.servicer = servicer
+        self._wrapped: dict[str, MethodHandler] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[MethodHandler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> MethodHandler | None:
+        full_name = handler_call_details.method
+        wrapped = self._wrapped.get(full_name)
+        if wrapped is not None:
+            return wrapped
+        handler = await continuation(handler_call_details)
+        service, _, method = full_name.lstrip("/").rpartition("/")
+        if handler is None or service != SERVICE:
+            return handler
+        if handler.unary_unary is not None:
+            wrapped = grpc.unary_unary_rpc_method_handler(
+                self._unary(method, handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        elif handler.unary_stream is not None:
+            wrapped = grpc.unary_stream_rpc_method_handler(
+                self._streaming(method, handler.unary_stream),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        else:
+            return handler
+        self._wrapped[full_name] = wrapped
+        return wrapped
+
+    async def _checked(
+        self, method: str, context: grpc.aio.ServicerContext, cycle: DjangoCycle
+    ) -> CallFacts:
+        """The call's facts, or the call aborted with the binding's answer to a failed check."""
+        await cycle.enter()
+        try:
+            return await call_facts(method, context, cycle)
+        except Unauthenticated as refused:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(refused))
+        except A2AError as refused:
+            await self.servicer.abort_context(refused, context)
+        raise AssertionError("unreachable: an aborted call raises")
+
+    def _unary(self, method: str, behaviour: Behaviour) -> Behaviour:
+        async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            started, finished = time.perf_counter(), False
+            cycle = DjangoCycle(inside_already=False)
+            try:
+                facts = await self._checked(method, context, cycle)
+                token = _CALL_FACTS.set(facts)
+                try:
+                    answer = await behaviour(request, context)
+                finally:
+                    _CALL_FACTS.reset(token)
+                finished = True
+                return answer
+            finally:
+                await cycle.leave()
+                grpc_call_observed(
+                    method, _code_name(context, finished), time.perf_counter() - started
+                )
+
+        return call
+
+    def _streaming(self, method: str, behaviour: Behaviour) -> Behaviour:
+        async def call(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            started, finished = time.perf_counter(), False
+            cycle = DjangoCycle(inside_already=False)
+            try:
+                facts = await self._checked(method, context, cycle)
+                token = _CALL_FACTS.set(facts)
+                try:
+                    async for item in behaviour(request, context):
+                        yield item
+                finally:
+                    _CALL_FACTS.reset(token)
+                finished = True
+            finally:
+                await cycle.leave()
+                grpc_call_observed(
+                    method, _code_name(context, finished), time.perf_counter() - started
+                )
+
+        return call

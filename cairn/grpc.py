@@ -1,0 +1,127 @@
+"""Serve the A2A gRPC binding (SPEC §8.7): `python -m cairn.grpc`.
+
+Its own process beside the web processes (`cairn.serve`) and the worker, as `make run` starts
+them: grpcio's asyncio server with the SDK's A2A service over Cairn's request handler
+(`a2a_gateway.grpc_binding`) and the standard health service (`grpc.health.v1`), listening on
+`CAIRN_GRPC_BIND`; an empty one turns gRPC off, and this process then says so and ends.
+
+The bounds SPEC §16 sets for HTTP, in grpcio's options, since no call reaches Python before its
+request has arrived whole:
+- a request message over the body limit (256 KiB) is refused with RESOURCE_EXHAUSTED, its bytes
+  dropped as they come rather than gathered;
+- a connection has at most `MAX_STREAMS_PER_CONNECTION` calls open at once, and the server at
+  most `MAX_CALLS` (beyond that a call is refused with RESOURCE_EXHAUSTED, not queued);
+- a connection that never finishes its handshake is closed after `HANDSHAKE_S`; one with no call
+  open for `IDLE_S` is closed; and every connection is asked to go (GOAWAY) after about `AGE_S`
+  and closed `AGE_GRACE_S` later. gRPC has no timer on a call's request once its stream is open,
+  so that age is what cuts a client that stalls mid-request: within 30 s of its connection,
+  grpcio's up-to-10% jitter on the age included. A well-behaved client notices nothing: its
+  channel opens a new connection for its next call, and the calls in flight finish in the grace;
+- the server pings an idle peer every `KEEPALIVE_S` and drops it when no answer comes within
+  `KEEPALIVE_TIMEOUT_S`.
+
+SIGTERM or SIGINT (once or more, to the process or to its whole process group) stops it within
+10 s: the health service turns NOT_SERVING, no new call is taken, and the calls in flight get
+`STOP_GRACE_S` to finish before they are cancelled.
+
+Logs are the web server's: Django's logging settings, one JSON object per line with
+`CAIRN_LOG_FORMAT=json`, no token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+import django
+import grpc
+from asgiref.sync import sync_to_async
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from cairn.connections import release_connections
+from cairn.startup import load_settings
+
+logger = logging.getLogger("cairn.grpc")
+
+MAX_STREAMS_PER_CONNECTION = 32
+MAX_CALLS = 256
+HANDSHAKE_S = 10
+IDLE_S = 30
+AGE_S = 15
+AGE_GRACE_S = 10
+KEEPALIVE_S = 10
+KEEPALIVE_TIMEOUT_S = 10
+STOP_GRACE_S = 7
+
+
+def server_options(max_message: int) -> list[tuple[str, int]]:
+    """grpcio's options for the bounds above; `max_message` is the largest request in bytes."""
+    return [
+        ("grpc.max_receive_message_length", max_message),
+        ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
+        ("grpc.server_handshake_timeout_ms", HANDSHAKE_S * 1000),
+        ("grpc.max_connection_idle_ms", IDLE_S * 1000),
+        ("grpc.max_connection_age_ms", AGE_S * 1000),
+        ("grpc.max_connection_age_grace_ms", AGE_GRACE_S * 1000),
+        ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
+        # grpcio shares a port with any other process by default: a second server started on
+        # the same address must fail, not split the calls with the first.
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+async def serve(bind: str) -> None:
+    """Serve on `bind` until SIGTERM or SIGINT, then stop as the module says."""
+    from a2a.types import a2a_pb2_grpc
+
+    from a2a_gateway.grpc_binding import SERVICE, A2ACalls, grpc_handler
+    from core.policy import body_limit
+
+    servicer = grpc_handler()
+    server = grpc.aio.server(
+        interceptors=[A2ACalls(servicer)],
+        options=server_options(body_limit()),
+        maximum_concurrent_rpcs=MAX_CALLS,
+    )
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(servicer, server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    try:
+        server.add_insecure_port(bind)
+    except RuntimeError:
+        sys.exit(f"cairn.grpc: cannot listen on {bind} (CAIRN_GRPC_BIND): is it taken?")
+
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+
+    await server.start()
+    await health_servicer.set(SERVICE, health_pb2.HealthCheckResponse.SERVING)
+    logger.info("A2A gRPC binding serving on %s", bind)
+    await stopping.wait()
+    logger.info("stopping: calls in flight get %d s to finish", STOP_GRACE_S)
+    await health_servicer.enter_graceful_shutdown()
+    await server.stop(STOP_GRACE_S)
+    # The calls' connections are the ORM thread's: given back there.
+    await sync_to_async(release_connections)()
+    logger.info("stopped")
+
+
+def main() -> None:
+    load_settings()
+    django.setup()
+    from django.conf import settings
+
+    bind = settings.CAIRN_GRPC_BIND
+    if not bind:
+        logger.info("gRPC is off (CAIRN_GRPC_BIND is empty): nothing to serve")
+        return
+    asyncio.run(serve(bind))
+
+
+if __name__ == "__main__":
+    main()
