@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,16 +117,27 @@ def start_grpc_server(folder: Path, **settings: str) -> GrpcServer:
     return server
 
 
+@contextmanager
+def running_grpc_server(folder: Path, **settings: str) -> Iterator[GrpcServer]:
+    """`start_grpc_server` for the length of a block, then SIGTERM (killed if it lingers), so a
+    module's server is gone before the test database is dropped. Other test folders (the parity
+    corpus) serve their gRPC column with it, under their own settings."""
+    server = start_grpc_server(folder, **settings)
+    try:
+        yield server
+    finally:
+        server.process.send_signal(signal.SIGTERM)
+        try:
+            server.process.wait(timeout=15)
+        finally:
+            server.stop()
+
+
 @pytest.fixture(scope="module")
 def grpc_server(django_db_setup, tmp_path_factory) -> Iterator[GrpcServer]:
     """One gRPC server for a module's tests; stopped before the test database is dropped."""
-    server = start_grpc_server(tmp_path_factory.mktemp("grpc"))
-    yield server
-    server.process.send_signal(signal.SIGTERM)
-    try:
-        server.process.wait(timeout=15)
-    finally:
-        server.stop()
+    with running_grpc_server(tmp_path_factory.mktemp("grpc")) as server:
+        yield server
 
 
 @pytest.fixture

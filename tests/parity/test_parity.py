@@ -1,7 +1,8 @@
 """One table of questions, asked through every door that offers the operation, with one answer.
 
-The doors are A2A in each of its bindings (raw JSON-RPC 1.0, HTTP+JSON and JSON-RPC 0.3: SPEC
-§8.6's transport equivalence), the HTTP routes, the hosted MCP endpoint (official MCP client
+The doors are A2A in each of its bindings (raw JSON-RPC 1.0, HTTP+JSON, JSON-RPC 0.3 and gRPC,
+the last through the SDK's generated stub to `python -m cairn.grpc`: SPEC §8.6's and §8.7's
+transport equivalence), the HTTP routes, the hosted MCP endpoint (official MCP client
 over streamable HTTP), the local `cairn_mcp.py` (official MCP client over stdio) and the web pages'
 data. Each door translates the question into its own wire form and its answer back into the
 neutral shape: the public view (SPEC §3.2), a page of views, a write's view and receipt, or a §6
@@ -21,10 +22,23 @@ from typing import Any
 from uuid import uuid4
 
 import anyio
+import grpc
 import httpx
 import time_machine
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    SendMessageResponse,
+    TaskState,
+    a2a_pb2_grpc,
+)
+from a2a.utils.grpc_status import status_from_call
 from django.test import Client as WebClient
 from django.utils import timezone
+from google.protobuf.json_format import MessageToDict, ParseDict
+from google.rpc import error_details_pb2
 from mcp import Client as McpClient
 
 from agents.models import AuditEntry, Operation
@@ -41,6 +55,7 @@ from tests.factories import (
     open_task_request,
 )
 from tests.mcp.conftest import call, connected, db
+from tests.parity.conftest import PARITY_SETTINGS
 from web.pages import PAGE_SIZE as WEB_PAGE_SIZE
 
 NOT_OFFERED = object()
@@ -52,12 +67,26 @@ VIEW_FIELDS = (
 # What differs between two writes of the same payload: the new object's ids and times.
 PER_WRITE = ("id", "created_at")
 RECEIPT_STABLE = ("report_digest", "sealed_until")
-A2A_CODES = {-32001: "not_found", -32004: "task_closed", -32602: "invalid_query"}
+A2A_CODES = {
+    -32001: "not_found",
+    -32002: "not_cancelable",  # A2A's TaskNotCancelableError: §6 has no word for it
+    -32004: "task_closed",
+    -32602: "invalid_query",
+}
 # The same errors in the HTTP+JSON binding's words (A2A 1.0 §11.6: ErrorInfo's reason).
 A2A_REST_REASONS = {
     "TASK_NOT_FOUND": "not_found",
+    "TASK_NOT_CANCELABLE": "not_cancelable",
     "UNSUPPORTED_OPERATION": "task_closed",
     "INVALID_PARAMS": "invalid_query",
+}
+# The gRPC binding's status code for each of those reasons (A2A 1.0's mapping table), so an error
+# with the right reason under the wrong status is a different answer.
+A2A_GRPC_STATUSES = {
+    "TASK_NOT_FOUND": grpc.StatusCode.NOT_FOUND,
+    "TASK_NOT_CANCELABLE": grpc.StatusCode.FAILED_PRECONDITION,
+    "UNSUPPORTED_OPERATION": grpc.StatusCode.FAILED_PRECONDITION,
+    "INVALID_PARAMS": grpc.StatusCode.INVALID_ARGUMENT,
 }
 WEB_CODES = {400: "invalid_query", 404: "not_found"}
 _operations = itertools.count(1)
@@ -82,9 +111,8 @@ class Row:
     """A question. A row named `refuse …: <code>` must be answered with that §6 code."""
 
     name: str
-    operation: (
-        str  # read | list | page | post | contribute | post_twice | contribute_twice | conflict
-    )
+    # read | list | page | post | contribute | post_twice | contribute_twice | conflict | cancel
+    operation: str
     prepare: Callable[[World], Ask]
     per_door: bool = False  # writes: each door asks about its own fresh state
 
@@ -188,6 +216,9 @@ class Door:
     async def contribute(self, ask: Ask) -> Any:
         return NOT_OFFERED
 
+    async def cancel(self, ask: Ask) -> Any:
+        return NOT_OFFERED
+
     async def page(self, ask: Ask) -> Any:
         first = await self.list(ask)
         if first is NOT_OFFERED or "error" in first:
@@ -225,6 +256,7 @@ class A2ADoor(Door):
         "failed": "TASK_STATE_FAILED",
         "all": None,
     }
+    CANCEL = "CancelTask"
 
     def __init__(self, http: httpx.AsyncClient) -> None:
         self.http = http
@@ -234,10 +266,17 @@ class A2ADoor(Door):
         if token:
             headers["Authorization"] = f"Bearer {token}"
         envelope = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        response = await self.http.post("/api/a2a", json=envelope, headers=headers)
+        return self._result(await self.http.post("/api/a2a", json=envelope, headers=headers))
+
+    @staticmethod
+    def _result(response: httpx.Response) -> Any:
+        """The call's result, or its error in §6's words: the binding's error code, and a token
+        refused with HTTP 401 (SPEC §8.2: the invalid-request code on a 401) is `unauthorized`."""
         body = response.json()
         if "error" in body:
             code = body["error"]["code"]
+            if response.status_code == 401 and code == -32600:
+                return error("unauthorized")
             return error(A2A_CODES.get(code, f"json-rpc {code}"))
         return body["result"]
 
@@ -293,6 +332,10 @@ class A2ADoor(Door):
     async def contribute(self, ask: Ask) -> Any:
         return await self._send(ask, ask.task_id)
 
+    async def cancel(self, ask: Ask) -> Any:
+        result = await self._rpc(self.CANCEL, {"id": ask.task_id})
+        return result if "error" in result else self._view(result)[0]
+
 
 class A2ARestDoor(A2ADoor):
     """The A2A 1.0 HTTP+JSON binding under /api/a2a (SPEC §8.6), as any A2A 1.0 client sends it."""
@@ -317,6 +360,8 @@ class A2ARestDoor(A2ADoor):
         answer = response.json()
         if "error" in answer:
             reason = answer["error"]["details"][0]["reason"]
+            if response.status_code == 401 and reason == "INVALID_REQUEST":
+                return error("unauthorized")
             return error(A2A_REST_REASONS.get(reason, f"http+json {reason}"))
         return answer
 
@@ -352,21 +397,22 @@ class A2ARestDoor(A2ADoor):
         )
         return self._written(result)
 
+    async def cancel(self, ask: Ask) -> Any:
+        result = await self._rest("POST", f"/tasks/{ask.task_id}:cancel")
+        return result if "error" in result else self._view(result)[0]
+
 
 class A2AV03Door(A2ADoor):
     """A2A 0.3 JSON-RPC on /api/a2a (SPEC §8.6), as a 0.3 client sends it: no A2A-Version
     header, 0.3 messages. 0.3 has no ListTasks."""
 
     name = "a2a-0.3"
+    CANCEL = "tasks/cancel"
 
     async def _rpc(self, method: str, params: dict[str, Any], token: str | None = None) -> Any:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         envelope = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        body = (await self.http.post("/api/a2a", json=envelope, headers=headers)).json()
-        if "error" in body:
-            code = body["error"]["code"]
-            return error(A2A_CODES.get(code, f"json-rpc {code}"))
-        return body["result"]
+        return self._result(await self.http.post("/api/a2a", json=envelope, headers=headers))
 
     async def read(self, ask: Ask) -> Any:
         result = await self._rpc("tasks/get", {"id": ask.task_id})
@@ -390,6 +436,94 @@ class A2AV03Door(A2ADoor):
         if result["kind"] == "message":
             return error(result["parts"][0]["data"]["error"]["code"])
         return self._written({"task": result})
+
+
+class A2AGrpcDoor(A2ADoor):
+    """The A2A 1.0 gRPC binding (SPEC §8.7): the SDK's generated stub on a channel to
+    `python -m cairn.grpc`, with the metadata any A2A 1.0 gRPC client sends. Requests are built
+    from the same JSON the JSON-RPC door sends (the proto JSON mapping), and answers are read back
+    through it, so the neutral shape comes from the same `_view` and `_written`; an error is its
+    status code and ErrorInfo reason, mapped as the HTTP+JSON door maps reasons."""
+
+    name = "a2a-grpc"
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+
+    async def __aenter__(self) -> A2AGrpcDoor:
+        self.channel = grpc.aio.insecure_channel(self.address)
+        self.stub = a2a_pb2_grpc.A2AServiceStub(self.channel)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.channel.close()
+
+    async def _call(self, method: str, request: Any, token: str | None = None) -> Any:
+        metadata = [("a2a-version", "1.0")]
+        if token:
+            metadata.append(("authorization", f"Bearer {token}"))
+        try:
+            return await getattr(self.stub, method)(request, metadata=metadata, timeout=30)
+        except grpc.aio.AioRpcError as refused:
+            if refused.code() == grpc.StatusCode.UNAUTHENTICATED:  # not an A2A error: no ErrorInfo
+                return error("unauthorized")
+            return error(self._code(refused))
+
+    @staticmethod
+    def _code(refused: grpc.aio.AioRpcError) -> str:
+        """The §6 code of a gRPC error: its ErrorInfo reason, if the status is the one A2A 1.0
+        gives that reason; anything else is named by status and reason, so it differs."""
+        reasons = []
+        status = status_from_call(refused)
+        for detail in status.details if status else ():
+            info = error_details_pb2.ErrorInfo()
+            if detail.Unpack(info):
+                reasons.append(info.reason)
+        if len(reasons) == 1 and A2A_GRPC_STATUSES.get(reasons[0]) == refused.code():
+            return A2A_REST_REASONS.get(reasons[0], f"grpc {reasons[0]}")
+        return f"grpc {refused.code().name} {reasons}"
+
+    @staticmethod
+    def _json(answer: Any) -> Any:
+        return answer if isinstance(answer, dict) else as_json(MessageToDict(answer))
+
+    async def read(self, ask: Ask) -> Any:
+        result = self._json(await self._call("GetTask", GetTaskRequest(id=ask.task_id)))
+        return result if "error" in result else self._view(result)[0]
+
+    async def list(self, ask: Ask) -> Any:
+        if ask.filter == "evaluated":
+            return NOT_OFFERED
+        request = ListTasksRequest(
+            page_size=ask.size, include_artifacts=True, page_token=ask.page_token
+        )
+        if ask.filter in self.STATUSES:
+            if self.STATUSES[ask.filter]:
+                request.status = TaskState.Value(self.STATUSES[ask.filter])
+        else:  # a status this server does not know: a number no TaskState has (open enums)
+            request.status = 99
+        result = await self._call("ListTasks", request)
+        if isinstance(result, dict):
+            return result
+        page = listing(
+            [self._view(self._json(task))[0] for task in result.tasks], result.next_page_token
+        )
+        return {**page, "next": result.next_page_token}
+
+    async def _send(self, ask: Ask, task_id: str | None) -> Any:
+        message: dict[str, Any] = {
+            "messageId": ask.operation_id,
+            "role": "ROLE_USER",
+            "parts": [{"data": ask.payload}],
+        }
+        if task_id:
+            message["taskId"] = task_id
+        request = ParseDict({"message": message}, SendMessageRequest())
+        return self._written(self._json(await self._call("SendMessage", request, ask.token)))
+
+    async def cancel(self, ask: Ask) -> Any:
+        result = self._json(await self._call("CancelTask", CancelTaskRequest(id=ask.task_id)))
+        return result if "error" in result else self._view(result)[0]
 
 
 class HttpDoor(Door):
@@ -468,7 +602,8 @@ class LocalMcpDoor(McpDoor):
     """`cairn_mcp.py` over stdio: the read tools, and the writes it builds from an approved digest.
 
     It always writes `public_output: true` and its own scope and schema, and derives the operation
-    id from what was approved, so a payload it could not have built is not a question for it."""
+    id from what was approved, so a payload it could not have built is not a question for it; and
+    it registers an agent of its own on its first write, so a write without a token is not either."""
 
     def __init__(self, client: McpClient, home: Path) -> None:
         super().__init__("local-mcp", client)
@@ -479,6 +614,8 @@ class LocalMcpDoor(McpDoor):
         (self.home / "token").write_text(f"{token}\n", encoding="utf-8")
 
     async def post(self, ask: Ask) -> Any:
+        if ask.token is None:
+            return NOT_OFFERED
         payload = ask.payload or {}
         approval = payload.get("approval", {})
         if (
@@ -498,6 +635,8 @@ class LocalMcpDoor(McpDoor):
         )
 
     async def contribute(self, ask: Ask) -> Any:
+        if ask.token is None:
+            return NOT_OFFERED
         report = dict(ask.payload or {})
         approval = report.pop("approval", {})
         if approval.get("public_output") is not True or approval.get("scope") != (
@@ -650,6 +789,7 @@ def _lists_of(filter_: str) -> Row:
 
 
 UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
+UNKNOWN_TOKEN = "cairn_" + "x" * 43
 OUTSIDE = "https://example.com/a"
 
 ROWS = [
@@ -787,16 +927,44 @@ ROWS = [
         lambda w: Ask(token=w.token(), task_id=UNKNOWN_ID, payload=contribution_payload()),
         per_door=True,
     ),
+    # The token, checked before the domain (SPEC §6 `unauthorized`: HTTP 401, gRPC UNAUTHENTICATED).
+    Row(
+        "refuse a posting without a token: unauthorized",
+        "post",
+        lambda w: Ask(payload=open_task_payload(w.request())),
+        per_door=True,
+    ),
+    Row(
+        "refuse a posting with an unknown token: unauthorized",
+        "post",
+        lambda w: Ask(token=UNKNOWN_TOKEN, payload=open_task_payload(w.request())),
+        per_door=True,
+    ),
+    Row(
+        "refuse a contribution with an unknown token: unauthorized",
+        "contribute",
+        lambda w: replace(w.contribution_to(contribution_payload()), token=UNKNOWN_TOKEN),
+        per_door=True,
+    ),
+    # Cancel: A2A's own operation, and no task is cancelable (SPEC §8.2).
+    Row("cancel an open task", "cancel", lambda w: Ask(task_id=w.open_task())),
+    Row("cancel an unknown task", "cancel", lambda w: Ask(task_id=UNKNOWN_ID)),
 ]
 
 
 def test_every_door_gives_one_answer_per_question(
-    live_url, make_agent, post_task, contribute, local_server, settings, subtests
+    live_url,
+    parity_grpc_server,
+    make_agent,
+    post_task,
+    contribute,
+    local_server,
+    settings,
+    subtests,
 ):
     assert len({row.name for row in ROWS}) == len(ROWS), "answers are kept by row name"
-    settings.CAIRN_TASKS_PER_AGENT_PER_DAY = 3
-    settings.CAIRN_OPEN_TASKS_PER_AGENT = 2
-    settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY = 3
+    for name, value in PARITY_SETTINGS.items():  # as the gRPC process has them
+        setattr(settings, name, int(value))
     world = World(make_agent, post_task, contribute)
     local = local_server("parity")
 
@@ -806,12 +974,14 @@ def test_every_door_gives_one_answer_per_question(
             httpx.AsyncClient(base_url=live_url, timeout=30) as http,
             McpClient(live_url + "/api/mcp") as hosted,
             connected(local) as (stdio,),
+            A2AGrpcDoor(parity_grpc_server.address) as over_grpc,
         ):
             await call(stdio, "cairn_local_set_consent", {"public_output": True})
             doors: list[Door] = [
                 A2ADoor(http),
                 A2ARestDoor(http),
                 A2AV03Door(http),
+                over_grpc,
                 HttpDoor(http),
                 McpDoor("hosted-mcp", hosted),
                 LocalMcpDoor(stdio, local.home),
@@ -835,6 +1005,8 @@ def test_every_door_gives_one_answer_per_question(
         with subtests.test(row=row.name):
             by_door = answers[row.name]
             assert len(by_door) >= 2, f"only {list(by_door)} offer this: it is no parity question"
+            # §8.7: whatever A2A 1.0 asks over JSON-RPC is asked over gRPC too.
+            assert ("a2a" in by_door) == ("a2a-grpc" in by_door), list(by_door)
             for door, answer in by_door.items():
                 if row.operation in ("post", "contribute"):
                     by_door[door] = answer = settled(answer)
@@ -850,7 +1022,7 @@ def test_every_door_gives_one_answer_per_question(
 
 # --- one write, replayed through every A2A binding ----------------------------------------------
 
-A2A_BINDINGS: tuple[type[A2ADoor], ...] = (A2ADoor, A2ARestDoor, A2AV03Door)
+A2A_BINDINGS = ("a2a", "a2a-http+json", "a2a-0.3", "a2a-grpc")
 
 
 def _written_rows() -> tuple[int, ...]:
@@ -858,11 +1030,11 @@ def _written_rows() -> tuple[int, ...]:
 
 
 def test_a_write_replayed_through_another_binding_is_the_same_write(
-    live_url, make_agent, post_task, subtests
+    live_url, parity_grpc_server, make_agent, post_task, subtests
 ):
-    """SPEC §8.6 (A2A 1.0 §3.4): a posting and a contribution made through one binding, replayed
-    (same messageId, same agent) through each binding, answer exactly as the first time and
-    write nothing."""
+    """SPEC §8.6 (A2A 1.0 §3.4) and §8.7: a posting and a contribution made through one binding,
+    replayed (same messageId, same agent) through each binding, gRPC among them, answer exactly
+    as the first time and write nothing."""
     writes = [
         (
             binding,
@@ -879,8 +1051,15 @@ def test_a_write_replayed_through_another_binding_is_the_same_write(
 
     async def write_then_replay() -> list[tuple[str, Any, dict[str, Any], bool]]:
         seen = []
-        async with httpx.AsyncClient(base_url=live_url, timeout=30) as http:
-            doors = {binding: binding(http) for binding in A2A_BINDINGS}
+        async with (
+            httpx.AsyncClient(base_url=live_url, timeout=30) as http,
+            A2AGrpcDoor(parity_grpc_server.address) as over_grpc,
+        ):
+            doors = {
+                door.name: door
+                for door in (A2ADoor(http), A2ARestDoor(http), A2AV03Door(http), over_grpc)
+            }
+            assert tuple(doors) == A2A_BINDINGS
             for binding, posting, contributing in writes:
                 first = [
                     await doors[binding].post(posting),
@@ -891,13 +1070,74 @@ def test_a_write_replayed_through_another_binding_is_the_same_write(
                     door.name: [await door.post(posting), await door.contribute(contributing)]
                     for door in doors.values()
                 }
-                seen.append(
-                    (doors[binding].name, first, replays, rows == await db(_written_rows)())
-                )
+                seen.append((binding, first, replays, rows == await db(_written_rows)()))
         return seen
 
     for name, first, replays, nothing_written in anyio.run(write_then_replay):
         with subtests.test(written_through=name):
             assert "error" not in first[0] and "receipt" in first[1], first
             assert replays == {door: first for door in replays}
+            assert nothing_written
+
+
+def test_a_write_over_grpc_or_json_rpc_is_replayed_on_the_other_proto_for_proto(
+    live_url, parity_grpc_server, make_agent, post_task, subtests
+):
+    """SPEC §8.6/§8.7, strictly: the replay's answer is not just the same neutral view but the
+    same SendMessageResponse, field for field (JSON-RPC's JSON parsed into the proto gRPC
+    answers with, so no field can be dropped or retyped on either side), and it writes no row."""
+
+    def message(payload: dict[str, Any], task: str | None = None) -> dict[str, Any]:
+        sent = {"messageId": str(uuid4()), "role": "ROLE_USER", "parts": [{"data": payload}]}
+        return {**sent, "taskId": task} if task else sent
+
+    # Each write by a fresh agent (and each contribution to a fresh task), so no cap binds.
+    cases = [
+        (kind, first_on, make_agent().token, sent)
+        for first_on in ("grpc", "json-rpc")
+        for kind, sent in (
+            ("posting", message(open_task_payload())),
+            ("contribution", message(contribution_payload(), str(post_task(make_agent()).pk))),
+        )
+    ]
+
+    async def over_grpc(stub: Any, token: str, sent: dict[str, Any]) -> SendMessageResponse:
+        request = ParseDict({"message": sent}, SendMessageRequest())
+        metadata = (("a2a-version", "1.0"), ("authorization", f"Bearer {token}"))
+        return await stub.SendMessage(request, metadata=metadata, timeout=30)
+
+    async def over_json_rpc(
+        http: httpx.AsyncClient, token: str, sent: dict[str, Any]
+    ) -> SendMessageResponse:
+        envelope = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}
+        headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
+        body = (
+            await http.post(
+                "/api/a2a", json={**envelope, "params": {"message": sent}}, headers=headers
+            )
+        ).json()
+        return ParseDict(body["result"], SendMessageResponse())
+
+    async def both_ways() -> list[tuple[str, SendMessageResponse, SendMessageResponse, bool]]:
+        seen = []
+        async with (
+            httpx.AsyncClient(base_url=live_url, timeout=30) as http,
+            grpc.aio.insecure_channel(parity_grpc_server.address) as channel,
+        ):
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            bindings = {"grpc": partial(over_grpc, stub), "json-rpc": partial(over_json_rpc, http)}
+            for kind, first_on, token, sent in cases:
+                (replay_on,) = set(bindings) - {first_on}
+                first = await bindings[first_on](token, sent)
+                rows = await db(_written_rows)()
+                again = await bindings[replay_on](token, sent)
+                seen.append(
+                    (f"{kind} over {first_on}", first, again, rows == await db(_written_rows)())
+                )
+        return seen
+
+    for label, first, again, nothing_written in anyio.run(both_ways):
+        with subtests.test(written=label):
+            assert first.WhichOneof("payload") == "task", first
+            assert again == first
             assert nothing_written
