@@ -4,6 +4,7 @@ each a separate OS process, for each broker."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -31,14 +32,11 @@ def postgres() -> Iterator[PrivatePostgres]:
     server.remove()
 
 
-@pytest.fixture(scope="module", params=sorted(BROKERS))
-def deployment(request, postgres: PrivatePostgres, tmp_path_factory) -> Iterator[Deployment]:
-    broker = request.param
-    database = f"cairn_{broker}"
+def two_web_processes(
+    postgres: PrivatePostgres, database: str, broker: str, logs: Path
+) -> Iterator[Deployment]:
+    """A migrated database of its own and two uvicorn processes on it; dropped after."""
     postgres.create_database(database)
-    if broker == "redis":
-        redis.Redis.from_url(REDIS_URL).flushdb()
-    logs = tmp_path_factory.mktemp(f"logs-{broker}")
     env = cairn_env(postgres.url(database), **BROKERS[broker])
     deployed = Deployment(
         broker=broker, postgres=postgres, database_url=postgres.url(database), env=env, logs=logs
@@ -50,6 +48,15 @@ def deployment(request, postgres: PrivatePostgres, tmp_path_factory) -> Iterator
     deployed.stop_all()
     with psycopg.connect(postgres.url("postgres"), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module", params=sorted(BROKERS))
+def deployment(request, postgres: PrivatePostgres, tmp_path_factory) -> Iterator[Deployment]:
+    broker = request.param
+    if broker == "redis":
+        redis.Redis.from_url(REDIS_URL).flushdb()
+    logs = tmp_path_factory.mktemp(f"logs-{broker}")
+    yield from two_web_processes(postgres, f"cairn_{broker}", broker, logs)
 
 
 @pytest.fixture

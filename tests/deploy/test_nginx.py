@@ -81,6 +81,23 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
+def write_nginx_conf(home: Path) -> None:
+    """An nginx.conf of the test's own, everything under `home`, that includes `home`'s
+    cairn.conf: the README's blocks as printed."""
+    temp_paths = "\n".join(
+        f"    {kind}_temp_path {home / kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    (home / "nginx.conf").write_text(
+        "events {}\n"
+        "http {\n"
+        f"    access_log {home / 'access.log'};\n"
+        f"{temp_paths}\n"
+        f"    include {home / 'cairn.conf'};\n"
+        "}\n"
+    )
+
+
 def _nginx() -> str:
     found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
     if found is None:
@@ -171,18 +188,7 @@ def proxied(tmp_path_factory) -> Iterator[Proxied]:
             assert placeholder in site_conf, placeholder
             site_conf = site_conf.replace(placeholder, value)
         (home / "cairn.conf").write_text(site_conf)
-        temp_paths = "\n".join(
-            f"    {kind}_temp_path {home / kind};"
-            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-        )
-        (home / "nginx.conf").write_text(
-            "events {}\n"
-            "http {\n"
-            f"    access_log {home / 'access.log'};\n"
-            f"{temp_paths}\n"
-            f"    include {home / 'cairn.conf'};\n"
-            "}\n"
-        )
+        write_nginx_conf(home)
         nginx_log = home / "error.log"
         processes.append(
             subprocess.Popen(

@@ -28,8 +28,8 @@ import grpc
 import httpx
 import psycopg
 import pytest
-from a2a.client import A2AClientError, Client, ClientCallContext, ClientConfig, ClientFactory
-from a2a.client.auth import AuthInterceptor, CredentialService
+from a2a.client import A2AClientError, Client, ClientConfig, ClientFactory
+from a2a.client.auth import AuthInterceptor
 from a2a.helpers import new_data_part
 from a2a.types import (
     GetTaskRequest,
@@ -50,8 +50,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tests.a2a.conftest import run
 from tests.deploy.postgres import PrivatePostgres, certificate_authority, free_port
 from tests.deploy.processes import Deployment, cairn_env
-from tests.deploy.test_nginx import _nginx, _stop, readme_nginx_block
+from tests.deploy.test_nginx import _nginx, _stop, readme_nginx_block, write_nginx_conf
 from tests.factories import open_task_payload
+from tests.grpc.conftest import Token
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_NAME = "cairn.test"
@@ -197,18 +198,7 @@ def proxied(postgres: PrivatePostgres, tmp_path_factory) -> Iterator[Proxied]:
         )
         # The web block first: nginx's default server on the port, for a client that names none.
         (home / "cairn.conf").write_text(f"{web_block}\n\n{grpc_block}\n")
-        temp_paths = "\n".join(
-            f"    {kind}_temp_path {home / kind};"
-            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-        )
-        (home / "nginx.conf").write_text(
-            "events {}\n"
-            "http {\n"
-            f"    access_log {home / 'access.log'};\n"
-            f"{temp_paths}\n"
-            f"    include {home / 'cairn.conf'};\n"
-            "}\n"
-        )
+        write_nginx_conf(home)
         nginx_log = home / "error.log"
         nginx_process = subprocess.Popen(
             [
@@ -247,18 +237,6 @@ def proxied(postgres: PrivatePostgres, tmp_path_factory) -> Iterator[Proxied]:
         deployment.stop_all()
         with psycopg.connect(postgres.url("postgres"), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-
-
-class Token(CredentialService):
-    """The agent's token for the card's bearer scheme, as an agent's credential store gives it."""
-
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-    async def get_credentials(
-        self, security_scheme_name: str, context: ClientCallContext | None
-    ) -> str | None:
-        return self.token
 
 
 @asynccontextmanager

@@ -15,14 +15,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from a2a.server.routes.common import serialize_list_tasks_response
 from a2a.types import ListTasksResponse, Task
 from google.protobuf.json_format import MessageToDict, ParseDict
 
+from tests.deploy.conftest import two_web_processes
 from tests.deploy.postgres import PrivatePostgres
-from tests.deploy.processes import Deployment, cairn_env
+from tests.deploy.processes import Deployment
 from tests.factories import (
     contribution_payload,
     contribution_report,
@@ -38,22 +38,9 @@ ENVELOPE = b'{"jsonrpc":"2.0","id":1,"result":'
 
 @pytest.fixture(scope="module")
 def deployment(postgres: PrivatePostgres, tmp_path_factory) -> Iterator[Deployment]:
-    database = "cairn_one_task"
-    postgres.create_database(database)
-    deployed = Deployment(
-        broker="orm",
-        postgres=postgres,
-        database_url=postgres.url(database),
-        env=cairn_env(postgres.url(database)),
-        logs=tmp_path_factory.mktemp("logs-one-task"),
-    )
-    deployed.manage("migrate", "--noinput")
-    deployed.start_web()
-    deployed.start_web()
-    yield deployed
-    deployed.stop_all()
-    with psycopg.connect(postgres.url("postgres"), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    """Two web processes and no worker: only reads can evaluate a task at its deadline."""
+    logs = tmp_path_factory.mktemp("logs-one-task")
+    yield from two_web_processes(postgres, "cairn_one_task", "orm", logs)
 
 
 def _agent(url: str) -> dict[str, str]:
