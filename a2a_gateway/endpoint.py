@@ -32,6 +32,7 @@ from a2a_gateway.fast_reads import FAST_METHODS, fast_read
 from a2a_gateway.handler import AsSent
 from a2a_gateway.reads import DJANGO_SOURCE, Source
 from a2a_gateway.transport import (
+    AUTHENTICATED_METHODS,
     CHALLENGE_HEADERS,
     ENDPOINT_PATH,
     REQUEST_HANDLER,
@@ -55,7 +56,6 @@ from core.json_input import InvalidJson, parse_json
 # Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL: the same endpoint.
 ENDPOINT_PATHS = (ENDPOINT_PATH, ENDPOINT_PATH + "/")
 ENDPOINT_METHODS = ("GET", "HEAD", "POST")  # GET: the endpoint documents itself with the card
-AUTHENTICATED_METHODS = frozenset({"SendMessage", "message/send"})
 # A2A 0.3's method names, served by the SDK's 0.3 adapter on the same endpoint (SPEC §8.6).
 V0_3_METHODS = frozenset(JSONRPC03Adapter.METHOD_TO_MODEL)
 V0_3_STREAMING_METHODS = frozenset({"message/stream", "tasks/resubscribe"})

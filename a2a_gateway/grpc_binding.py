@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -32,6 +33,7 @@ from a2a.utils.errors import A2AError
 
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE
 from a2a_gateway.transport import (
+    AUTHENTICATED_METHODS,
     REQUEST_HANDLER,
     AgentUser,
     DjangoCycle,
@@ -44,8 +46,6 @@ from core.metrics import grpc_call_observed
 from core.site import site_url
 
 SERVICE = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].full_name
-# The methods that need an agent, as SPEC §8.2 names them (JSON-RPC's AUTHENTICATED_METHODS).
-AUTHENTICATED_METHODS = frozenset({"SendMessage"})
 
 # A method's behaviour as grpcio holds it: (request, context) -> answer, or an async iterator of
 # answers for a streaming method.
@@ -138,6 +138,11 @@ def _code_name(context: grpc.aio.ServicerContext, finished: bool) -> str:
     return next((known.name for known in grpc.StatusCode if known.value[0] == code), "UNKNOWN")
 
 
+@dataclass
+class _Outcome:
+    finished: bool = False  # the behaviour returned, rather than raised or was cut
+
+
 class A2ACalls(grpc.aio.ServerInterceptor):
     """Wraps every method of the A2A service in the checks, Django's request signals and the
     metrics; other services (health) pass untouched."""
@@ -189,44 +194,39 @@ class A2ACalls(grpc.aio.ServerInterceptor):
             await self.servicer.abort_context(refused, context)
         raise AssertionError("unreachable: an aborted call raises")
 
+    @asynccontextmanager
+    async def _call(
+        self, method: str, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[_Outcome]:
+        """One call of either kind: the checks, their facts for the handler, Django's request
+        signals around it, and its metric when it ends, answered or not."""
+        started, outcome = time.perf_counter(), _Outcome()
+        cycle = DjangoCycle(inside_already=False)
+        try:
+            token = _CALL_FACTS.set(await self._checked(method, context, cycle))
+            try:
+                yield outcome
+            finally:
+                _CALL_FACTS.reset(token)
+        finally:
+            await cycle.leave()
+            code = _code_name(context, outcome.finished)
+            grpc_call_observed(method, code, time.perf_counter() - started)
+
     def _unary(self, method: str, behaviour: Behaviour) -> Behaviour:
         async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            started, finished = time.perf_counter(), False
-            cycle = DjangoCycle(inside_already=False)
-            try:
-                facts = await self._checked(method, context, cycle)
-                token = _CALL_FACTS.set(facts)
-                try:
-                    answer = await behaviour(request, context)
-                finally:
-                    _CALL_FACTS.reset(token)
-                finished = True
+            async with self._call(method, context) as outcome:
+                answer = await behaviour(request, context)
+                outcome.finished = True
                 return answer
-            finally:
-                await cycle.leave()
-                grpc_call_observed(
-                    method, _code_name(context, finished), time.perf_counter() - started
-                )
 
         return call
 
     def _streaming(self, method: str, behaviour: Behaviour) -> Behaviour:
         async def call(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            started, finished = time.perf_counter(), False
-            cycle = DjangoCycle(inside_already=False)
-            try:
-                facts = await self._checked(method, context, cycle)
-                token = _CALL_FACTS.set(facts)
-                try:
-                    async for item in behaviour(request, context):
-                        yield item
-                finally:
-                    _CALL_FACTS.reset(token)
-                finished = True
-            finally:
-                await cycle.leave()
-                grpc_call_observed(
-                    method, _code_name(context, finished), time.perf_counter() - started
-                )
+            async with self._call(method, context) as outcome:
+                async for item in behaviour(request, context):
+                    yield item
+                outcome.finished = True
 
         return call

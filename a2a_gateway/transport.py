@@ -50,6 +50,9 @@ MISSING_VERSION = f"the A2A-Version header is missing: send `A2A-Version: {PROTO
 CHALLENGE_HEADERS = (("WWW-Authenticate", WWW_AUTHENTICATE),)
 # protobuf's own JSON forms (Struct, Value, Timestamp, ...) are checked by its parser.
 _WELL_KNOWN = "google.protobuf."
+# The methods that need an agent (SPEC §8.2), by the names each binding gives them: A2A 1.0's
+# (JSON-RPC and gRPC) and 0.3's.
+AUTHENTICATED_METHODS = frozenset({"SendMessage", "message/send"})
 
 # The one request handler every binding dispatches to: a question asked on any of them is answered
 # by the same code.
