@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import secrets
@@ -10,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519
+from cryptography.hazmat.primitives.asymmetric import ed25519, x25519
 from django.core.exceptions import ImproperlyConfigured
 
 from ledger.signed_note import COSIGNATURE_V1, NoteError, verifier_key_parse
@@ -186,6 +187,23 @@ def env_optional_signing_key(name: str) -> str:
     return _ed25519_pem_checked(name, text) if text else ""
 
 
+def env_optional_x25519_key(name: str) -> str:
+    """An X25519 private key as PKCS#8 PEM (the value, or the path of a file holding it); unset
+    means the feature it enables is off: ""."""
+    text = _key_text(name, env_str(name))
+    if not text:
+        return ""
+    try:
+        key = serialization.load_pem_private_key(text.encode(), password=None)
+    except (ValueError, TypeError):
+        raise ImproperlyConfigured(
+            f"{name} must be an X25519 private key as unencrypted PKCS#8 PEM, or its file's path"
+        ) from None
+    if not isinstance(key, x25519.X25519PrivateKey):
+        raise ImproperlyConfigured(f"{name} must be an X25519 key, not {type(key).__name__}")
+    return text
+
+
 def _entries(name: str) -> list[str]:
     """One item per line or per `;`, blank ones skipped."""
     raw = env_str(name).replace(";", "\n")
@@ -221,6 +239,34 @@ def env_witnesses(name: str) -> list[dict[str, str]]:
     if len({w["key"] for w in witnesses}) != len(witnesses):
         raise ImproperlyConfigured(f"{name} names a witness twice")
     return witnesses
+
+
+def env_keypers(name: str) -> list[dict[str, str]]:
+    """`<name> <hpke_key> <URL>` per line (or `;`): `[{"name", "hpke_key", "url"}]`, in order."""
+    keypers = []
+    for entry in _entries(name):
+        parts = entry.split()
+        if len(parts) != 3:
+            raise ImproperlyConfigured(f"{name}: each keyper is `<name> <hpke_key> <URL>`")
+        keyper, hpke_key, url = parts[0], parts[1], parts[2].rstrip("/")
+        try:
+            x25519.X25519PublicKey.from_public_bytes(_b64u_decode(hpke_key))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: the hpke_key of {keyper} is not a raw X25519 public key in base64url"
+            ) from None
+        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+            raise ImproperlyConfigured(f"{name}: the URL of {keyper} must be http(s)://host/...")
+        keypers.append({"name": keyper, "hpke_key": hpke_key, "url": url})
+    if len({k["name"] for k in keypers}) != len(keypers):
+        raise ImproperlyConfigured(f"{name} names a keyper twice")
+    return keypers
+
+
+def _b64u_decode(text: str) -> bytes:
+    if not re.fullmatch(r"[A-Za-z0-9_-]*", text):
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def env_seal_key(name: str, *, create_at: Path | None) -> bytes:

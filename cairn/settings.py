@@ -17,9 +17,11 @@ from cairn.env import (
     env_bool,
     env_choice,
     env_int,
+    env_keypers,
     env_list,
     env_listen_address,
     env_optional_signing_key,
+    env_optional_x25519_key,
     env_seal_key,
     env_signing_key,
     env_str,
@@ -67,6 +69,18 @@ CAIRN_WITNESS_QUORUM = env_int(
 CAIRN_WITNESS_SIGNING_KEY = env_optional_signing_key("CAIRN_WITNESS_SIGNING_KEY")
 CAIRN_WITNESS_NAME = env_str("CAIRN_WITNESS_NAME")
 CAIRN_WITNESSED_LOGS = env_verifier_keys("CAIRN_WITNESSED_LOGS", type=ED25519)
+# Keyper sealing (§15.8). As a keyper for the logs it witnesses: its X25519 key, off when unset.
+CAIRN_KEYPER_KEY = env_optional_x25519_key("CAIRN_KEYPER_KEY")
+# As a site: the keypers its contributors seal to, how many must release, and how long after the
+# deadline plus the merge delay a sealed report may wait for them before it is void.
+CAIRN_KEYPERS = env_keypers("CAIRN_KEYPERS")
+CAIRN_KEYPER_THRESHOLD = env_int(
+    "CAIRN_KEYPER_THRESHOLD",
+    len(CAIRN_KEYPERS) // 2 + 1 if CAIRN_KEYPERS else 0,
+    minimum=1 if CAIRN_KEYPERS else 0,
+    maximum=len(CAIRN_KEYPERS),
+)
+CAIRN_KEYPER_GRACE_S = env_int("CAIRN_KEYPER_GRACE_S", 600, minimum=0)
 # How often the sequencer integrates queued log entries and publishes a checkpoint (§15.3).
 CAIRN_LOG_INTERVAL_S = env_int("CAIRN_LOG_INTERVAL_S", 5, minimum=1, maximum=10)
 

@@ -49,6 +49,10 @@ class Task(models.Model):
     verdict = models.CharField(max_length=24, blank=True)
     evaluated_at = models.DateTimeField(null=True, blank=True)
     evaluation = models.JSONField(null=True, blank=True)
+    # Set by the first keyper-sealed contribution (SPEC §15.8): the task is not evaluated at its
+    # deadline by whoever reads it, but by the worker once the keypers' releases are in, or their
+    # grace is over; it clears this in the transaction that evaluates.
+    keys_pending = models.BooleanField(default=False)
     # The §3.2 view, rendered once by `tasks.rendered.task_render` in the transaction that
     # changes the task and served as stored. `rendered_version` says when to render again. A
     # door's own forms live in the door's tables (`tasks.changes`).
@@ -112,11 +116,18 @@ class Contribution(models.Model):
     # task's evaluation, its public copy (`tasks.sealing`). Null on a contribution evaluated before
     # migration 0012, which kept its public copy instead and dropped the seal.
     sealed_report = models.BinaryField(null=True, blank=True)
-    report_digest = models.CharField(max_length=71)
+    # Empty for a keyper-sealed contribution until its evaluation opens it.
+    report_digest = models.CharField(max_length=71, blank=True)
     # 32 random bytes, base64url: the log holds only the commitment to (digest, salt) until the
     # evaluation publishes the salt (SPEC §15.2). Empty on a contribution made before salts.
     salt = models.CharField(max_length=43, blank=True, default="")
     received_at = models.DateTimeField()
+    # A keyper-sealed contribution (SPEC §15.8) as its contributor sealed it: `task_entry`,
+    # `commitment`, `ciphertext`, `ciphertext_digest`, `threshold` and `shares`. The server never
+    # holds its plaintext before the keypers release the key; null for the plain form.
+    keyper_seal = models.JSONField(null=True, blank=True)
+    # The keypers' signed releases of its key's shares, as collected after the deadline.
+    releases = models.JSONField(default=list, blank=True)
     # The receipt's compact JWS (SPEC §15.2), kept so every later answer repeats the same bytes.
     receipt_signature = models.TextField(blank=True)
 

@@ -1,0 +1,269 @@
+"""The keyper seal's wire forms (SPEC §15.8), one definition for the site, the keyper and the tests.
+
+A contributor encrypts its report and salt under a fresh 16-byte key, splits the key k-of-n with
+Shamir over GF(2^128), and seals share i to keyper i with HPKE, its `info` naming everything the
+share is for: the site, the task, the task's log entry, the deadline, the commitment, the
+ciphertext, the keyper and the threshold. A keyper that rebuilds `info` from the log's values, and
+not from what it is told, opens only the share it was given for that task and deadline.
+
+`verify/cairn_verify.py` and `mcp/cairn_mcp.py` carry a copy of these functions: each is one file a
+person runs without this package.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from Crypto.Protocol.SecretSharing import Shamir
+from cryptography.exceptions import InvalidSignature, InvalidTag
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
+
+from core.canonical import canonical_digest, canonical_json
+
+SEALED_SCHEMA = "cairn.task.contribution.sealed/0.1"
+SCHEME = "cairn.seal/1"
+SUITE_NAME = "DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM"
+SUITE = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.AES_128_GCM)
+KEY_BYTES = 16
+NONCE_BYTES = 12
+# HPKE's `enc` (an X25519 public key) and the sealed 16-byte share with its 16-byte tag.
+SEALED_SHARE_BYTES = 32 + KEY_BYTES + 16
+
+
+class SealError(Exception):
+    """A seal that does not open: a wrong key or share, or bytes changed since sealing."""
+
+
+def b64u(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64u_decode(text: str) -> bytes:
+    """Strict: only the URL-safe alphabet, no padding, and the canonical last character."""
+    if not isinstance(text, str) or "=" in text:
+        raise ValueError("not base64url without padding")
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if b64u(data) != text:
+        raise ValueError("not base64url without padding")
+    return data
+
+
+def ciphertext_digest(ciphertext: bytes) -> str:
+    return "sha256:" + hashlib.sha256(ciphertext).hexdigest()
+
+
+def commitment_of(report_digest: str, salt: str) -> str:
+    """§15.2's commitment; the same as `ledger.entries.commitment`, which the site's salts use."""
+    return canonical_digest({"report_digest": report_digest, "salt": salt})
+
+
+def report_aad(*, site: str, task_id: str, deadline: str, commitment: str) -> bytes:
+    return canonical_json(
+        {"site": site, "task_id": task_id, "deadline": deadline, "commitment": commitment}
+    )
+
+
+@dataclass(frozen=True)
+class ShareContext:
+    """Everything a share is bound to but its keyper and index: the `info` of each share."""
+
+    site: str
+    task_id: str
+    task_entry: int
+    deadline: str
+    commitment: str
+    ciphertext_digest: str
+    threshold: int
+
+    def info(self, *, keyper: str, index: int) -> bytes:
+        return canonical_json(
+            {
+                "scheme": SCHEME,
+                "site": self.site,
+                "task_id": self.task_id,
+                "task_entry": self.task_entry,
+                "deadline": self.deadline,
+                "commitment": self.commitment,
+                "ciphertext_digest": self.ciphertext_digest,
+                "keyper": keyper,
+                "index": index,
+                "threshold": self.threshold,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Keyper:
+    """A keyper as a site lists it (`CAIRN_KEYPERS`): its witness name, HPKE key and URL."""
+
+    name: str
+    hpke_key: str  # base64url of the raw X25519 public key
+    url: str
+
+    def public_key(self) -> X25519PublicKey:
+        return X25519PublicKey.from_public_bytes(b64u_decode(self.hpke_key))
+
+
+def keyper_public(private: X25519PrivateKey) -> str:
+    """The `hpke_key` a keyper publishes: its raw X25519 public key, base64url."""
+    return b64u(
+        private.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+    )
+
+
+def seal(
+    report: dict[str, Any],
+    *,
+    site: str,
+    task_id: str,
+    task_entry: int,
+    deadline: str,
+    keypers: list[Keyper],
+    threshold: int,
+) -> dict[str, Any]:
+    """The `cairn.task.contribution.sealed/0.1` payload of `report` (the report without its
+    approval), approval included. The salt is the contributor's, made here and held only inside the
+    ciphertext until the keypers release the key."""
+    salt = b64u(secrets.token_bytes(32))
+    commitment = commitment_of(canonical_digest(report), salt)
+    key = secrets.token_bytes(KEY_BYTES)
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)
+    plaintext = canonical_json({"report": report, "salt": salt})
+    ciphertext = nonce + AESGCM(key).encrypt(nonce, plaintext, aad)
+    context = ShareContext(
+        site=site,
+        task_id=task_id,
+        task_entry=task_entry,
+        deadline=deadline,
+        commitment=commitment,
+        ciphertext_digest=ciphertext_digest(ciphertext),
+        threshold=threshold,
+    )
+    shares = []
+    for (index, share), keyper in zip(
+        Shamir.split(threshold, len(keypers), key), keypers, strict=True
+    ):
+        info = context.info(keyper=keyper.name, index=index)
+        sealed_share = SUITE.encrypt(share, keyper.public_key(), info=info)
+        shares.append({"keyper": keyper.name, "index": index, "sealed_share": b64u(sealed_share)})
+    return {
+        "schema": SEALED_SCHEMA,
+        "task_entry": task_entry,
+        "commitment": commitment,
+        "ciphertext": b64u(ciphertext),
+        "shares": shares,
+        "approval": {"public_output": True, "scope": "this_contribution", "commitment": commitment},
+    }
+
+
+def share_open(
+    sealed_share: bytes,
+    private: X25519PrivateKey,
+    context: ShareContext,
+    *,
+    keyper: str,
+    index: int,
+) -> bytes:
+    """A keyper's share, opened with the `info` it rebuilt; SealError when it was sealed for
+    anything else (another task, deadline, contribution, keyper or index)."""
+    try:
+        share = SUITE.decrypt(sealed_share, private, info=context.info(keyper=keyper, index=index))
+    except (InvalidTag, ValueError):
+        raise SealError(
+            "the share does not open for this task, deadline and contribution"
+        ) from None
+    if len(share) != KEY_BYTES:
+        raise SealError(f"the share opened to {len(share)} bytes, not {KEY_BYTES}")
+    return share
+
+
+def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
+    """The key from the released shares (index, share). Any `threshold` of them give it; every
+    other released share must lie on the same polynomial, or SealError (`inconsistent_shares`):
+    a share that disagrees is one some keyper, or whoever relayed it, changed."""
+    if len({index for index, _ in shares}) != len(shares):
+        raise SealError("two released shares have the same index")
+    if len(shares) < threshold:
+        raise SealError(f"{len(shares)} shares released, {threshold} needed")
+    key = Shamir.combine(shares[:threshold])
+    # k - 1 of the first shares and one more define a polynomial with the key's value at 0 only
+    # when that share lies on the first k's polynomial.
+    for extra in shares[threshold:]:
+        if Shamir.combine([*shares[: threshold - 1], extra]) != key:
+            raise SealError("the released shares do not agree on one key")
+    return key
+
+
+def report_open(
+    ciphertext: bytes, key: bytes, *, site: str, task_id: str, deadline: str, commitment: str
+) -> tuple[dict[str, Any], str]:
+    """The report and salt sealed in `ciphertext`; SealError when it does not open, or opens to
+    anything but `{"report": {...}, "salt": "..."}` whose commitment is the one logged."""
+    if len(ciphertext) < NONCE_BYTES + 16:
+        raise SealError("the ciphertext is too short to hold a nonce and a tag")
+    aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)
+    try:
+        plaintext = AESGCM(key).decrypt(ciphertext[:NONCE_BYTES], ciphertext[NONCE_BYTES:], aad)
+    except InvalidTag:
+        raise SealError("the ciphertext does not open with the released key") from None
+    try:
+        opened = orjson.loads(plaintext)
+    except orjson.JSONDecodeError:
+        raise SealError("the ciphertext opens to something that is not JSON") from None
+    if (
+        not isinstance(opened, dict)
+        or set(opened) != {"report", "salt"}
+        or not isinstance(opened["report"], dict)
+        or not isinstance(opened["salt"], str)
+    ):
+        raise SealError('the ciphertext does not open to {"report": {...}, "salt": "..."}')
+    report, salt = opened["report"], opened["salt"]
+    if commitment_of(canonical_digest(report), salt) != commitment:
+        raise SealError("the opened report and salt do not match the logged commitment")
+    return report, salt
+
+
+def release_claims(
+    *,
+    keyper: str,
+    site: str,
+    task_id: str,
+    contribution_id: str,
+    index: int,
+    share: str,
+    released_at: str,
+) -> dict[str, Any]:
+    """What a keyper's release signature covers."""
+    return {
+        "keyper": keyper,
+        "site": site,
+        "task_id": task_id,
+        "contribution_id": contribution_id,
+        "index": index,
+        "share": share,
+        "released_at": released_at,
+    }
+
+
+def release_sign(claims: dict[str, Any], private: Ed25519PrivateKey) -> str:
+    return b64u(private.sign(canonical_json(claims)))
+
+
+def release_verify(claims: dict[str, Any], signature: str, public: Ed25519PublicKey) -> bool:
+    try:
+        public.verify(b64u_decode(signature), canonical_json(claims))
+    except (InvalidSignature, ValueError):
+        return False
+    return True

@@ -1,0 +1,21 @@
+"""The keypers a site's contributors seal to (SPEC §15.8), as `CAIRN_KEYPERS` lists them."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from ledger.keyper_seal import Keyper
+
+
+def keypers_configured() -> list[Keyper]:
+    """In `CAIRN_KEYPERS`' order: share i goes to the i-th."""
+    return [Keyper(**keyper) for keyper in settings.CAIRN_KEYPERS]
+
+
+def keyper_threshold() -> int:
+    return settings.CAIRN_KEYPER_THRESHOLD
+
+
+def keypers_description() -> list[dict[str, str]]:
+    """The card's `keypers` (§15.7): name, HPKE key and URL of each."""
+    return [dict(keyper) for keyper in settings.CAIRN_KEYPERS]
