@@ -206,7 +206,13 @@ def _release_checked(
     public = Ed25519PublicKey.from_public_bytes(ask.witness.key.public)
     if not release_verify(claims, answer["signature"], public):
         raise ReleaseFailure("its release's signature does not verify with its witness key")
-    return {"keyper": ask.keyper.name, "index": ask.index, **answer}
+    return {
+        "keyper": ask.keyper.name,
+        "index": ask.index,
+        "share": answer["share"],
+        "released_at": answer["released_at"],
+        "signature": answer["signature"],
+    }
 
 
 def releases_collect(
