@@ -4,7 +4,9 @@ A witness keeps, per log it follows, the latest tree it cosigned, and cosigns a 
 only if it extends that tree. Because it refuses a second tree of a size it already cosigned, a
 log whose readers require its cosignature cannot show them different histories. The check and
 the update happen under the log's row lock, so two submissions racing from the same old size
-cannot both advance it, nor can a slower one roll it back.
+cannot both advance it, nor can a slower one roll it back. Every checkpoint it cosigns is also
+kept (`CosignedCheckpoint`, in the same transaction): a keyper proves releases against any root it
+cosigned (§15.8), and anyone can read the latest it cosigned of each log.
 
     old <size>\n                  the size the submitter believes the witness holds
     <base64 hash>\n               at most 63 lines: the consistency proof from that size
