@@ -28,8 +28,8 @@ from core import statements
 from ledger.jobs import sequence_log
 from ledger.models import (
     Checkpoint,
-    CosignedCheckpoint,
     Cosignature,
+    CosignedCheckpoint,
     Leaf,
     Node,
     QueuedEntry,
