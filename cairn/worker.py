@@ -52,9 +52,9 @@ shared lock, which every put and get takes and the loop's status reads. So the s
 with a loop of its own that waits on no lock a dead process may hold:
 
 - A worker found dead is dealt with without its lock: its timer is read as it was left.
-- A live worker's timer lock is waited for one guard cycle at most: a worker holds it only while
-  it hands in a result, so if it is not free by then the worker has died holding it, and the
-  next cycle finds the worker dead.
+- A live worker's timer lock is waited for one guard cycle at most: a worker holds it for an
+  instant (to set its timer, to hand a result in), so a lock not free by then is one a worker
+  that has just died holds, and the next cycle finds the worker dead.
 - The queues are multiprocessing's own, whose size and emptiness are read without a lock.
 - Only a worker that ended itself, cleanly, after a job's timeout or to be recycled is replaced
   alone, as django-q2 does. Any other end of any process starts the cluster's processes anew,
@@ -253,7 +253,7 @@ class QueueRenewingSentinel(Sentinel):
             return
         lock = worker.timer.get_lock()  # type: ignore[attr-defined]
         if not lock.acquire(timeout=cycle):
-            return  # held past a result's handing in: the worker is dying, next cycle sees it dead
+            return  # held longer than a worker ever holds it: its worker died, as the next cycle sees
         try:
             if _timer(worker) == _TIMED_OUT or not worker.is_alive():
                 self.reincarnate(worker)
