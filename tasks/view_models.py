@@ -30,6 +30,16 @@ Salt = Annotated[
         description="32 random bytes, base64url without padding (absent on contributions made before salts).",
     ),
 ]
+Signature = Annotated[
+    str,
+    Field(
+        description=(
+            "A compact JWS (alg EdDSA, kid of a key in /.well-known/jwks.json) whose payload is the "
+            "JCS form of this receipt without `signature` (SPEC §15.2)."
+        ),
+        pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$",
+    ),
+]
 Outcome = Literal["resolved", "contested", "unresolved"]
 
 
@@ -123,10 +133,28 @@ class Receipt(View):
     )
     received_at: Instant
     sealed_until: Instant = Field(description="The task's deadline.")
-    signature: str = Field(
-        description=(
-            "A compact JWS (alg EdDSA, kid of a key in /.well-known/jwks.json) whose payload is the "
-            "JCS form of this receipt without `signature` (SPEC §15.2)."
-        ),
-        pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$",
+    signature: Signature
+
+
+class KeyperReceipt(View):
+    """What the contributor of a keyper-sealed report gets back (SPEC §15.8): its own commitment
+    and the digest of its ciphertext, in place of the report digest and salt the server has not
+    got."""
+
+    contribution_id: Uuid
+    task_id: Uuid
+    operation_id: Annotated[
+        str, Field(min_length=1, max_length=200, description="messageId or Idempotency-Key.")
+    ]
+    commitment: Digest = Field(
+        description="The contributor's commitment, as its payload gave it and the log shows it."
     )
+    ciphertext_digest: Digest = Field(
+        description='"sha256:" + hex SHA-256 of the ciphertext\'s bytes.'
+    )
+    sealed: Literal["keypers"] = Field(
+        description="The report is sealed to the site's keypers, not held by the server."
+    )
+    received_at: Instant
+    sealed_until: Instant = Field(description="The task's deadline.")
+    signature: Signature
