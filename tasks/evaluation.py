@@ -181,7 +181,7 @@ def task_evaluate_with_releases(
             for contribution in contributions
             if _releases_kept(contribution, collected.get(contribution.id, ()))
         ]
-        Contribution.objects.bulk_update(grown, ["releases"])
+        statements.write_all(*statements.updated_many(grown, ["releases"]))
         now = now_ms()
         if now < releases_from(task) or not _keys_settled(task, contributions, at=now):
             return False

@@ -29,7 +29,7 @@ from ledger.keyper_seal import (
 )
 from ledger.models import Leaf, QueuedEntry
 from ledger.notes import log_origin
-from tasks.evaluation import task_evaluate, tasks_evaluate_due
+from tasks.evaluation import task_evaluate, task_evaluate_with_releases, tasks_evaluate_due
 from tasks.jobs import evaluate_due
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.rendered import stored_view
@@ -95,6 +95,11 @@ def _item(task: Task, contribution: Contribution) -> dict[str, Any]:
         i for i in task.evaluation["contributions"] if i["contribution_id"] == str(contribution.id)
     ]
     return item
+
+
+def _item_all(task: Task) -> list[dict[str, Any]]:
+    task.refresh_from_db()
+    return task.evaluation["contributions"]
 
 
 def _released_at(task: Task):
@@ -293,6 +298,32 @@ def test_the_sweep_waits_for_k_releases_of_every_report_then_evaluates_once(
     task.refresh_from_db()
     assert task.evaluated_at == evaluated_at
     assert len(_evaluation_entries(task)) == 1
+
+
+def test_releases_a_sweep_collected_are_kept_once_each_under_the_tasks_lock(
+    poster, post_task, seal_to, keypers, time_machine
+):
+    # Given two reports, one with its first keyper's release kept by an earlier sweep
+    task = post_task(poster)
+    first, second = seal_to(task), seal_to(task)
+    at = _released_at(task)
+    releases_keep(first, keypers[:1], released_at=at)
+    time_machine.move_to(at + timedelta(seconds=1), tick=False)
+    made = {c.id: [release(k, c, released_at=at) for k in keypers] for c in (first, second)}
+
+    # When a sweep brings the first keyper's again and the second's, and one release of the other
+    assert not task_evaluate_with_releases(
+        task_id=task.pk, collected={first.id: made[first.id], second.id: made[second.id][2:]}
+    )
+
+    # Then each is kept once, and the task waits for the other's second release
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert [r["keyper"] for r in first.releases] == [k.name for k in keypers]
+    assert second.releases == made[second.id][2:]
+    assert task_evaluate_with_releases(task_id=task.pk, collected={second.id: made[second.id]})
+    assert [len(i["sealed"]["releases"]) for i in _item_all(task)] == [3, 3]
+    assert not task_evaluate_with_releases(task_id=task.pk, collected={})
 
 
 def test_a_report_without_k_releases_at_the_end_of_the_grace_is_keys_unavailable(
