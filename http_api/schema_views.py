@@ -145,7 +145,13 @@ _WRAPPERS: dict[str, dict[str, Any]] = {
                     {
                         "task_id": {"type": "string"},
                         "receipt": _ref("Receipt"),
-                        "report": _ref("ContributionReport"),
+                        "report": {
+                            "anyOf": [_ref("ContributionReport"), {"type": "null"}],
+                            "description": (
+                                "Null while sealed to the keypers (the server cannot open it "
+                                "before their releases) and when its evaluation found it void."
+                            ),
+                        },
                     }
                 ),
             },
