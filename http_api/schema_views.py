@@ -157,11 +157,11 @@ _WRAPPERS: dict[str, dict[str, Any]] = {
                         "task_id": {"type": "string"},
                         "receipt": _ref("AnyReceipt"),
                         "report": {
-                            "description": (
-                                "Null for a keyper-sealed report until its evaluation opens it: "
-                                "the server cannot read it before."
-                            ),
                             "anyOf": [_ref("ContributionReport"), {"type": "null"}],
+                            "description": (
+                                "Null while sealed to the keypers (the server cannot open it "
+                                "before their releases) and when its evaluation found it void."
+                            ),
                         },
                     }
                 ),

@@ -293,13 +293,18 @@ def _task_lock_for_contribution() -> str:
 def due_sql() -> str:
     """Whether any open task is past its deadline (`due_params`), as a boolean expression: alone,
     or inside a read's statement (the A2A door's reads, which then have the domain evaluate it first).
-    The earliest open deadline is compared with now, which PostgreSQL reads off the end of the
-    `task_due` index whatever its statistics say; asked as "does any open task have `deadline <=
-    now`", it may plan a scan of the whole table."""
+    A task whose keys are pending is not due to a read: only the worker evaluates it, once the
+    keypers have released (SPEC §15.8).
+    The earliest such deadline up to now is read off the `task_due` index (status, deadline,
+    keys_pending), whatever the statistics say: the scan starts at the earliest open deadline and
+    stops at the first task whose keys are not pending, having passed at most the tasks still
+    waiting for their keys (their grace is minutes). Asked as "does any open task have `deadline
+    <= now`", PostgreSQL may plan a scan of the whole table."""
     deadline, status = statements.column(Task, "deadline"), statements.column(Task, "status")
+    keys_pending = statements.column(Task, "keys_pending")
     return (
-        f"COALESCE((SELECT MIN({deadline}) FROM {statements.table(Task)} "
-        f"WHERE {status} = %(working)s) <= %(now)s, false)"
+        f"(SELECT MIN({deadline}) FROM {statements.table(Task)} WHERE {status} = %(working)s "
+        f"AND {deadline} <= %(now)s AND NOT {keys_pending}) IS NOT NULL"
     )
 
 

@@ -80,8 +80,61 @@ class RevealedContribution(View):
     report: ContributionReport
 
 
+class Release(View):
+    """A keyper's signed release of its share of a sealed report's key (SPEC §15.8)."""
+
+    keyper: str = Field(description="The keyper's name: its witness name.")
+    index: Annotated[int, Field(ge=1, description="The share's index (1-based).")]
+    share: str = Field(description="The 16 share bytes, base64url without padding.")
+    released_at: Instant
+    signature: str = Field(
+        description=(
+            "Ed25519 by the keyper's witness key over JCS of {keyper, site, task_id, "
+            "contribution_id, index, share, released_at}, base64url."
+        )
+    )
+
+
+class SealedEnvelope(View):
+    ciphertext: str | None = Field(
+        default=None,
+        description=(
+            "base64url: nonce and AES-128-GCM of JCS({report, salt}); absent on a report void for "
+            "private content."
+        ),
+    )
+    ciphertext_digest: Digest
+    threshold: Annotated[int, Field(ge=1, description="The releases needed to open it (k).")]
+    releases: list[Release] | None = Field(
+        default=None,
+        description="Every release collected, by index; absent on a report void for private content.",
+    )
+
+
+class VoidReason(View):
+    code: str = Field(
+        description="The rule's code (SPEC §6), or keys_unavailable or inconsistent_shares."
+    )
+    message: str
+
+
+class KeyperSealedContribution(View):
+    """A contribution sealed to the keypers (SPEC §15.8): its envelope and releases, then its report
+    as a plain item has it, or why it is void (counted in no verdict)."""
+
+    contribution_id: Uuid
+    received_at: Instant
+    commitment: Digest = Field(description="The contributor's commitment, as logged.")
+    sealed: SealedEnvelope
+    report_digest: Digest | None = None
+    salt: Salt | None = None
+    report: ContributionReport | None = None
+    void: VoidReason | None = None
+
+
 class Evaluation(View):
-    """`cairn.evaluation/0.1` (SPEC §4.3): a summary of participant reports, not a certificate of truth."""
+    """`cairn.evaluation/0.1` (SPEC §4.3): a summary of participant reports, not a certificate of
+    truth. `counts`, `outcome` and `verdict` are over the contributions that are not void."""
 
     schema_: Literal["cairn.evaluation/0.1"] = Field(alias="schema")
     rule: Literal["cairn.rules/0.1"]
@@ -90,7 +143,7 @@ class Evaluation(View):
     evaluated_at: Instant
     min_independent: Annotated[int, Field(ge=2, le=5)]
     counts: VerdictCounts
-    contributions: list[RevealedContribution] = Field(
+    contributions: list[RevealedContribution | KeyperSealedContribution] = Field(
         description="Every contribution, in the order received."
     )
 
