@@ -171,6 +171,17 @@ async def token_agent(
     )
 
 
+def unauthenticated_reply(refused: TokenRefusal) -> Reply:
+    """HTTP's 401 for a request without a valid token, with the challenge. The body is the
+    google.rpc.Status A2A 1.0 §11.6 writes for an HTTP error, `UNAUTHENTICATED` as in A2A's
+    §3.3.2, and carries no A2A ErrorInfo: authentication is not one of A2A's errors (gRPC's
+    UNAUTHENTICATED carries none either), and an SDK client reads an ErrorInfo's reason before the
+    status, so INVALID_REQUEST there made the Python client report a request to fix instead of
+    the HTTP 401 it reports on JSON-RPC."""
+    status = {"code": 401, "status": "UNAUTHENTICATED", "message": refused.error.message}
+    return Reply(401, json_bytes({"error": status}), CHALLENGE_HEADERS)
+
+
 # The version.
 
 

@@ -97,9 +97,12 @@ def test_a_refused_write_is_the_agent_message_of_json_rpc(http, poster):
 def test_message_send_needs_a_token_before_anything_else(http):
     answer = rest(http, "POST", "/message:send", content=b"{not json", version=None)
 
-    assert rest_error(answer, 401, "INVALID_REQUEST")["status"] == "UNAUTHENTICATED"  # AIP-193
+    assert answer.status_code == 401, answer.text
     assert answer.headers["WWW-Authenticate"] == 'Bearer realm="cairn"'
-    assert "Bearer token" in answer.json()["error"]["message"]
+    error = answer.json()["error"]
+    # A2A 1.0 §3.3.2: HTTP 401 / UNAUTHENTICATED; no A2A ErrorInfo, as authentication is none of A2A's errors
+    assert (error["code"], error["status"]) == (401, "UNAUTHENTICATED") and "details" not in error
+    assert "Bearer token" in error["message"]
 
 
 def test_the_version_is_checked_after_the_token_and_before_the_body(http, poster, subtests):

@@ -358,10 +358,10 @@ class A2ARestDoor(A2ADoor):
             method, f"/api/a2a{path}", json=body, params=query, headers=headers
         )
         answer = response.json()
+        if response.status_code == 401 and answer["error"]["status"] == "UNAUTHENTICATED":
+            return error("unauthorized")
         if "error" in answer:
             reason = answer["error"]["details"][0]["reason"]
-            if response.status_code == 401 and reason == "INVALID_REQUEST":
-                return error("unauthorized")
             return error(A2A_REST_REASONS.get(reason, f"http+json {reason}"))
         return answer
 
