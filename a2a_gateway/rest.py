@@ -240,7 +240,8 @@ async def rest_reply(
                     model(), query, path_params.get("id"), as_sent.status, reads
                 )
                 if served is not None:
-                    return Reply(200, served, content_type=A2A_JSON_MEDIA_TYPE)
+                    served_body, shown = served
+                    return Reply(200, served_body, content_type=A2A_JSON_MEDIA_TYPE, shown=shown)
             unreadable = _query_refusal(query, model)
             if unreadable is not None:
                 return unreadable

@@ -38,6 +38,7 @@ from a2a_gateway.reads import DjangoSource
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
+from core.caching import Shown
 from core.errors import method_not_allowed
 from core.outages import outage_refusal
 from core.policy import WWW_AUTHENTICATE, body_limit
@@ -61,12 +62,14 @@ REQUEST_HANDLER = CairnRequestHandler()
 
 @dataclass(frozen=True)
 class Reply:
-    """An HTTP answer in the plainest form both servers can send."""
+    """An HTTP answer in the plainest form both servers can send; `shown`: what a public read's
+    answer shows, from which each server has `core.caching` write its caching headers."""
 
     status: int
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
     content_type: str = JSON_TYPE
+    shown: Shown | None = None
 
 
 def json_bytes(payload: Any) -> bytes:

@@ -135,6 +135,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "core.middleware.SecurityHeadersMiddleware",
+    "core.middleware.CachingMiddleware",
     "cairn.error_pages.BrandedErrorsMiddleware",
     "core.middleware.OutageMiddleware",
     "http_api.fallback.ApiJsonMiddleware",
