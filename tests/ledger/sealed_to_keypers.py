@@ -1,10 +1,8 @@
 """Reports sealed to keypers whose keys a test holds, and releases the test makes as those keypers.
 
-`sealed_contribute` stores a `cairn.task.contribution.sealed/0.1` payload as the sealed receipt
-stores it (SPEC §15.8: the envelope without `schema` and `approval`, plus its ciphertext digest
-and threshold; no report digest, salt or server seal; the contribution's log entry with the
-contributor's commitment; the task's keys pending), until `contribution_submit` takes the sealed
-form on main (then this calls it).
+`sealed_contribute` sends a `cairn.task.contribution.sealed/0.1` payload through the one write
+pipeline (`contribution_submit`), which keeps its envelope and sets the task's keys pending; the
+test's keypers must be the site's (`CAIRN_KEYPERS`).
 """
 
 from __future__ import annotations
@@ -16,30 +14,25 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from django.db import transaction
-from django.db.models import F
 
-from agents.models import Agent
-from core.clock import format_instant, now_ms
-from ledger.entries import CONTRIBUTION
+from agents.models import Agent, Door
+from core.clock import format_instant
 from ledger.keyper_seal import (
     Keyper,
     ShareContext,
     b64u,
     b64u_decode,
-    ciphertext_digest,
     keyper_public,
     release_claims,
     release_sign,
     seal,
     share_open,
 )
-from ledger.keypers import keyper_threshold
-from ledger.models import Leaf
 from ledger.notes import log_origin
-from ledger.services import log_queue, log_sequence
+from ledger.services import log_sequence
 from tasks.models import Contribution, Task
-from tasks.rendered import tasks_render
+from tasks.selectors import task_log_index
+from tasks.services import contribution_submit
 
 
 @dataclass(frozen=True)
@@ -67,7 +60,9 @@ def keypers_held(count: int = 3) -> list[HeldKeyper]:
 def task_entry_index(task: Task) -> int:
     """The leaf index of the task's log entry, sequencing what is queued first."""
     log_sequence()
-    return Leaf.objects.filter(task_id=task.pk).order_by("index").values_list("index", flat=True)[0]
+    index = task_log_index(task.pk)
+    assert index is not None
+    return index
 
 
 def sealed_payload(
@@ -86,37 +81,15 @@ def sealed_payload(
 
 
 def sealed_contribute(agent: Agent, task: Task, payload: dict[str, Any]) -> Contribution:
-    """Store the sealed payload as the sealed receipt does (the module's docstring)."""
-    envelope = {key: value for key, value in payload.items() if key not in ("schema", "approval")}
-    envelope["ciphertext_digest"] = ciphertext_digest(b64u_decode(payload["ciphertext"]))
-    envelope["threshold"] = keyper_threshold()
-    with transaction.atomic():
-        contribution = Contribution.objects.create(
-            task=task,
-            agent=agent,
-            operation_id=str(uuid.uuid4()),
-            report_digest="",
-            salt="",
-            received_at=now_ms(),
-            keyper_seal=envelope,
-        )
-        log_queue(
-            [
-                {
-                    "type": CONTRIBUTION,
-                    "task_id": str(task.pk),
-                    "contribution_id": str(contribution.id),
-                    "commitment": payload["commitment"],
-                    "received_at": format_instant(contribution.received_at),
-                }
-            ]
-        )
-        Task.objects.filter(pk=task.pk).update(
-            contributions_count=F("contributions_count") + 1, keys_pending=True
-        )
-        task.refresh_from_db()
-        tasks_render([task])
-    return contribution
+    """Send the sealed payload as `agent`; the contribution as kept."""
+    body = contribution_submit(
+        agent=agent,
+        task_id=task.pk,
+        payload=payload,
+        operation_id=str(uuid.uuid4()),
+        door=Door.HTTP,
+    ).body
+    return Contribution.objects.get(id=body["receipt"]["contribution_id"])
 
 
 def release(
