@@ -53,6 +53,8 @@ superuser:
 # signals make and the group repeat meanwhile.
 run: migrate
 	@echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: make superuser, then /admin/)"
+	@echo "In another terminal, before the walk-throughs, MCP or the verifier:"
+	@echo "  export CAIRN_URL=http://$(HOST):$(PORT)"
 	@export DEBUG=$${DEBUG:-true}; \
 	trap 'trap "" INT TERM; kill $$web $$worker $$grpc 2>/dev/null; wait' EXIT; \
 	trap 'exit 130' INT; trap 'exit 143' TERM; \

@@ -24,6 +24,10 @@ _SDK_CLIENT_MISTAKES = (
 )
 _SDK_ANSWERED_ERROR = "Request Error"
 _SDK_INTERNAL_ERROR = "Code=-32603"
+# The SDK's version check logs every request whose A2A-Version it does not serve at WARNING,
+# though the answer (VersionNotSupportedError) tells the client exactly what to fix.
+_SDK_VERSION_CHECK = "a2a.utils.version_validator"
+_SDK_VERSION_MISMATCH = "Version mismatch:"
 # uvicorn's word for bytes that are not an HTTP request, which it answers with a 400 itself.
 _UVICORN = "uvicorn.error"
 _UVICORN_CLIENT_MISTAKE = "Invalid HTTP request received."
@@ -77,6 +81,8 @@ def _is_client_mistake(record: logging.LogRecord) -> bool:
         if message.startswith(_SDK_ANSWERED_ERROR):
             return _SDK_INTERNAL_ERROR not in message
         return message in _SDK_CLIENT_MISTAKES
+    if record.name == _SDK_VERSION_CHECK:
+        return record.getMessage().startswith(_SDK_VERSION_MISMATCH)
     if record.name == _UVICORN:
         return record.getMessage() == _UVICORN_CLIENT_MISTAKE
     return False

@@ -84,7 +84,8 @@ def _source_problem(url: str) -> str | None:
     if parts.fragment or url.endswith("#"):
         return "must not have a fragment"
     if parts.hostname not in settings.CAIRN_SOURCE_HOSTS or parts.netloc != parts.hostname:
-        return "host is not on this server's source allowlist"
+        allowed = ", ".join(settings.CAIRN_SOURCE_HOSTS)
+        return f"host {parts.netloc} is not on this server's source allowlist ({allowed})"
     return None
 
 

@@ -280,6 +280,19 @@ def test_a_reused_message_id_with_another_payload_is_an_idempotency_conflict(
     assert_nothing_written(tasks=1, contributions=1)
 
 
+def test_a_source_off_the_allowlist_is_refused_naming_the_hosts_allowed(rpc, poster, settings):
+    settings.CAIRN_SOURCE_HOSTS = ["github.com", "docs.python.org"]
+    request = open_task_request(sources=["https://github.com/a", "https://example.com/b"])
+    error = refusal_of(send(rpc, poster, open_task_payload(request)), "source_not_allowed")
+    allowed = (
+        "host example.com is not on this server's source allowlist (github.com, docs.python.org)"
+    )
+    assert error["issues"] == [
+        {"path": "request.sources[1]", "code": "source_not_allowed", "message": allowed}
+    ]
+    assert allowed in error["message"]
+
+
 def test_a_refusal_is_not_recorded_so_a_corrected_retry_is_judged_afresh(rpc, poster):
     message_id = str(uuid.uuid4())
     request = open_task_request(sources=["https://example.com/a"])

@@ -454,6 +454,20 @@ def test_without_a_key_a_retry_is_a_new_write(api, poster):
     assert "Idempotent-Replayed" not in second.headers
 
 
+def test_a_source_off_the_allowlist_is_refused_naming_the_hosts_allowed(api, poster, settings):
+    settings.CAIRN_SOURCE_HOSTS = ["github.com", "docs.python.org"]
+    error = refused(
+        _post_task(api, poster, POSTING_REFUSALS["source_not_allowed"]), 422, "source_not_allowed"
+    )
+    allowed = (
+        "host example.com is not on this server's source allowlist (github.com, docs.python.org)"
+    )
+    assert error["message"] == f"request.sources[0]: {allowed}"
+    assert error["issues"] == [
+        {"path": "request.sources[0]", "code": "source_not_allowed", "message": allowed}
+    ]
+
+
 def test_a_refused_write_is_not_recorded_so_its_key_can_be_retried(api, poster):
     refused(
         _post_task(api, poster, POSTING_REFUSALS["source_not_allowed"], key="fix-and-retry"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,6 +45,12 @@ class Site:
         if self.log_format == "json":
             return json.loads(line)["level"]
         return line.split()[2]  # "date time LEVEL logger [pid] message"
+
+    def is_record(self, line: str) -> bool:
+        """A line the logging configuration wrote (not, say, a Python warning printed as is)."""
+        if self.log_format == "json":
+            return line.startswith("{")
+        return re.match(r"\d{4}-\d\d-\d\d ", line) is not None
 
 
 def _spawn(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -142,6 +149,19 @@ def test_no_token_or_query_string_in_any_log_line_and_client_mistakes_at_info(si
                     "content": b'{"jsonrpc": "2.0", "id": 1, "method": 5}',
                 },
             ),
+            (
+                "POST",
+                "/api/a2a",
+                {"json": {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": "x"}}},
+            ),
+            (
+                "POST",
+                "/api/a2a",
+                {
+                    "headers": {**bearer, "A2A-Version": "9.9"},
+                    "json": {"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": "x"}},
+                },
+            ),
             ("POST", "/api/mcp", {"content": b"{not json"}),
             ("GET", "/.well-known/agent-card.json", {}),
         ]
@@ -168,6 +188,11 @@ def test_no_token_or_query_string_in_any_log_line_and_client_mistakes_at_info(si
     csrf = [line for line in lines if "django.security.csrf" in line]
     assert csrf, lines
     assert {site.level_of(line) for line in csrf} == {"INFO"}
+    # Every request above is a client's mistake: none is logged as the server's fault.
+    alarming = [
+        line for line in lines if site.is_record(line) and site.level_of(line) not in ("INFO",)
+    ]
+    assert not alarming, alarming
     refusals = [line for line in lines if "django.request" in line]
     assert len(refusals) >= 10, lines
     assert {site.level_of(line) for line in refusals} == {"INFO"}

@@ -278,6 +278,11 @@ def make_run(site: Site, tmp_path) -> Iterator[tuple[Started, str, str]]:
         started.kill_group()
 
 
+def test_make_run_prints_the_line_that_points_a_second_terminal_at_it(make_run):
+    started, url, _ = make_run
+    started.wait_for(rf"(?m)^  export CAIRN_URL={re.escape(url)}$")
+
+
 @pytest.mark.parametrize(
     "send",
     [_sigterm_to_the_group, _ctrl_c, _sigterm_to_the_process],
