@@ -876,7 +876,18 @@ def report_texts(report: dict[str, Any]) -> list[tuple[str, str]]:
 
 def report_rules(report: Any, sources: list[str]) -> tuple[str, list[dict[str, str]]]:
     """The first rule the report breaks, in the site's order (shape, the task's sources, the
-    privacy screen), with its issues; ("", []) when it breaks none."""
+    privacy screen), with its issues; ("", []) when it breaks none. A report void for another
+    rule is published with what opens it, so private text anywhere in it, keys and unknown
+    fields too, makes it void as private_content instead, which publishes neither."""
+    code, issues = _first_rule_broken(report, sources)
+    if code and code != "private_content":
+        anywhere = screen(_texts_anywhere(report))
+        if anywhere:
+            return "private_content", anywhere
+    return code, issues
+
+
+def _first_rule_broken(report: Any, sources: list[str]) -> tuple[str, list[dict[str, str]]]:
     code, issues = report_shape_issues(report)
     if code:
         return code, issues
@@ -889,6 +900,19 @@ def report_rules(report: Any, sources: list[str]) -> tuple[str, list[dict[str, s
         return "source_not_in_task", issues
     issues = screen(report_texts(report))
     return ("private_content", issues) if issues else ("", [])
+
+
+def _texts_anywhere(value: Any, path: str = "") -> Iterable[tuple[str, str]]:
+    """Every string in a JSON value with its path, each key screened before what is under it."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, member in value.items():
+            yield path, key
+            yield from _texts_anywhere(member, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, member in enumerate(value):
+            yield from _texts_anywhere(member, f"{path}[{index}]")
 
 
 # --- The site, and what this verifier pinned of it ---------------------------------------------
@@ -1583,6 +1607,7 @@ def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[st
 # --- Keyper-sealed contributions (§15.8) --------------------------------------------------------
 
 RULE_VOIDS = ("unknown_schema", "invalid_payload", "source_not_in_task")
+SALT_BYTES = 32
 
 
 @dataclass(frozen=True)
@@ -1656,8 +1681,9 @@ def _key(sealed: Sealed, releases: list[dict[str, Any]]) -> bytes:
 
 
 def _opened(sealed: Sealed, ciphertext: bytes, key: bytes) -> tuple[Any, str]:
-    """The report and salt sealed under `key`; SealError when it does not open to them."""
-    return report_open(
+    """The report and salt sealed under `key`; SealError when it does not open to them, or to a
+    salt that is not 32 random bytes (§15.2), which the site voids as invalid_payload too."""
+    report, salt = report_open(
         ciphertext,
         key,
         site=sealed.origin,
@@ -1665,6 +1691,13 @@ def _opened(sealed: Sealed, ciphertext: bytes, key: bytes) -> tuple[Any, str]:
         deadline=sealed.deadline,
         commitment=sealed.contribution_entry[1]["commitment"],
     )
+    try:
+        salt_bytes = len(b64u_decode(salt))
+    except ValueError:
+        salt_bytes = 0
+    if salt_bytes != SALT_BYTES:
+        raise SealError(f"salt: must be {SALT_BYTES} random bytes, base64url without padding")
+    return report, salt
 
 
 def sealed_of(

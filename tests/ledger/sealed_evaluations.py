@@ -34,10 +34,11 @@ from ledger.keyper_seal import (
     share_open,
 )
 from ledger.notes import log_origin
+from ledger.receipts import receipt_sign
 from ledger.services import log_queue, log_sequence
 from ledger.witnesses import witnesses_cosign
-from tasks.models import Task
-from tasks.rendered import task_view
+from tasks.models import Task, TaskStatus
+from tasks.rendered import task_view, tasks_render
 from tests.ledger.witness_processes import WitnessProcess
 
 VERDICTS = ("source_supported", "source_contradicted", "source_unclear")
@@ -249,10 +250,37 @@ class SealedEvaluation:
         )
         return salt
 
+    def receipt(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The signed receipt the site gave for a sealed item's contribution (§15.8)."""
+        claims = {
+            "contribution_id": item["contribution_id"],
+            "task_id": str(self.task.id),
+            "operation_id": str(uuid.uuid4()),
+            "commitment": item["commitment"],
+            "ciphertext_digest": item["sealed"]["ciphertext_digest"],
+            "sealed": "keypers",
+            "received_at": item["received_at"],
+            "sealed_until": self.deadline,
+        }
+        return {**claims, "signature": receipt_sign(claims)}
+
+    def contributor_files(self, item: dict[str, Any], directory: Path) -> tuple[Path, Path]:
+        """What its contributor keeps: the receipt, and the report with its salt and the sealed
+        payload (as the local MCP keeps them), as two files."""
+        payload = self.kept[item["contribution_id"]]["payload"]
+        report = self.kept[item["contribution_id"]]["report"]
+        salt = self.salt_of(payload, item["contribution_id"])
+        receipt_file = directory / f"{item['contribution_id']}.receipt.json"
+        receipt_file.write_text(json.dumps(self.receipt(item)))
+        report_file = directory / f"{item['contribution_id']}.sealed.json"
+        report_file.write_text(json.dumps({"report": report, "salt": salt, "sealed": payload}))
+        return receipt_file, report_file
+
     def published(self, path: Path, *, counted_void: bool = False) -> Path:
-        """The evaluation of the items so far, logged (its entry after theirs) and saved as the
-        task file a verifier reads; the counts over the items that are not void (or over all
-        of them, as a keeper who counts a void one would)."""
+        """The evaluation of the items so far, logged (its entry after theirs), published by the
+        site as a keeper holding its database would, and saved as the task file a verifier
+        reads; the counts over the items that are not void (or over all of them, as a keeper who
+        counts a void one would)."""
         sequenced_and_witnessed()
         counted = [i for i in self.items if counted_void or "void" not in i]
         verdicts = [item["report"]["verdict"] for item in counted if "report" in item]
@@ -285,14 +313,13 @@ class SealedEvaluation:
             ]
         )
         sequenced_and_witnessed()
-        view = {
-            **task_view(Task.objects.get(pk=self.task.pk)),
-            "state": "evaluated",
-            "contributions_received": len(self.items),
-            "outcome": outcome,
-            "verdict": verdict,
-            "evaluated_at": evaluated_at,
-            "evaluation": evaluation,
-        }
-        path.write_text(json.dumps({"task": view}))
+        Task.objects.filter(pk=self.task.pk).update(
+            evaluation=evaluation,
+            outcome=outcome,
+            verdict=verdict or "",
+            status=TaskStatus.FAILED if outcome == "unresolved" else TaskStatus.COMPLETED,
+            evaluated_at=parse_instant(evaluated_at),
+        )
+        tasks_render(Task.objects.filter(pk=self.task.pk))
+        path.write_text(json.dumps({"task": task_view(Task.objects.get(pk=self.task.pk))}))
         return path
