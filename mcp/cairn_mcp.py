@@ -1622,10 +1622,15 @@ async def _releases_ask_one(config: Config, http: httpx.AsyncClient, path: Path)
     }
     added = []
     for share, keyper in zip(kept["sealed"]["shares"], kept["keypers"], strict=True):
-        if keyper["name"] not in released:
+        if keyper["name"] in released:
+            continue
+        try:
             release = await _release_ask(http, kept, share, keyper, contribution_entry)
-            if release is not None:
-                added.append(release)
+        except (httpx.HTTPError, ToolRefusal, ValueError, KeyError) as exc:
+            logger.info("keyper %s gave no release of %s: %s", keyper["name"], path.name, exc)
+            continue
+        if release is not None:
+            added.append(release)
     if added:
         keep_private(config, path, {**kept, "releases": [*kept["releases"], *added]})
 
