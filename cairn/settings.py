@@ -81,6 +81,21 @@ CAIRN_KEYPER_THRESHOLD = env_int(
     maximum=len(CAIRN_KEYPERS),
 )
 CAIRN_KEYPER_GRACE_S = env_int("CAIRN_KEYPER_GRACE_S", 600, minimum=0)
+# A keyper signs its releases with its witness key, and a site checks them with the witness key
+# it configured under the keyper's name: neither works without the other, so say so at start-up.
+if CAIRN_KEYPER_KEY and not CAIRN_WITNESS_SIGNING_KEY:
+    raise ImproperlyConfigured(
+        "CAIRN_KEYPER_KEY needs CAIRN_WITNESS_SIGNING_KEY: a keyper is a witness and signs its "
+        "releases with its witness key"
+    )
+_unwitnessed = [
+    k["name"] for k in CAIRN_KEYPERS if k["name"] not in {w["name"] for w in CAIRN_WITNESSES}
+]
+if _unwitnessed:
+    raise ImproperlyConfigured(
+        f"CAIRN_KEYPERS names {', '.join(_unwitnessed)}, not among CAIRN_WITNESSES: a keyper's "
+        "releases are checked with the witness key configured under its name"
+    )
 # How often the sequencer integrates queued log entries and publishes a checkpoint (§15.3).
 CAIRN_LOG_INTERVAL_S = env_int("CAIRN_LOG_INTERVAL_S", 5, minimum=1, maximum=10)
 

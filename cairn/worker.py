@@ -5,9 +5,11 @@ A django-q2 cluster's workers share one in-memory task queue, and the worker wai
 holds that queue's read lock. If it is killed there (SIGKILL, the OOM killer), the lock dies with
 it: the other workers and its replacement wait on the lock forever, while the pusher keeps taking
 jobs from the broker for a cluster that will never run them. The monitor holds the result queue's
-lock the same way. So when a worker or the monitor dies unasked, the sentinel ends the cluster's
-processes and starts them anew around fresh queues. Jobs they held are handed out again by the
-broker (the ORM broker after `retry`), and the sweep evaluates any task whose job was lost.
+read lock the same way, and a process killed while its queue's feeder thread writes (the pusher,
+a worker handing in a result) leaves that queue's write lock held. So when any process of the
+cluster dies unasked, the sentinel ends the cluster's processes and starts them anew around fresh
+queues. Jobs they held are handed out again by the broker (the ORM broker after `retry`), and the
+sweep evaluates any task whose job was lost.
 
 A sentinel may also start while the database is down (everything restarted at once, a worker
 replaced in an outage): django-q2's ORM broker opens a connection the moment it is made, and a
@@ -40,11 +42,34 @@ cluster does not ignore. That is safe by the jobs' design: each job commits its 
 transactions and may run any number of times (tasks/jobs.py), so a job ended midway is left to
 run again (the ORM broker hands it out again after `retry`, the sweep catches the rest), never
 half-applied.
+
+Guarding (SPEC §4.3: evaluated within a minute of the deadline, whatever dies). django-q2's guard
+loop takes each worker's timer lock, which the worker also takes to hand in a job's result. A
+worker killed right after a job, in that instant, leaves the lock held for good, and the loop
+waits on it forever: no process is replaced, no schedule is run, nothing is evaluated until a
+restart (upstream django-q2 #23, #339). django-q2's queues count their items under one more
+shared lock, which every put and get takes and the loop's status reads. So the sentinel guards
+with a loop of its own that waits on no lock a dead process may hold:
+
+- A worker found dead is dealt with without its lock: its timer is read as it was left.
+- A live worker's timer lock is waited for one guard cycle at most: a worker holds it for an
+  instant (to set its timer, to hand a result in), so a lock not free by then is one a worker
+  that has just died holds, and the next cycle finds the worker dead.
+- The queues are multiprocessing's own, whose size and emptiness are read without a lock.
+- Only a worker that ended itself, cleanly, after a job's timeout or to be recycled is replaced
+  alone, as django-q2 does. Any other end of any process starts the cluster's processes anew,
+  and so does a worker still in a job past its time once it is ended.
+- Each renewal queues a sweep first, as a start does: what fell due while the killed processes
+  held its evaluation is evaluated now, not when the broker hands their jobs out again (the ORM
+  broker after 60 s, Redis never) or the next sweep falls due.
+- The scheduler runs every 30 s of the clock, not every 30 s worth of guard cycles, which
+  renewals lengthen.
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing.queues
 import os
 import queue
 import select
@@ -59,8 +84,9 @@ from multiprocessing.process import BaseProcess
 from django.db import connection
 from django_q.brokers import Broker, get_broker
 from django_q.cluster import Sentinel, get_mp_context
+from django_q.conf import Conf
 from django_q.humanhash import humanize
-from django_q.queues import Queue
+from django_q.scheduler import scheduler
 from django_q.status import Stat
 from django_q.tasks import async_task
 
@@ -78,6 +104,8 @@ _RETRY_S = 1.0
 _PUSHER_S, _WORKERS_S, _MONITOR_S = 2.0, 6.0, 7.0
 # After SIGKILL a process is gone at once, unless it is in the kernel's uninterruptible sleep.
 _REAP_S = 1.0
+# How often the guard runs django-q2's scheduler, as django-q2 does.
+_SCHEDULER_EVERY_S = 30.0
 
 
 class ProcessFlag:
@@ -146,31 +174,93 @@ def _broker_once_the_database_answers(stop_event) -> Broker | None:
         return None
 
 
-def _sweep_first(broker: Broker) -> None:
+def _queues() -> tuple[multiprocessing.queues.Queue, multiprocessing.queues.Queue]:
+    """A cluster's task and result queues, the task queue bounded as django-q2 bounds it:
+    multiprocessing's own, whose size and emptiness are read without a lock (the module's
+    docstring)."""
+    context = get_mp_context()
+    return context.Queue(maxsize=Conf.QUEUE_LIMIT or 0), context.Queue()
+
+
+def _timer(worker: BaseProcess) -> float:
+    """A worker's timer, read without its lock: call when the worker is dead or the guard holds
+    the lock."""
+    return worker.timer.get_obj().value  # type: ignore[attr-defined]
+
+
+def _sweep_first(broker: Broker, *, on: str) -> None:
+    """Queue a sweep as a new generation's first job; when it cannot be queued, the schedule runs
+    one soon enough, and the cluster goes on."""
     try:
-        async_task("tasks.jobs.evaluate_due", broker=broker, task_name="sweep on start")
+        async_task("tasks.jobs.evaluate_due", broker=broker, task_name=f"sweep on {on}")
     except Exception as exc:
         if not is_outage(exc):
-            raise
-        logger.warning("no sweep on start, the database is unavailable: the schedule will run it")
+            logger.exception("no sweep on %s: the schedule will run it", on)
+            return
+        logger.warning("no sweep on %s, the database is unavailable: the schedule will run it", on)
 
 
 class QueueRenewingSentinel(Sentinel):
     pool: list[BaseProcess]
-    task_queue: Queue
-    result_queue: Queue
+    task_queue: multiprocessing.queues.Queue
+    result_queue: multiprocessing.queues.Queue
 
     def __init__(self, stop_event, start_event, cluster_id, broker=None, timeout=None, start=True):
         _ignore_stop_signals()
         broker = broker or _broker_once_the_database_answers(stop_event)
         if broker is None:
             return
-        _sweep_first(broker)
+        _sweep_first(broker, on="start")
         super().__init__(stop_event, start_event, cluster_id, broker, timeout, start=False)
         _ignore_stop_signals()  # django-q2's sentinel gave SIGTERM its default action back
+        self.task_queue, self.result_queue = _queues()
         self.event_out = ProcessFlag()  # the pusher's stop flag: a pusher may be killed too
         if start:
             self.start()
+
+    def guard(self) -> None:
+        """django-q2's guard loop, waiting on no lock a process of the cluster may hold (the
+        module's docstring): each cycle it looks at the workers, the monitor and the pusher,
+        runs the scheduler when it is time, and saves the cluster's status."""
+        cluster = f"{humanize(self.cluster_id.hex)} [{self.queue_name()}]"
+        logger.info("%s guarding cluster %s", current_process().name, cluster)
+        self.start_event.set()
+        Stat(self).save()
+        logger.info("Q Cluster %s running.", cluster)
+        cycle = Conf.GUARD_CYCLE
+        schedule_at = time.monotonic() + _SCHEDULER_EVERY_S
+        while True:
+            for worker in list(self.pool):
+                self._guard_worker(worker, cycle)
+            for process in (self.monitor, self.pusher):
+                if not process.is_alive():
+                    self.reincarnate(process)
+            if Conf.SCHEDULER and time.monotonic() >= schedule_at:
+                schedule_at = time.monotonic() + _SCHEDULER_EVERY_S
+                scheduler(broker=self.broker)
+            Stat(self).save()
+            if self.stop_event.wait(cycle):
+                break
+        self.stop()
+
+    def _guard_worker(self, worker: BaseProcess, cycle: float) -> None:
+        """django-q2's look at one worker: replace it when it is dead or out of time, else count
+        its job's time down. Its timer lock is waited for `cycle` at most."""
+        if worker not in self.pool:
+            return  # a worker of the generation a renewal this cycle replaced
+        if not worker.is_alive():
+            self.reincarnate(worker)
+            return
+        lock = worker.timer.get_lock()  # type: ignore[attr-defined]
+        if not lock.acquire(timeout=cycle):
+            return  # held longer than a worker ever holds it: its worker died, as the next cycle sees
+        try:
+            if _timer(worker) == _TIMED_OUT or not worker.is_alive():
+                self.reincarnate(worker)
+            elif _timer(worker) > 0:
+                worker.timer.get_obj().value -= cycle  # type: ignore[attr-defined]
+        finally:
+            lock.release()
 
     def stop(self) -> None:
         """django-q2's order (the pusher, then the workers, then the monitor), each with its
@@ -196,18 +286,21 @@ class QueueRenewingSentinel(Sentinel):
         Stat(self).save()
 
     def reincarnate(self, process) -> None:
+        """Replace a worker that ended itself after a job's timeout or to be recycled alone, as
+        django-q2 does; for any other end of any process, start the cluster's processes anew
+        (the module's docstring). A worker still running a job past its time is given a moment
+        to end by itself, then ended."""
         if process not in self.pool and process not in (self.monitor, self.pusher):
             return  # a process of the generation already replaced
-        died_unasked = process is self.monitor or (
-            process in self.pool and int(process.timer.value) not in (_TIMED_OUT, _RECYCLED)
-        )
-        if not died_unasked:
-            super().reincarnate(process)
-            if process.is_alive():  # past its job's timeout: django-q2's SIGTERM is ignored here
-                _end([process], by=time.monotonic() + _REAP_S)
-            return
+        if process in self.pool and _timer(process) in (_TIMED_OUT, _RECYCLED):
+            process.join(timeout=_REAP_S)  # one that timed out itself is on its way out
+            if process.exitcode == 0:
+                super().reincarnate(process)
+                return
         logger.critical(
-            "cluster process %s died unasked: starting the cluster's processes anew", process.name
+            "cluster process %s %s: starting the cluster's processes anew",
+            process.name,
+            "ran past its job's time" if process.is_alive() else "died unasked",
         )
         generation = [*self.pool, self.monitor, self.pusher]
         for old in generation:
@@ -215,9 +308,9 @@ class QueueRenewingSentinel(Sentinel):
                 old.kill()
         for old in generation:
             old.join(timeout=_REAP_S)
-        self.task_queue = Queue()
-        self.result_queue = Queue()
+        self.task_queue, self.result_queue = _queues()
         self.event_out = ProcessFlag()
+        _sweep_first(self.broker, on="renewal")
         self.spawn_cluster()
         self.reincarnations += 1
 

@@ -2,8 +2,8 @@
 
 from django.urls import path
 
+from http_api import keyper, witness
 from http_api import ledger as apis
-from http_api import witness
 from http_api.tiles import TileApi
 
 urlpatterns = [
@@ -18,4 +18,11 @@ urlpatterns = [
     path("verify/cairn_verify.py", apis.verifier_file, name="verifier"),
     path("api/witness", witness.witness_view, name="witness"),
     path("api/witness/add-checkpoint", witness.add_checkpoint_view, name="witness-add-checkpoint"),
+    path(
+        "api/witness/<str:origin_digest>/checkpoint",
+        witness.cosigned_checkpoint_view,
+        name="witness-checkpoint",
+    ),
+    path("api/keyper", keyper.keyper_view, name="keyper"),
+    path("api/keyper/release", keyper.release_view, name="keyper-release"),
 ]

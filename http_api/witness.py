@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import wraps
+from typing import Concatenate, ParamSpec
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -22,6 +23,8 @@ from ledger.witness import (
     Refused,
     WitnessRefusal,
     add_checkpoint,
+    cosigned_latest,
+    origin_by_digest,
     witness_description,
     witness_enabled,
 )
@@ -37,16 +40,18 @@ STATUS = {
 }
 TEXT = "text/plain; charset=utf-8"
 
-View = Callable[[HttpRequest], HttpResponse]
+P = ParamSpec("P")
 
 
-def _when_witness(view: View) -> View:
+def _when_witness(
+    view: Callable[Concatenate[HttpRequest, P], HttpResponse],
+) -> Callable[Concatenate[HttpRequest, P], HttpResponse]:
     @wraps(view)
-    def wrapped(request: HttpRequest) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
         if not witness_enabled():
             refusal = Refusal(ErrorCode.NOT_FOUND, "this site is not a witness")
             return JsonResponse(refusal.as_body(), status=404)
-        return view(request)
+        return view(request, *args, **kwargs)
 
     return wrapped
 
@@ -56,18 +61,29 @@ def _refused(status: int, reason: str) -> HttpResponse:
     return HttpResponse(reason + "\n", status=status, content_type=TEXT)
 
 
-@csrf_exempt
-@_when_witness
-@require_POST
-def add_checkpoint_view(request: HttpRequest) -> HttpResponse:
+def body_within_limit(request: HttpRequest) -> bytes | None:
+    """The request's body, or None when it is over the limit every door has (§6): a declared
+    length over it is not read at all, and a chunked body (no length) is read one byte past it."""
     limit = body_limit()
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         length = 0
-    body = b"" if length > limit else request.read(limit + 1)  # chunked bodies have no length
-    if length > limit or len(body) > limit:
-        return _refused(413, f"the body is over {limit // 1024} KiB")
+    body = b"" if length > limit else request.read(limit + 1)
+    return None if length > limit or len(body) > limit else body
+
+
+def over_limit_reason() -> str:
+    return f"the body is over {body_limit() // 1024} KiB"
+
+
+@csrf_exempt
+@_when_witness
+@require_POST
+def add_checkpoint_view(request: HttpRequest) -> HttpResponse:
+    body = body_within_limit(request)
+    if body is None:
+        return _refused(413, over_limit_reason())
     try:
         cosignature = add_checkpoint(body)
     except WitnessRefusal as refusal:
@@ -84,3 +100,20 @@ def add_checkpoint_view(request: HttpRequest) -> HttpResponse:
 @require_safe
 def witness_view(request: HttpRequest) -> HttpResponse:
     return JsonResponse(witness_description())
+
+
+@csrf_exempt
+@_when_witness
+@require_safe
+def cosigned_checkpoint_view(request: HttpRequest, origin_digest: str) -> HttpResponse:
+    """`GET /api/witness/<hex SHA-256 of origin>/checkpoint`: the latest checkpoint of that log
+    this witness cosigned, with its cosignature (§15.8), so anyone can see which roots a keyper
+    will prove releases against."""
+    origin = origin_by_digest(origin_digest)
+    note = None if origin is None else cosigned_latest(origin)
+    if note is None:
+        refusal = Refusal(ErrorCode.NOT_FOUND, "this witness cosigned no checkpoint of that log")
+        return JsonResponse(refusal.as_body(), status=404)
+    response = HttpResponse(note, content_type=TEXT)
+    response["Cache-Control"] = "no-cache"
+    return response

@@ -137,3 +137,22 @@ def consistency_verify(
             sr = node_hash(sr, c)
         fn, sn = fn >> 1, sn >> 1
     return sn == 0 and fr == first_root and sr == second_root
+
+
+def inclusion_verify(index: int, size: int, leaf: bytes, proof: list[bytes], root: bytes) -> bool:
+    """Whether `proof` shows the leaf hash `leaf` is entry `index` of the tree of `size` leaves
+    whose root is `root`: RFC 9162 §2.1.3.2, for proofs a keyper is handed (§15.8)."""
+    if index >= size:
+        return False
+    fn, sn, r = index, size - 1, leaf
+    for p in proof:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            r = node_hash(p, r)
+            while fn and not fn & 1:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            r = node_hash(r, p)
+        fn, sn = fn >> 1, sn >> 1
+    return sn == 0 and r == root

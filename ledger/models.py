@@ -87,3 +87,48 @@ class WitnessedLog(models.Model):
     tree_size = models.BigIntegerField()
     root_hash = models.BinaryField(max_length=32)
     updated_at = models.DateTimeField()
+
+
+class CosignedCheckpoint(models.Model):
+    """Cairn as a keyper (SPEC §15.8): every checkpoint it cosigned of a log it follows, not only
+    the latest, since a release is proven against any root this keyper vouched for. Written in
+    the transaction that advances `WitnessedLog`, so a root is here exactly when it was cosigned."""
+
+    origin = models.CharField(max_length=255)
+    tree_size = models.BigIntegerField()
+    root_hash = models.BinaryField(max_length=32)
+    # The checkpoint as submitted, with this witness's own cosignature line appended.
+    note = models.TextField()
+    cosigned_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            # A witness never cosigns two roots of one size (§15.4); the same checkpoint cosigned
+            # again keeps its first row. The index also finds a log's latest.
+            models.UniqueConstraint(fields=["origin", "tree_size"], name="cosigned_size_once")
+        ]
+
+
+class KeyperRelease(models.Model):
+    """A share this keyper released (SPEC §15.8), kept as the exact answer it gave, so every
+    later ask gets the same bytes with the first `released_at`.
+
+    Keyed by the sealed share's digest too: anyone can seal bytes to a keyper's public key with
+    the `info` of a real contribution, so if the first release of an index stood for every
+    other, whoever asked first with a forged share would make the keyper repeat that forgery to
+    the contributor, and a sealed report could be voided for good by racing the keypers."""
+
+    origin = models.CharField(max_length=255)
+    contribution_id = models.CharField(max_length=100)
+    index = models.PositiveSmallIntegerField()
+    sealed_share_digest = models.CharField(max_length=64)  # hex SHA-256 of the sealed bytes
+    body = models.TextField()  # the JSON answer, byte for byte
+    released_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["origin", "contribution_id", "index", "sealed_share_digest"],
+                name="released_once",
+            )
+        ]

@@ -4,7 +4,9 @@ A witness keeps, per log it follows, the latest tree it cosigned, and cosigns a 
 only if it extends that tree. Because it refuses a second tree of a size it already cosigned, a
 log whose readers require its cosignature cannot show them different histories. The check and
 the update happen under the log's row lock, so two submissions racing from the same old size
-cannot both advance it, nor can a slower one roll it back.
+cannot both advance it, nor can a slower one roll it back. Every checkpoint it cosigns is also
+kept (`CosignedCheckpoint`, in the same transaction): a keyper proves releases against any root it
+cosigned (§15.8), and anyone can read the latest it cosigned of each log.
 
     old <size>\n                  the size the submitter believes the witness holds
     <base64 hash>\n               at most 63 lines: the consistency proof from that size
@@ -16,8 +18,10 @@ from __future__ import annotations
 
 import base64
 import enum
+import hashlib
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -29,7 +33,7 @@ from django.utils import timezone
 
 from core import statements
 from ledger.merkle import EMPTY_ROOT, consistency_verify
-from ledger.models import WitnessedLog
+from ledger.models import CosignedCheckpoint, WitnessedLog
 from ledger.notes import site_host
 from ledger.signed_note import (
     COSIGNATURE_V1,
@@ -95,13 +99,13 @@ def _private_key(pem: str) -> Ed25519PrivateKey:
     return key
 
 
-def _witness_private_key() -> Ed25519PrivateKey:
+def witness_private_key() -> Ed25519PrivateKey:
     return _private_key(settings.CAIRN_WITNESS_SIGNING_KEY)
 
 
 def witness_verifier_key() -> VerifierKey:
     """The `cosignature/v1` key a log's operator configures to trust this witness."""
-    return private_verifier_key(witness_name(), _witness_private_key(), type=COSIGNATURE_V1)
+    return private_verifier_key(witness_name(), witness_private_key(), type=COSIGNATURE_V1)
 
 
 def witnessed_logs() -> dict[str, list[VerifierKey]]:
@@ -241,13 +245,54 @@ def add_checkpoint(body: bytes) -> str:
             )
         _check_consistent(submission, state)
         now = timezone.now()
+        signature = cosignature_sign(
+            submission.note.body,
+            witness_name(),
+            witness_private_key(),
+            timestamp=int(now.timestamp()),
+        )
         state.tree_size, state.root_hash, state.updated_at = (
             checkpoint.tree_size,
             checkpoint.root,
             now,
         )
-        statements.write_all(statements.updated(state, ["tree_size", "root_hash", "updated_at"]))
-    signature = cosignature_sign(
-        submission.note.body, witness_name(), _witness_private_key(), timestamp=int(now.timestamp())
-    )
+        statements.write_all(
+            statements.updated(state, ["tree_size", "root_hash", "updated_at"]),
+            _cosigned_kept(submission, signature.line, now),
+        )
     return signature.line
+
+
+def _cosigned_kept(submission: Submission, line: str, now: datetime) -> statements.Write:
+    """The row that keeps a cosigned root for the keyper (§15.8); the same checkpoint cosigned
+    again keeps its first row, whose root is the same."""
+    checkpoint = submission.checkpoint
+    return statements.inserted(
+        CosignedCheckpoint,
+        {
+            "origin": checkpoint.origin,
+            "tree_size": checkpoint.tree_size,
+            "root_hash": checkpoint.root,
+            "note": submission.note.text + line,
+            "cosigned_at": now,
+        },
+        ignore_conflicts=True,
+    )
+
+
+def origin_by_digest(digest: str) -> str | None:
+    """The followed log whose origin's hex SHA-256 is `digest` (the path of its checkpoint)."""
+    return next(
+        (o for o in witnessed_logs() if hashlib.sha256(o.encode()).hexdigest() == digest), None
+    )
+
+
+def cosigned_latest(origin: str) -> str | None:
+    """The latest checkpoint this witness cosigned of the log, with its cosignature: what
+    `GET <witness URL>/<hex SHA-256 of origin>/checkpoint` serves (§15.8)."""
+    return (
+        CosignedCheckpoint.objects.filter(origin=origin)
+        .order_by("-tree_size")
+        .values_list("note", flat=True)
+        .first()
+    )

@@ -26,7 +26,15 @@ from calls.models import Call, CallResponse, CallStatus
 from calls.services import call_answer, call_close, call_create, call_edit
 from core import statements
 from ledger.jobs import sequence_log
-from ledger.models import Checkpoint, Cosignature, Leaf, Node, QueuedEntry, WitnessedLog
+from ledger.models import (
+    Checkpoint,
+    Cosignature,
+    CosignedCheckpoint,
+    Leaf,
+    Node,
+    QueuedEntry,
+    WitnessedLog,
+)
 from ledger.witness import add_checkpoint
 from tasks.jobs import evaluate_due
 from tasks.models import Contribution, Sweep, Task, TaskCount
@@ -158,6 +166,7 @@ WRITTEN_BY_SERVICES = {
     Checkpoint,
     Cosignature,
     WitnessedLog,
+    CosignedCheckpoint,
     apps.get_model("a2a_gateway", "TaskForm"),
 }
 

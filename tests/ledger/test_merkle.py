@@ -10,6 +10,7 @@ from ledger.merkle import (
     consistency_ranges,
     consistency_verify,
     inclusion_ranges,
+    inclusion_verify,
     leaf_hash,
     nodes_for,
     parents_closed_by,
@@ -251,3 +252,32 @@ def test_every_proof_the_log_makes_up_to_40_leaves_verifies_and_only_for_its_own
     assert consistency_verify(0, 0, EMPTY_ROOT, EMPTY_ROOT, [])
     assert not consistency_verify(0, 3, EMPTY_ROOT, range_hash(0, 3, nodes), [EMPTY_ROOT])
     assert not consistency_verify(5, 5, range_hash(0, 5, nodes), range_hash(0, 4, nodes), [])
+
+
+@pytest.mark.parametrize("index, size, path", INCLUSION_PROOFS)
+def test_the_keyper_accepts_the_reference_audit_paths_and_nothing_changed(index, size, path):
+    leaf = leaf_hash(bytes.fromhex(LEAF_INPUTS[index]))
+    hashes = [bytes.fromhex(h) for h in path]
+    root = bytes.fromhex(ROOTS[size])
+    assert inclusion_verify(index, size, leaf, hashes, root)
+    assert not inclusion_verify(index, size, leaf[::-1], hashes, root)
+    assert not inclusion_verify(index, size, leaf, hashes, root[::-1])
+    assert not inclusion_verify(index, size, leaf, [*hashes, root], root)
+    for at in range(len(hashes)):
+        assert not inclusion_verify(index, size, leaf, hashes[:at] + hashes[at + 1 :], root)
+        changed = [*hashes[:at], hashes[at][::-1], *hashes[at + 1 :]]
+        assert not inclusion_verify(index, size, leaf, changed, root)
+
+
+def test_every_audit_path_up_to_40_leaves_verifies_and_only_for_its_own_index():
+    nodes = _tree(40)
+    for size in range(1, 41):
+        root = range_hash(0, size, nodes)
+        for index in range(size):
+            leaf = nodes[(0, index)]
+            proof = [range_hash(s, e, nodes) for s, e in inclusion_ranges(index, size)]
+            assert inclusion_verify(index, size, leaf, proof, root), (index, size)
+            assert not inclusion_verify(index + 1, size, leaf, proof, root)
+            if index:
+                assert not inclusion_verify(index - 1, size, leaf, proof, root)
+    assert not inclusion_verify(0, 0, EMPTY_ROOT, [], EMPTY_ROOT)

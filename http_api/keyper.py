@@ -1,0 +1,90 @@
+"""Cairn as a keyper (SPEC §15.8): its description and the release door.
+
+Sites' workers, verifiers and contributors call it, not browsers, so CSRF does not apply and no
+token is asked: anyone may ask, and the log's proofs are what a release rests on. Refusals are
+the JSON error body of every route (§6) with the keyper's own codes; a release asked too early
+is 425 `{"not_before": <instant>}` with `Retry-After`, as §15.8 writes it. While Cairn is no
+keyper (no `CAIRN_KEYPER_KEY`) both routes are unknown paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from functools import wraps
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST, require_safe
+
+from core.clock import now_ms, parse_instant
+from core.errors import ErrorCode, Refusal
+from http_api.witness import body_within_limit, over_limit_reason
+from ledger.keyper import (
+    KeyperRefusal,
+    Refused,
+    keyper_description,
+    keyper_enabled,
+    keyper_release,
+)
+
+logger = logging.getLogger(__name__)
+
+STATUS = {
+    Refused.MALFORMED: 400,
+    Refused.DOES_NOT_OPEN: 403,
+    Refused.UNKNOWN_LOG: 404,
+    Refused.NOT_PROVEN: 422,
+    Refused.TOO_EARLY: 425,
+}
+
+View = Callable[[HttpRequest], HttpResponse]
+
+
+def _when_keyper(view: View) -> View:
+    @wraps(view)
+    def wrapped(request: HttpRequest) -> HttpResponse:
+        if not keyper_enabled():
+            refusal = Refusal(ErrorCode.NOT_FOUND, "this site is not a keyper")
+            return JsonResponse(refusal.as_body(), status=404)
+        return view(request)
+
+    return wrapped
+
+
+def _refused(refusal: KeyperRefusal) -> JsonResponse:
+    status = STATUS[refusal.kind]
+    logger.info("keyper: refused a release (%s): %s", status, refusal.reason)
+    if refusal.not_before is not None:
+        response = JsonResponse({"not_before": refusal.not_before}, status=status)
+        wait = (parse_instant(refusal.not_before) - now_ms()).total_seconds()
+        response["Retry-After"] = str(max(1, math.ceil(wait)))
+        return response
+    issues = [{"path": refusal.path, "code": refusal.kind.value, "message": refusal.reason}]
+    body = {"error": {"code": refusal.kind.value, "message": refusal.reason, "issues": issues}}
+    return JsonResponse(body, status=status)
+
+
+@csrf_exempt
+@_when_keyper
+@require_POST
+def release_view(request: HttpRequest) -> HttpResponse:
+    body = body_within_limit(request)
+    if body is None:
+        refusal = Refusal(ErrorCode.PAYLOAD_TOO_LARGE, over_limit_reason())
+        return JsonResponse(refusal.as_body(), status=413)
+    try:
+        release = keyper_release(body)
+    except KeyperRefusal as refusal:
+        return _refused(refusal)
+    response = HttpResponse(release, content_type="application/json")
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
+@_when_keyper
+@require_safe
+def keyper_view(request: HttpRequest) -> HttpResponse:
+    return JsonResponse(keyper_description())

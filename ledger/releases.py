@@ -1,0 +1,258 @@
+"""The site's side of a keyper release (SPEC §15.8): ask each keyper for its share of a sealed
+report's key, with the proofs it needs, and keep the answers that are what they claim to be.
+
+A keyper checks everything against a root it cosigned itself, so each is asked at the latest
+checkpoint it cosigned that holds the contribution's entry. Keypers are remote parties that may
+be down, slow or wrong, so they are asked all at once, each for at most `RELEASE_TIMEOUT_S`, and
+one that fails is skipped (and asked again at the next sweep), never raised: the grace window,
+not this function, decides when a report is void. Only the calling thread reads the database;
+the threads speak HTTP and nothing else. Nothing is written here: the caller keeps the list.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from core.canonical import canonical_json
+from core.clock import parse_instant
+from ledger.entries import CONTRIBUTION
+from ledger.keyper import MAX_MERGE_DELAY
+from ledger.keyper_seal import (
+    KEY_BYTES,
+    Keyper,
+    b64u_decode,
+    release_claims,
+    release_verify,
+)
+from ledger.keypers import keypers_configured
+from ledger.models import Cosignature, Leaf
+from ledger.notes import log_origin
+from ledger.selectors import inclusion_proof
+from ledger.witnesses import Witness, witnesses_configured
+
+if TYPE_CHECKING:
+    from tasks.models import Contribution
+
+logger = logging.getLogger(__name__)
+RELEASE_TIMEOUT_S = 5.0
+MAX_ANSWER_BYTES = 64 * 1024
+RELEASE_FIELDS = {"keyper", "share", "released_at", "signature"}
+
+
+class ReleaseFailure(Exception):
+    """A keyper that gave no valid release; the message says what it did instead."""
+
+    def __init__(self, reason: str, *, early: bool = False) -> None:
+        super().__init__(reason)
+        self.early = early  # it said "not yet" (425): expected before the time, not a fault
+
+
+@dataclass(frozen=True)
+class _Ask:
+    keyper: Keyper
+    witness: Witness
+    index: int
+    body: bytes
+
+
+def _cosigned_size(witness: Witness, entry_index: int) -> int | None:
+    """The tree size of the latest of the site's checkpoints this witness cosigned that holds
+    entry `entry_index`: a root the keyper keeps, so it can check proofs against it."""
+    return (
+        Cosignature.objects.filter(witness=witness.key.text, checkpoint__tree_size__gt=entry_index)
+        .order_by("-checkpoint_id")
+        .values_list("checkpoint__tree_size", flat=True)
+        .first()
+    )
+
+
+def _entry_leaves(contribution: Contribution, task_entry: int) -> tuple[Leaf, Leaf] | None:
+    """The task's entry and the contribution's in the log, or None while either is not in the
+    tree yet. A task has a handful of entries, found by its index."""
+    leaves = list(Leaf.objects.filter(task_id=contribution.task_id).order_by("index"))
+    task_leaf = next((leaf for leaf in leaves if leaf.index == task_entry), None)
+    contribution_id = str(contribution.id)
+    mine = (
+        leaf
+        for leaf in leaves
+        if (entry := json.loads(leaf.entry)).get("type") == CONTRIBUTION
+        and entry.get("contribution_id") == contribution_id
+    )
+    contribution_leaf = next(mine, None)
+    if task_leaf is None or contribution_leaf is None:
+        return None
+    return task_leaf, contribution_leaf
+
+
+def _asks(contribution: Contribution, released: set[str]) -> list[_Ask]:
+    """One request per listed keyper that has not released yet and can be asked now."""
+    sealed = contribution.keyper_seal or {}
+    leaves = _entry_leaves(contribution, sealed["task_entry"])
+    if leaves is None:
+        logger.info("releases of %s: its entries are not in the log yet", contribution.id)
+        return []
+    keypers = {keyper.name: keyper for keyper in keypers_configured()}
+    witnesses = {witness.name: witness for witness in witnesses_configured()}
+    proofs: dict[tuple[int, int], list[str]] = {}
+
+    def proven(leaf: Leaf, size: int) -> dict[str, Any]:
+        if (leaf.index, size) not in proofs:
+            proof = inclusion_proof(leaf_hash=leaf.leaf_hash, tree_size=size)
+            proofs[leaf.index, size] = proof.hashes
+        return {"index": leaf.index, "entry": leaf.entry, "proof": proofs[leaf.index, size]}
+
+    task_leaf, contribution_leaf = leaves
+    asks = []
+    for share in sealed["shares"]:
+        name = share["keyper"]
+        if name in released:
+            continue
+        keyper, witness = keypers.get(name), witnesses.get(name)
+        if keyper is None or witness is None:
+            logger.warning(
+                "releases of %s: %s is no longer a configured keyper", contribution.id, name
+            )
+            continue
+        size = _cosigned_size(witness, contribution_leaf.index)
+        if size is None:
+            logger.info(
+                "releases of %s: %s has cosigned no checkpoint holding entry %s yet",
+                contribution.id,
+                name,
+                contribution_leaf.index,
+            )
+            continue
+        body = {
+            "site": log_origin(),
+            "task_id": str(contribution.task_id),
+            "contribution_id": str(contribution.id),
+            "index": share["index"],
+            "threshold": sealed["threshold"],
+            "sealed_share": share["sealed_share"],
+            "ciphertext_digest": sealed["ciphertext_digest"],
+            "size": size,
+            "task_entry": proven(task_leaf, size),
+            "contribution_entry": proven(contribution_leaf, size),
+        }
+        asks.append(_Ask(keyper, witness, share["index"], canonical_json(body)))
+    return asks
+
+
+def _post(client: httpx.Client, ask: _Ask) -> tuple[int, bytes]:
+    """POST the request: the status and at most `MAX_ANSWER_BYTES` of the answer."""
+    url = f"{ask.keyper.url}/release"
+    headers = {"Content-Type": "application/json"}
+    try:
+        with client.stream("POST", url, content=ask.body, headers=headers) as response:
+            data = b""
+            for chunk in response.iter_bytes():
+                data += chunk
+                if len(data) > MAX_ANSWER_BYTES:
+                    raise ReleaseFailure(f"answered more than {MAX_ANSWER_BYTES} bytes")
+            return response.status_code, data
+    except httpx.HTTPError as error:
+        raise ReleaseFailure(f"could not be reached ({error})") from None
+
+
+def _release_checked(
+    ask: _Ask, contribution: Contribution, released_from: datetime, status: int, data: bytes
+) -> dict[str, Any]:
+    """The release as the evaluation lists it, once it is shown to be this keyper's, signed by
+    its witness key, for this contribution and index, and made no earlier than it may be."""
+    text = data.decode("utf-8", "replace")
+    if status == 425:
+        raise ReleaseFailure(f"answered 425: {text.strip()[:200]}", early=True)
+    if status != 200:
+        raise ReleaseFailure(f"answered {status}: {text.strip()[:200]!r}")
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        raise ReleaseFailure("answered with something other than JSON") from None
+    if (
+        not isinstance(answer, dict)
+        or set(answer) != RELEASE_FIELDS
+        or not all(isinstance(value, str) for value in answer.values())
+    ):
+        raise ReleaseFailure(f"answered with other fields than {sorted(RELEASE_FIELDS)}")
+    if answer["keyper"] != ask.keyper.name:
+        raise ReleaseFailure(f"answered as {answer['keyper']!r}")
+    try:
+        share_ok = len(b64u_decode(answer["share"])) == KEY_BYTES
+        released_at = parse_instant(answer["released_at"])
+    except ValueError:
+        raise ReleaseFailure("answered a share or a time in the wrong form") from None
+    if not share_ok:
+        raise ReleaseFailure(f"answered a share that is not {KEY_BYTES} bytes")
+    if released_at < released_from:
+        raise ReleaseFailure(f"claims a release at {answer['released_at']}, before its time")
+    claims = release_claims(
+        keyper=ask.keyper.name,
+        site=log_origin(),
+        task_id=str(contribution.task_id),
+        contribution_id=str(contribution.id),
+        index=ask.index,
+        share=answer["share"],
+        released_at=answer["released_at"],
+    )
+    public = Ed25519PublicKey.from_public_bytes(ask.witness.key.public)
+    if not release_verify(claims, answer["signature"], public):
+        raise ReleaseFailure("its release's signature does not verify with its witness key")
+    return {
+        "keyper": ask.keyper.name,
+        "index": ask.index,
+        "share": answer["share"],
+        "released_at": answer["released_at"],
+        "signature": answer["signature"],
+    }
+
+
+def releases_collect(
+    contribution: Contribution, *, timeout: float = RELEASE_TIMEOUT_S
+) -> list[dict[str, Any]]:
+    """The releases of a keyper-sealed contribution's key: those already in
+    `contribution.releases`, then a valid new one from each listed keyper that had not
+    released, asked all at once, each for at most `timeout` seconds. Never two from one keyper;
+    a keyper that is down, refuses or answers anything but a valid release is logged and
+    skipped. Call outside any transaction, once the deadline plus the merge delay has passed."""
+    kept: list[dict[str, Any]] = []
+    for release in contribution.releases:
+        if release["keyper"] not in {r["keyper"] for r in kept}:
+            kept.append(release)
+    if not contribution.keyper_seal:
+        return kept
+    asks = _asks(contribution, {release["keyper"] for release in kept})
+    if not asks:
+        return kept
+    released_from = contribution.task.deadline + MAX_MERGE_DELAY
+    collected: dict[str, dict[str, Any]] = {}
+    deadline = time.monotonic() + timeout
+    client = httpx.Client(timeout=timeout)
+    executor = ThreadPoolExecutor(max_workers=len(asks), thread_name_prefix="release")
+    try:
+        asked = {executor.submit(_post, client, ask): ask for ask in asks}
+        done, _ = wait(asked, timeout=max(deadline - time.monotonic(), 0))
+        for future, ask in asked.items():
+            name = ask.keyper.name
+            try:
+                if future not in done:
+                    raise ReleaseFailure(f"did not answer within {timeout:g} s")
+                status, data = future.result()
+                collected[name] = _release_checked(ask, contribution, released_from, status, data)
+            except ReleaseFailure as failure:
+                level = logging.INFO if failure.early else logging.WARNING
+                logger.log(
+                    level, "keyper %s released no share of %s: %s", name, contribution.id, failure
+                )
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
+        client.close()
+    return kept + [collected[ask.keyper.name] for ask in asks if ask.keyper.name in collected]
