@@ -31,6 +31,7 @@ from a2a_gateway.transport import ENDPOINT_PATH, Reply, json_bytes, method_refus
 from core.policy import cairn_version
 from core.schemas import model_schema
 from ledger.card_signing import JWKS_PATH, card_sign
+from ledger.keypers import keyper_threshold, keypers_description
 from ledger.witnesses import witness_quorum
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
@@ -73,7 +74,7 @@ GRPC_DESCRIPTION = (
 def payload_schemas(operations: tuple[SendMessageOperation, ...]) -> dict[str, dict[str, Any]]:
     """The JSON Schema of each SendMessage payload, generated from the model that validates it."""
     return {
-        operation.schema_name: model_schema(operation.payload_model) for operation in operations
+        name: model_schema(model) for operation in operations for name, model in operation.payloads
     }
 
 
@@ -90,25 +91,37 @@ def _skill(operation: SendMessageOperation) -> AgentSkill:
 
 
 def witnessing() -> dict[str, Any]:
-    """The witnesses that cosign the log's checkpoints and how many must (SPEC §15.4, §15.7)."""
-    return {
+    """The witnesses that cosign the log's checkpoints and how many must (SPEC §15.4, §15.7),
+    and, when the site lists keypers, those its contributors may seal to and how many of them
+    must release a key (§15.8), in `CAIRN_KEYPERS`' order: share i goes to the i-th."""
+    listed = {
         "witnesses": [
             {"name": w["name"], "key": w["key"], "url": w["url"]} for w in settings.CAIRN_WITNESSES
         ],
         "witness_quorum": witness_quorum(),
     }
+    keypers = keypers_description()
+    if keypers:
+        listed.update(keypers=keypers, keyper_threshold=keyper_threshold())
+    return listed
 
 
 @lru_cache(maxsize=1)
 def card_variant() -> str:
     """What the card is built from besides the code, the site and its key: the configured
-    witnesses and the gRPC address, as a key for the caches of the built card. Kept until those
-    settings change."""
+    witnesses, keypers and gRPC address, as a key for the caches of the built card. Kept until
+    those settings change."""
     return json.dumps({"witnessing": witnessing(), "grpc_url": settings.CAIRN_GRPC_URL})
 
 
 def _witnessing_changed(*, setting: str, **kwargs: Any) -> None:
-    if setting in ("CAIRN_WITNESSES", "CAIRN_WITNESS_QUORUM", "CAIRN_GRPC_URL"):
+    if setting in (
+        "CAIRN_WITNESSES",
+        "CAIRN_WITNESS_QUORUM",
+        "CAIRN_KEYPERS",
+        "CAIRN_KEYPER_THRESHOLD",
+        "CAIRN_GRPC_URL",
+    ):
         card_variant.cache_clear()
 
 
@@ -169,7 +182,9 @@ def agent_card(
                         "Receipts and the Agent Card are signed with the site key (JWKS); every task, "
                         "contribution and evaluation is in a public RFC 9162 transparency log with "
                         "signed checkpoints that the listed witnesses cosign; the offline verifier "
-                        "checks them all (SPEC §15)."
+                        "checks them all (SPEC §15). When keypers are listed, a contribution may be "
+                        "sealed to them (cairn.task.contribution.sealed/0.1, SPEC §15.8): any "
+                        "keyper_threshold of them release its key after the deadline."
                     ),
                     required=False,
                     params={

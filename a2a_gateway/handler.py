@@ -183,9 +183,11 @@ def _payload_part_refusal(
     """A message that is not exactly one data part is refused as an invalid payload, not as a
     protocol error, so a generic client (or an LLM saying "hello") learns what Cairn reads."""
     kinds = ", ".join(PART_KINDS[part.WhichOneof("content")] for part in message.parts)
-    url = published_schema_url(operation.payload_model, origin=origin)
+    # The first form only: the others (a keyper-sealed report) are for clients made for them.
+    name, model = operation.payloads[0]
+    url = published_schema_url(model, origin=origin)
     text = (
-        f"send exactly one data part holding a {operation.schema_name} payload "
+        f"send exactly one data part holding a {name} payload "
         f"(JSON Schema: {url}); this message has {len(message.parts)} part(s): {kinds}"
     )
     return Refusal(ErrorCode.INVALID_PAYLOAD, text, [Issue("", ErrorCode.INVALID_PAYLOAD, text)])

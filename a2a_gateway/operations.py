@@ -17,8 +17,10 @@ from core.payloads import Payload
 from tasks.payloads import (
     CONTRIBUTION_SCHEMA,
     OPEN_TASK_SCHEMA,
+    SEALED_CONTRIBUTION_SCHEMA,
     ContributionPayload,
     OpenTaskPayload,
+    SealedContributionPayload,
 )
 from tasks.services import contribution_submit, task_post
 
@@ -38,8 +40,9 @@ class SendMessageOperation:
     description: str
     tags: tuple[str, ...]
     examples: tuple[str, ...]
-    schema_name: str
-    payload_model: type[Payload]
+    # The data-part payloads it takes, by schema name; the first is the form a client sends
+    # unless it knows better (a refusal of a message with no data part names them all).
+    payloads: tuple[tuple[str, type[Payload]], ...]
     names_task: bool  # a message for this operation carries the `taskId` of an existing task
     perform: Perform
 
@@ -68,8 +71,7 @@ POST_TASK = SendMessageOperation(
     examples=(
         "Post a task asking whether a library release sends a given header on every request.",
     ),
-    schema_name=OPEN_TASK_SCHEMA,
-    payload_model=OpenTaskPayload,
+    payloads=((OPEN_TASK_SCHEMA, OpenTaskPayload),),
     names_task=False,
     perform=_post_task,
 )
@@ -79,18 +81,24 @@ CONTRIBUTE = SendMessageOperation(
     name="Contribute a sealed verdict",
     description=(
         "Send a sealed verdict with evidence to an open task. Send SendMessage with taskId (and contextId, "
-        "if any, equal to it); its one data part is a cairn.task.contribution/0.1 payload whose "
-        "approval.public_output_digest is the RFC 8785 SHA-256 of the report without approval. Nobody reads "
-        "it before the deadline; then every report is published with its digest. Answer: the Task with the "
-        "receipt in metadata.cairn.contribution, an agent Message with the refusal, or -32004 when the task "
-        "is closed. Needs a Bearer token."
+        "if any, equal to it); its one data part is either form of a contribution. Plain: a "
+        "cairn.task.contribution/0.1 payload whose approval.public_output_digest is the RFC 8785 SHA-256 of "
+        "the report without approval; the server seals it until the deadline. Sealed against the keeper, "
+        "when the urn:cairn:verifiable:v1 extension lists keypers: a cairn.task.contribution.sealed/0.1 "
+        "payload, the report encrypted by the contributor and its key split among those keypers, who release "
+        "it only after the deadline (SPEC §15.8; cairn_verify.py seal makes one). Nobody reads either before "
+        "the deadline; then every report is published with its digest. Answer: the Task with the receipt in "
+        "metadata.cairn.contribution, an agent Message with the refusal, or -32004 when the task is closed. "
+        "Needs a Bearer token."
     ),
     tags=("source-review", "contribute", "verdict", "sealed-review"),
     examples=(
         "Contribute source_supported to a task, quoting the line of the source that answers it.",
     ),
-    schema_name=CONTRIBUTION_SCHEMA,
-    payload_model=ContributionPayload,
+    payloads=(
+        (CONTRIBUTION_SCHEMA, ContributionPayload),
+        (SEALED_CONTRIBUTION_SCHEMA, SealedContributionPayload),
+    ),
     names_task=True,
     perform=partial(contribution_submit, door=Door.A2A),
 )

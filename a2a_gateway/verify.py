@@ -78,8 +78,9 @@ def _schema_problems(card: dict[str, Any]) -> list[str]:
         return [f"the extension {PAYLOADS_EXTENSION_URI} has no params.schemas object"]
     problems = []
     models = {
-        operation.schema_name: operation.payload_model
+        name: model
         for operation in CairnRequestHandler.operations
+        for name, model in operation.payloads
     }
     expected = payload_schemas(CairnRequestHandler.operations)
     for name, schema in expected.items():

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from calls.payloads import CallResponsePayload
 from core.schemas import model_schema
-from tasks.payloads import ContributionPayload, OpenTaskPayload
+from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tasks.view_models import TaskView
 
 SCHEMA_PATH = "/schemas/a2a/"
@@ -21,6 +21,7 @@ PUBLISHED_SCHEMAS: dict[str, type[BaseModel]] = {
     "open-task.json": TaskView,
     "open-task-create.json": OpenTaskPayload,
     "task-contribution.json": ContributionPayload,
+    "task-contribution-sealed.json": SealedContributionPayload,
     "call-response.json": CallResponsePayload,
 }
 

@@ -89,17 +89,21 @@ def _issue_message(error: ErrorDetails) -> str:
     return error["msg"].removeprefix("Value error, ")
 
 
-def parse_payload(model: type[P], payload: Any, *, schema: str | None = None) -> P:
+def parse_payload(
+    model: type[P], payload: Any, *, schema: str | None = None, also: tuple[str, ...] = ()
+) -> P:
     """Validate a raw payload against its model, refusing with every shape issue at once.
 
     A `schema` naming something else is `unknown_schema`: the rest of such a payload means
-    nothing to this server, so it is not examined.
+    nothing to this server, so it is not examined. `also` names the other schemas the same
+    write takes, which the refusal lists beside `schema`.
     """
     if schema and isinstance(payload, dict) and "schema" in payload and payload["schema"] != schema:
+        expected = " or ".join(repr(name) for name in (schema, *also))
         raise Refusal(
             ErrorCode.UNKNOWN_SCHEMA,
-            f"this server takes schema {schema!r}",
-            [Issue("schema", ErrorCode.UNKNOWN_SCHEMA, f"expected {schema!r}")],
+            f"this server takes schema {expected}",
+            [Issue("schema", ErrorCode.UNKNOWN_SCHEMA, f"expected {expected}")],
         )
     try:
         return model.model_validate(payload)

@@ -37,8 +37,8 @@ from http_api.inputs import (
     MAX_LIMIT,
     REPLAYED_HEADER,
 )
-from tasks.payloads import ContributionPayload, OpenTaskPayload
-from tasks.view_models import ContributionReport, Receipt, TaskView
+from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
+from tasks.view_models import ContributionReport, KeyperReceipt, Receipt, TaskView
 
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "0.1"
@@ -130,7 +130,18 @@ _WRAPPERS: dict[str, dict[str, Any]] = {
     "TaskList": _page("tasks", "TaskView"),
     "CallList": _page("calls", "CallView"),
     "TaskPosted": _object({"task": _ref("TaskView")}),
-    "ContributionAccepted": _object({"task": _ref("TaskView"), "receipt": _ref("Receipt")}),
+    "ContributionSubmission": {
+        "description": (
+            "A contribution in either form: the plain report, or one sealed to the site's keypers "
+            "(taken only when the card lists keypers)."
+        ),
+        "oneOf": [_ref("ContributionPayload"), _ref("SealedContributionPayload")],
+    },
+    "AnyReceipt": {
+        "description": "The receipt of a plain contribution, or of a keyper-sealed one.",
+        "oneOf": [_ref("Receipt"), _ref("KeyperReceipt")],
+    },
+    "ContributionAccepted": _object({"task": _ref("TaskView"), "receipt": _ref("AnyReceipt")}),
     "Mine": _object(
         {
             "tasks": {
@@ -144,8 +155,14 @@ _WRAPPERS: dict[str, dict[str, Any]] = {
                 "items": _object(
                     {
                         "task_id": {"type": "string"},
-                        "receipt": _ref("Receipt"),
-                        "report": _ref("ContributionReport"),
+                        "receipt": _ref("AnyReceipt"),
+                        "report": {
+                            "anyOf": [_ref("ContributionReport"), {"type": "null"}],
+                            "description": (
+                                "Null while sealed to the keypers (the server cannot open it "
+                                "before their releases) and when its evaluation found it void."
+                            ),
+                        },
                     }
                 ),
             },
@@ -166,9 +183,11 @@ _WRAPPERS: dict[str, dict[str, Any]] = {
 _MODELS: tuple[type[BaseModel], ...] = (
     TaskView,
     Receipt,
+    KeyperReceipt,
     ContributionReport,
     OpenTaskPayload,
     ContributionPayload,
+    SealedContributionPayload,
     CallView,
     CallDetailView,
     CallAnswerResult,
@@ -236,7 +255,8 @@ _ROUTES: tuple[_Route, ...] = (
     ),
     _Route(
         "/api/a2a-tasks/{task_id}/contributions", "post", "contribution_submit",
-        "Seal a contribution (`cairn.task.contribution/0.1`) to an open task; answers with a receipt.",
+        "Seal a contribution (`cairn.task.contribution/0.1`, or `cairn.task.contribution.sealed/0.1` "
+        "when the site lists keypers) to an open task; answers with a receipt.",
         201, "ContributionAccepted",
         _WRITE + _REPLAY + (
             ErrorCode.NOT_FOUND, ErrorCode.UNKNOWN_SCHEMA, ErrorCode.INVALID_PAYLOAD, ErrorCode.TASK_CLOSED,
@@ -244,7 +264,7 @@ _ROUTES: tuple[_Route, ...] = (
             ErrorCode.PRIVATE_CONTENT, ErrorCode.OWN_TASK, ErrorCode.DUPLICATE_CONTRIBUTION,
             ErrorCode.TASK_FULL, ErrorCode.DAILY_CAP,
         ),
-        parameters=("task_id", "idempotency_key"), body="ContributionPayload", token=True,
+        parameters=("task_id", "idempotency_key"), body="ContributionSubmission", token=True,
     ),
     _Route(
         "/api/a2a-calls", "get", "calls_list",

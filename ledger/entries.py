@@ -40,12 +40,15 @@ def commitment(report_digest: str, salt: str) -> str:
 
 
 def contribution_entry(contribution: Contribution) -> dict[str, Any]:
-    """A contribution made before salts existed keeps the entry it had: its bare report digest."""
-    sealed = (
-        {"commitment": commitment(contribution.report_digest, contribution.salt)}
-        if contribution.salt
-        else {"report_digest": contribution.report_digest}
-    )
+    """A keyper-sealed contribution's commitment is its contributor's, the server holding neither
+    report nor salt (§15.8). A contribution made before salts existed keeps the entry it had:
+    its bare report digest."""
+    if contribution.keyper_seal is not None:
+        sealed = {"commitment": contribution.keyper_seal["commitment"]}
+    elif contribution.salt:
+        sealed = {"commitment": commitment(contribution.report_digest, contribution.salt)}
+    else:
+        sealed = {"report_digest": contribution.report_digest}
     return {
         "type": CONTRIBUTION,
         "task_id": str(contribution.task_id),

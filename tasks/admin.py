@@ -1,13 +1,14 @@
 """The keeper's view of tasks and contributions (SPEC §13): read-only, in the public words (open;
 evaluated: resolved, contested or unresolved), and nothing sealed before the evaluation (§4.2).
 A task reads as its public page does: sources as links, criteria as a list, the evaluation as a
-table of its contributions with each report readable."""
+table of its contributions with each report readable, which of them were sealed to the keypers
+(§15.8), and each void with its code and reason."""
 
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
@@ -18,7 +19,8 @@ from django.utils.safestring import SafeString
 from core.policy import AGENT_LINK_REL, TASK_MODES
 from keeper.mixins import ReadOnlyAdminMixin, agent_link
 from tasks.models import Contribution, Outcome, Task
-from tasks.sealing import contributions_sealed, is_sealed, revealed_report
+from tasks.opening import grace_end, keys_window
+from tasks.sealing import contributions_sealed, evaluation_item, is_sealed
 
 # The state filter's words are the other doors' list modes (core/policy.py).
 STATE_MODES = {mode: statuses for mode, statuses in TASK_MODES.items() if statuses is not None}
@@ -26,8 +28,11 @@ OPEN_STATUSES = STATE_MODES["open"]
 
 
 def task_state(task: Task) -> str:
-    """The public state of a task, as every door names it."""
+    """The public state of a task, as every door names it; past its deadline, a task whose keys
+    are pending is open until the worker has the keypers' releases (§15.8)."""
     if task.status in OPEN_STATUSES:
+        if task.keys_pending and task.deadline <= timezone.now():
+            return "open: awaiting the keypers' releases"
         return "open"
     state = f"evaluated: {task.outcome}"
     return f"{state} ({task.verdict.replace('_', ' ')})" if task.verdict else state
@@ -54,7 +59,9 @@ class StateFilter(admin.SimpleListFilter):
 
 class DeadlineFilter(admin.SimpleListFilter):
     """When tasks close. "Overdue, still open" should always be empty: the worker evaluates a task
-    within a minute of its deadline; anything listed there means the worker is not running."""
+    within a minute of its deadline, or a task whose keys are pending within a minute of its
+    keypers' grace; anything listed there means the worker is not running. Those still within
+    their grace are "awaiting keys"."""
 
     title = "deadline"
     parameter_name = "deadline"
@@ -63,6 +70,7 @@ class DeadlineFilter(admin.SimpleListFilter):
     def lookups(self, request, model_admin):
         return [
             ("overdue", "overdue, still open"),
+            ("keys", "passed, awaiting keys"),
             ("1h", "closes within 1 h"),
             ("24h", "closes within 24 h"),
             ("7d", "closes within 7 days"),
@@ -71,8 +79,13 @@ class DeadlineFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset: QuerySet[Task]) -> QuerySet[Task]:
         value, now = self.value(), timezone.now()
+        awaiting_keys = Q(keys_pending=True, deadline__gt=now - keys_window())
         if value == "overdue":
-            return queryset.filter(status__in=OPEN_STATUSES, deadline__lte=now)
+            return queryset.filter(status__in=OPEN_STATUSES, deadline__lte=now).exclude(
+                awaiting_keys
+            )
+        if value == "keys":
+            return queryset.filter(awaiting_keys, status__in=OPEN_STATUSES, deadline__lte=now)
         if value in self.WINDOWS:
             return queryset.filter(deadline__gt=now, deadline__lte=now + self.WINDOWS[value])
         if value == "passed":
@@ -136,19 +149,22 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         rows = format_html_join("", "{}", ((_contribution_row(c),) for c in contributions))
         if task.evaluation is None:
             head = format_html(
-                "Not evaluated yet: every contribution stays sealed until the deadline, {}.",
+                "Not evaluated yet: every contribution stays sealed until the deadline, {}.{}",
                 task.deadline_text,
+                _keys_note(task),
             )
         else:
             counts = ", ".join(
                 f"{verdict.replace('_', ' ')} {count}"
                 for verdict, count in task.evaluation["counts"].items()
             )
+            voids = sum("void" in item for item in task.evaluation["contributions"])
             head = format_html(
-                "Rule <code>{}</code>: {}. Verdicts: {}.",
+                "Rule <code>{}</code>: {}. Verdicts: {}.{}",
                 task.evaluation["rule"],
                 task_state(task),
                 counts,
+                f" Void, counted in no verdict: {voids}." if voids else "",
             )
         if not rows:
             return format_html('<p class="cairn-note">{} No contributions were received.</p>', head)
@@ -197,9 +213,10 @@ class SealedFilter(admin.SimpleListFilter):
 
 @admin.register(Contribution)
 class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    """Shows that a contribution exists and who sent it; its content only once the task is evaluated."""
+    """Shows that a contribution exists, who sent it and how it was sealed; its content only once
+    the task is evaluated."""
 
-    list_display = ["short_id", "task_title", "sender", "received_at", "sealed"]
+    list_display = ["short_id", "task_title", "sender", "received_at", "sealed", "keyper_sealed"]
     list_select_related = ["task", "agent"]
     list_filter = [SealedFilter]
     search_fields = ["id", "task__id", "agent__id"]
@@ -210,6 +227,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "agent",
         "operation_id",
         "received_at",
+        "sealing",
         "digest",
         "revealed_report",
     )
@@ -238,18 +256,63 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def sealed(self, contribution: Contribution) -> bool:
         return is_sealed(contribution)
 
+    @admin.display(boolean=True, description="to keypers")
+    def keyper_sealed(self, contribution: Contribution) -> bool:
+        return contribution.keyper_seal is not None
+
+    @admin.display(description="sealed by")
+    def sealing(self, contribution: Contribution) -> str:
+        return _sealing_words(contribution)
+
     @admin.display(description="report digest")
     def digest(self, contribution: Contribution) -> str:
-        return _sealed_text(contribution) if is_sealed(contribution) else contribution.report_digest
+        if is_sealed(contribution):
+            return _sealed_text(contribution)
+        item = evaluation_item(contribution)
+        return item.get("report_digest") or "none: the report is void"
 
     @admin.display(description="report")
     def revealed_report(self, contribution: Contribution) -> str:
-        report = revealed_report(contribution)
-        return _sealed_text(contribution) if report is None else _report(report)
+        if is_sealed(contribution):
+            return _sealed_text(contribution)
+        item = evaluation_item(contribution)
+        return _void(item["void"]) if "void" in item else _report(item["report"])
 
 
 def _sealed_text(contribution: Contribution) -> str:
     return f"Sealed until the task is evaluated (deadline {contribution.task.deadline_text})."
+
+
+def _sealing_words(contribution: Contribution) -> str:
+    """How the report was sealed: by the server (§15.6), or by its contributor to the keypers
+    (§15.8), with the releases kept so far. Neither says anything of the content."""
+    seal = contribution.keyper_seal
+    if seal is None:
+        return "the server, which opens it at the evaluation"
+    keypers = ", ".join(share["keyper"] for share in seal["shares"])
+    return (
+        f"its contributor, to the keypers ({seal['threshold']} of {len(seal['shares'])}: "
+        f"{keypers}); {len(contribution.releases)} released so far"
+    )
+
+
+def _keys_note(task: Task) -> str:
+    """What a task whose keys are pending waits for, once its deadline has passed."""
+    if not task.keys_pending or task.deadline > timezone.now():
+        return ""
+    return (
+        " Some reports are sealed to the keypers: the worker evaluates the task once their "
+        f"releases open them, or at the end of their grace, {_utc(grace_end(task))}."
+    )
+
+
+def _void(void: dict[str, str]) -> SafeString:
+    return format_html(
+        '<p class="cairn-void"><strong>Void</strong> (<code>{}</code>): {}. Counted in no '
+        "verdict; no report is published.</p>",
+        void["code"],
+        void["message"],
+    )
 
 
 def _utc(moment: datetime) -> str:
@@ -288,17 +351,20 @@ def _report(report: dict[str, Any]) -> SafeString:
     )
 
 
+_KEYPER_SEALED = SafeString('<br><span class="cairn-label">keyper-sealed</span>')
+
+
 def _contribution_row(contribution: Contribution) -> SafeString:
-    """One row of a task's evaluation table; a sealed contribution shows only who and when. Each
-    cell names its column, so that on a phone a row reads as a stacked card."""
+    """One row of a task's evaluation table; a sealed contribution shows only who, when and how it
+    was sealed. Each cell names its column, so that on a phone a row reads as a stacked card."""
     link = format_html(
-        '<a href="{}" title="{}"><code>{}</code></a>',
+        '<a href="{}" title="{}"><code>{}</code></a>{}',
         reverse("admin:tasks_contribution_change", args=[contribution.pk]),
         contribution.id,
         str(contribution.id)[:8],
+        _KEYPER_SEALED if contribution.keyper_seal is not None else "",
     )
-    report = revealed_report(contribution)
-    if report is None:
+    if is_sealed(contribution):
         return format_html(
             '<tr class="sealed"><td data-label="contribution">{}</td>'
             '<td data-label="verdict" colspan="2">sealed</td><td data-label="received">{}</td>'
@@ -307,13 +373,24 @@ def _contribution_row(contribution: Contribution) -> SafeString:
             _utc(contribution.received_at),
             _sealed_text(contribution),
         )
+    item = evaluation_item(contribution)
+    if "void" in item:
+        return format_html(
+            '<tr class="void"><td data-label="contribution">{}</td>'
+            '<td data-label="verdict" colspan="2">void: <code>{}</code></td>'
+            '<td data-label="received">{}</td><td data-label="report">{}</td></tr>',
+            link,
+            item["void"]["code"],
+            _utc(contribution.received_at),
+            _void(item["void"]),
+        )
     return format_html(
         '<tr><td data-label="contribution">{}</td><td data-label="verdict">{}</td>'
         '<td data-label="report digest"><code>{}</code></td><td data-label="received">{}</td>'
         '<td data-label="report">{}</td></tr>',
         link,
-        report["verdict"].replace("_", " "),
-        contribution.report_digest,
+        item["report"]["verdict"].replace("_", " "),
+        item["report_digest"],
         _utc(contribution.received_at),
-        _report(report),
+        _report(item["report"]),
     )

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gc
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.db import transaction
 from django.utils import timezone
@@ -17,10 +17,12 @@ from core import statements
 from core.clock import format_instant, now_ms
 from ledger.entries import evaluation_entry
 from ledger.jobs import sequencing_nudge
+from ledger.notes import log_origin
 from ledger.services import log_queue
 from tasks.changes import TaskChange, task_changed
 from tasks.counts import task_count_change
 from tasks.models import Contribution, Outcome, Task, TaskStatus
+from tasks.opening import KeyperSealed, grace_end, releases_from, sealed_item, sealed_opening
 from tasks.payloads import VERDICTS
 from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.sealing import Sealed, report_unsealed
@@ -39,7 +41,7 @@ def decide(verdicts: list[str], min_independent: int) -> tuple[Outcome, str | No
     return Outcome.CONTESTED, None
 
 
-class Counted(Sealed, Protocol):
+class Counted(Sealed, KeyperSealed, Protocol):
     """What an evaluation reads of a contribution."""
 
     @property
@@ -52,20 +54,54 @@ class Counted(Sealed, Protocol):
     def received_at(self) -> datetime: ...
 
 
+def _plain_item(contribution: Counted, *, received_at: str) -> dict[str, Any]:
+    """The item of a report sealed by the server (§4.3), opened from its seal."""
+    return {
+        "contribution_id": str(contribution.id),
+        "received_at": received_at,
+        "report_digest": contribution.report_digest,
+        **({"salt": contribution.salt} if contribution.salt else {}),
+        "report": report_unsealed(contribution),
+    }
+
+
+def _item(task: Task, contribution: Counted) -> dict[str, Any]:
+    received_at = format_instant(contribution.received_at)
+    if contribution.keyper_seal is None:
+        return _plain_item(contribution, received_at=received_at)
+    opening = sealed_opening(contribution, task, site=log_origin(), final=True)
+    assert opening is not None, "a final opening never waits"
+    return sealed_item(contribution, opening, received_at=received_at)
+
+
+def _keys_settled(task: Task, contributions: Sequence[Counted], *, at: datetime) -> bool:
+    """Whether every keyper-sealed report of the task is opened or void for good at `at`: what
+    the worker waits for before it evaluates a task whose keys were pending."""
+    final = at >= grace_end(task)
+    site = log_origin()
+    return all(
+        sealed_opening(contribution, task, site=site, final=final) is not None
+        for contribution in contributions
+        if contribution.keyper_seal is not None
+    )
+
+
 def evaluation_apply(
     task: Task, contributions: Sequence[Counted], *, evaluated_at: datetime
 ) -> TaskChange:
     """Set the evaluation fields of a still-working task from its contributions, in received order,
-    their reports opened from their seals into the evaluation, the reports' public copy; and
-    render its view again. Saving the task (`EVALUATION_FIELDS`) and its read models' rows
+    their reports opened into the evaluation, the reports' public copy (from the server's seal, or
+    from the keypers' releases); and render its view again. Counts and outcome are over the
+    reports that are not void. Saving the task (`EVALUATION_FIELDS`) and its read models' rows
     (`task_changed` of the change returned) is the caller's, under its row lock."""
-    reports = [report_unsealed(contribution) for contribution in contributions]
-    verdicts = [report["verdict"] for report in reports]
+    items = [_item(task, contribution) for contribution in contributions]
+    verdicts = [item["report"]["verdict"] for item in items if "void" not in item]
     outcome, verdict = decide(verdicts, task.min_independent)
     task.status = TaskStatus.FAILED if outcome == Outcome.UNRESOLVED else TaskStatus.COMPLETED
     task.outcome = outcome
     task.verdict = verdict or ""
     task.evaluated_at = task.status_timestamp = evaluated_at
+    task.keys_pending = False
     task.evaluation = {
         "schema": EVALUATION_SCHEMA,
         "rule": RULE,
@@ -74,16 +110,7 @@ def evaluation_apply(
         "evaluated_at": format_instant(evaluated_at),
         "min_independent": task.min_independent,
         "counts": {name: verdicts.count(name) for name in VERDICTS},
-        "contributions": [
-            {
-                "contribution_id": str(contribution.id),
-                "received_at": format_instant(contribution.received_at),
-                "report_digest": contribution.report_digest,
-                **({"salt": contribution.salt} if contribution.salt else {}),
-                "report": report,
-            }
-            for contribution, report in zip(contributions, reports, strict=True)
-        ],
+        "contributions": items,
     }
     return TaskChange(task, task_render(task))
 
@@ -95,34 +122,92 @@ EVALUATION_FIELDS = [
     "evaluated_at",
     "status_timestamp",
     "evaluation",
+    "keys_pending",
     *RENDERED_FIELDS,
 ]
+
+
+def _evaluation_write(
+    task: Task, contributions: Sequence[Counted], *, evaluated_at: datetime
+) -> None:
+    """Evaluate a task whose row the caller holds locked, and write it, its read models, its count
+    and its log entry."""
+    change = evaluation_apply(task, contributions, evaluated_at=evaluated_at)
+    statements.write_all(statements.updated(task, EVALUATION_FIELDS), *task_changed([change]))
+    task_count_change({TaskStatus.WORKING: -1, task.status: 1})
+    log_queue([evaluation_entry(task)])
+    transaction.on_commit(sequencing_nudge)
 
 
 def task_evaluate(*, task_id: uuid.UUID) -> bool:
     """Evaluate a task whose deadline has passed. True when this call did it.
 
     Safe to call from any number of workers and readers at once: the row lock and the
-    "still working" guard let exactly one of them write, and the result never changes.
+    "still working" guard let exactly one of them write, and the result never changes. A task
+    whose keys are pending is left to the worker (`task_evaluate_with_releases`): its reports
+    cannot be opened before the keypers release their shares.
     """
     with transaction.atomic():
         task = Task.objects.select_for_update().filter(pk=task_id).first()
-        if task is None or task.status != TaskStatus.WORKING or task.deadline > timezone.now():
+        if (
+            task is None
+            or task.status != TaskStatus.WORKING
+            or task.keys_pending
+            or task.deadline > timezone.now()
+        ):
+            return False
+        _evaluation_write(task, list(task.contributions.order_by("seq")), evaluated_at=now_ms())
+    return True
+
+
+def task_evaluate_with_releases(
+    *, task_id: uuid.UUID, collected: Mapping[uuid.UUID, list[dict[str, Any]]]
+) -> bool:
+    """Keep the releases collected for a task's keyper-sealed contributions (by contribution id,
+    as `ledger.releases.releases_collect` returned them), then evaluate the task if every sealed
+    report is opened or void for good (`_keys_settled`). True when this call evaluated it.
+
+    The collecting is the caller's, outside any transaction: a keyper's answer may take seconds,
+    and no row lock waits on the network. Exactly once like `task_evaluate`: the task's row lock,
+    under which its contributions' releases are also written, and the "still working" guard.
+    """
+    with transaction.atomic():
+        task = Task.objects.select_for_update().filter(pk=task_id).first()
+        if task is None or task.status != TaskStatus.WORKING or not task.keys_pending:
             return False
         contributions = list(task.contributions.order_by("seq"))
-        change = evaluation_apply(task, contributions, evaluated_at=now_ms())
-        statements.write_all(statements.updated(task, EVALUATION_FIELDS), *task_changed([change]))
-        task_count_change({TaskStatus.WORKING: -1, task.status: 1})
-        log_queue([evaluation_entry(task)])
-        transaction.on_commit(sequencing_nudge)
+        grown = [
+            contribution
+            for contribution in contributions
+            if _releases_kept(contribution, collected.get(contribution.id, ()))
+        ]
+        statements.write_all(*statements.updated_many(grown, ["releases"]))
+        now = now_ms()
+        if now < releases_from(task) or not _keys_settled(task, contributions, at=now):
+            return False
+        _evaluation_write(task, contributions, evaluated_at=now)
     return True
+
+
+def _releases_kept(contribution: Contribution, collected: Sequence[dict[str, Any]]) -> bool:
+    """Add to the contribution's releases those collected from keypers it has none from; True when
+    any was. Another worker's collection may have kept some already: none is kept twice."""
+    keypers = {release["keyper"] for release in contribution.releases}
+    new = [release for release in collected if release["keyper"] not in keypers]
+    contribution.releases = [*contribution.releases, *new]
+    return bool(new)
 
 
 def task_evaluated_if_due(task: Task) -> Task:
     """The task, evaluated first when its deadline has passed: what a door calls before it shows
     one task, so none shows a task open past its deadline (SPEC §4.3). Lists call
-    `tasks_evaluate_due` instead."""
-    if task.status == TaskStatus.WORKING and task.deadline <= timezone.now():
+    `tasks_evaluate_due` instead. A task whose keys are pending stays open until the worker has
+    its keypers' releases (SPEC §15.8): a read never waits on a keyper."""
+    if (
+        task.status == TaskStatus.WORKING
+        and not task.keys_pending
+        and task.deadline <= timezone.now()
+    ):
         task_evaluate(task_id=task.pk)
         task.refresh_from_db()
     return task
@@ -152,6 +237,8 @@ _CONTRIBUTION_FIELDS_READ = (
     "report_digest",
     "salt",
     "received_at",
+    "keyper_seal",
+    "releases",
 )
 
 
@@ -179,7 +266,7 @@ def _batch_evaluate(batch_size: int) -> int:
     with transaction.atomic():
         batch = list(
             Task.objects.select_for_update(skip_locked=True)
-            .filter(status=TaskStatus.WORKING, deadline__lte=timezone.now())
+            .filter(status=TaskStatus.WORKING, keys_pending=False, deadline__lte=timezone.now())
             .defer(*_SET_BY_THE_EVALUATION)
             .order_by("deadline")[:batch_size]
         )
@@ -210,7 +297,8 @@ BATCH_SIZE = 1000
 
 
 def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
-    """Evaluate every task past its deadline, a batch per transaction; returns how many this call did.
+    """Evaluate every task past its deadline but those whose keys are pending (the worker's, in
+    `tasks.keyper_sweep`), a batch per transaction; returns how many this call did.
 
     Rows another evaluator holds are skipped, not waited for: that evaluator is doing them. Every
     list read calls this first and almost always finds nothing due, so one probe outside any

@@ -13,6 +13,7 @@ from django_q.tasks import schedule
 
 from core.outages import through_outages
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
+from tasks.keyper_sweep import tasks_evaluate_with_releases
 from tasks.sweeps import sweep_record
 
 # A job that meets a database outage waits for the database this long (within the cluster's job
@@ -40,11 +41,13 @@ def evaluate_task(task_id: str) -> bool:
 
 
 def evaluate_due() -> int:
-    """The sweep: catches any task whose own schedule was lost or late, then notes that it ran
-    (the readiness check looks for a sweep in the last two minutes)."""
+    """The sweep: catches any task whose own schedule was lost or late, collects the keypers'
+    releases for the tasks whose keys are pending and evaluates those they settle (only the
+    worker does: a read never waits on a keyper), then notes that it ran (the readiness check
+    looks for a sweep in the last two minutes)."""
 
     def sweep() -> int:
-        evaluated = tasks_evaluate_due()
+        evaluated = tasks_evaluate_due() + tasks_evaluate_with_releases()
         sweep_record(evaluated=evaluated)
         return evaluated
 

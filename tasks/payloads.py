@@ -1,16 +1,18 @@
-"""The two payloads agents send about tasks. These models validate, and they are the published schemas."""
+"""The payloads agents send about tasks. These models validate, and they are the published schemas."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field, model_validator
 
 from core.clock import INSTANT_FORM, INSTANT_PATTERN, parse_instant
 from core.payloads import Payload, text, url_list
+from ledger.keyper_seal import NONCE_BYTES, SEALED_SCHEMA, SEALED_SHARE_BYTES, b64u_decode
 
 OPEN_TASK_SCHEMA = "cairn.open_task/0.1"
 CONTRIBUTION_SCHEMA = "cairn.task.contribution/0.1"
+SEALED_CONTRIBUTION_SCHEMA = SEALED_SCHEMA
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 
 Verdict = Literal["source_supported", "source_contradicted", "source_unclear"]
@@ -119,3 +121,126 @@ class ContributionPayload(Payload):
     ]
     source_urls: url_list("1 to 10 unique URLs, each one of the task's sources.")
     approval: ContributionApproval
+
+
+# The largest report the plain form takes, as the UTF-8 JCS text a contributor seals with its salt:
+# 22,000 characters of text at most (a summary of 2,000; thirty list items and ten URLs of 500),
+# none over 4 bytes, and under a kilobyte of keys, quotes and salt around them.
+SEALED_TEXT_MAX_BYTES = 96 * 1024
+TAG_BYTES = 16  # AES-GCM's
+CIPHERTEXT_MIN_BYTES = NONCE_BYTES + TAG_BYTES
+CIPHERTEXT_MAX_BYTES = NONCE_BYTES + SEALED_TEXT_MAX_BYTES + TAG_BYTES
+# More keypers than any site lists; a bound so a payload cannot make the server read thousands.
+MAX_KEYPERS = 32
+B64U_PATTERN = r"^[A-Za-z0-9_-]*$"
+
+
+def b64u_length(size: int) -> int:
+    """The length of `size` bytes in base64url without padding."""
+    return (4 * size + 2) // 3
+
+
+def _decodes_to(min_bytes: int, max_bytes: int) -> Any:
+    def check(value: str) -> str:
+        try:
+            size = len(b64u_decode(value))
+        except ValueError:
+            raise ValueError("must be base64url without padding") from None
+        if not min_bytes <= size <= max_bytes:
+            wanted = f"{min_bytes}" if min_bytes == max_bytes else f"{min_bytes} to {max_bytes}"
+            raise ValueError(f"decodes to {size} bytes, not {wanted}")
+        return value
+
+    return check
+
+
+def b64u_bytes(min_bytes: int, max_bytes: int, description: str) -> Any:
+    """Binary as base64url without padding (SPEC §15.8), its decoded size bounded."""
+    return Annotated[
+        str,
+        Field(
+            min_length=b64u_length(min_bytes),
+            max_length=b64u_length(max_bytes),
+            pattern=B64U_PATTERN,
+            description=description,
+        ),
+        AfterValidator(_decodes_to(min_bytes, max_bytes)),
+    ]
+
+
+Commitment = Annotated[
+    str,
+    Field(
+        pattern=DIGEST_PATTERN,
+        description=(
+            '"sha256:" + hex SHA-256 of JCS({"report_digest", "salt"}): the contributor\'s own '
+            "commitment to the sealed report and the salt it made (SPEC §15.2)."
+        ),
+    ),
+]
+
+
+class SealedShare(Payload):
+    """One keyper's share of the key, sealed to that keyper alone."""
+
+    keyper: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=255,
+            pattern=r"^[^\s+]+$",
+            description="The keyper's name, as the site lists it (the card's keypers).",
+        ),
+    ]
+    index: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=MAX_KEYPERS,
+            description="The share's Shamir index: i for the i-th keyper the site lists, from 1.",
+        ),
+    ]
+    sealed_share: b64u_bytes(
+        SEALED_SHARE_BYTES,
+        SEALED_SHARE_BYTES,
+        f"HPKE enc ‖ ciphertext of the 16-byte share, {SEALED_SHARE_BYTES} bytes in base64url.",
+    )
+
+
+class SealedApproval(Payload):
+    public_output: bool = Field(
+        description="Must be true: the report is published after the deadline."
+    )
+    scope: str = Field(description='Must be "this_contribution".')
+    commitment: Commitment
+
+
+# The contributor encrypts its report and splits the key among the site's keypers, which release
+# their shares only after the deadline: the plaintext exists nowhere on the site's side before it.
+class SealedContributionPayload(Payload):
+    """`cairn.task.contribution.sealed/0.1`: a report sealed to the site's keypers (SPEC §15.8)."""
+
+    schema_: Literal["cairn.task.contribution.sealed/0.1"] = Field(alias="schema")
+    task_entry: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=2**53 - 1,  # exact as a double, as the card's JSON carries it
+            description="The index of the task's cairn.log/task entry in the site's log.",
+        ),
+    ]
+    commitment: Commitment
+    ciphertext: b64u_bytes(
+        CIPHERTEXT_MIN_BYTES,
+        CIPHERTEXT_MAX_BYTES,
+        "12-byte nonce ‖ AES-128-GCM of JCS({report, salt}) with its tag, in base64url.",
+    )
+    shares: Annotated[
+        list[SealedShare],
+        Field(
+            min_length=1,
+            max_length=MAX_KEYPERS,
+            description="One share for each keyper the site lists, in the order it lists them.",
+        ),
+    ]
+    approval: SealedApproval

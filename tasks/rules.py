@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -11,24 +10,27 @@ from django.conf import settings
 from core.canonical import canonical_digest
 from core.clock import INSTANT_FORM, parse_instant, span_words
 from core.errors import ErrorCode, Issue
+from ledger.keyper_seal import Keyper
 from tasks.payloads import (
     ContributionApproval,
     ContributionPayload,
     OpenTaskApproval,
     OpenTaskPayload,
+    SealedApproval,
+    SealedContributionPayload,
 )
 
 
 def _approval_issues(
-    approval: OpenTaskApproval | ContributionApproval,
+    approval: OpenTaskApproval | ContributionApproval | SealedApproval,
     *,
     scope: str,
     digest_field: str,
-    approved: Any,
+    sent: str,
     what: str,
 ) -> list[Issue]:
-    """The approval says public, for this one write, and its digest is that of what was sent; a
-    wrong digest is reported only once the approval is otherwise right."""
+    """The approval says public, for this one write, and its digest is `sent`, that of what was
+    sent; a wrong digest is reported only once the approval is otherwise right."""
     issues = []
     if approval.public_output is not True:
         issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
@@ -36,7 +38,7 @@ def _approval_issues(
         issues.append(Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, f'must be "{scope}"'))
     if issues:
         return issues
-    if getattr(approval, digest_field) != canonical_digest(approved):
+    if getattr(approval, digest_field) != sent:
         issues.append(
             Issue(
                 f"approval.{digest_field}",
@@ -52,7 +54,7 @@ def open_task_approval_issues(payload: OpenTaskPayload) -> list[Issue]:
         payload.approval,
         scope="this_open_task",
         digest_field="public_input_digest",
-        approved=payload.request.model_dump(),
+        sent=canonical_digest(payload.request.model_dump()),
         what="request",
     )
 
@@ -62,9 +64,82 @@ def contribution_approval_issues(payload: ContributionPayload, report: dict) -> 
         payload.approval,
         scope="this_contribution",
         digest_field="public_output_digest",
-        approved=report,
+        sent=canonical_digest(report),
         what="report",
     )
+
+
+def sealed_approval_issues(payload: SealedContributionPayload) -> list[Issue]:
+    """A sealed report's approval names its commitment: the one digest of the report the server
+    sees before the keypers release its key."""
+    return _approval_issues(
+        payload.approval,
+        scope="this_contribution",
+        digest_field="commitment",
+        sent=payload.commitment,
+        what="commitment",
+    )
+
+
+def keyper_envelope_issues(
+    payload: SealedContributionPayload, keypers: list[Keyper]
+) -> list[Issue]:
+    """One share for each keyper the site lists, in its order, the i-th with Shamir index i
+    (SPEC §15.8): the shares a release will be asked of. Sizes and encodings are the model's."""
+    listed = [keyper.name for keyper in keypers]
+    issues = []
+    if len(payload.shares) != len(listed):
+        issues.append(
+            Issue(
+                "shares",
+                ErrorCode.INVALID_PAYLOAD,
+                f"holds {len(payload.shares)} shares: this site lists {len(listed)} keypers and "
+                f"takes one share for each, in this order: {', '.join(listed)}",
+            )
+        )
+    for position, (share, name) in enumerate(zip(payload.shares, listed, strict=False)):
+        if share.keyper != name:
+            issues.append(
+                Issue(
+                    f"shares[{position}].keyper",
+                    ErrorCode.INVALID_PAYLOAD,
+                    f"must be {name!r}: share {position + 1} goes to keyper {position + 1} of "
+                    "those the site lists",
+                )
+            )
+        if share.index != position + 1:
+            issues.append(
+                Issue(
+                    f"shares[{position}].index",
+                    ErrorCode.INVALID_PAYLOAD,
+                    f"must be {position + 1}: the share of keyper {position + 1} of those the "
+                    "site lists",
+                )
+            )
+    return issues
+
+
+def task_entry_issues(task_entry: int, logged: int | None) -> list[Issue]:
+    """`task_entry` is the index of the task's own log entry, `logged` (None while the entry
+    waits for the sequencer): the index every share was sealed to, and a keyper checks."""
+    if logged is None:
+        return [
+            Issue(
+                "task_entry",
+                ErrorCode.INVALID_PAYLOAD,
+                "the task's entry is not in the log yet: retry in a few seconds (the log takes "
+                "in new entries within 10 seconds)",
+            )
+        ]
+    if task_entry != logged:
+        return [
+            Issue(
+                "task_entry",
+                ErrorCode.INVALID_PAYLOAD,
+                f"is not this task's log entry, which is entry {logged}",
+            )
+        ]
+    return []
 
 
 def _source_problem(url: str) -> str | None:

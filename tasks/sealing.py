@@ -1,8 +1,11 @@
-"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6).
+"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6, §15.8).
 
 A report is stored once, sealed, and stays so. The evaluation opens every report of its task into
 the task's evaluation, which is public: that is the report's public copy, and the only one a
 reader of an evaluated task is given. The sweep therefore never rewrites a contribution's row.
+A keyper-sealed report is not the server's to open before its keypers release the key, so
+nobody here reads it before the evaluation, its author included; and a report its evaluation
+found void has no public copy at all.
 """
 
 from __future__ import annotations
@@ -32,15 +35,18 @@ def contributions_sealed(
 
 
 def revealed_report(contribution: Contribution) -> dict[str, Any] | None:
-    """The report as anyone may read it: None while it is sealed."""
-    return None if is_sealed(contribution) else _evaluated_report(contribution)
+    """The report as anyone may read it: None while it is sealed, or when it is void."""
+    return None if is_sealed(contribution) else evaluation_item(contribution).get("report")
 
 
-def contribution_report(contribution: Contribution) -> dict[str, Any]:
-    """The report for its author: the public copy once evaluated, else opened from its seal."""
-    if is_sealed(contribution):
-        return report_unsealed(contribution)
-    return _evaluated_report(contribution)
+def contribution_report(contribution: Contribution) -> dict[str, Any] | None:
+    """The report for its author: the public copy once evaluated (None when void), else opened
+    from its seal (None when sealed to the keypers: the server cannot open it yet)."""
+    if not is_sealed(contribution):
+        return evaluation_item(contribution).get("report")
+    if contribution.keyper_seal is not None:
+        return None
+    return report_unsealed(contribution)
 
 
 class Sealed(Protocol):
@@ -66,13 +72,15 @@ def report_unsealed(contribution: Sealed) -> dict[str, Any]:
     return report_open(bytes(sealed), task_id=contribution.task_id, contribution_id=contribution.id)
 
 
-def _evaluated_report(contribution: Contribution) -> dict[str, Any]:
-    """The report as its task's evaluation published it."""
+def evaluation_item(contribution: Contribution) -> dict[str, Any]:
+    """The contribution's item in its task's evaluation: its report, digest and salt, or its
+    void, and for a keyper-sealed one its envelope and releases (`tasks.opening.sealed_item`)."""
     evaluation = contribution.task.evaluation or {}
     contribution_id = str(contribution.id)
     for item in evaluation.get("contributions", ()):
         if item["contribution_id"] == contribution_id:
-            return item["report"]
+            found: dict[str, Any] = item
+            return found
     raise ValueError(
         f"the evaluation of task {contribution.task_id} does not hold {contribution_id}"
     )

@@ -3,6 +3,7 @@ so every door shows the same thing."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,12 +18,16 @@ from core.cursors import cursor_decode, cursor_encode, keyset_page
 from core.errors import ErrorCode, Refusal
 from core.lookups import get_by_id, id_or_not_found
 from core.policy import TASK_MODES
+from ledger.entries import TASK as TASK_ENTRY
+from ledger.models import Leaf
 from tasks.counts import task_count
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.payloads import OpenTaskRequest
 from tasks.rendered import RENDERED_FIELDS, stored_view
-from tasks.sealing import contribution_report
+from tasks.sealing import contribution_report, is_sealed
 
+# A keyper-sealed contribution's receipt says so (SPEC §15.8).
+KEYPERS_SEALED = "keypers"
 # The request fields, in the order the view shows them; they are what the approval digest covers.
 REQUEST_FIELDS = tuple(OpenTaskRequest.model_fields)
 
@@ -33,7 +38,21 @@ def task_request(view: dict[str, Any]) -> dict[str, Any]:
 
 
 def receipt_claims(contribution: Contribution) -> dict[str, str]:
-    """The receipt without its signature: what the signature covers (SPEC §4.2, §15.2)."""
+    """The receipt without its signature: what the signature covers (SPEC §4.2, §15.2). A
+    keyper-sealed contribution's names its contributor's commitment and its ciphertext, the
+    server having neither its report nor its salt (§15.8)."""
+    seal = contribution.keyper_seal
+    if seal is not None:
+        return {
+            "contribution_id": str(contribution.id),
+            "task_id": str(contribution.task_id),
+            "operation_id": contribution.operation_id,
+            "commitment": seal["commitment"],
+            "ciphertext_digest": seal["ciphertext_digest"],
+            "sealed": KEYPERS_SEALED,
+            "received_at": format_instant(contribution.received_at),
+            "sealed_until": contribution.task.deadline_text,
+        }
     return {
         "contribution_id": str(contribution.id),
         "task_id": str(contribution.task_id),
@@ -47,6 +66,17 @@ def receipt_claims(contribution: Contribution) -> dict[str, str]:
 
 def receipt_view(contribution: Contribution) -> dict[str, str]:
     return {**receipt_claims(contribution), "signature": contribution.receipt_signature}
+
+
+def task_log_index(task_id: uuid.UUID) -> int | None:
+    """The index of the task's own entry in the log, None while it waits for the sequencer. A
+    task's entry comes before any other of that task (SPEC §15.3), so it is the task's first."""
+    first = (
+        Leaf.objects.filter(task_id=task_id).order_by("index").values_list("index", "entry").first()
+    )
+    if first is None or json.loads(first[1]).get("type") != TASK_ENTRY:
+        return None
+    return first[0]
 
 
 def task_get(task_id: str | uuid.UUID) -> Task:
@@ -171,11 +201,20 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
             {
                 "task_id": str(c.task_id),
                 "receipt": receipt_view(c),
-                "report": contribution_report(c),
+                "report": _own_report(c),
             }
             for c in contributions
         ],
     }
+
+
+def _own_report(contribution: Contribution) -> dict[str, Any] | None:
+    """None for a keyper-sealed report until its evaluation opens it: the server cannot read it
+    before the keypers release its key, not even for its author, whose receipt names it by its
+    commitment and ciphertext digest (SPEC §15.8)."""
+    if contribution.keyper_seal is not None and is_sealed(contribution):
+        return None
+    return contribution_report(contribution)
 
 
 # What a write reads of a task: every column but the stored forms, which it renders anew.
@@ -254,13 +293,18 @@ def _task_lock_for_contribution() -> str:
 def due_sql() -> str:
     """Whether any open task is past its deadline (`due_params`), as a boolean expression: alone,
     or inside a read's statement (the A2A door's reads, which then have the domain evaluate it first).
-    The earliest open deadline is compared with now, which PostgreSQL reads off the end of the
-    `task_due` index whatever its statistics say; asked as "does any open task have `deadline <=
-    now`", it may plan a scan of the whole table."""
+    A task whose keys are pending is not due to a read: only the worker evaluates it, once the
+    keypers have released (SPEC §15.8).
+    The earliest such deadline up to now is read off the `task_due` index (status, deadline,
+    keys_pending), whatever the statistics say: the scan starts at the earliest open deadline and
+    stops at the first task whose keys are not pending, having passed at most the tasks still
+    waiting for their keys (their grace is minutes). Asked as "does any open task have `deadline
+    <= now`", PostgreSQL may plan a scan of the whole table."""
     deadline, status = statements.column(Task, "deadline"), statements.column(Task, "status")
+    keys_pending = statements.column(Task, "keys_pending")
     return (
-        f"COALESCE((SELECT MIN({deadline}) FROM {statements.table(Task)} "
-        f"WHERE {status} = %(working)s) <= %(now)s, false)"
+        f"(SELECT MIN({deadline}) FROM {statements.table(Task)} WHERE {status} = %(working)s "
+        f"AND {deadline} <= %(now)s AND NOT {keys_pending}) IS NOT NULL"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -19,6 +20,8 @@ from core.metrics import counted_write
 from core.payloads import parse_payload
 from ledger.entries import contribution_entry, salt_new, task_entry
 from ledger.jobs import sequencing_nudge
+from ledger.keyper_seal import b64u_decode, ciphertext_digest
+from ledger.keypers import keyper_threshold, keypers_configured
 from ledger.receipts import receipt_sign
 from ledger.seal import report_seal
 from ledger.services import log_writes
@@ -30,18 +33,23 @@ from tasks.models import Contribution, Task, TaskStatus
 from tasks.payloads import (
     CONTRIBUTION_SCHEMA,
     OPEN_TASK_SCHEMA,
+    SEALED_CONTRIBUTION_SCHEMA,
     ContributionPayload,
     OpenTaskPayload,
+    SealedContributionPayload,
 )
 from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.rules import (
     contribution_approval_issues,
     contribution_texts,
     deadline_issues,
+    keyper_envelope_issues,
     open_task_approval_issues,
     open_task_texts,
+    sealed_approval_issues,
     source_in_task_issues,
     source_issues,
+    task_entry_issues,
 )
 from tasks.selectors import (
     ContributorRecord,
@@ -49,6 +57,7 @@ from tasks.selectors import (
     receipt_view,
     task_get_for_write,
     task_lock_for_contribution,
+    task_log_index,
 )
 
 TASK_POST = "task_post"
@@ -179,38 +188,94 @@ def _refuse_if_closed(task: Task) -> None:
         )
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """What a contribution's checks hand its write: the task, and either the report as sent (the
+    plain form) or the envelope to keep (keyper-sealed: the server never holds its report)."""
+
+    task: Task
+    report: dict[str, Any] | None = None
+    keyper_seal: dict[str, Any] | None = None
+
+
+def _plain_checked(task: Task, payload: Any) -> _Checked:
+    also = (SEALED_CONTRIBUTION_SCHEMA,) if keypers_configured() else ()
+    parsed = parse_payload(ContributionPayload, payload, schema=CONTRIBUTION_SCHEMA, also=also)
+    _refuse_if_closed(task)
+    report = {key: value for key, value in payload.items() if key != "approval"}
+    refuse_if(contribution_approval_issues(parsed, report))
+    refuse_if(source_in_task_issues(parsed.source_urls, task.sources))
+    refuse_if(privacy.screen(contribution_texts(parsed)))
+    return _Checked(task, report=report)
+
+
+def _keyper_sealed_checked(task: Task, payload: Any) -> _Checked:
+    """What can be checked without the plaintext (SPEC §15.8), in §6's order; the report's own
+    rules wait for the evaluation, which opens it once the keypers release its key."""
+    keypers = keypers_configured()
+    if not keypers:
+        message = (
+            f"this site lists no keypers, so it takes only the plain form {CONTRIBUTION_SCHEMA!r}"
+        )
+        raise Refusal(
+            ErrorCode.UNKNOWN_SCHEMA, message, [Issue("schema", ErrorCode.UNKNOWN_SCHEMA, message)]
+        )
+    parsed = parse_payload(SealedContributionPayload, payload)
+    refuse_if(
+        keyper_envelope_issues(parsed, keypers)
+        + task_entry_issues(parsed.task_entry, task_log_index(task.pk))
+    )
+    _refuse_if_closed(task)
+    refuse_if(sealed_approval_issues(parsed))
+    return _Checked(
+        task,
+        keyper_seal={
+            "task_entry": parsed.task_entry,
+            "commitment": parsed.commitment,
+            "ciphertext": parsed.ciphertext,
+            "ciphertext_digest": ciphertext_digest(b64u_decode(parsed.ciphertext)),
+            "threshold": keyper_threshold(),
+            "shares": [share.model_dump() for share in parsed.shares],
+        },
+    )
+
+
 @counted_write("contribution")
 def contribution_submit(
     *, agent: Agent, task_id: Any, payload: Any, operation_id: str, door: Door, client: str = ""
 ) -> WriteResult:
-    """Seal a contribution (`cairn.task.contribution/0.1`) to an open task and answer with a receipt."""
+    """Seal a contribution to an open task and answer with a receipt: a report sent plain
+    (`cairn.task.contribution/0.1`), which the server seals at rest, or one its contributor
+    sealed to the site's keypers (`cairn.task.contribution.sealed/0.1`). Both forms meet the
+    same task, state and caps checks under the same locks."""
 
-    def check() -> tuple[Task, dict[str, Any]]:
+    def check() -> _Checked:
         task = task_evaluated_if_due(task_get_for_write(task_id))
-        parsed = parse_payload(ContributionPayload, payload, schema=CONTRIBUTION_SCHEMA)
-        _refuse_if_closed(task)
-        report = {key: value for key, value in payload.items() if key != "approval"}
-        refuse_if(contribution_approval_issues(parsed, report))
-        refuse_if(source_in_task_issues(parsed.source_urls, task.sources))
-        refuse_if(privacy.screen(contribution_texts(parsed)))
-        return task, report
+        if isinstance(payload, dict) and payload.get("schema") == SEALED_CONTRIBUTION_SCHEMA:
+            return _keyper_sealed_checked(task, payload)
+        return _plain_checked(task, payload)
 
-    def perform(agent: Agent, checked: tuple[Task, dict[str, Any]]) -> Performed:
-        task, report = checked
+    def perform(agent: Agent, checked: _Checked) -> Performed:
+        task = checked.task
         mine = task_lock_for_contribution(task, agent=agent, since=now_ms() - DAY)
         _refuse_if_closed(task)
         refuse_if(_contribution_state_issues(agent, task, mine))
         contribution = Contribution(
-            task=task,
-            agent=agent,
-            operation_id=operation_id,
-            report_digest=canonical_digest(report),
-            salt=salt_new(),
-            received_at=now_ms(),
+            task=task, agent=agent, operation_id=operation_id, received_at=now_ms()
         )
-        contribution.sealed_report = report_seal(
-            report, task_id=task.id, contribution_id=contribution.id
-        )
+        changed = ["contributions_count"]
+        if checked.report is not None:
+            contribution.report_digest = canonical_digest(checked.report)
+            contribution.salt = salt_new()
+            contribution.sealed_report = report_seal(
+                checked.report, task_id=task.id, contribution_id=contribution.id
+            )
+        else:
+            contribution.keyper_seal = checked.keyper_seal
+            # Only this form writes the flag, and only ever to true: a plain contribution's
+            # write leaves it as a concurrent sealed one may have set it.
+            task.keys_pending = True
+            changed.append("keys_pending")
         contribution.receipt_signature = receipt_sign(receipt_claims(contribution))
         task.contributions_count += 1
         view = task_render(task)
@@ -219,7 +284,7 @@ def contribution_submit(
         writes = (
             statements.object_inserted(contribution),
             *log_writes([contribution_entry(contribution)]),
-            statements.updated(task, ["contributions_count", *RENDERED_FIELDS]),
+            statements.updated(task, [*changed, *RENDERED_FIELDS]),
             *task_changed([TaskChange(task, view)]),
         )
         return Performed(

@@ -30,6 +30,16 @@ Salt = Annotated[
         description="32 random bytes, base64url without padding (absent on contributions made before salts).",
     ),
 ]
+Signature = Annotated[
+    str,
+    Field(
+        description=(
+            "A compact JWS (alg EdDSA, kid of a key in /.well-known/jwks.json) whose payload is the "
+            "JCS form of this receipt without `signature` (SPEC §15.2)."
+        ),
+        pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$",
+    ),
+]
 Outcome = Literal["resolved", "contested", "unresolved"]
 
 
@@ -70,8 +80,61 @@ class RevealedContribution(View):
     report: ContributionReport
 
 
+class Release(View):
+    """A keyper's signed release of its share of a sealed report's key (SPEC §15.8)."""
+
+    keyper: str = Field(description="The keyper's name: its witness name.")
+    index: Annotated[int, Field(ge=1, description="The share's index (1-based).")]
+    share: str = Field(description="The 16 share bytes, base64url without padding.")
+    released_at: Instant
+    signature: str = Field(
+        description=(
+            "Ed25519 by the keyper's witness key over JCS of {keyper, site, task_id, "
+            "contribution_id, index, share, released_at}, base64url."
+        )
+    )
+
+
+class SealedEnvelope(View):
+    ciphertext: str | None = Field(
+        default=None,
+        description=(
+            "base64url: nonce and AES-128-GCM of JCS({report, salt}); absent on a report void for "
+            "private content."
+        ),
+    )
+    ciphertext_digest: Digest
+    threshold: Annotated[int, Field(ge=1, description="The releases needed to open it (k).")]
+    releases: list[Release] | None = Field(
+        default=None,
+        description="Every release collected, by index; absent on a report void for private content.",
+    )
+
+
+class VoidReason(View):
+    code: str = Field(
+        description="The rule's code (SPEC §6), or keys_unavailable or inconsistent_shares."
+    )
+    message: str
+
+
+class KeyperSealedContribution(View):
+    """A contribution sealed to the keypers (SPEC §15.8): its envelope and releases, then its report
+    as a plain item has it, or why it is void (counted in no verdict)."""
+
+    contribution_id: Uuid
+    received_at: Instant
+    commitment: Digest = Field(description="The contributor's commitment, as logged.")
+    sealed: SealedEnvelope
+    report_digest: Digest | None = None
+    salt: Salt | None = None
+    report: ContributionReport | None = None
+    void: VoidReason | None = None
+
+
 class Evaluation(View):
-    """`cairn.evaluation/0.1` (SPEC §4.3): a summary of participant reports, not a certificate of truth."""
+    """`cairn.evaluation/0.1` (SPEC §4.3): a summary of participant reports, not a certificate of
+    truth. `counts`, `outcome` and `verdict` are over the contributions that are not void."""
 
     schema_: Literal["cairn.evaluation/0.1"] = Field(alias="schema")
     rule: Literal["cairn.rules/0.1"]
@@ -80,7 +143,7 @@ class Evaluation(View):
     evaluated_at: Instant
     min_independent: Annotated[int, Field(ge=2, le=5)]
     counts: VerdictCounts
-    contributions: list[RevealedContribution] = Field(
+    contributions: list[RevealedContribution | KeyperSealedContribution] = Field(
         description="Every contribution, in the order received."
     )
 
@@ -123,10 +186,28 @@ class Receipt(View):
     )
     received_at: Instant
     sealed_until: Instant = Field(description="The task's deadline.")
-    signature: str = Field(
-        description=(
-            "A compact JWS (alg EdDSA, kid of a key in /.well-known/jwks.json) whose payload is the "
-            "JCS form of this receipt without `signature` (SPEC §15.2)."
-        ),
-        pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$",
+    signature: Signature
+
+
+class KeyperReceipt(View):
+    """What the contributor of a keyper-sealed report gets back (SPEC §15.8): its own commitment
+    and the digest of its ciphertext, in place of the report digest and salt the server has not
+    got."""
+
+    contribution_id: Uuid
+    task_id: Uuid
+    operation_id: Annotated[
+        str, Field(min_length=1, max_length=200, description="messageId or Idempotency-Key.")
+    ]
+    commitment: Digest = Field(
+        description="The contributor's commitment, as its payload gave it and the log shows it."
     )
+    ciphertext_digest: Digest = Field(
+        description='"sha256:" + hex SHA-256 of the ciphertext\'s bytes.'
+    )
+    sealed: Literal["keypers"] = Field(
+        description="The report is sealed to the site's keypers, not held by the server."
+    )
+    received_at: Instant
+    sealed_until: Instant = Field(description="The task's deadline.")
+    signature: Signature

@@ -22,6 +22,7 @@ from core.policy import AGENT_LINK_REL, TASK_MODES
 from core.site import site_url
 from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
 from tasks.models import Task
+from tasks.opening import grace_end
 from tasks.rendered import stored_view
 from tasks.selectors import task_feed_page, task_get, task_page
 from web.pages import (
@@ -37,22 +38,62 @@ from web.pages import (
 ATOM_ENTRIES = 50
 
 
-def _report_display(item: dict[str, Any]) -> dict[str, Any]:
-    report = item["report"]
-    return {
+# What a void's code means to a reader (SPEC §4.1, §6, §15.8); an unknown code reads as itself.
+VOID_LABELS = {
+    "keys_unavailable": "the keypers did not release its key within their grace",
+    "inconsistent_shares": "the keypers' released shares did not agree on one key",
+    "invalid_payload": "it did not open to a report of the required shape",
+    "unknown_schema": "it opened to a report of another schema",
+    "source_not_in_task": "it cites a source that is not one of the task's",
+    "private_content": "it holds private content, so neither it nor its ciphertext is published",
+}
+
+
+def _item_display(item: dict[str, Any]) -> dict[str, Any]:
+    """One item of the evaluation as the page shows it: a report with its digests, or a void with
+    its code and reason; a report sealed to the keypers also with its envelope and releases."""
+    sealed = item.get("sealed")
+    display: dict[str, Any] = {
         "contribution_id": item["contribution_id"],
         "received": instant(item["received_at"]),
-        "report_digest": item["report_digest"],
-        "salt": item.get("salt", ""),
-        "verdict": report.get("verdict"),
-        "verdict_label": VERDICT_LABELS.get(report.get("verdict"), report.get("verdict")),
-        "summary": report.get("summary", ""),
-        "conditions": report.get("conditions", []),
-        "attempts": report.get("attempts", []),
-        "limitations": report.get("limitations", []),
-        "source_urls": report.get("source_urls", []),
+        "keyper_sealed": sealed is not None,
+        "void": None,
+    }
+    if sealed is not None:
+        display.update(
+            commitment=item["commitment"],
+            ciphertext_digest=sealed["ciphertext_digest"],
+            threshold=sealed["threshold"],
+            releases=len(sealed["releases"]) if "releases" in sealed else None,
+        )
+    void = item.get("void")
+    if void is not None:
+        display["void"] = {**void, "label": VOID_LABELS.get(void["code"], void["code"])}
+        return display
+    report = item["report"]
+    display.update(
+        report_digest=item["report_digest"],
+        salt=item.get("salt", ""),
+        verdict=report.get("verdict"),
+        verdict_label=VERDICT_LABELS.get(report.get("verdict"), report.get("verdict")),
+        summary=report.get("summary", ""),
+        conditions=report.get("conditions", []),
+        attempts=report.get("attempts", []),
+        limitations=report.get("limitations", []),
+        source_urls=report.get("source_urls", []),
         # What was hashed, keys in JCS order, so a reader can copy it and recompute the digest.
-        "report_json": json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False),
+        report_json=json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False),
+    )
+    return display
+
+
+def _sealing_tally(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many of an evaluation's contributions were sealed to the keypers, and which are void."""
+    voids = [item["void"]["code"] for item in items if "void" in item]
+    return {
+        "keyper_sealed": sum("sealed" in item for item in items),
+        "voids": len(voids),
+        "void_codes": sorted(set(voids)),
     }
 
 
@@ -69,6 +110,9 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
         "verdict_label": VERDICT_LABELS.get(view["verdict"] or "", ""),
         "counts": [],
         "contributions": [],
+        "keyper_sealed": 0,
+        "voids": 0,
+        "void_codes": [],
     }
     if display["is_open"]:
         display["time_left"] = time_left(view["deadline"], now)
@@ -81,7 +125,8 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
             {"verdict": name, "label": VERDICT_LABELS.get(name, name), "count": counts[name]}
             for name in names
         ]
-        display["contributions"] = [_report_display(item) for item in evaluation["contributions"]]
+        display["contributions"] = [_item_display(item) for item in evaluation["contributions"]]
+        display.update(_sealing_tally(evaluation["contributions"]))
         display["rule"] = evaluation["rule"]
     return display
 
@@ -108,23 +153,36 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
 
 
 def _task_page(task: Task) -> dict[str, Any]:
-    view = stored_view(task_evaluated_if_due(task))
-    return {"task": task_display(view), "agent_rel": AGENT_LINK_REL}
+    task = task_evaluated_if_due(task)
+    display = task_display(stored_view(task))
+    if task.keys_pending and task.deadline <= timezone.now():
+        display["awaiting_keys_until"] = instant(format_instant(grace_end(task)))
+    return {"task": display, "agent_rel": AGENT_LINK_REL}
 
 
 def _atom_summary(view: dict[str, Any]) -> str:
     outcome = OUTCOME_LABELS.get(view["outcome"] or "", view["outcome"] or "")
     verdict = f": {VERDICT_LABELS.get(view['verdict'], view['verdict'])}" if view["verdict"] else ""
-    counts = (view["evaluation"] or {}).get("counts", {})
+    evaluation = view["evaluation"] or {}
+    counts = evaluation.get("counts", {})
     tally = ", ".join(
         f"{label.lower()} {counts[name]}"
         for name, label in VERDICT_LABELS.items()
         if name in counts
     )
     received = view["contributions_received"]
+    sealing = _sealing_tally(evaluation.get("contributions", []))
+    keypers = (
+        f" {sealing['keyper_sealed']} sealed to the keypers." if sealing["keyper_sealed"] else ""
+    )
+    voids = (
+        f" {sealing['voids']} void, counted in no verdict ({', '.join(sealing['void_codes'])})."
+        if sealing["voids"]
+        else ""
+    )
     return (
         f"{outcome}{verdict}. {received} contribution{pluralize(received)} "
-        f"of {view['min_independent']} needed ({tally}).\n\n{view['question']}"
+        f"of {view['min_independent']} needed ({tally}).{keypers}{voids}\n\n{view['question']}"
     )
 
 

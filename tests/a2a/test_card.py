@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from a2a_gateway.card import VERIFIABLE_EXTENSION_URI, agent_card_json
 from a2a_gateway.checks import CHECK_SITE, agent_card_check
 from core.schemas import model_schema
-from tasks.payloads import ContributionPayload, OpenTaskPayload
+from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tests.a2a.conftest import as_json, run, sdk_client
 
 
@@ -102,6 +102,7 @@ def test_the_extension_carries_the_payload_models_own_schemas(http):
     assert schemas == {
         "cairn.open_task/0.1": model_schema(OpenTaskPayload),
         "cairn.task.contribution/0.1": model_schema(ContributionPayload),
+        "cairn.task.contribution.sealed/0.1": model_schema(SealedContributionPayload),
     }
 
 

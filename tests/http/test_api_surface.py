@@ -76,6 +76,7 @@ def test_the_schema_index_lists_every_published_schema(api, live_url):
         "open-task.json",
         "open-task-create.json",
         "task-contribution.json",
+        "task-contribution-sealed.json",
         "call-response.json",
     ]
     for item in schemas:

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from jsonschema import Draft202012Validator
 
 from calls.payloads import CallResponsePayload
@@ -13,8 +14,9 @@ from calls.services import call_close
 from core.canonical import canonical_digest
 from core.schemas import model_schema
 from http_api.errors import STATUS_BY_CODE
+from ledger.keyper_seal import Keyper, keyper_public, seal
 from tasks.models import Task
-from tasks.payloads import ContributionPayload, OpenTaskPayload
+from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tasks.rendered import task_view
 from tasks.view_models import TaskView
 from tests.factories import (
@@ -31,6 +33,7 @@ SCHEMAS = {
     "open-task.json": TaskView,
     "open-task-create.json": OpenTaskPayload,
     "task-contribution.json": ContributionPayload,
+    "task-contribution-sealed.json": SealedContributionPayload,
     "call-response.json": CallResponsePayload,
 }
 
@@ -78,6 +81,20 @@ SPEC_CONTRIBUTION = {
         "scope": "this_contribution",
     },
 }
+SPEC_SEALED = seal(
+    SPEC_REPORT,
+    site="cairn.example/cairn/log",
+    task_id="0b8f2c4e-6c1a-4f3e-9d2b-5a7e8c9d0f1a",
+    task_entry=41,
+    deadline="2026-12-01T12:00:00.000Z",
+    keypers=[
+        Keyper(
+            f"k{n}.example/cairn/witness", keyper_public(X25519PrivateKey.generate()), "https://k"
+        )
+        for n in range(3)
+    ],
+    threshold=2,
+)
 SPEC_CALL_RESPONSE = {
     "schema": "cairn.call.response/0.1",
     "stance": "support",
@@ -125,6 +142,7 @@ EXAMPLES = {
     "open-task.json": [SPEC_OPEN_VIEW, SPEC_EVALUATED_VIEW],
     "open-task-create.json": [SPEC_OPEN_TASK],
     "task-contribution.json": [SPEC_CONTRIBUTION],
+    "task-contribution-sealed.json": [SPEC_SEALED],
     "call-response.json": [
         SPEC_CALL_RESPONSE,
         {k: v for k, v in SPEC_CALL_RESPONSE.items() if k != "stance"},
@@ -181,6 +199,24 @@ COUNTER_EXAMPLES = {
         changed(SPEC_CONTRIBUTION, "agent_id", "me"),
         changed(SPEC_CONTRIBUTION, "approval.public_output_digest", "sha256:abc"),
         changed(SPEC_CONTRIBUTION, "schema", "cairn.open_task/0.1"),
+    ],
+    "task-contribution-sealed.json": [
+        changed(SPEC_SEALED, "approval", delete=True),
+        changed(SPEC_SEALED, "schema", "cairn.task.contribution/0.1"),
+        changed(SPEC_SEALED, "task_entry", -1),
+        changed(SPEC_SEALED, "task_entry", "41"),
+        changed(SPEC_SEALED, "commitment", "sha256:abc"),
+        changed(SPEC_SEALED, "ciphertext", "AAAA"),
+        changed(SPEC_SEALED, "ciphertext", SPEC_SEALED["ciphertext"] + "=="),
+        changed(SPEC_SEALED, "shares", []),
+        changed(SPEC_SEALED, "shares.0.index", 0),
+        changed(
+            SPEC_SEALED, "shares.0.sealed_share", SPEC_SEALED["shares"][0]["sealed_share"][:-1]
+        ),
+        changed(SPEC_SEALED, "shares.0.keyper", "two words"),
+        changed(SPEC_SEALED, "shares.0.threshold", 2),
+        changed(SPEC_SEALED, "approval.commitment", delete=True),
+        changed(SPEC_SEALED, "report", SPEC_REPORT),
     ],
     "call-response.json": [
         changed(SPEC_CALL_RESPONSE, "stance", "maybe"),
@@ -348,8 +384,12 @@ def test_openapi_refusals_carry_the_spec_statuses(openapi):
                     assert STATUS_BY_CODE[code] == int(status), (path, method, code)
     post = openapi["paths"]["/api/a2a-tasks/{task_id}/contributions"]["post"]
     assert post["requestBody"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/ContributionPayload"
+        "$ref": "#/components/schemas/ContributionSubmission"
     }
+    assert openapi["components"]["schemas"]["ContributionSubmission"]["oneOf"] == [
+        {"$ref": "#/components/schemas/ContributionPayload"},
+        {"$ref": "#/components/schemas/SealedContributionPayload"},
+    ]
     assert "WWW-Authenticate" in post["responses"]["401"]["headers"]
     assert set(post["responses"]) == {"201", "400", "401", "404", "409", "413", "422", "429"}
 

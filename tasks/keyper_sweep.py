@@ -1,0 +1,72 @@
+"""The sweep's step for tasks whose keys are pending (SPEC §15.8): collect the keypers' releases of
+their sealed reports, and evaluate each task once its reports can be opened, or its grace is over.
+
+It runs in the worker's sweep, every minute, so a task is evaluated within a minute of the k-th
+release of its last report. Asking a keyper is a network call, made outside any transaction; only
+keeping what came back and evaluating take the task's row lock, briefly
+(`tasks.evaluation.task_evaluate_with_releases`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from django.utils import timezone
+
+from ledger.notes import log_origin
+from ledger.releases import releases_collect
+from tasks.evaluation import task_evaluate_with_releases
+from tasks.models import Contribution, Task, TaskStatus
+from tasks.opening import RELEASES_AFTER, sealed_opening
+
+# How long a sweep goes on asking keypers. Each keyper has 5 s to answer, so a run of slow
+# keypers could outlast the worker's job (55 s, `Q_CLUSTER["timeout"]`); what is not asked this
+# sweep is asked at the next, oldest deadline first.
+COLLECTING_S = 30
+
+
+def tasks_awaiting_keys() -> list[uuid.UUID]:
+    """The open tasks whose keys are pending and whose keypers release by now, oldest first."""
+    return list(
+        Task.objects.filter(
+            status=TaskStatus.WORKING,
+            keys_pending=True,
+            deadline__lte=timezone.now() - RELEASES_AFTER,
+        )
+        .order_by("deadline")
+        .values_list("pk", flat=True)
+    )
+
+
+def _releases_collected(
+    task_id: uuid.UUID, *, until: float
+) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """Ask the keypers for the shares of each sealed report of the task that releases yet to come
+    may still open (`sealed_opening` waits for them), until the monotonic time `until`."""
+    contributions = (
+        Contribution.objects.filter(task_id=task_id, keyper_seal__isnull=False)
+        .select_related("task")
+        .order_by("seq")
+    )
+    site = log_origin()
+    collected = {}
+    for contribution in contributions:
+        if time.monotonic() >= until:
+            break
+        if sealed_opening(contribution, contribution.task, site=site, final=False) is None:
+            collected[contribution.id] = releases_collect(contribution)
+    return collected
+
+
+def tasks_evaluate_with_releases() -> int:
+    """Collect releases for every task awaiting keys, and evaluate those it settles; returns how
+    many this call evaluated. Safe beside other sweeps: collecting twice asks twice for the same
+    bytes, and the evaluation is exactly once."""
+    until = time.monotonic() + COLLECTING_S
+    evaluated = 0
+    for task_id in tasks_awaiting_keys():
+        collected = _releases_collected(task_id, until=until)
+        evaluated += task_evaluate_with_releases(task_id=task_id, collected=collected)
+    return evaluated

@@ -1,0 +1,237 @@
+"""Opening a keyper-sealed report at its task's evaluation (SPEC §15.8).
+
+The server never held the report: its key comes from the keypers' releases, collected from the
+deadline + 60 s (`tasks.keyper_sweep`). Opened, the report meets the rules the plain form meets at
+receipt (§4.1, §5, §6), the same functions in the same order; a report that fails one, or that
+cannot be opened, is *void* with the code of what failed, kept in the evaluation and counted in no
+verdict. Every step here reads the contribution's stored envelope and releases and nothing else,
+so anyone holding the published item can redo it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from django.conf import settings
+
+from core import privacy
+from core.canonical import canonical_digest
+from core.errors import ErrorCode, Refusal, refuse_if
+from core.payloads import parse_payload
+from ledger.keyper_seal import SealError, b64u_decode, key_combine, report_open
+from tasks.models import Task
+from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
+from tasks.rules import contribution_texts, source_in_task_issues
+
+# The two codes only an opening gives; the others are the refusal codes of §6.
+KEYS_UNAVAILABLE = "keys_unavailable"
+INCONSISTENT_SHARES = "inconsistent_shares"
+# A keyper releases once the log's maximum merge delay has passed since the deadline, so that the
+# contribution entries of the last moment are under a checkpoint it cosigned (§15.3, §15.8).
+RELEASES_AFTER = timedelta(seconds=60)
+# What a release is published as in the evaluation: the fields its signature covers, less those the
+# item already names (site, task and contribution).
+RELEASE_FIELDS = ("keyper", "index", "share", "released_at", "signature")
+# A salt is the server's 32 random bytes in the plain form (§15.2), the contributor's here.
+SALT_BYTES = 32
+
+
+def releases_from(task: Task) -> datetime:
+    """When the keypers start releasing the keys of the task's sealed reports."""
+    return task.deadline + RELEASES_AFTER
+
+
+def keys_window() -> timedelta:
+    """From a deadline to the end of its keypers' grace."""
+    return RELEASES_AFTER + timedelta(seconds=settings.CAIRN_KEYPER_GRACE_S)
+
+
+def grace_end(task: Task) -> datetime:
+    """When a report still without its k agreeing releases is `keys_unavailable`."""
+    return task.deadline + keys_window()
+
+
+class KeyperSealed(Protocol):
+    """What an opening reads of a contribution: a Contribution, or a row of these fields."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def keyper_seal(self) -> dict[str, Any] | None: ...
+
+    @property
+    def releases(self) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class Opened:
+    report: dict[str, Any]
+    report_digest: str
+    salt: str
+
+
+@dataclass(frozen=True)
+class Void:
+    code: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+def releases_published(contribution: KeyperSealed) -> list[dict[str, Any]]:
+    """The contribution's releases as its evaluation item lists them, by share index."""
+    return sorted(
+        ({name: release[name] for name in RELEASE_FIELDS} for release in contribution.releases),
+        key=lambda release: release["index"],
+    )
+
+
+def sealed_opening(
+    contribution: KeyperSealed, task: Task, *, site: str, final: bool
+) -> Opened | Void | None:
+    """The report opened, or why it is void; None while releases still to come may open it.
+
+    `final` (the grace is over, or the evaluation is being written) turns every wait into its
+    void. The wait covers two cases: fewer than k releases, and k that do not open the ciphertext
+    while a keyper has not released yet. With exactly k shares, a keyper's wrong share and a
+    contributor's bad ciphertext look alike; one share more tells them apart (`key_combine` finds
+    the disagreement), so the contributor is not blamed for a keyper's fault while it can be
+    avoided."""
+    seal = contribution.keyper_seal
+    assert seal is not None, "only a keyper-sealed contribution is opened from releases"
+    threshold, keypers = seal["threshold"], len(seal["shares"])
+    released = len(contribution.releases)
+    if released < threshold:
+        if not final:
+            return None
+        return Void(
+            KEYS_UNAVAILABLE,
+            f"{released} of the {threshold} keyper releases needed came in by the end of the "
+            f"grace, {settings.CAIRN_KEYPER_GRACE_S} s after the keypers began releasing",
+        )
+    try:
+        shares = [
+            (release["index"], b64u_decode(release["share"]))
+            for release in releases_published(contribution)
+        ]
+        key = key_combine(shares, threshold)
+    except (SealError, ValueError) as exc:
+        return Void(INCONSISTENT_SHARES, f"the released shares do not give one key: {exc}")
+    try:
+        report, salt = report_open(
+            b64u_decode(seal["ciphertext"]),
+            key,
+            site=site,
+            task_id=str(task.id),
+            deadline=task.deadline_text,
+            commitment=seal["commitment"],
+        )
+    except (SealError, ValueError) as exc:
+        if not final and released < min(keypers, threshold + 1):
+            return None
+        return Void(str(ErrorCode.INVALID_PAYLOAD), f"ciphertext: {exc}")
+    if not _is_salt(salt):
+        return Void(
+            str(ErrorCode.INVALID_PAYLOAD),
+            f"salt: must be {SALT_BYTES} random bytes, base64url without padding (§15.2)",
+        )
+    return report_rules_void(report, task) or Opened(report, canonical_digest(report), salt)
+
+
+def _is_salt(text: str) -> bool:
+    try:
+        return len(b64u_decode(text)) == SALT_BYTES
+    except ValueError:
+        return False
+
+
+def report_rules_void(report: dict[str, Any], task: Task) -> Void | None:
+    """The rules a plain report meets at receipt, over an opened one; the first that fails, as
+    its refusal would name it. The report carries no approval: the contributor approved its
+    commitment, which the seal's approval holds and the receipt checked, so the approval parsed
+    with it is the one its own digest gives.
+
+    One difference, because a void is published and a refusal is not: a report void for another
+    rule is published openable (its ciphertext and releases), so when any of its text, wherever it
+    is, trips the privacy screen, it is void for private content instead, which publishes neither.
+    """
+    void = _first_rule_void(report, task)
+    if void is None or void.code == ErrorCode.PRIVATE_CONTENT:
+        return void
+    try:
+        refuse_if(privacy.screen(_texts_anywhere(report)))
+    except Refusal as refusal:
+        return Void(str(refusal.code), refusal.message)
+    return void
+
+
+def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:
+    if "approval" in report:
+        return Void(
+            str(ErrorCode.INVALID_PAYLOAD),
+            "approval: a sealed report holds no approval (its envelope's approval covers it)",
+        )
+    approval = {
+        "public_output_digest": canonical_digest(report),
+        "public_output": True,
+        "scope": "this_contribution",
+    }
+    try:
+        parsed = parse_payload(
+            ContributionPayload, {**report, "approval": approval}, schema=CONTRIBUTION_SCHEMA
+        )
+        refuse_if(source_in_task_issues(parsed.source_urls, task.sources))
+        refuse_if(privacy.screen(contribution_texts(parsed)))
+    except Refusal as refusal:
+        return Void(str(refusal.code), refusal.message)
+    return None
+
+
+def _texts_anywhere(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in a JSON value, with its JSON path. A key is named by the path of its object,
+    which it may not be safe to echo; it is screened before anything under it, so no issue's path
+    names a key that the screen would refuse."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, member in value.items():
+            yield path, key
+            yield from _texts_anywhere(member, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, member in enumerate(value):
+            yield from _texts_anywhere(member, f"{path}[{index}]")
+
+
+def sealed_item(
+    contribution: KeyperSealed, opening: Opened | Void, *, received_at: str
+) -> dict[str, Any]:
+    """The evaluation's item of a keyper-sealed contribution (§15.8): its envelope and releases, so
+    anyone can redo the opening, then the report or the void. A report void for private content
+    publishes neither its ciphertext nor its releases, which together are the report."""
+    seal = contribution.keyper_seal
+    assert seal is not None
+    private = isinstance(opening, Void) and opening.code == ErrorCode.PRIVATE_CONTENT
+    sealed: dict[str, Any] = {
+        "ciphertext_digest": seal["ciphertext_digest"],
+        "threshold": seal["threshold"],
+    }
+    if not private:
+        sealed["ciphertext"] = seal["ciphertext"]
+        sealed["releases"] = releases_published(contribution)
+    item = {
+        "contribution_id": str(contribution.id),
+        "received_at": received_at,
+        "commitment": seal["commitment"],
+        "sealed": sealed,
+    }
+    if isinstance(opening, Void):
+        item["void"] = opening.as_dict()
+    else:
+        item.update(report_digest=opening.report_digest, salt=opening.salt, report=opening.report)
+    return item
