@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import orjson
@@ -24,6 +24,7 @@ from core.errors import Refusal
 from core.payloads import parse_payload
 from ledger import keyper_seal as site
 from ledger.verifier import VERIFIER
+from tasks.opening import report_rules_void
 from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
 from tasks.rules import contribution_texts, source_in_task_issues
 from tests.core.test_privacy import PASSED, REFUSED
@@ -329,16 +330,34 @@ REPORTS = {
 }
 
 
+OPENED_REPORTS = {
+    **REPORTS,
+    "an approval": {**contribution_report(), "approval": {"public_output": True}},
+    "a private unknown field": contribution_report(notes="ask alice@example.com"),
+    "a private key name": contribution_report(**{"/home/alice/notes": "x"}),
+    "a short summary and a private limitation": contribution_report(
+        summary="short", limitations=["see /Users/bob/trace.txt"]
+    ),
+}
+
+
 @pytest.mark.parametrize("report", REPORTS.values(), ids=REPORTS)
-def test_the_rules_of_an_opened_report_are_the_sites(copied, report):
-    if hasattr(copied, "report_rules"):  # the verifier
-        found, _ = copied.report_rules(copy.deepcopy(report), SOURCES)
-    else:  # the local MCP server, before it seals: the task is open
-        found, _ = copied.report_issues(
-            copy.deepcopy(report), {"state": "open", "sources": SOURCES}
-        )
+def test_the_local_servers_checks_before_sealing_are_the_sites_at_receipt(report):
+    """The local server refuses what the site would refuse of the plain form at receipt."""
+    local = next(loaded_script(LOCAL_SERVER, "cairn_mcp_rules_under_test"))
+    found, _ = local.report_issues(copy.deepcopy(report), {"state": "open", "sources": SOURCES})
 
     assert found == _site_rules(report)
+
+
+@pytest.mark.parametrize("report", OPENED_REPORTS.values(), ids=OPENED_REPORTS)
+def test_the_verifiers_rules_of_an_opened_report_are_the_sites_opening(report):
+    """The verifier voids what the site's evaluation voids when it opens a sealed report."""
+    verifier = next(loaded_script(VERIFIER, "cairn_verify_rules_under_test"))
+    void = report_rules_void(copy.deepcopy(report), SimpleNamespace(sources=SOURCES))
+    found, _ = verifier.report_rules(copy.deepcopy(report), SOURCES)
+
+    assert found == (void.code if void else "")
 
 
 def test_a_report_jcs_cannot_write_is_not_opened_anywhere(copied):
