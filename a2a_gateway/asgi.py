@@ -7,13 +7,15 @@ translated into `a2a_gateway.endpoint.http_reply` (the card and JSON-RPC) or
 `a2a_gateway.rest.rest_reply` (HTTP+JSON) and nothing more: a stored read is answered on the event
 loop (`a2a_gateway.read_pool`, on PostgreSQL), everything else by the SDK's dispatchers with the
 ORM work on asgiref's one shared thread. What the middleware stack gave these paths is
-kept: Django's Host rule, the security headers, and Django's request signals around the work on
-the ORM's thread, so its connections are returned and checked exactly as under Django.
+kept: Django's Host rule, the security headers, every answer's caching headers
+(`core.caching`, as `CachingMiddleware` gives them), and Django's request signals around the work
+on the ORM's thread, so its connections are returned and checked exactly as under Django.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 from starlette.types import Receive, Scope, Send
 
@@ -23,6 +25,7 @@ from a2a_gateway.endpoint import ENDPOINT_PATHS, http_reply
 from a2a_gateway.reads import DjangoSource
 from a2a_gateway.rest import is_rest_path, rest_reply
 from a2a_gateway.transport import ClientGone, Reply
+from core.caching import TOKEN_HEADER, answer_caching
 from core.hosts import host_served
 from core.middleware import SECURITY_HEADERS
 from core.site import site_url
@@ -69,10 +72,41 @@ async def _chunks(receive: Receive) -> AsyncIterator[bytes]:
             return
 
 
+def _with_caching(reply: Reply, method: str, headers: dict[str, str]) -> Reply:
+    """The reply with its caching headers, or 304 in its place (`core.caching`)."""
+    caching = answer_caching(
+        method=method,
+        token=TOKEN_HEADER.lower() in headers,
+        if_none_match=headers.get("if-none-match"),
+        status=reply.status,
+        shown=reply.shown,
+        body=lambda: reply.body,
+    )
+    if caching is None:
+        return reply
+    replaced = {"cache-control"} if caching.etag is None else {"cache-control", "etag"}
+    caching_headers = [("Cache-Control", caching.cache_control)]
+    if caching.vary:
+        caching_headers.append(("Vary", ", ".join(caching.vary)))
+    if caching.etag is not None:
+        caching_headers.append(("ETag", caching.etag))
+    kept = [(name, value) for name, value in reply.headers if name.lower() not in replaced]
+    cached = replace(reply, headers=(*kept, *caching_headers))
+    return replace(cached, status=304, body=b"") if caching.not_modified else cached
+
+
 async def _send(send: Send, reply: Reply, *, head: bool = False) -> None:
+    # A 304 has no body, so none of the body's own headers (RFC 9110 §15.4.5).
+    body_headers = (
+        []
+        if reply.status == 304
+        else [
+            (b"content-type", reply.content_type.encode()),
+            (b"content-length", str(len(reply.body)).encode()),
+        ]
+    )
     headers = [
-        (b"content-type", reply.content_type.encode()),
-        (b"content-length", str(len(reply.body)).encode()),
+        *body_headers,
         *((name.lower().encode(), value.encode("latin-1")) for name, value in reply.headers),
         *RESPONSE_HEADERS,
     ]
@@ -93,7 +127,7 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             b"Bad Request: this server does not answer to that Host",
             content_type="text/plain; charset=utf-8",
         )
-        await _send(send, reply)
+        await _send(send, _with_caching(reply, scope["method"], headers))
         return
     try:
         if is_rest_path(scope["path"]):
@@ -119,4 +153,6 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             )
     except ClientGone:
         return
-    await _send(send, reply, head=scope["method"] == "HEAD")
+    await _send(
+        send, _with_caching(reply, scope["method"], headers), head=scope["method"] == "HEAD"
+    )

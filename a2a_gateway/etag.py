@@ -1,11 +1,15 @@
-"""The Agent Card's ETag and its revalidation (RFC 9110 §8.8.3, §13.1.2), as the SDK's card route
-makes them, written here because the SDK keeps them private."""
+"""The Agent Card's ETag, as the SDK's card route makes it, written here because the SDK keeps it
+private; its revalidation is every answer's (`core.caching.if_none_match_hits`)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from typing import Any
+
+from core.caching import if_none_match_hits
+
+__all__ = ["card_etag", "if_none_match_hits"]
 
 
 def card_etag(card: dict[str, Any]) -> str:
@@ -14,12 +18,3 @@ def card_etag(card: dict[str, Any]) -> str:
     unsigned = {key: value for key, value in card.items() if key != "signatures"}
     body = json.dumps(unsigned, sort_keys=True, separators=(",", ":"))
     return f'W/"{hashlib.sha256(body.encode("utf-8")).hexdigest()}"'
-
-
-def if_none_match_hits(header: str, etag: str) -> bool:
-    """Whether an If-None-Match header selects this entity: `*`, or a tag equal under the weak
-    comparison, where W/"x" and "x" are the same."""
-    candidates = [candidate.strip() for candidate in header.split(",")]
-    if "*" in candidates:
-        return True
-    return any(candidate.removeprefix("W/") == etag.removeprefix("W/") for candidate in candidates)

@@ -21,11 +21,20 @@ from a2a.compat.v0_3 import types as types_v03
 from a2a.server.routes.common import serialize_list_tasks_response
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import GetTaskRequest, ListTasksRequest, ListTasksResponse
+from a2a.utils.constants import VERSION_HEADER
 from a2a.utils.proto_utils import parse_params
 from google.protobuf.json_format import ParseDict
 from starlette.datastructures import QueryParams
 
-from a2a_gateway.reads import DJANGO_SOURCE, Source, StoredPage, read_task, stored_read
+from a2a_gateway.reads import (
+    DJANGO_SOURCE,
+    Source,
+    StoredPage,
+    StoredTask,
+    read_task,
+    stored_read,
+)
+from core.caching import Shown
 
 V0_3_GET_TASK = "tasks/get"
 FAST_METHODS = frozenset({"GetTask", "ListTasks", V0_3_GET_TASK})
@@ -50,16 +59,19 @@ def _in_envelope(request_id: Any, result: Any) -> bytes | None:
         return None
 
 
-async def _result(
+async def _read(
     request: GetTaskRequest | ListTasksRequest, sent_status: Any, source: Source
-) -> Any:
-    """The read's result as its binding writes it (its JSON as `orjson.Fragment`s), or None
-    when the dispatcher is to answer."""
+) -> StoredTask | StoredPage | None:
+    """The stored read, or None when the dispatcher is to answer."""
     try:
-        read = await stored_read(request, sent_status, source)
+        return await stored_read(request, sent_status, source)
     except Exception:  # a refusal or a failure: the dispatcher answers it in its own words
         return None
-    return orjson.Fragment(read) if isinstance(read, str) else page_result(read)
+
+
+def _result(read: StoredTask | StoredPage) -> Any:
+    """The read's result as its binding writes it (its JSON as `orjson.Fragment`s)."""
+    return orjson.Fragment(read.text) if isinstance(read, StoredTask) else page_result(read)
 
 
 async def _v0_3_read(document: dict[str, Any], request_id: Any, source: Source) -> bytes | None:
@@ -90,8 +102,16 @@ async def fast_read(
     except Exception:  # whatever the SDK would refuse, it refuses in its own words
         return None
     sent_status = params.get("status") if isinstance(params, dict) else None
-    result = await _result(request, sent_status, source)
-    return None if result is None else _in_envelope(request_id, result)
+    read = await _read(request, sent_status, source)
+    return None if read is None else _in_envelope(request_id, _result(read))
+
+
+def _shown(read: StoredTask | StoredPage) -> Shown:
+    """What an HTTP+JSON read's answer shows, for a cache: the task, or the page's tasks. Its
+    binding answered it for the `A2A-Version` the request named (another gets an error)."""
+    if isinstance(read, StoredTask):
+        return Shown.task(read.open_until, vary=(VERSION_HEADER,))
+    return Shown.listing(read.open_until, vary=(VERSION_HEADER,))
 
 
 async def fast_rest_read(
@@ -100,15 +120,16 @@ async def fast_rest_read(
     task_id: str | None,
     sent_status: Any,
     source: Source = DJANGO_SOURCE,
-) -> bytes | None:
+) -> tuple[bytes, Shown] | None:
     """The body of an HTTP+JSON `GET /tasks/{id}` (`task_id`) or `GET /tasks` whose version the
     binding has checked, its query read as the SDK's REST dispatcher reads it into `request`:
-    the result as is, without an envelope; None when the dispatcher is to answer it."""
+    the result as is, without an envelope, and what it shows; None when the
+    dispatcher is to answer it."""
     try:
         parse_params(query, request)
     except Exception:  # whatever the SDK would refuse, it refuses in its own words
         return None
     if isinstance(request, GetTaskRequest) and task_id is not None:
         request.id = task_id  # the path's id wins over a query's, as in the SDK's dispatcher
-    result = await _result(request, sent_status, source)
-    return None if result is None else orjson.dumps(result)
+    read = await _read(request, sent_status, source)
+    return None if read is None else (orjson.dumps(_result(read)), _shown(read))

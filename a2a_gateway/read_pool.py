@@ -142,8 +142,8 @@ class PoolSource:
     def prepare(self, name: str, value: Any) -> Any:
         return value  # psycopg adapts a UUID and an aware datetime itself
 
-    def read_back(self, row: Row) -> Row:
-        return row
+    def read_back(self, names: tuple[str, ...], row: Row) -> Row:
+        return row  # psycopg reads a UUID and a timestamptz as Python's own
 
     async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]:
         global _unavailable_until

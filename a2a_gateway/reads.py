@@ -63,13 +63,13 @@ Row = tuple[Any, ...]
 
 class Source(Protocol):
     """Where the read's statement runs, and how its values cross: `prepare` turns a value into
-    the statement's parameter for a column of `TaskForm`, `read_back` a page row's key and
-    instant into Python's. `evaluated` runs the domain's evaluation on Django's thread: of one
-    task, or of every task due (None)."""
+    the statement's parameter for a column of `TaskForm`, `read_back` the values read of its
+    columns `names` into Python's. `evaluated` runs the domain's evaluation on Django's thread:
+    of one task, or of every task due (None)."""
 
     def prepare(self, name: str, value: Any) -> Any: ...
 
-    def read_back(self, row: Row) -> Row: ...
+    def read_back(self, names: tuple[str, ...], row: Row) -> Row: ...
 
     async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]: ...
 
@@ -186,12 +186,23 @@ def task_key(request: GetTaskRequest) -> uuid.UUID:
 TASK_FORMS = {"1.0": "task_json", "0.3": "task_v0_3_json"}
 
 
+def _open_until_sql() -> str:
+    """A task's deadline while it is open, else NULL: until when what a read shows of it holds
+    (`core.caching.Shown`). Its params: `working`, as `due_params` and `_task_params` give it."""
+    status, deadline = (statements.column(TaskForm, name) for name in ("status", "deadline"))
+    return f"CASE WHEN {status} = %(working)s THEN {deadline} END"
+
+
+# What a page row holds of its task before its stored form, as `Source.read_back` reads it.
+PAGE_COLUMNS = ("task", "status_timestamp", "deadline")
+
+
 @cache
 def _task_sql(vendor: str, form: str) -> str:
     status, deadline = (statements.column(TaskForm, name) for name in ("status", "deadline"))
     return (
         f"SELECT {statements.column(TaskForm, form)}, {status}, "
-        f"({status} = %(working)s AND {deadline} <= %(now)s) "
+        f"({status} = %(working)s AND {deadline} <= %(now)s), {_open_until_sql()} "
         f"FROM {statements.table(TaskForm)} WHERE {statements.column(TaskForm, 'task')} = %(pk)s"
     )
 
@@ -234,9 +245,10 @@ def _page_sql(
     page_filter = f"WHERE {' AND '.join(where)} " if where else ""
     listed = statements.column(TaskForm, "list_item_full_json" if full else "list_item_json")
     return (
-        f"SELECT {due_sql()}, {total}, page.{pk}, page.{stamp}, page.{listed} "
+        f"SELECT {due_sql()}, {total}, page.{pk}, page.{stamp}, page.open_until, page.{listed} "
         f"FROM (SELECT 1 AS one) AS head LEFT JOIN ("
-        f"SELECT {pk}, {stamp}, {listed} FROM {table} {page_filter}"
+        f"SELECT {pk}, {stamp}, {_open_until_sql()} AS open_until, {listed} "
+        f"FROM {table} {page_filter}"
         f"ORDER BY {stamp} DESC, {pk} DESC LIMIT %(limit)s) AS page ON 1 = 1 "
         f"ORDER BY page.{stamp} DESC, page.{pk} DESC"
     )
@@ -274,14 +286,21 @@ def _page_statement(query: PageQuery, now: datetime, source: Source) -> tuple[st
 # The reads
 
 
-async def read_task(request: GetTaskRequest, source: Source, version: str = "1.0") -> str:
-    """The GetTask result's JSON text, in A2A `version`'s form. An evaluated task never changes
-    again, so its text is kept in memory after its first read (`a2a_gateway.evaluated_forms`)."""
+@dataclass(frozen=True)
+class StoredTask:
+    text: str  # the GetTask result's JSON
+    open_until: datetime | None  # its deadline while it is open; None once evaluated
+
+
+async def stored_task(request: GetTaskRequest, source: Source, version: str = "1.0") -> StoredTask:
+    """The GetTask result's JSON text, in A2A `version`'s form, and its deadline while it is
+    open. An evaluated task never changes again, so its text is kept in memory after its first
+    read (`a2a_gateway.evaluated_forms`)."""
     key = task_key(request)
     kept_forms = EVALUATED_FORMS[version]
     kept = kept_forms.get(key)
     if kept is not None:
-        return kept
+        return StoredTask(kept, None)
     sql = _task_sql(connection.vendor, TASK_FORMS[version])
     rows = await source.rows(sql, _task_params(key, timezone.now(), source))
     if rows and rows[0][2]:
@@ -289,10 +308,17 @@ async def read_task(request: GetTaskRequest, source: Source, version: str = "1.0
         rows = await source.rows(sql, _task_params(key, timezone.now(), source))
     if not rows:
         raise TaskNotFoundError(message="no task has this id")
-    text, status, _ = rows[0]
+    text, status, _, open_until = rows[0]
     if status != TaskStatus.WORKING:
         kept_forms.keep(key, text)
-    return str(text)
+        return StoredTask(str(text), None)
+    (deadline,) = source.read_back(("deadline",), (open_until,))
+    return StoredTask(str(text), deadline)
+
+
+async def read_task(request: GetTaskRequest, source: Source, version: str = "1.0") -> str:
+    """`stored_task`'s text."""
+    return (await stored_task(request, source, version)).text
 
 
 @dataclass(frozen=True)
@@ -302,6 +328,7 @@ class StoredPage:
     page_size: int
     total: int
     include_artifacts: bool
+    open_until: list[datetime | None]  # each task's, in page order (`StoredTask.open_until`)
 
 
 async def read_page(request: ListTasksRequest, sent_status: Any, source: Source) -> StoredPage:
@@ -309,7 +336,7 @@ async def read_page(request: ListTasksRequest, sent_status: Any, source: Source)
     it (the parse into a proto reads an unknown name as no filter)."""
     query = page_query(request, sent_status)
     if query.names_no_task:
-        return StoredPage([], "", query.page_size, 0, query.include_artifacts)
+        return StoredPage([], "", query.page_size, 0, query.include_artifacts, [])
     rows = await source.rows(*_page_statement(query, timezone.now(), source))
     if rows and rows[0][0]:
         await source.evaluated(None)
@@ -319,27 +346,33 @@ async def read_page(request: ListTasksRequest, sent_status: Any, source: Source)
 
 def _page_of(query: PageQuery, rows: Sequence[Row], source: Source) -> StoredPage:
     total = int(rows[0][1])
-    listed = [source.read_back(row[2:]) for row in rows if row[2] is not None]
+    width = len(PAGE_COLUMNS)
+    listed = [
+        (*source.read_back(PAGE_COLUMNS, row[2 : 2 + width]), row[2 + width])
+        for row in rows
+        if row[2] is not None
+    ]
     page = listed[: query.page_size]
     next_cursor = ""
     if len(listed) > query.page_size:
-        pk, at, _ = page[-1]
+        pk, at, _, _ = page[-1]
         next_cursor = keyset_cursor(query.filter_key, at, pk)
     return StoredPage(
-        [text for _, _, text in page],
+        [text for _, _, _, text in page],
         next_cursor,
         query.page_size,
         total,
         query.include_artifacts,
+        [open_until for _, _, open_until, _ in page],
     )
 
 
 async def stored_read(
     request: GetTaskRequest | ListTasksRequest, sent_status: Any, source: Source
-) -> str | StoredPage:
-    """GetTask's text or ListTasks' page: what every binding asks."""
+) -> StoredTask | StoredPage:
+    """GetTask's task or ListTasks' page: what every binding asks."""
     if isinstance(request, GetTaskRequest):
-        return await read_task(request, source)
+        return await stored_task(request, source)
     return await read_page(request, sent_status, source)
 
 
@@ -365,9 +398,8 @@ class DjangoSource:
     def prepare(self, name: str, value: Any) -> Any:
         return statements.db_value(TaskForm, name, value)
 
-    def read_back(self, row: Row) -> Row:
-        key, at = statements.python_values(TaskForm, ("task", "status_timestamp"), row[:2])
-        return (key, at, *row[2:])
+    def read_back(self, names: tuple[str, ...], row: Row) -> Row:
+        return tuple(statements.python_values(TaskForm, names, row))
 
     def _run(self, work: Any, *args: Any) -> Any:
         if not self.in_request_cycle:

@@ -56,8 +56,6 @@ BODY_MODELS: dict[str, Any] = {
 }
 # A2A 1.0's mapping table, where the SDK's differs (it sends TaskNotCancelableError with 400).
 STATUS_BY_REASON = {"TASK_NOT_CANCELABLE": 409}
-# AIP-193's `status` for an HTTP status Cairn sets itself, where google.rpc.Code names one.
-CODE_BY_STATUS = {401: "UNAUTHENTICATED"}
 
 ROUTES: tuple[Route, ...] = tuple(
     route
@@ -74,12 +72,10 @@ def is_rest_path(path: str) -> bool:
 
 
 def _error(error: Exception, *, status: int | None = None, headers: Any = ()) -> Reply:
-    """The SDK's HTTP+JSON error object; `status` replaces the SDK's where A2A or HTTP says another
-    (and the object's `status` with it, where AIP-193 pairs that HTTP status with a code)."""
+    """The SDK's HTTP+JSON error object; `status` replaces the SDK's where A2A or HTTP says another."""
     payload = build_rest_error_payload(error)
     if status is not None:
         payload["error"]["code"] = status
-        payload["error"]["status"] = CODE_BY_STATUS.get(status, payload["error"]["status"])
     return Reply(payload["error"]["code"], transport.json_bytes(payload), tuple(headers))
 
 
@@ -168,11 +164,11 @@ def _query_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
 
 
 def _token_refusal(refused: transport.TokenRefusal) -> Reply:
-    """A token refusal as this binding's error object: 401 with the challenge when no valid token
-    came (SPEC §8.2), else (an outage) with the status the SDK gives an internal error."""
-    if refused.unauthenticated:
-        return _error(refused.error, status=401, headers=transport.CHALLENGE_HEADERS)
-    return _error(refused.error)
+    """A token refusal: HTTP's 401 with the challenge when no valid token came (SPEC §8.2), else
+    (an outage) this binding's error object with the status the SDK gives an internal error."""
+    if refused.outage is None:
+        return transport.unauthenticated_reply(refused)
+    return _error(refused.outage)
 
 
 def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:
@@ -244,7 +240,8 @@ async def rest_reply(
                     model(), query, path_params.get("id"), as_sent.status, reads
                 )
                 if served is not None:
-                    return Reply(200, served, content_type=A2A_JSON_MEDIA_TYPE)
+                    served_body, shown = served
+                    return Reply(200, served_body, content_type=A2A_JSON_MEDIA_TYPE, shown=shown)
             unreadable = _query_refusal(query, model)
             if unreadable is not None:
                 return unreadable

@@ -38,6 +38,7 @@ from a2a_gateway.reads import DjangoSource
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
+from core.caching import Shown
 from core.errors import method_not_allowed
 from core.outages import outage_refusal
 from core.policy import WWW_AUTHENTICATE, body_limit
@@ -61,12 +62,14 @@ REQUEST_HANDLER = CairnRequestHandler()
 
 @dataclass(frozen=True)
 class Reply:
-    """An HTTP answer in the plainest form both servers can send."""
+    """An HTTP answer in the plainest form both servers can send; `shown`: what a public read's
+    answer shows, from which each server has `core.caching` write its caching headers."""
 
     status: int
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
     content_type: str = JSON_TYPE
+    shown: Shown | None = None
 
 
 def json_bytes(payload: Any) -> bytes:
@@ -116,13 +119,13 @@ def body_too_large() -> InvalidRequestError:
 
 @dataclass(frozen=True)
 class TokenRefusal:
-    """Why a request that needs an agent goes without one, for its binding to answer in its own
-    format: `unauthenticated` when no valid token came (HTTP: 401 with `CHALLENGE_HEADERS`), else
-    the token could not be checked for an outage, answered as the binding answers an internal
-    error."""
+    """Why a request that needs an agent goes without one, for its binding to answer: `outage`,
+    the internal error to answer as the binding answers one, when the token could not be checked
+    for an outage; else (None) no valid token came, which `message` says (the HTTP bindings:
+    `unauthenticated_reply`; gRPC: UNAUTHENTICATED)."""
 
-    error: A2AError
-    unauthenticated: bool
+    message: str
+    outage: InternalError | None = None
 
 
 class DjangoCycle:
@@ -160,15 +163,24 @@ async def token_agent(
         outage = outage_refusal(exc)
         if outage is None:
             raise
-        return TokenRefusal(InternalError(message=outage.message), unauthenticated=False)
+        return TokenRefusal(outage.message, InternalError(message=outage.message))
     if agent is not None:
         return agent
     return TokenRefusal(
-        InvalidRequestError(
-            message=f"a valid Bearer token is required for {operation} (POST /api/agent/register issues one)"
-        ),
-        unauthenticated=True,
+        f"a valid Bearer token is required for {operation} (POST /api/agent/register issues one)"
     )
+
+
+def unauthenticated_reply(refused: TokenRefusal) -> Reply:
+    """HTTP's 401 for a request without a valid token, with the challenge, the same on both HTTP
+    bindings. The body is the google.rpc.Status A2A 1.0 §11.6 writes for an HTTP error,
+    `UNAUTHENTICATED` as in A2A's §3.3.2, with no A2A ErrorInfo and, on JSON-RPC, no JSON-RPC
+    envelope: authentication is none of A2A's errors (gRPC's UNAUTHENTICATED carries none either),
+    and the SDK clients read an A2A reason or a JSON-RPC error before the status, so
+    INVALID_REQUEST there made the Python client report a request to fix, and -32600 the JS one.
+    Without them each reports the HTTP 401 on either binding."""
+    status = {"code": 401, "status": "UNAUTHENTICATED", "message": refused.message}
+    return Reply(401, json_bytes({"error": status}), CHALLENGE_HEADERS)
 
 
 # The version.

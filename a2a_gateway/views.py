@@ -13,16 +13,19 @@ from a2a_gateway.card import card_reply
 from a2a_gateway.endpoint import http_reply
 from a2a_gateway.rest import rest_reply
 from a2a_gateway.transport import Reply
+from core.caching import mark_shown
 from core.site import site_url
 
 _CHUNK = 64 * 1024
 
 
 def _response(reply: Reply) -> HttpResponse:
+    """The reply as Django's answer, marked with what it shows (its caching headers are
+    `core.middleware.CachingMiddleware`'s)."""
     response = HttpResponse(reply.body, status=reply.status, content_type=reply.content_type)
     for name, value in reply.headers:
         response[name] = value
-    return response
+    return response if reply.shown is None else mark_shown(response, reply.shown)
 
 
 async def _chunks(request: HttpRequest) -> AsyncIterator[bytes]:

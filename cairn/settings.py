@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -129,10 +130,12 @@ INSTALLED_APPS = [
     "a2a_gateway",
     "ops",
     "ledger",
+    "axes",
 ]
 
 MIDDLEWARE = [
     "core.middleware.SecurityHeadersMiddleware",
+    "core.middleware.CachingMiddleware",
     "cairn.error_pages.BrandedErrorsMiddleware",
     "core.middleware.OutageMiddleware",
     "http_api.fallback.ApiJsonMiddleware",
@@ -144,7 +147,25 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it answers a login its lock refused (keeper.logins.locked_out).
+    "axes.middleware.AxesMiddleware",
 ]
+
+# The keeper's login resists guessing (keeper/logins.py): django-axes keeps the failures in the
+# database, and refuses a login for an account, or from an address, that failed
+# CAIRN_KEEPER_LOGIN_FAILURES times within CAIRN_KEEPER_LOCKOUT_S, for that long since its last
+# failure, before checking the password. Its address is REMOTE_ADDR, which `cairn.serve` takes from
+# X-Forwarded-For only for a proxy in FORWARDED_ALLOW_IPS (SPEC §16).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "keeper.logins.PasswordBackend",
+]
+AXES_FAILURE_LIMIT = env_int("CAIRN_KEEPER_LOGIN_FAILURES", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("CAIRN_KEEPER_LOCKOUT_S", 900, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Attempts while locked are refused, not counted: the lock lasts CAIRN_KEEPER_LOCKOUT_S, as said.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "keeper.logins.locked_out"
 
 ROOT_URLCONF = "cairn.urls"
 WSGI_APPLICATION = "cairn.wsgi.application"

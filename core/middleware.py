@@ -1,13 +1,15 @@
-"""Security headers on every response (static files included, so it sits first in MIDDLEWARE), and
-the answer to a database outage."""
+"""Security headers on every response (static files included, so it sits first in MIDDLEWARE),
+every answer's caching headers, and the answer to a database outage."""
 
 from __future__ import annotations
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse, HttpResponseNotModified, JsonResponse
+from django.utils.cache import patch_vary_headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from core.caching import TOKEN_HEADER, answer_caching, shown_by
 from core.outages import outage_refusal
 
 # No inline script or style anywhere on the site: pages work without JavaScript and style comes
@@ -87,6 +89,41 @@ class SecurityHeadersMiddleware(ResponseMiddleware):
             if name not in response.headers:
                 response.headers[name] = value
         return response
+
+
+class CachingMiddleware(ResponseMiddleware):
+    """Every Django answer's caching headers, as `core.caching.answer_caching` decides them from
+    the request and what the view marked its answer as showing. It sits near the top of
+    MIDDLEWARE so it sees the answer as the client will, whatever the middleware below changed."""
+
+    def respond(self, request, response):
+        caching = answer_caching(
+            method=request.method or "",
+            token=TOKEN_HEADER in request.headers,
+            if_none_match=request.headers.get("If-None-Match"),
+            status=response.status_code,
+            shown=shown_by(response),
+            body=lambda: response.content,
+        )
+        if caching is None:
+            return response
+        if caching.not_modified:
+            response = _not_modified(response)
+        response["Cache-Control"] = caching.cache_control
+        if caching.vary:
+            patch_vary_headers(response, caching.vary)
+        if caching.etag is not None:
+            response["ETag"] = caching.etag
+        return response
+
+
+def _not_modified(response: HttpResponse) -> HttpResponse:
+    """304 in place of a 200 the client holds: every header but the body's own (RFC 9110 §15.4.5)."""
+    not_modified = HttpResponseNotModified()
+    for name, value in response.items():
+        if name.lower() not in ("content-type", "content-length"):
+            not_modified[name] = value
+    return not_modified
 
 
 class OutageMiddleware:

@@ -24,6 +24,7 @@ from calls.published_schemas import (
     published_schema,
 )
 from calls.view_models import CallAnswerResult, CallDetailView, CallView
+from core.caching import Shown, mark_shown
 from core.errors import ErrorCode
 from core.policy import CALL_MODES, TASK_MODES, WWW_AUTHENTICATE
 from core.schemas import DIALECT
@@ -55,17 +56,19 @@ def schema_index(request: HttpRequest) -> JsonResponse:
         schemas.append(
             {"name": name, "$id": published_schema(name, origin=origin)["$id"], "url": url}
         )
-    return JsonResponse({"schemas": schemas}, json_dumps_params={"indent": 2})
+    response = JsonResponse({"schemas": schemas}, json_dumps_params={"indent": 2})
+    return mark_shown(response, Shown.document())
 
 
 @csrf_exempt
 @require_safe
 def schema_document(request: HttpRequest, name: str) -> JsonResponse:
-    return JsonResponse(
+    response = JsonResponse(
         published_schema(name, origin=site_url(request)),
         content_type="application/schema+json",
         json_dumps_params={"indent": 2},
     )
+    return mark_shown(response, Shown.document())
 
 
 # --- OpenAPI ---------------------------------------------------------------------------------------
@@ -450,4 +453,5 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
 @csrf_exempt
 @require_safe
 def openapi_view(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(openapi_document(origin=site_url(request)), json_dumps_params={"indent": 2})
+    document = openapi_document(origin=site_url(request))
+    return mark_shown(JsonResponse(document, json_dumps_params={"indent": 2}), Shown.document())

@@ -8,11 +8,12 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.caching import Shown, mark_shown
 from core.policy import TASK_MODES
 from http_api.inputs import PageQuery, paged_list, query_none
-from http_api.views import ApiView
+from http_api.views import NEGOTIATED, ApiView
 from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
-from tasks.rendered import stored_view
+from tasks.rendered import stored_view, view_open_until
 from tasks.selectors import agent_mine, task_get, task_page
 from tasks.services import contribution_submit, task_post
 
@@ -31,7 +32,9 @@ class TaskListApi(ApiView):
             )
             return [stored_view(task) for task in found.tasks], found.next_cursor
 
-        return paged_list(request, modes=TASK_MODES, key="tasks", page=page)
+        response = paged_list(request, modes=TASK_MODES, key="tasks", page=page)
+        shown = (view_open_until(view) for view in response.data["tasks"])
+        return mark_shown(response, Shown.listing(shown, vary=NEGOTIATED))
 
     def post(self, request: Request) -> Response:
         return self.write(request, task_post)
@@ -40,7 +43,8 @@ class TaskListApi(ApiView):
 class TaskDetailApi(ApiView):
     def get(self, request: Request, task_id: str) -> Response:
         query_none(request)
-        return Response(stored_view(task_evaluated_if_due(task_get(task_id))))
+        view = stored_view(task_evaluated_if_due(task_get(task_id)))
+        return mark_shown(Response(view), Shown.task(view_open_until(view), vary=NEGOTIATED))
 
 
 class TaskMineApi(ApiView):

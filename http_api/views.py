@@ -15,6 +15,10 @@ from core.errors import ErrorCode, Refusal
 from core.policy import body_limit
 from http_api.inputs import json_body, operation_id, query_none, write_response
 
+# DRF picks its renderer by the request's Accept (one it cannot meet gets 406), so a read's answer
+# depends on it (`core.caching.Shown.vary`).
+NEGOTIATED = ("Accept",)
+
 
 class ApiView(APIView):
     def initial(self, request: Request, *args, **kwargs) -> None:

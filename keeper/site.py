@@ -1,8 +1,13 @@
 """The keeper's admin, branded as Cairn (SPEC §13). The models register themselves in each app's
-admin.py; this only names the site and gives the change lists the page's full width."""
+admin.py; this names the site, gives the change lists the page's full width, and checks logins
+one at a time (`keeper.logins`)."""
+
+from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
 
 
 class CairnAdminSite(admin.AdminSite):
@@ -13,6 +18,29 @@ class CairnAdminSite(admin.AdminSite):
     # from the change lists.
     enable_nav_sidebar = False
 
+    def login(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """A login sent is checked, counted and answered under the logins' lock, so that two web
+        processes cannot both find the failure count under its limit and both check a password."""
+        if request.method != "POST":
+            return super().login(request, extra_context)
+        # Imported here: this module is loaded with the app registry, before any model.
+        from keeper.logins import one_login_at_a_time
+
+        with transaction.atomic():
+            one_login_at_a_time()
+            return super().login(request, extra_context)
+
 
 class CairnAdminConfig(AdminConfig):
     default_site = "keeper.site.CairnAdminSite"
+
+    def ready(self) -> None:
+        super().ready()
+        from django.contrib.auth.signals import user_logged_in, user_login_failed
+
+        from keeper import logins
+
+        user_logged_in.connect(logins.logged_in, dispatch_uid="cairn-keeper-logged-in")
+        user_login_failed.connect(logins.login_failed, dispatch_uid="cairn-keeper-login-failed")

@@ -10,13 +10,14 @@ its own tables, written through the one hook `tasks.changes.task_changed`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 import orjson
 
 from core import statements
-from core.clock import format_instant
+from core.clock import format_instant, parse_instant
 from tasks.changes import TaskChange, task_changed
 from tasks.models import Task, TaskStatus
 
@@ -73,6 +74,12 @@ def stored_view(task: Task) -> dict[str, Any]:
     """The §3.2 view as stored at the last change: what every door shows."""
     view: dict[str, Any] = json.loads(task.view_json)
     return view
+
+
+def view_open_until(view: Mapping[str, Any]) -> datetime | None:
+    """Until when a task's view holds as shown, for a cache (`core.caching.Shown`): its
+    deadline while it is open; None once it is evaluated, after which it never changes."""
+    return parse_instant(view["deadline"]) if view["state"] == "open" else None
 
 
 def tasks_render(tasks: Iterable[Task]) -> int:

@@ -24,7 +24,7 @@ from tasks.counts import task_count
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.payloads import OpenTaskRequest
 from tasks.rendered import RENDERED_FIELDS, stored_view
-from tasks.sealing import contribution_report, is_sealed
+from tasks.sealing import contribution_report
 
 # A keyper-sealed contribution's receipt says so (SPEC §15.8).
 KEYPERS_SEALED = "keypers"
@@ -201,20 +201,11 @@ def agent_mine(agent: Agent) -> dict[str, Any]:
             {
                 "task_id": str(c.task_id),
                 "receipt": receipt_view(c),
-                "report": _own_report(c),
+                "report": contribution_report(c),
             }
             for c in contributions
         ],
     }
-
-
-def _own_report(contribution: Contribution) -> dict[str, Any] | None:
-    """None for a keyper-sealed report until its evaluation opens it: the server cannot read it
-    before the keypers release its key, not even for its author, whose receipt names it by its
-    commitment and ciphertext digest (SPEC §15.8)."""
-    if contribution.keyper_seal is not None and is_sealed(contribution):
-        return None
-    return contribution_report(contribution)
 
 
 # What a write reads of a task: every column but the stored forms, which it renders anew.

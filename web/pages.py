@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from core.caching import Shown, mark_shown
 from core.clock import parse_instant
 from core.errors import ErrorCode, Refusal
 from core.site import site_url
@@ -88,10 +89,12 @@ def detail_page(
     get: Callable[[str], Found],
     object_id: str,
     context: Callable[[Found], dict[str, Any]],
+    *,
+    shown: Callable[[dict[str, Any]], Shown] | None = None,
 ) -> HttpResponse:
     """One `what`'s page (`<what>s/detail.html`): `context` of the object a selector finds, with
     the site's URL and the section the navigation marks; or the 404 page that says no `what` has
-    this id."""
+    this id. `shown`: what a page of that context shows, for a cache (`core.caching`)."""
     try:
         found = get(object_id)
     except Refusal as refusal:
@@ -101,7 +104,8 @@ def detail_page(
             request, status=404, title=f"No such {what}", message=f"No {what} has this id."
         )
     page = {**context(found), "site": site_url(request), "nav": f"{what}s"}
-    return render(request, f"{what}s/detail.html", page)
+    response = render(request, f"{what}s/detail.html", page)
+    return response if shown is None else mark_shown(response, shown(page))
 
 
 def paged_list(
@@ -111,10 +115,12 @@ def paged_list(
     modes: Mapping[str, object],
     nav: str,
     page: Callable[[str, str | None], dict[str, Any]],
+    shown: Callable[[dict[str, Any]], Shown] | None = None,
 ) -> HttpResponse:
     """A list page with its filter (`?mode=`) and keyset `cursor`: `page(mode, cursor)` gives what
-    the template shows. An unknown filter, or a cursor from another filter or an old link, is a 400
-    page that says what to do, not an error."""
+    the template shows, `shown` what that shows, for a cache (`core.caching`). An unknown filter,
+    or a cursor from another filter or an old link, is a 400 page that says what to do, not an
+    error."""
     mode = request.GET.get("mode", DEFAULT_MODE)
     if mode not in modes:
         *others, last = modes
@@ -126,7 +132,7 @@ def paged_list(
         )
     cursor = request.GET.get("cursor") or None
     try:
-        shown = page(mode, cursor)
+        listed = page(mode, cursor)
     except Refusal as refusal:
         if refusal.code != ErrorCode.INVALID_QUERY:
             raise
@@ -138,7 +144,7 @@ def paged_list(
         )
     # The default filter is offered first, the others in the policy's order.
     choices = sorted(modes, key=lambda choice: choice != DEFAULT_MODE)
-    return render(
+    response = render(
         request,
         template,
         {
@@ -146,6 +152,7 @@ def paged_list(
             "modes": [(choice, choice.capitalize()) for choice in choices],
             "is_first_page": not cursor,
             "nav": nav,
-            **shown,
+            **listed,
         },
     )
+    return response if shown is None else mark_shown(response, shown(listed))

@@ -18,6 +18,7 @@ from django.templatetags.static import static
 from django.utils.html import escape
 from django.views.decorators.http import require_safe
 
+from core.caching import Shown, mark_shown
 from core.site import site_url
 from web.pages import duration_words
 
@@ -109,7 +110,7 @@ def agent_text(request: HttpRequest, *, path: str) -> HttpResponse:
     )
     # Agents fetch these from anywhere; they hold nothing private.
     response["Access-Control-Allow-Origin"] = "*"
-    return response
+    return mark_shown(response, Shown.document())
 
 
 @require_safe

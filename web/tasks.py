@@ -17,13 +17,14 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from core.caching import Shown, mark_shown
 from core.clock import format_instant
 from core.policy import AGENT_LINK_REL, TASK_MODES
 from core.site import site_url
 from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
 from tasks.models import Task
 from tasks.opening import grace_end
-from tasks.rendered import stored_view
+from tasks.rendered import stored_view, view_open_until
 from tasks.selectors import task_feed_page, task_get, task_page
 from web.pages import (
     OUTCOME_LABELS,
@@ -144,12 +145,22 @@ def task_feed(request: HttpRequest) -> HttpResponse:
             "agent_rel": AGENT_LINK_REL,
         }
 
-    return paged_list(request, "tasks/feed.html", modes=TASK_MODES, nav="tasks", page=page)
+    return paged_list(
+        request, "tasks/feed.html", modes=TASK_MODES, nav="tasks", page=page, shown=_feed_shown
+    )
+
+
+def _feed_shown(page: dict[str, Any]) -> Shown:
+    return Shown.listing(view_open_until(task) for task in page["tasks"])
 
 
 @require_safe
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
-    return detail_page(request, "task", task_get, task_id, _task_page)
+    return detail_page(request, "task", task_get, task_id, _task_page, shown=_task_shown)
+
+
+def _task_shown(page: dict[str, Any]) -> Shown:
+    return Shown.task(view_open_until(page["task"]))
 
 
 def _task_page(task: Task) -> dict[str, Any]:
@@ -195,9 +206,9 @@ def task_atom(request: HttpRequest) -> HttpResponse:
         statuses=TASK_MODES["evaluated"], limit=ATOM_ENTRIES, cursor=None, filter_key="web:atom"
     )
     site = site_url(request)
+    views = [stored_view(task) for task in page.tasks]
     entries = []
-    for task in page.tasks:
-        view = stored_view(task)
+    for view in views:
         entries.append(
             {
                 "id": f"urn:uuid:{view['id']}",
@@ -214,4 +225,5 @@ def task_atom(request: HttpRequest) -> HttpResponse:
         {"site": site, "entries": entries, "updated": updated},
         request=request,
     )
-    return HttpResponse(body, content_type="application/atom+xml; charset=utf-8")
+    response = HttpResponse(body, content_type="application/atom+xml; charset=utf-8")
+    return mark_shown(response, Shown.listing(view_open_until(view) for view in views))

@@ -61,6 +61,8 @@ def assert_one_line_naming(result: subprocess.CompletedProcess, named: str) -> N
     [
         ({**GOOD, "CAIRN_TASKS_PER_AGENT_PER_DAY": "two"}, "CAIRN_TASKS_PER_AGENT_PER_DAY"),
         ({**GOOD, "CAIRN_OPEN_TASKS_PER_AGENT": "-1"}, "CAIRN_OPEN_TASKS_PER_AGENT"),
+        ({**GOOD, "CAIRN_KEEPER_LOGIN_FAILURES": "0"}, "CAIRN_KEEPER_LOGIN_FAILURES"),
+        ({**GOOD, "CAIRN_KEEPER_LOCKOUT_S": "soon"}, "CAIRN_KEEPER_LOCKOUT_S"),
         ({**GOOD, "DEBUG": "maybe"}, "DEBUG"),
         ({"SECRET_KEY": "k", "CAIRN_SITE_URL": "cairn.example"}, "CAIRN_SITE_URL"),
         ({**GOOD, "DATABASE_URL": "mysql://root@localhost/cairn"}, "DATABASE_URL"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,12 +85,16 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 
 def write_nginx_conf(home: Path) -> None:
     """An nginx.conf of the test's own, everything under `home`, that includes `home`'s
-    cairn.conf: the README's blocks as printed."""
+    cairn.conf: the README's blocks as printed. Started as root, nginx runs its workers as
+    `nobody`, who may not enter the test's private folders, where the workers write the cache:
+    they run as the test's own user instead, as Debian's nginx.conf names `www-data`."""
     temp_paths = "\n".join(
         f"    {kind}_temp_path {home / kind};"
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     )
+    workers_user = f"user {pwd.getpwuid(os.geteuid()).pw_name};\n" if os.geteuid() == 0 else ""
     (home / "nginx.conf").write_text(
+        f"{workers_user}"
         "events {}\n"
         "http {\n"
         f"    access_log {home / 'access.log'};\n"
@@ -130,17 +136,40 @@ def _wait_until_answering(url: str, host: str, what: str, log: Path, **transport
 
 @dataclass
 class Proxied:
-    """Cairn behind nginx: the https origin clients use, and cairn.serve's own address."""
+    """Cairn behind nginx: the https origin clients use, cairn.serve's own address, and what
+    starts and stops cairn.serve (nginx stays up)."""
 
     site_url: str
     https_port: int
     upstream: str
+    home: Path
+    env: dict[str, str]
+    web: subprocess.Popen | None = None
+
+    def start_cairn(self) -> None:
+        log = self.home / "web.log"
+        with open(log, "ab") as out:
+            self.web = subprocess.Popen(
+                [sys.executable, "-m", "cairn.serve", "--port", self.upstream.rsplit(":", 1)[1]],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        _wait_until_answering(f"http://{self.upstream}/healthz", SERVER_NAME, "cairn.serve", log)
+
+    def stop_cairn(self) -> None:
+        if self.web is not None:
+            _stop(self.web)
+            self.web = None
 
 
-@pytest.fixture(scope="module")
-def proxied(tmp_path_factory) -> Iterator[Proxied]:
+@contextmanager
+def behind_nginx(home: Path, **settings: str) -> Iterator[Proxied]:
+    """cairn.serve (its environment given `settings`) on a SQLite database of its own, behind the
+    README's nginx block as printed, its placeholders filled; everything stopped after."""
     nginx = _nginx()
-    home = tmp_path_factory.mktemp("nginx")
     listen_port, upstream_port = free_port(), free_port()
     site_url = f"https://{SERVER_NAME}:{listen_port}"
     env = {
@@ -155,56 +184,50 @@ def proxied(tmp_path_factory) -> Iterator[Proxied]:
         "CAIRN_ENV_FILE": os.devnull,
         "CAIRN_SITE_URL": site_url,
         "FORWARDED_ALLOW_IPS": "127.0.0.1",
-        "CAIRN_REGISTRATIONS_PER_IP_PER_HOUR": str(REGISTRATIONS_PER_HOUR),
         "DATABASE_URL": f"sqlite:///{home / 'cairn.sqlite3'}",
         "CAIRN_SIGNING_KEY": os.environ["CAIRN_SIGNING_KEY"],
         "CAIRN_SEAL_KEY": os.environ["CAIRN_SEAL_KEY"],
+        **settings,
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    web_log = home / "web.log"
-    with open(web_log, "wb") as out:
-        web = subprocess.Popen(
-            [sys.executable, "-m", "cairn.serve", "--port", str(upstream_port)],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    processes = [web]
+    site = Proxied(
+        site_url=site_url,
+        https_port=listen_port,
+        upstream=f"127.0.0.1:{upstream_port}",
+        home=home,
+        env=env,
+    )
+    nginx_process: subprocess.Popen | None = None
     try:
-        upstream = f"127.0.0.1:{upstream_port}"
-        _wait_until_answering(f"http://{upstream}/healthz", SERVER_NAME, "cairn.serve", web_log)
-
+        site.start_cairn()
         cert, key = self_signed(home)
         site_conf = readme_nginx_block()
         for placeholder, value in {
-            "CAIRN_UPSTREAM": upstream,
+            "CAIRN_UPSTREAM": site.upstream,
             "SERVER_NAME": SERVER_NAME,
             "LISTEN_PORT": str(listen_port),
             "TLS_CERTIFICATE_KEY": str(key),
             "TLS_CERTIFICATE": str(cert),
+            "CACHE_PATH": str(home / "cache"),
         }.items():
             assert placeholder in site_conf, placeholder
             site_conf = site_conf.replace(placeholder, value)
         (home / "cairn.conf").write_text(site_conf)
         write_nginx_conf(home)
         nginx_log = home / "error.log"
-        processes.append(
-            subprocess.Popen(
-                [
-                    nginx,
-                    "-c",
-                    str(home / "nginx.conf"),
-                    "-p",
-                    str(home),
-                    "-g",
-                    f"daemon off; pid {home / 'nginx.pid'}; error_log {nginx_log} info;",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        nginx_process = subprocess.Popen(
+            [
+                nginx,
+                "-c",
+                str(home / "nginx.conf"),
+                "-p",
+                str(home),
+                "-g",
+                f"daemon off; pid {home / 'nginx.pid'}; error_log {nginx_log} info;",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         _wait_until_answering(
             f"https://127.0.0.1:{listen_port}/healthz",
@@ -213,10 +236,20 @@ def proxied(tmp_path_factory) -> Iterator[Proxied]:
             nginx_log,
             verify=False,
         )
-        yield Proxied(site_url=site_url, https_port=listen_port, upstream=upstream)
+        yield site
     finally:
-        for process in reversed(processes):
-            _stop(process)
+        if nginx_process is not None:
+            _stop(nginx_process)
+        site.stop_cairn()
+
+
+@pytest.fixture(scope="module")
+def proxied(tmp_path_factory) -> Iterator[Proxied]:
+    with behind_nginx(
+        tmp_path_factory.mktemp("nginx"),
+        CAIRN_REGISTRATIONS_PER_IP_PER_HOUR=str(REGISTRATIONS_PER_HOUR),
+    ) as site:
+        yield site
 
 
 @pytest.fixture

@@ -184,6 +184,7 @@ def proxied(postgres: PrivatePostgres, tmp_path_factory) -> Iterator[Proxied]:
                 "CAIRN_UPSTREAM": deployment.web_urls[0].removeprefix("http://"),
                 "SERVER_NAME": SERVER_NAME,
                 "LISTEN_PORT": str(listen_port),
+                "CACHE_PATH": str(home / "cache"),
                 **tls,
             },
         )

@@ -13,6 +13,7 @@ import pytest
 from calls.models import Call
 from calls.services import call_create
 from core.clock import parse_instant
+from tests.a2a.conftest import evaluated_id  # noqa: F401  (a fixture)
 
 
 @pytest.fixture

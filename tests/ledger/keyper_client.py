@@ -1,27 +1,20 @@
 """What anyone who asks a keyper does (SPEC §15.8), from the site's public routes alone: read the
 task's entries and a checkpoint's size, fetch their inclusion proofs, and send the release request.
-And the sealing of a report to keypers for a contribution the log already committed to."""
+And a share sealed by hand, as anyone (a keeper forging one included) can seal bytes to a keyper."""
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from Crypto.Protocol.SecretSharing import Shamir
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from core.canonical import canonical_json
 from ledger.keyper_seal import (
-    KEY_BYTES,
-    NONCE_BYTES,
     SUITE,
     Keyper,
     ShareContext,
     b64u,
-    ciphertext_digest,
-    report_aad,
 )
 
 
@@ -96,58 +89,6 @@ def release_request(
         "task_entry": proven(site, found.task, size),
         "contribution_entry": proven(site, found.contribution, size),
     }
-
-
-def envelope_sealed(
-    report: dict[str, Any],
-    salt: str,
-    *,
-    site: str,
-    task_id: str,
-    found: Logged,
-    keypers: list[Keyper],
-    threshold: int,
-) -> tuple[dict[str, Any], bytes]:
-    """`ledger.keyper_seal.seal`, for a report and salt whose commitment the log holds already
-    (a contribution sent in the plain form): the envelope a site keeps (`keyper_seal`) and its
-    key. Each share is sealed with the `info` of the logged task entry, deadline and
-    commitment, as a contributor's client seals it."""
-    key = secrets.token_bytes(KEY_BYTES)
-    nonce = secrets.token_bytes(NONCE_BYTES)
-    aad = report_aad(
-        site=site, task_id=task_id, deadline=found.deadline, commitment=found.commitment
-    )
-    ciphertext = nonce + AESGCM(key).encrypt(
-        nonce, canonical_json({"report": report, "salt": salt}), aad
-    )
-    context = ShareContext(
-        site=site,
-        task_id=task_id,
-        task_entry=found.task["index"],
-        deadline=found.deadline,
-        commitment=found.commitment,
-        ciphertext_digest=ciphertext_digest(ciphertext),
-        threshold=threshold,
-    )
-    shares = [
-        {
-            "keyper": keyper.name,
-            "index": index,
-            "sealed_share": share_sealed(share, keyper, context, index=index),
-        }
-        for (index, share), keyper in zip(
-            Shamir.split(threshold, len(keypers), key), keypers, strict=True
-        )
-    ]
-    envelope = {
-        "task_entry": found.task["index"],
-        "commitment": found.commitment,
-        "ciphertext": b64u(ciphertext),
-        "ciphertext_digest": context.ciphertext_digest,
-        "threshold": threshold,
-        "shares": shares,
-    }
-    return envelope, key
 
 
 def share_sealed(share: bytes, keyper: Keyper, context: ShareContext, *, index: int) -> str:

@@ -169,31 +169,20 @@ class SiteProcess(CairnProcess):
         self.shell("from ledger.jobs import sequence_log; sequence_log()")
 
     def releases_collect(
-        self,
-        contribution_id: str,
-        *,
-        seal: dict[str, Any] | None = None,
-        kept: list[dict[str, Any]] | None = None,
+        self, contribution_id: str, *, kept: list[dict[str, Any]] | None = None
     ) -> list[dict[str, Any]]:
         """`ledger.releases.releases_collect` in the site's own process, on the contribution as
-        stored, or with `seal` and `kept` as its `keyper_seal` and `releases` (not saved)."""
+        stored, or with `kept` as the releases it holds (not saved)."""
         code = (
             "import json, os\n"
             "from ledger.releases import releases_collect\n"
             "from tasks.models import Contribution\n"
             "c = Contribution.objects.get(id=os.environ['COLLECT_ID'])\n"
-            "if os.environ['COLLECT_SEAL'] != 'null':\n"
-            "    c.keyper_seal = json.loads(os.environ['COLLECT_SEAL'])\n"
             "if os.environ['COLLECT_KEPT'] != 'null':\n"
             "    c.releases = json.loads(os.environ['COLLECT_KEPT'])\n"
             "print('RELEASES ' + json.dumps(releases_collect(c)))\n"
         )
-        printed = self.shell(
-            code,
-            COLLECT_ID=contribution_id,
-            COLLECT_SEAL=json.dumps(seal),
-            COLLECT_KEPT=json.dumps(kept),
-        )
+        printed = self.shell(code, COLLECT_ID=contribution_id, COLLECT_KEPT=json.dumps(kept))
         line = next(line for line in printed.splitlines() if line.startswith("RELEASES "))
         return json.loads(line.removeprefix("RELEASES "))
 

@@ -24,7 +24,6 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from core.canonical import canonical_json
 from core.clock import format_instant, parse_instant
-from ledger.entries import commitment
 from ledger.keyper_seal import (
     SUITE_NAME,
     Keyper,
@@ -36,6 +35,7 @@ from ledger.keyper_seal import (
     release_claims,
     release_verify,
     report_open,
+    seal,
     share_open,
 )
 from ledger.models import CosignedCheckpoint, KeyperRelease
@@ -56,9 +56,9 @@ from tests.conftest import postgres_only
 from tests.deploy.postgres import free_port
 from tests.deploy.processes import ROOT, cairn_env
 from tests.factories import contribution_payload, contribution_report
+from tests.keypers import logged_entry
 from tests.ledger.keyper_client import (
     Logged,
-    envelope_sealed,
     log_size,
     logged,
     proven,
@@ -85,6 +85,7 @@ class KeyperSelf:
     witness_key: Ed25519PrivateKey
     keyper_key: X25519PrivateKey
     other_key: X25519PrivateKey
+    other_url: str
 
     @property
     def keyper(self) -> Keyper:
@@ -92,7 +93,7 @@ class KeyperSelf:
 
     @property
     def other(self) -> Keyper:
-        return Keyper(OTHER, keyper_public(self.other_key), f"http://127.0.0.1:{free_port()}")
+        return Keyper(OTHER, keyper_public(self.other_key), self.other_url)
 
 
 @pytest.fixture
@@ -104,6 +105,7 @@ def keyper(settings, live_url) -> KeyperSelf:
         Ed25519PrivateKey.generate(),
         X25519PrivateKey.generate(),
         X25519PrivateKey.generate(),
+        f"http://127.0.0.1:{free_port()}/api/keyper",
     )
     settings.CAIRN_WITNESS_SIGNING_KEY = _pem(made.witness_key)
     settings.CAIRN_WITNESS_NAME = NAME
@@ -128,15 +130,14 @@ def keyper(settings, live_url) -> KeyperSelf:
 
 @dataclass
 class Case:
-    """A task with a contribution whose report is sealed to both keypers, logged and cosigned."""
+    """A task with a contribution sealed to both keypers through the HTTP route, logged and
+    cosigned; `envelope` is what the site kept of it (`Contribution.keyper_seal`)."""
 
     task_id: str
     contribution_id: str
     found: Logged
     envelope: dict[str, Any]
-    key: bytes
     report: dict[str, Any]
-    salt: str
 
     @property
     def deadline(self):
@@ -152,25 +153,33 @@ def _sequenced() -> None:
     witnesses_cosign()
 
 
-@pytest.fixture
-def case(keyper, http, poster, post_task, make_agent, contribute) -> Case:
-    task = post_task(poster)
-    report = contribution_report()
-    receipt = contribute(make_agent(), task, contribution_payload(report))["receipt"]
-    _sequenced()
-    task_id, contribution_id = str(task.pk), receipt["contribution_id"]
-    found = logged(http, task_id, contribution_id)
-    assert found.commitment == commitment(receipt["report_digest"], receipt["salt"])
-    envelope, key = envelope_sealed(
+def _sealed_contribution(http, keyper: KeyperSelf, task: Task, by, report: dict) -> str:
+    """Seal `report` to both keypers as a contributor does and send it; its contribution id."""
+    payload = seal(
         report,
-        receipt["salt"],
         site=log_origin(),
-        task_id=task_id,
-        found=found,
+        task_id=str(task.pk),
+        task_entry=logged_entry(task),
+        deadline=task.deadline_text,
         keypers=[keyper.keyper, keyper.other],
         threshold=2,
     )
-    return Case(task_id, contribution_id, found, envelope, key, report, receipt["salt"])
+    sent = http.post(f"/api/a2a-tasks/{task.pk}/contributions", json=payload, headers=by.headers)
+    assert sent.status_code == 201, sent.text
+    assert sent.json()["receipt"]["commitment"] == payload["commitment"]
+    return sent.json()["receipt"]["contribution_id"]
+
+
+@pytest.fixture
+def case(keyper, http, poster, post_task, make_agent) -> Case:
+    task = post_task(poster)
+    report = contribution_report()
+    contribution_id = _sealed_contribution(http, keyper, task, make_agent(), report)
+    _sequenced()
+    found = logged(http, str(task.pk), contribution_id)
+    envelope = Contribution.objects.get(id=contribution_id).keyper_seal
+    assert found.commitment == envelope["commitment"]
+    return Case(str(task.pk), contribution_id, found, envelope, report)
 
 
 def _request(http, case: Case, index: int = 1, **changes: Any) -> dict[str, Any]:
@@ -265,8 +274,7 @@ def test_a_share_is_released_from_the_deadline_plus_a_minute_the_same_bytes_ever
         b64u_decode(case.share(2)["sealed_share"]), keyper.other_key, context, keyper=OTHER, index=2
     )
     key = key_combine([(1, b64u_decode(release["share"])), (2, other)], 2)
-    assert key == case.key
-    opened = report_open(
+    report, _ = report_open(
         b64u_decode(case.envelope["ciphertext"]),
         key,
         site=log_origin(),
@@ -274,7 +282,7 @@ def test_a_share_is_released_from_the_deadline_plus_a_minute_the_same_bytes_ever
         deadline=case.found.deadline,
         commitment=case.found.commitment,
     )
-    assert opened == (case.report, case.salt)
+    assert report == case.report
 
     time_machine.move_to(case.deadline + timedelta(hours=5), tick=True)
     post_task(make_agent())
@@ -528,13 +536,15 @@ def test_the_witness_serves_the_latest_checkpoint_it_cosigned_of_each_log(
 
 
 def test_releases_are_collected_from_the_keypers_that_answer_with_a_valid_release(
-    http, keyper, case, settings, time_machine, caplog
+    http, keyper, case, settings, time_machine, caplog, make_agent
 ):
     """`releases_collect`: the keyper that cosigned releases and the one that never cosigned is
     not asked; a keyper already released is not asked again; a release signed by a key other
     than its witness key is not kept."""
+    task = Task.objects.get(pk=case.task_id)
+    later = _sealed_contribution(http, keyper, task, make_agent(), contribution_report())
+    _sequenced()
     contribution = Contribution.objects.get(id=case.contribution_id)
-    contribution.keyper_seal = case.envelope  # as the sealed receipt keeps it
     caplog.set_level(logging.INFO, logger="ledger.releases")
 
     assert releases_collect(contribution) == []  # before the time: 425
@@ -546,10 +556,8 @@ def test_releases_are_collected_from_the_keypers_that_answer_with_a_valid_releas
     releases = releases_collect(contribution)
     assert [(r["keyper"], r["index"]) for r in releases] == [(NAME, 1)]
     assert list(releases[0]) == ["keyper", "index", "share", "released_at", "signature"]
-    assert (
-        releases[0]["share"]
-        == http.post(RELEASE, content=json.dumps(_request(http, case)).encode()).json()["share"]
-    )
+    asked = http.post(RELEASE, content=json.dumps(_request(http, case)).encode()).json()
+    assert releases[0] == {**asked, "index": 1}
     skipped = [r for r in caplog.records if OTHER in r.message]
     assert skipped and "has cosigned no checkpoint" in skipped[0].message
 
@@ -557,20 +565,10 @@ def test_releases_are_collected_from_the_keypers_that_answer_with_a_valid_releas
     assert releases_collect(contribution) == releases
     assert KeyperRelease.objects.count() == 1
 
-    # A fresh seal, so the keyper makes a new release, signed with a key the site does not know.
-    contribution.releases = []
-    contribution.keyper_seal, _ = envelope_sealed(
-        case.report,
-        case.salt,
-        site=log_origin(),
-        task_id=case.task_id,
-        found=case.found,
-        keypers=[keyper.keyper, keyper.other],
-        threshold=2,
-    )
+    # Another contribution, whose release the keyper signs with a key the site does not know.
     settings.CAIRN_WITNESS_SIGNING_KEY = _pem(Ed25519PrivateKey.generate())
     caplog.clear()
-    assert releases_collect(contribution) == []
+    assert releases_collect(Contribution.objects.get(id=later)) == []
     refused = [r for r in caplog.records if NAME in r.message]
     assert refused[0].levelno == logging.WARNING and "does not verify" in refused[0].message
 

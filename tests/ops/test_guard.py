@@ -40,8 +40,8 @@ WORKERS = 2
 REDIS_URL = "redis://127.0.0.1:6379/14"
 NAP_S = 0.2  # the job after which a worker is killed
 # The tasks fall due from FIRST_DUE_S after they are posted, one every DUE_EVERY_S, while the
-# workers are being killed: the killing goes on until the last is due.
-TASKS, FIRST_DUE_S, DUE_EVERY_S = 12, 10, 4
+# workers are being killed: the killing goes on until the last is due and KILLS were killed.
+TASKS, FIRST_DUE_S, DUE_EVERY_S = 12, 10, 3
 
 # Reads commands on its stdin, a JSON object a line, and carries them out on the site: post a task
 # due in so many seconds, or queue a job. Answers each with a line "=> <JSON>".

@@ -1,0 +1,134 @@
+"""The keeper's login, against guessing (issue 38): django-axes counts failed logins in the
+database, so every web process sees one count, and refuses a login for an account or from an
+address that failed `AXES_FAILURE_LIMIT` times within `AXES_COOLOFF_TIME`, for that long, before
+its password is checked. This module adds what Cairn keeps of each attempt: a line in the log (at
+INFO, with the client's address, which `cairn.serve` takes from a trusted proxy as for every
+request) and an entry in the keeper's audit log: `keeper_login`, `keeper_login_failed` (a wrong
+password, which counts) or `keeper_login_refused` (the lock answered; no password was checked).
+
+Attempts are checked one at a time, so that processes answering at once cannot each find the count
+under the limit and all check a password: `AdminSite.login` runs in a transaction holding
+`one_login_at_a_time`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from agents.services import audit_keeper_action
+from core import statements
+
+log = logging.getLogger(__name__)
+
+# The first key of the logins' advisory lock (pg_advisory_xact_lock's two-key form, its own key
+# space): "kpr" read as a big-endian integer.
+LOGIN_LOCK = int.from_bytes(b"kpr", "big")
+# Set on a request by `PasswordBackend`: its password was checked.
+_PASSWORD_CHECKED = "cairn_password_checked"
+# The longest account name an audit entry keeps (its object id's length).
+_NAME_LENGTH = 64
+
+
+def one_login_at_a_time() -> None:
+    """Hold the logins' lock until the transaction ends. SQLite needs none: its IMMEDIATE
+    transaction already holds the database's write lock. On PostgreSQL the lock is an advisory
+    one of the transaction, which a transaction pooler keeps."""
+    if connection.vendor == "postgresql":
+        statements.execute("SELECT pg_advisory_xact_lock(%s::integer, 0)", [LOGIN_LOCK])
+
+
+class PasswordBackend(ModelBackend):
+    """Django's password check, noting on the request that it ran. It stands after axes' backend,
+    which refuses a locked login before this one is asked."""
+
+    def authenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> User | None:
+        if request is not None:
+            setattr(request, _PASSWORD_CHECKED, True)
+        return super().authenticate(request, username, password, **kwargs)
+
+
+def _address(request: HttpRequest) -> str:
+    return request.META.get("REMOTE_ADDR", "")
+
+
+def _logged_name(name: str) -> str:
+    """The account a failed login named, for the log: none that does not exist, since a keeper
+    who typed the password into the name field would put it in the log line (the audit log, in
+    the database, keeps what was typed)."""
+    if get_user_model()._default_manager.filter(**{get_user_model().USERNAME_FIELD: name}).exists():
+        return name
+    return "an unknown account"
+
+
+def _audit(operation: str, name: str) -> None:
+    audit_keeper_action(operation=operation, object_type="login", object_id=name[:_NAME_LENGTH])
+
+
+def logged_in(sender: Any, request: HttpRequest, user: AbstractBaseUser, **kwargs: Any) -> None:
+    """A login with a password (not a session a test or a script made with `force_login`)."""
+    if not getattr(request, _PASSWORD_CHECKED, False):
+        return
+    name = user.get_username()
+    log.info("the keeper %s logged in from %s", name, _address(request))
+    _audit("keeper_login", name)
+
+
+def login_failed(
+    sender: Any, credentials: dict[str, Any], request: HttpRequest | None = None, **kwargs: Any
+) -> None:
+    """A wrong password, or a login the lock refused unchecked."""
+    if request is None:
+        return  # authenticate() called outside a request: no login page was used
+    name = str(credentials.get(get_user_model().USERNAME_FIELD, ""))
+    logged, address = _logged_name(name), _address(request)
+    if getattr(request, _PASSWORD_CHECKED, False):
+        log.info("a keeper login as %s from %s failed: wrong password", logged, address)
+        _audit("keeper_login_failed", name)
+    else:
+        log.info(
+            "a keeper login as %s from %s was refused unchecked: too many failed logins",
+            logged,
+            address,
+        )
+        _audit("keeper_login_refused", name)
+
+
+def locked_out(
+    request: HttpRequest, original_response: HttpResponse | None, credentials: dict | None
+) -> HttpResponse:
+    """What a locked login gets (`AXES_LOCKOUT_CALLABLE`): 429 with `Retry-After` and a page
+    that says why and for how long."""
+    seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
+    context = {
+        **admin.site.each_context(request),
+        "title": "Login locked",
+        "failure_limit": settings.AXES_FAILURE_LIMIT,
+        "cooloff": _duration(seconds),
+    }
+    response = render(request, "admin/locked_out.html", context, status=429)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+def _duration(seconds: int) -> str:
+    minutes, rest = divmod(seconds, 60)
+    if minutes and not rest:
+        return f"{minutes} minute{'s' * (minutes != 1)}"
+    return f"{seconds} second{'s' * (seconds != 1)}"

@@ -1,0 +1,129 @@
+"""What a cache may keep of the plain HTTP routes' answers (SPEC §16.1), over the live server: one
+task and the lists with their ETags and 304s, the deadline bound, a write's and a token's answers,
+the schemas."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from calls.published_schemas import PUBLISHED_SCHEMAS, SCHEMA_PATH
+from tests.caching import (
+    DOCUMENT,
+    IMMUTABLE,
+    NO_STORE,
+    SHORT,
+    cacheable,
+    max_age_within,
+    private,
+    revalidated,
+)
+from tests.factories import contribution_payload, deadline_in, open_task_payload, open_task_request
+from tests.http.conftest import bearer
+
+# DRF chooses the answer's form by the request's Accept.
+VARY = ("Accept",)
+
+
+def test_an_open_task_is_kept_for_seconds_and_revalidated_by_its_etag(api, poster, post_task):
+    url = f"/api/a2a-tasks/{post_task(poster).id}"
+    first = api.get(url)
+
+    assert first.json()["state"] == "open"
+    assert cacheable(first, vary=VARY) == SHORT
+    revalidated(api, url, first)
+
+
+def test_an_evaluated_task_is_immutable(api, evaluated_id):
+    url = f"/api/a2a-tasks/{evaluated_id}"
+    first = api.get(url)
+
+    assert first.json()["state"] == "evaluated"
+    assert cacheable(first, vary=VARY) == IMMUTABLE
+    revalidated(api, url, first)
+    head = api.head(url)
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["ETag"] == first.headers["ETag"]
+    assert head.headers["Cache-Control"] == IMMUTABLE
+
+
+@pytest.mark.parametrize("query", ["", "?mode=evaluated", "?mode=open&limit=1"])
+def test_a_list_is_kept_for_seconds(api, poster, post_task, evaluated_id, query):
+    post_task(poster)
+    url = f"/api/a2a-tasks{query}"
+    first = api.get(url)
+
+    assert first.json()["tasks"]
+    assert cacheable(first, vary=VARY) == SHORT
+    revalidated(api, url, first)
+
+
+def test_no_answer_is_kept_past_the_deadline_of_a_task_it_shows_open(
+    api, poster, make_agent, post_task, short_deadlines
+):
+    later = post_task(make_agent(), open_task_payload(open_task_request(deadline=deadline_in(60))))
+    soon = post_task(poster, open_task_payload(open_task_request(deadline=deadline_in(3.5))))
+    deadline = soon.deadline_text
+
+    asked_at = timezone.now()
+    one, listed = api.get(f"/api/a2a-tasks/{soon.id}"), api.get("/api/a2a-tasks?mode=open")
+
+    assert one.json()["state"] == "open"
+    assert [task["id"] for task in listed.json()["tasks"]] == [str(soon.id), str(later.id)]
+    for answer in (one, listed):
+        cacheable(answer, vary=VARY)
+        max_age_within(answer, deadline, asked_at)
+
+
+def test_a_write_answer_is_not_stored(api, poster, make_agent, post_task):
+    task = post_task(poster)
+    refused = api.post("/api/a2a-tasks", json=open_task_payload())
+    assert refused.status_code == 401 and refused.headers["Cache-Control"] == NO_STORE
+
+    for url, payload in [
+        ("/api/a2a-tasks", open_task_payload()),
+        (f"/api/a2a-tasks/{task.id}/contributions", contribution_payload()),
+    ]:
+        written = api.post(url, json=payload, headers=bearer(make_agent().token))
+        assert written.status_code == 201, written.text
+        private(written)
+
+
+def test_any_read_with_a_token_is_private(api, poster, post_task, evaluated_id):
+    url = f"/api/a2a-tasks/{evaluated_id}"
+    public = api.get(url)
+
+    for read in (url, "/api/a2a-tasks", "/api/a2a-tasks/mine", f"{SCHEMA_PATH}"):
+        answer = api.get(
+            read, headers={**bearer(poster.token), "If-None-Match": public.headers["ETag"]}
+        )
+        assert answer.status_code == 200, (read, answer.text)
+        private(answer)
+    # A token nobody issued is the same as none for the answer, not for a cache.
+    stranger = api.get(url, headers=bearer("cairn_not-a-token"))
+    assert stranger.content == public.content
+    private(stranger)
+
+
+@pytest.mark.parametrize(
+    ("url", "headers", "status"),
+    [
+        ("/api/a2a-tasks/00000000-0000-0000-0000-000000000000", {}, 404),
+        ("/api/a2a-tasks?mode=later", {}, 400),
+        ("/api/a2a-tasks", {"Accept": "text/html"}, 406),
+    ],
+)
+def test_a_read_that_failed_is_not_stored(api, url, headers, status):
+    answer = api.get(url, headers=headers)
+    assert answer.status_code == status
+    assert answer.headers["Cache-Control"] == NO_STORE and "ETag" not in answer.headers
+
+
+@pytest.mark.parametrize(
+    "url", [SCHEMA_PATH, *(SCHEMA_PATH + name for name in PUBLISHED_SCHEMAS), "/api/openapi.json"]
+)
+def test_the_schemas_are_kept_for_minutes(api, url):
+    first = api.get(url)
+
+    assert cacheable(first) == DOCUMENT
+    revalidated(api, url, first)
