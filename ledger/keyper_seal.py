@@ -230,7 +230,11 @@ def report_open(
     ):
         raise SealError('the ciphertext does not open to {"report": {...}, "salt": "..."}')
     report, salt = opened["report"], opened["salt"]
-    if commitment_of(canonical_digest(report), salt) != commitment:
+    try:
+        opened_commitment = commitment_of(canonical_digest(report), salt)
+    except ValueError:  # JCS writes no integer beyond 2^53: such a report has no digest
+        raise SealError("the opened report cannot be written as canonical JSON") from None
+    if opened_commitment != commitment:
         raise SealError("the opened report and salt do not match the logged commitment")
     return report, salt
 

@@ -3,7 +3,9 @@
 # dependencies = [
 #     "mcp~=2.3.0",
 #     "a2a-sdk~=1.3.0",
+#     "cryptography>=47",
 #     "httpx>=0.28.1,<1",
+#     "pycryptodome>=3.20",
 #     "rfc8785~=0.1.4",
 # ]
 # ///
@@ -15,25 +17,41 @@ One file, stdio transport. Start it with `uv run cairn_mcp.py` or `pipx run cair
 and approve the exact digest of what becomes public (`cairn_a2a_preview_task`, or
 `cairn_a2a_contribute` without a digest). The local-only tools send nothing.
 
+When the site lists keypers, a contribution is sealed here to them (SPEC §15.8): the site cannot
+read it before the deadline, when any k of them release their shares of its key. Before sealing,
+the site's own checks run here (shape, sources, privacy screen), and the task's entry and deadline
+are checked under a checkpoint a quorum of witnesses cosigned. The witnesses and keypers trusted
+are those pinned in CAIRN_HOME/verify/ (by cairn_verify.py, or here on first use, in the same
+files). The report and its salt are kept to dispute a void; after the deadline, each start asks
+the keypers for the releases of those still unreleased.
+
 Environment:
   CAIRN_URL   the Cairn server (default: the site this file was downloaded from)
-  CAIRN_HOME  where the token (mode 0600), the consent record, the participant card and every
-              signed receipt (receipts/<contribution_id>.json) live (default: ~/.cairn)
+  CAIRN_HOME  where the token (mode 0600), the consent record, the participant card, every
+              signed receipt (receipts/<contribution_id>.json), every keyper-sealed report with
+              its salt and releases (sealed/<contribution_id>.json, mode 0600) and the pins
+              (verify/) live (default: ~/.cairn)
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import hashlib
+import ipaddress
 import json
 import logging
+import math
 import os
 import re
+import secrets
 import sys
+import urllib.parse
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -57,6 +75,12 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from Crypto.Protocol.SecretSharing import Shamir
+from cryptography.exceptions import InvalidSignature, InvalidTag
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from mcp import types
@@ -94,6 +118,7 @@ logger = logging.getLogger("cairn_mcp")
 class ToolRefusal(Exception):
     def __init__(self, code: str, message: str, issues: list[dict[str, str]] | None = None) -> None:
         super().__init__(f"{code}: {message}")
+        self.code = code
         self.body = {"error": {"code": code, "message": message, "issues": issues or []}}
 
     @classmethod
@@ -222,7 +247,9 @@ def _checking_model(schema: dict[str, Any]) -> type[BaseModel]:
         if name in _FIELD_CHECKS:
             checked = Annotated[checked, _FIELD_CHECKS[name]]
         default = ... if name in schema.get("required", ()) else node.get("default")
-        fields[name] = (checked, default)
+        # A field named as a model's own attribute (a report's `schema`) keeps its name as an alias.
+        attribute = f"{name}_" if hasattr(BaseModel, name) else name
+        fields[attribute] = (checked, Field(default, alias=name))
     return create_model(schema.get("title", "Checked"), __base__=_Strict, **fields)
 
 
@@ -289,6 +316,60 @@ def request_issues(request: dict[str, Any]) -> list[dict[str, str]]:
     if checked["max_contributors"] < checked["min_independent"]:
         return [{"path": "request", "code": "invalid_payload", "message": _ROOM}]
     return []
+
+
+_REPORT_MODEL = _checking_model(REPORT_SCHEMA)
+# What a report refused here is told, by the code of the first rule it breaks.
+LOCAL_REFUSALS = {
+    "unknown_schema": f"this server takes schema {CONTRIBUTION_SCHEMA!r}",
+    "invalid_payload": "the payload does not have the required shape",
+    "task_closed": "the task takes no more contributions",
+    "source_not_in_task": "every source URL must be one of the task's sources",
+    "private_content": "the report holds what looks private; nothing was sent",
+}
+
+
+def report_issues(report: dict[str, Any], view: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
+    """The first of the site's rules the report breaks, in the site's order (shape, the task
+    still open, sources in the task, the privacy screen), with every issue of that rule; ("",
+    []) when it breaks none. A sealed report gets these checks here only, before the deadline."""
+    if "schema" in report and report["schema"] != CONTRIBUTION_SCHEMA:
+        issue = {
+            "path": "schema",
+            "code": "unknown_schema",
+            "message": f"expected {CONTRIBUTION_SCHEMA!r}",
+        }
+        return "unknown_schema", [issue]
+    try:
+        _REPORT_MODEL.model_validate(report)
+    except ValidationError as exc:
+        return "invalid_payload", _issues(exc, "invalid_payload")
+    if view.get("state") != "open":
+        return "task_closed", [
+            {"path": "", "code": "task_closed", "message": LOCAL_REFUSALS["task_closed"]}
+        ]
+    sources = set(view.get("sources") or [])
+    issues = [
+        {
+            "path": f"source_urls[{index}]",
+            "code": "source_not_in_task",
+            "message": "is not one of the task's sources",
+        }
+        for index, url in enumerate(report["source_urls"])
+        if url not in sources
+    ]
+    if issues:
+        return "source_not_in_task", issues
+    issues = screen(report_texts(report))
+    return ("private_content", issues) if issues else ("", [])
+
+
+def report_texts(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every free text of a report, with its path, for the privacy screen."""
+    texts = [("summary", report["summary"])]
+    for name in ("conditions", "attempts", "limitations"):
+        texts += [(f"{name}[{i}]", item) for i, item in enumerate(report[name])]
+    return texts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -629,6 +710,999 @@ async def send(
 
 
 # ---------------------------------------------------------------------------------------------
+# Keyper sealing (SPEC §15.8): a copy of the site's ledger/keyper_seal.py
+# ---------------------------------------------------------------------------------------------
+# A test holds this copy to the site's module, input for input.
+
+SEALED_SCHEMA = "cairn.task.contribution.sealed/0.1"
+SCHEME = "cairn.seal/1"
+SUITE = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.AES_128_GCM)
+KEY_BYTES = 16
+NONCE_BYTES = 12
+
+
+class SealError(Exception):
+    """A seal that does not open: a wrong key or share, or bytes changed since sealing."""
+
+
+def b64u(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64u_decode(text: str) -> bytes:
+    """Strict: only the URL-safe alphabet, no padding, and the canonical last character."""
+    if not isinstance(text, str) or "=" in text:
+        raise ValueError("not base64url without padding")
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if b64u(data) != text:
+        raise ValueError("not base64url without padding")
+    return data
+
+
+def ciphertext_digest(ciphertext: bytes) -> str:
+    return "sha256:" + hashlib.sha256(ciphertext).hexdigest()
+
+
+def commitment_of(report_digest: str, salt: str) -> str:
+    """§15.2's commitment of a report digest and its salt."""
+    return canonical_digest({"report_digest": report_digest, "salt": salt})
+
+
+def report_aad(*, site: str, task_id: str, deadline: str, commitment: str) -> bytes:
+    return rfc8785.dumps(
+        {"site": site, "task_id": task_id, "deadline": deadline, "commitment": commitment}
+    )
+
+
+@dataclass(frozen=True)
+class ShareContext:
+    """Everything a share is bound to but its keyper and index: the `info` of each share."""
+
+    site: str
+    task_id: str
+    task_entry: int
+    deadline: str
+    commitment: str
+    ciphertext_digest: str
+    threshold: int
+
+    def info(self, *, keyper: str, index: int) -> bytes:
+        return rfc8785.dumps(
+            {
+                "scheme": SCHEME,
+                "site": self.site,
+                "task_id": self.task_id,
+                "task_entry": self.task_entry,
+                "deadline": self.deadline,
+                "commitment": self.commitment,
+                "ciphertext_digest": self.ciphertext_digest,
+                "keyper": keyper,
+                "index": index,
+                "threshold": self.threshold,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Keyper:
+    """A keyper as a site lists it: its witness name, HPKE key (base64url of the raw X25519
+    public key) and URL."""
+
+    name: str
+    hpke_key: str
+    url: str
+
+    def public_key(self) -> X25519PublicKey:
+        return X25519PublicKey.from_public_bytes(b64u_decode(self.hpke_key))
+
+
+def seal(
+    report: dict[str, Any],
+    *,
+    site: str,
+    task_id: str,
+    task_entry: int,
+    deadline: str,
+    keypers: list[Keyper],
+    threshold: int,
+    salt: str | None = None,
+) -> dict[str, Any]:
+    """The `cairn.task.contribution.sealed/0.1` payload of `report` (the report without its
+    approval), approval included. The salt is the contributor's: given, so the contributor keeps
+    it to dispute a void, or made here; it travels only inside the ciphertext until the keypers
+    release the key."""
+    salt = b64u(secrets.token_bytes(32)) if salt is None else salt
+    commitment = commitment_of(canonical_digest(report), salt)
+    key = secrets.token_bytes(KEY_BYTES)
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)
+    plaintext = rfc8785.dumps({"report": report, "salt": salt})
+    ciphertext = nonce + AESGCM(key).encrypt(nonce, plaintext, aad)
+    context = ShareContext(
+        site=site,
+        task_id=task_id,
+        task_entry=task_entry,
+        deadline=deadline,
+        commitment=commitment,
+        ciphertext_digest=ciphertext_digest(ciphertext),
+        threshold=threshold,
+    )
+    shares = []
+    for (index, share), keyper in zip(
+        Shamir.split(threshold, len(keypers), key), keypers, strict=True
+    ):
+        info = context.info(keyper=keyper.name, index=index)
+        sealed_share = SUITE.encrypt(share, keyper.public_key(), info=info)
+        shares.append({"keyper": keyper.name, "index": index, "sealed_share": b64u(sealed_share)})
+    return {
+        "schema": SEALED_SCHEMA,
+        "task_entry": task_entry,
+        "commitment": commitment,
+        "ciphertext": b64u(ciphertext),
+        "shares": shares,
+        "approval": {"public_output": True, "scope": "this_contribution", "commitment": commitment},
+    }
+
+
+def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
+    """The key from the released shares (index, share). Any `threshold` of them give it; every
+    other released share must lie on the same polynomial, or SealError (`inconsistent_shares`)."""
+    if len({index for index, _ in shares}) != len(shares):
+        raise SealError("two released shares have the same index")
+    if len(shares) < threshold:
+        raise SealError(f"{len(shares)} shares released, {threshold} needed")
+    key = Shamir.combine(shares[:threshold])
+    # k - 1 of the first shares and one more define a polynomial with the key's value at 0 only
+    # when that share lies on the first k's polynomial.
+    for extra in shares[threshold:]:
+        if Shamir.combine([*shares[: threshold - 1], extra]) != key:
+            raise SealError("the released shares do not agree on one key")
+    return key
+
+
+def _json_as_the_site_reads_it(data: bytes) -> Any:
+    """JSON as the site's reader (orjson) takes it: UTF-8 without a byte order mark, no NaN or
+    infinity, no lone surrogate, and an integer beyond 64 bits read as a float."""
+
+    def refused(text: str) -> Any:
+        raise ValueError(f"{text} is not JSON")
+
+    def number(text: str) -> float:
+        value = float(text)
+        if math.isinf(value):
+            raise ValueError("a number too large for a double")
+        return value
+
+    def integer(text: str) -> int | float:
+        value = int(text)
+        return value if -(2**63) <= value < 2**64 else number(text)
+
+    value = json.loads(
+        data.decode("utf-8"), parse_constant=refused, parse_float=number, parse_int=integer
+    )
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            item.encode("utf-8")  # a lone surrogate raises
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            pending.extend(item)
+            pending.extend(item.values())
+    return value
+
+
+def report_open(
+    ciphertext: bytes, key: bytes, *, site: str, task_id: str, deadline: str, commitment: str
+) -> tuple[dict[str, Any], str]:
+    """The report and salt sealed in `ciphertext`; SealError when it does not open, or opens to
+    anything but `{"report": {...}, "salt": "..."}` whose commitment is the one logged."""
+    if len(ciphertext) < NONCE_BYTES + 16:
+        raise SealError("the ciphertext is too short to hold a nonce and a tag")
+    aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)
+    try:
+        plaintext = AESGCM(key).decrypt(ciphertext[:NONCE_BYTES], ciphertext[NONCE_BYTES:], aad)
+    except InvalidTag:
+        raise SealError("the ciphertext does not open with the released key") from None
+    try:
+        opened = _json_as_the_site_reads_it(plaintext)
+    except (ValueError, RecursionError):  # UnicodeError and JSONDecodeError are ValueErrors
+        raise SealError("the ciphertext opens to something that is not JSON") from None
+    if (
+        not isinstance(opened, dict)
+        or set(opened) != {"report", "salt"}
+        or not isinstance(opened["report"], dict)
+        or not isinstance(opened["salt"], str)
+    ):
+        raise SealError('the ciphertext does not open to {"report": {...}, "salt": "..."}')
+    report, salt = opened["report"], opened["salt"]
+    try:
+        opened_commitment = commitment_of(canonical_digest(report), salt)
+    except ValueError:  # JCS writes no integer beyond 2^53: such a report has no digest
+        raise SealError("the opened report cannot be written as canonical JSON") from None
+    if opened_commitment != commitment:
+        raise SealError("the opened report and salt do not match the logged commitment")
+    return report, salt
+
+
+def release_claims(
+    *,
+    keyper: str,
+    site: str,
+    task_id: str,
+    contribution_id: str,
+    index: int,
+    share: str,
+    released_at: str,
+) -> dict[str, Any]:
+    """What a keyper's release signature covers."""
+    return {
+        "keyper": keyper,
+        "site": site,
+        "task_id": task_id,
+        "contribution_id": contribution_id,
+        "index": index,
+        "share": share,
+        "released_at": released_at,
+    }
+
+
+def release_verify(claims: dict[str, Any], signature: str, public: Ed25519PublicKey) -> bool:
+    try:
+        public.verify(b64u_decode(signature), rfc8785.dumps(claims))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# The privacy screen (SPEC §5): a copy of the site's core/privacy.py
+# ---------------------------------------------------------------------------------------------
+# A test holds this copy to the site's screen, text for text.
+
+# E-mail addresses
+
+_EMAIL = re.compile(
+    r"""
+      \b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@]*@      # a URL's userinfo is judged as a private URL
+    | \bgit@[a-z0-9.-]+:                          # an SSH remote such as git@github.com:owner/repo
+    | (?P<address>
+        (?<![\w.%+-])[a-z0-9][a-z0-9._%+-]*
+        @(?:[a-z0-9-]+\.)+[a-z]{2,}(?![\w-])
+      )
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def _has_email(text: str) -> bool:
+    """Userinfo and SSH remotes are consumed first so that only stand-alone addresses count."""
+    return any(match["address"] for match in _EMAIL.finditer(text))
+
+
+# Credentials
+
+_SECRET_ASSIGNMENT = re.compile(
+    r"""
+    (?<![a-z0-9])                       # DB_PASSWORD and client_secret, not mypassword
+    (?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key
+      |access[_-]?token|auth[_-]?token|private[_-]?key)
+    ["']?\s*
+    (?:=|:(?=\s*["']))                  # a bare colon is usually prose ("password: optional")
+    \s*["']?
+    (?!                                 # placeholders and code, not a literal secret:
+        (?:none|null|nil|undefined|true|false)\b
+      | [<{$%*.]                        # <your key>, ${VAR}, %(pw)s, ****, ...
+      | your | x{3,}
+      | [\w.]*[(\[]                     # getpass(), os.environ["KEY"]
+      | \w+\.\w                         # settings.API_KEY
+      | \w*(?:password|passwd|pass|secret|key|token)s?\b # password=password, api_key=API_KEY
+    )
+    [^\s"'`,;&)\]}=]{3,}
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+# Private URLs
+
+_PRIVATE_HOST_NAME = r"(?:localhost|(?:[a-z0-9-]+\.)+(?:localhost|local|internal|lan))"
+
+# `threading.local` and `com.example.internal` are code, so a bare name only counts with a port.
+_PRIVATE_HOST = re.compile(
+    rf"""
+      ://(?:[^\s/?#@]*@)?{_PRIVATE_HOST_NAME}(?![\w-]|\.[\w-])
+    | (?<![\w.-]){_PRIVATE_HOST_NAME}:\d{{2,5}}\b
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+_IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w]|\.\d)")
+_IPV6 = re.compile(r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:.])", re.IGNORECASE)
+
+# Spelled out rather than `is_private`, which also covers the documentation ranges
+# (192.0.2.0/24, 2001:db8::/32) that examples are supposed to use.
+_PRIVATE_NETWORKS = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "127.0.0.0/8",
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "169.254.0.0/16",
+        "::1/128",
+        "fe80::/10",
+        "fc00::/7",
+    )
+)
+
+
+def _has_private_ip(text: str) -> bool:
+    """Candidates are parsed, so times (12:00:01), MAC addresses and `std::` never count."""
+    for match in (*_IPV4.finditer(text), *_IPV6.finditer(text)):
+        try:
+            address = ipaddress.ip_address(match[0])
+        except ValueError:
+            continue
+        if any(address in network for network in _PRIVATE_NETWORKS):
+            return True
+    return False
+
+
+_URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
+_SIGNATURE_PARAMETER = re.compile(
+    r"[?&](?:x-amz-signature|x-goog-signature|signature|sig|token|access_token)=[^\s&#]",
+    re.IGNORECASE,
+)
+
+
+def _has_signed_url(text: str) -> bool:
+    """Prose may name these parameters freely; only inside a URL do they carry a live signature."""
+    return any(_SIGNATURE_PARAMETER.search(url[0]) for url in _URL.finditer(text))
+
+
+# Raw logs
+
+_STACK_FRAME = re.compile(
+    r"""
+      ^[ \t]+at[ ]\S.*?:\d+(?::\d+)?\)?[ \t]*$    # JS/Java: "    at foo (file.js:10:5)"
+    | ^[ \t]*File[ ]"[^"\n]+",[ ]line[ ]\d+      # Python: '  File "x.py", line 3, in f'
+    """,
+    re.MULTILINE | re.VERBOSE,
+)
+
+_LOG_TIMESTAMP = re.compile(r"\s*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2})")
+
+
+def _has_stack_trace(text: str) -> bool:
+    """One frame-like line can be prose ("at the deadline"); two or more are a pasted trace."""
+    return sum(1 for _ in _STACK_FRAME.finditer(text)) >= 2
+
+
+def _has_timestamped_run(text: str) -> bool:
+    """A single timestamp is a fact; three lines in a row each opening with one are a log."""
+    run = 0
+    for line in text.splitlines():
+        run = run + 1 if _LOG_TIMESTAMP.match(line) else 0
+        if run >= 3:
+            return True
+    return False
+
+
+# The table
+
+
+@dataclass(frozen=True)
+class _Detector:
+    """`kind` is one of SPEC §5's five; a field gets one issue per kind, however many detectors
+    of that kind fire (a bearer JWT is one credential, a private IP in a URL one private URL)."""
+
+    kind: str
+    message: str
+    found: Callable[[str], object]
+
+
+def _pattern(regex: str, flags: int = 0) -> Callable[[str], object]:
+    return re.compile(regex, flags).search
+
+
+_EMAIL_KIND = "e-mail"
+_CREDENTIAL = "credential"
+_PRIVATE_URL = "private URL"
+_LOCAL_PATH = "local path"
+_RAW_LOG = "raw log"
+
+_DETECTORS = (
+    _Detector(_EMAIL_KIND, "looks like an e-mail address", _has_email),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a Cairn token)",
+        _pattern(r"\bcairn_(?=[A-Za-z0-9_-]{0,42}[A-Z0-9])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a PEM private key)",
+        _pattern(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a JSON Web Token)",
+        _pattern(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (an AWS access key)",
+        _pattern(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a GitHub token)",
+        _pattern(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a Slack token)",
+        _pattern(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a secret API key)",
+        _pattern(r"(?<![\w-])sk-[A-Za-z0-9_-]{20,}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a Google API key)",
+        _pattern(r"\bAIza[A-Za-z0-9_-]{35}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a bearer token)",
+        _pattern(r"\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{20,}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a password or secret with its value)",
+        _SECRET_ASSIGNMENT.search,
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a local or internal host)",
+        _PRIVATE_HOST.search,
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a loopback, private or link-local IP address)",
+        _has_private_ip,
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a URL carrying a user name and password)",
+        _pattern(r"\b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@:]*:[^\s/?#@]+@", re.IGNORECASE),
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a URL to a local file)",
+        _pattern(r"(?<![\w.+-])file:/", re.IGNORECASE),
+    ),
+    _Detector(_PRIVATE_URL, "looks like a private URL (a signed URL)", _has_signed_url),
+    _Detector(
+        _LOCAL_PATH,
+        "looks like a local file path (inside a home directory)",
+        _pattern(
+            r"(?<![\w.~/-])(?:/home/[\w.-]|/Users/[\w.-]|/root/)"
+            r"|\b(?i:[a-z]:[\\/]+users[\\/])"
+            r"|(?<![\w~/\\])~/(?=[A-Za-z._])"
+        ),
+    ),
+    _Detector(
+        _RAW_LOG,
+        "looks like a raw log (a Python traceback)",
+        _pattern(r"Traceback \(most recent call last\)"),
+    ),
+    _Detector(_RAW_LOG, "looks like a raw log (a stack trace)", _has_stack_trace),
+    _Detector(_RAW_LOG, "looks like a raw log (timestamped log lines)", _has_timestamped_run),
+)
+
+
+def screen_text(path: str, text: str) -> list[dict[str, str]]:
+    """One issue per kind found, naming the kind but never the text, which is the private part."""
+    issues: list[dict[str, str]] = []
+    kinds_found: set[str] = set()
+    for detector in _DETECTORS:
+        if detector.kind not in kinds_found and detector.found(text):
+            kinds_found.add(detector.kind)
+            issues.append({"path": path, "code": "private_content", "message": detector.message})
+    return issues
+
+
+def screen(fields: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+    """A refusal lists every problem at once (SPEC §6), so no field stops the screen early."""
+    return [issue for path, text in fields for issue in screen_text(path, text)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Whom to trust for the log, and the check before sealing: the task's entry and deadline under a
+# checkpoint a quorum of witnesses cosigned. A copy of what cairn_verify.py checks, with its pins
+# (CAIRN_HOME/verify/<host>/: the site keys, the witnesses, the keypers and their threshold), so
+# both trust the same parties: pinned on first use, or from `cairn_verify.py --witnesses FILE`.
+# ---------------------------------------------------------------------------------------------
+
+VERIFIABLE_EXTENSION = "urn:cairn:verifiable:v1"
+TASK_ENTRY, CONTRIBUTION_ENTRY = "cairn.log/task", "cairn.log/contribution"
+
+
+def _untrusted(message: str) -> ToolRefusal:
+    return ToolRefusal("log_unverified", f"nothing was sent: {message}")
+
+
+def leaf_hash(entry: bytes) -> bytes:
+    return hashlib.sha256(b"\x00" + entry).digest()
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def root_from_inclusion(index: int, size: int, leaf: bytes, path: list[bytes]) -> bytes:
+    """RFC 9162 §2.1.3.2: the root the audit path leads to."""
+    if index >= size:
+        raise _untrusted(f"leaf index {index} is outside a tree of size {size}")
+    fn, sn, result = index, size - 1, leaf
+    for sibling in path:
+        if sn == 0:
+            raise _untrusted("the inclusion proof is longer than the tree is deep")
+        if fn & 1 or fn == sn:
+            result = node_hash(sibling, result)
+            while not (fn & 1 or fn == 0):
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            result = node_hash(result, sibling)
+        fn, sn = fn >> 1, sn >> 1
+    if sn != 0:
+        raise _untrusted("the inclusion proof is shorter than the tree is deep")
+    return result
+
+
+def _b64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error:
+        raise _untrusted(f"{text[:20]!r}... is not base64") from None
+
+
+def _key_id(name: str, kind: int, public: bytes) -> bytes:
+    return hashlib.sha256(name.encode() + b"\n" + bytes([kind]) + public).digest()[:4]
+
+
+@dataclass(frozen=True)
+class WitnessKey:
+    """A C2SP `tlog-cosignature` verifier key: `<name>+<key ID hex>+<base64(0x04 ‖ key)>`."""
+
+    text: str
+    name: str
+    key_id: bytes
+    public: bytes
+
+    @classmethod
+    def parsed(cls, text: str) -> WitnessKey:
+        parts = text.strip().split("+", 2)
+        if len(parts) != 3:
+            raise _untrusted(f"{text!r} is not a witness verifier key")
+        raw = _b64(parts[2])
+        key_id = _key_id(parts[0], 0x04, raw[1:])
+        if len(raw) != 33 or raw[0] != 0x04 or key_id.hex() != parts[1].lower():
+            raise _untrusted(f"the key of witness {parts[0]} is not a cosignature/v1 key")
+        return cls(text.strip(), parts[0], key_id, raw[1:])
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What the pins say: the site keys, the witnesses (with their URLs) and quorum, and the
+    keypers and threshold; `sealing` whether the site's card lists keypers now."""
+
+    site_keys: list[bytes]
+    witnesses: list[WitnessKey]
+    quorum: int
+    witness_urls: dict[str, str]
+    keypers: list[Keyper]
+    threshold: int
+    sealing: bool
+
+    def witness_named(self, name: str) -> WitnessKey | None:
+        return next((w for w in self.witnesses if w.name == name), None)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    origin: str
+    size: int
+    root: bytes
+    cosigned: int  # by distinct pinned witnesses
+
+
+def checkpoint_verified(text: str, trust: Trust) -> Checkpoint:
+    """A checkpoint signed by a pinned site key, with the pinned witnesses' cosignatures that
+    verify counted; a pinned key's signature that does not verify is refused."""
+    body, separator, rest = text.partition("\n\n")
+    lines = body.split("\n")
+    if not separator or len(lines) < 3 or not lines[1].isdigit():
+        raise _untrusted("the checkpoint is not a signed note")
+    origin, size, root = lines[0], int(lines[1]), _b64(lines[2])
+    signed, cosigners = False, set()
+    message = (body + "\n").encode()
+    for line in rest.splitlines():
+        dash, _, named = line.partition(" ")
+        name, _, stamp = named.partition(" ")
+        if dash != "\u2014" or not stamp:
+            continue
+        raw = _b64(stamp)
+        for public in trust.site_keys:
+            if name == origin and raw[:4] == _key_id(name, 0x01, public):
+                _verified(public, raw[4:], message, f"the checkpoint's signature by {name}")
+                signed = True
+        witness = trust.witness_named(name)
+        if witness is not None and raw[:4] == witness.key_id and len(raw) == 4 + 72:
+            cosigned = b"cosignature/v1\ntime %d\n" % int.from_bytes(raw[4:12], "big") + message
+            _verified(witness.public, raw[12:], cosigned, f"the cosignature by {name}")
+            cosigners.add(name)
+    if not signed:
+        raise _untrusted(f"the checkpoint carries no signature by a pinned key for {origin}")
+    return Checkpoint(origin, size, root, len(cosigners))
+
+
+def _verified(public: bytes, signature: bytes, message: bytes, what: str) -> None:
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
+    except InvalidSignature:
+        raise _untrusted(f"{what} does not verify") from None
+
+
+async def _get_json(http: httpx.AsyncClient, url: str) -> Any:
+    response = await http.get(url)
+    if response.status_code != 200:
+        raise _untrusted(f"{url} answered HTTP {response.status_code}")
+    return response.json()
+
+
+def _card_trust(params: dict[str, Any]) -> dict[str, Any]:
+    """What the card's verifiable extension names, in the form cairn_verify.py pins it."""
+    witnesses = params.get("witnesses", [])
+    keypers = [
+        {"name": k["name"], "hpke_key": k["hpke_key"], "url": k["url"]}
+        for k in params.get("keypers", [])
+    ]
+    return {
+        "keys": [w["key"] for w in witnesses],
+        "quorum": int(params.get("witness_quorum", len(witnesses))),
+        "urls": {w["name"]: w["url"] for w in witnesses},
+        "keypers": keypers,
+        "keyper_threshold": int(params.get("keyper_threshold", 0)) if keypers else 0,
+    }
+
+
+async def card_params(config: Config, http: httpx.AsyncClient) -> dict[str, Any]:
+    card = await _get_json(http, f"{config.cairn_url}/.well-known/agent-card.json")
+    for extension in card.get("capabilities", {}).get("extensions", []):
+        if extension.get("uri") == VERIFIABLE_EXTENSION:
+            return extension.get("params", {})
+    return {}
+
+
+async def trust_pinned(config: Config, http: httpx.AsyncClient) -> Trust:
+    """The pins cairn_verify.py keeps for this site, made from the site's JWKS and card when
+    there are none. Keypers are pinned the first time the card lists any; a card that later
+    lists others, or another threshold, is refused: sealing to them would trust parties nobody
+    pinned."""
+    home = config.home / "verify" / urllib.parse.urlsplit(config.cairn_url).netloc.replace(":", "_")
+    card = _card_trust(await card_params(config, http))
+    jwks_file, pins_file = home / "jwks.json", home / "witnesses.json"
+    jwks = _read_json(jwks_file)
+    if jwks is None:
+        jwks = await _get_json(http, f"{config.cairn_url}/.well-known/jwks.json")
+        _pin(jwks_file, jwks)
+    pinned = _read_json(pins_file) or dict(card)
+    before = dict(pinned) if pins_file.exists() else None
+    names = {key.split("+", 1)[0] for key in pinned["keys"]}
+    pinned["urls"] = {
+        **{n: u for n, u in card["urls"].items() if n in names},
+        **pinned.get("urls", {}),
+    }
+    if not pinned.get("keypers") and card["keypers"]:
+        pinned["keypers"], pinned["keyper_threshold"] = card["keypers"], card["keyper_threshold"]
+    pinned.setdefault("keypers", [])
+    pinned.setdefault("keyper_threshold", 0)
+    if pinned != before:
+        _pin(pins_file, pinned)
+    ours = [(k["name"], k["hpke_key"]) for k in pinned["keypers"]]
+    theirs = [(k["name"], k["hpke_key"]) for k in card["keypers"]]
+    if theirs and (ours != theirs or pinned["keyper_threshold"] != card["keyper_threshold"]):
+        raise ToolRefusal(
+            "keypers_changed",
+            f"the site's card lists other keypers or another threshold than pinned in {pins_file}: "
+            "nothing was sent. If the site's operator confirms the change, remove that file to "
+            "pin the card's, or send the plain form (plain: true)",
+        )
+    return Trust(
+        site_keys=[
+            base64.urlsafe_b64decode(key["x"] + "=" * (-len(key["x"]) % 4))
+            for key in jwks.get("keys", [])
+            if key.get("kty") == "OKP" and key.get("crv") == "Ed25519"
+        ],
+        witnesses=[WitnessKey.parsed(key) for key in pinned["keys"]],
+        quorum=int(pinned["quorum"]),
+        witness_urls=pinned["urls"],
+        keypers=[Keyper(**keyper) for keyper in pinned["keypers"]],
+        threshold=int(pinned["keyper_threshold"]),
+        sealing=bool(theirs),
+    )
+
+
+def _pin(path: Path, value: Any) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=2), encoding="utf-8")
+
+
+def task_entry_of(view: dict[str, Any]) -> dict[str, Any]:
+    """The task's log entry as the view says it must read (§15.3)."""
+    return {
+        "type": TASK_ENTRY,
+        "task_id": view["id"],
+        "public_input_digest": view["public_input_digest"],
+        "deadline": view["deadline"],
+        "created_at": view["created_at"],
+    }
+
+
+async def task_entry_witnessed(
+    config: Config, http: httpx.AsyncClient, view: dict[str, Any], trust: Trust
+) -> tuple[Checkpoint, int]:
+    """The checkpoint carrying the pinned witness quorum under which the task's entry, with its
+    deadline, is proven, and the entry's index: the keypers will find them in the trees they
+    cosigned, and release the shares for that task and deadline only."""
+    entry = task_entry_of(view)
+    served = await _get_json(http, f"{config.cairn_url}/api/log/tasks/{view['id']}")
+    found = [item["index"] for item in served["entries"] if item["entry"] == entry]
+    if not found:
+        raise _untrusted(
+            "the task's entry is not yet in the log with its deadline: try again in a minute"
+        )
+    response = await http.get(
+        f"{config.cairn_url}/api/log/checkpoints", params={"covering": found[0]}
+    )
+    if response.status_code == 404 and trust.quorum == 0:
+        response = await http.get(f"{config.cairn_url}/api/log/checkpoint")
+        notes = [response.text]
+    elif response.status_code == 404:
+        raise _untrusted(
+            "no witnessed checkpoint holds the task's entry yet: try again in a minute"
+        )
+    else:
+        notes = response.json()["checkpoints"] if response.status_code == 200 else []
+    if response.status_code != 200 or not notes:
+        raise _untrusted(f"{response.request.url} answered HTTP {response.status_code}")
+    checkpoint = checkpoint_verified(notes[-1], trust)
+    if checkpoint.cosigned < trust.quorum:
+        raise _untrusted(
+            f"the checkpoint served as witnessed carries {checkpoint.cosigned} of the "
+            f"{trust.quorum} cosignatures the pinned witnesses must give"
+        )
+    leaf = leaf_hash(rfc8785.dumps(entry))
+    proof = await _get_json(
+        http,
+        f"{config.cairn_url}/api/log/proof/inclusion?leaf_hash={leaf.hex()}&tree_size={checkpoint.size}",
+    )
+    path = [bytes.fromhex(h) for h in proof["hashes"]]
+    if root_from_inclusion(proof["index"], checkpoint.size, leaf, path) != checkpoint.root:
+        raise _untrusted("the task's entry is not proven under the witnessed checkpoint")
+    return checkpoint, int(proof["index"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Keyper-sealed contributions (SPEC §15.8): sealed here, so the site never holds the report in
+# clear before the deadline; each kept in CAIRN_HOME/sealed/<contribution_id>.json (mode 0600)
+# with its report and salt, which `cairn_verify.py dispute` needs; and their releases asked for
+# once the deadline + 60 s has passed.
+# ---------------------------------------------------------------------------------------------
+
+RELEASE_TIMEOUT_S = 5.0
+# The longest the start-up asks for releases run, beside the tools and never before them.
+RELEASES_AT_START_S = 30.0
+
+
+def _sealed_file(config: Config, name: str) -> Path:
+    return config.home / "sealed" / f"{name}.json"
+
+
+def keep_private(config: Config, path: Path, value: Any) -> None:
+    """Write a file of CAIRN_HOME that only its owner reads (mode 0600), replacing any before it
+    whole."""
+    _make_home(config)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, path)
+
+
+async def sealed_for(
+    config: Config, view: dict[str, Any], report: dict[str, Any], trust: Trust
+) -> tuple[dict[str, Any], Path]:
+    """The sealed payload of `report` for the task, with what is kept of it; and the file that
+    holds it until the site's receipt names the contribution. A retry after a lost answer sends
+    the same payload again, which the site answers from its record."""
+    pending = _sealed_file(config, f"pending-{view['id']}")
+    kept = _read_json(pending)
+    if (
+        isinstance(kept, dict)
+        and kept.get("cairn_url") == config.cairn_url
+        and kept.get("report") == report
+    ):
+        return kept, pending
+    witnesses = {}
+    for keyper in trust.keypers:
+        witness, url = trust.witness_named(keyper.name), trust.witness_urls.get(keyper.name)
+        if witness is None or url is None:
+            raise _untrusted(f"keyper {keyper.name} is not a pinned witness: nothing verifies it")
+        witnesses[keyper.name] = (witness.text, url)
+    async with _http() as http:
+        checkpoint, index = await task_entry_witnessed(config, http, view, trust)
+    salt = b64u(secrets.token_bytes(32))
+    payload = seal(
+        report,
+        site=checkpoint.origin,
+        task_id=view["id"],
+        task_entry=index,
+        deadline=view["deadline"],
+        keypers=trust.keypers,
+        threshold=trust.threshold,
+        salt=salt,
+    )
+    kept = {
+        "cairn_url": config.cairn_url,
+        "site": checkpoint.origin,
+        "task_id": view["id"],
+        "deadline": view["deadline"],
+        "commitment": payload["commitment"],
+        "report": report,
+        "salt": salt,
+        "sealed": payload,
+        "task_entry": {"index": index, "entry": task_entry_of(view)},
+        "keypers": [
+            {
+                "name": keyper.name,
+                "url": keyper.url,
+                "witness_key": witnesses[keyper.name][0],
+                "witness_url": witnesses[keyper.name][1],
+            }
+            for keyper in trust.keypers
+        ],
+        "threshold": trust.threshold,
+        "releases": [],
+    }
+    keep_private(config, pending, kept)
+    return kept, pending
+
+
+async def releases_ask(config: Config) -> None:
+    """Ask the keypers for the releases of this contributor's own sealed contributions past
+    their deadline + 60 s that some keyper has not released yet (§15.8). Anyone may ask; a
+    keyper keeps the time of its first release, so a release asked early disproves a keeper's
+    later claim that the keys were unavailable. Best effort, bounded, beside the tools."""
+    directory = config.home / "sealed"
+    if not directory.is_dir():
+        return
+    with anyio.move_on_after(RELEASES_AT_START_S):
+        async with httpx.AsyncClient(
+            headers={"User-Agent": CLIENT}, timeout=RELEASE_TIMEOUT_S
+        ) as http:
+            for path in sorted(directory.glob("*.json")):
+                if path.name.startswith("pending-"):
+                    continue
+                try:
+                    await _releases_ask_one(config, http, path)
+                except (httpx.HTTPError, ToolRefusal, OSError, ValueError, KeyError) as exc:
+                    logger.warning("asking the releases of %s: %s", path.name, exc)
+
+
+async def _releases_ask_one(config: Config, http: httpx.AsyncClient, path: Path) -> None:
+    kept = json.loads(path.read_text(encoding="utf-8"))
+    not_before = datetime.strptime(kept["deadline"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    if datetime.now(UTC) < not_before + timedelta(seconds=60):
+        return
+    released = {release["keyper"] for release in kept["releases"]}
+    receipt = kept["receipt"]
+    contribution_entry = {
+        "type": CONTRIBUTION_ENTRY,
+        "task_id": kept["task_id"],
+        "contribution_id": kept["contribution_id"],
+        "commitment": receipt["commitment"],
+        "received_at": receipt["received_at"],
+    }
+    added = []
+    for share, keyper in zip(kept["sealed"]["shares"], kept["keypers"], strict=True):
+        if keyper["name"] in released:
+            continue
+        try:
+            release = await _release_ask(http, kept, share, keyper, contribution_entry)
+        except (httpx.HTTPError, ToolRefusal, ValueError, KeyError) as exc:
+            logger.info("keyper %s gave no release of %s: %s", keyper["name"], path.name, exc)
+            continue
+        if release is not None:
+            added.append(release)
+    if added:
+        keep_private(config, path, {**kept, "releases": [*kept["releases"], *added]})
+
+
+async def _release_ask(
+    http: httpx.AsyncClient,
+    kept: dict[str, Any],
+    share: dict[str, Any],
+    keyper: dict[str, str],
+    contribution_entry: dict[str, Any],
+) -> dict[str, Any] | None:
+    """One keyper's release, asked with the proofs the site serves for the tree that keyper
+    last cosigned; None when it gives none that its witness key verifies."""
+    origin = kept["site"]
+    digest = hashlib.sha256(origin.encode()).hexdigest()
+    response = await http.get(f"{keyper['witness_url'].rstrip('/')}/{digest}/checkpoint")
+    lines = response.text.split("\n") if response.status_code == 200 else []
+    if len(lines) < 3 or lines[0] != origin or not lines[1].isdigit():
+        return None
+    size = int(lines[1])
+    entries = {}
+    for name, entry in (
+        ("task_entry", kept["task_entry"]["entry"]),
+        ("contribution_entry", contribution_entry),
+    ):
+        text = rfc8785.dumps(entry)
+        proof = await _get_json(
+            http,
+            f"{kept['cairn_url']}/api/log/proof/inclusion?leaf_hash={leaf_hash(text).hex()}"
+            f"&tree_size={size}",
+        )
+        entries[name] = {"index": proof["index"], "entry": text.decode(), "proof": proof["hashes"]}
+    body = {
+        "site": origin,
+        "task_id": kept["task_id"],
+        "contribution_id": kept["contribution_id"],
+        "index": share["index"],
+        "threshold": kept["threshold"],
+        "sealed_share": share["sealed_share"],
+        "ciphertext_digest": ciphertext_digest(b64u_decode(kept["sealed"]["ciphertext"])),
+        "size": size,
+        **entries,
+    }
+    response = await http.post(f"{keyper['url'].rstrip('/')}/release", json=body)
+    if response.status_code != 200:
+        return None
+    answer = response.json()
+    release = {
+        "keyper": keyper["name"],
+        "index": share["index"],
+        "share": answer.get("share"),
+        "released_at": answer.get("released_at"),
+        "signature": answer.get("signature"),
+    }
+    claims = release_claims(
+        keyper=keyper["name"],
+        site=origin,
+        task_id=kept["task_id"],
+        contribution_id=kept["contribution_id"],
+        index=share["index"],
+        share=str(release["share"]),
+        released_at=str(release["released_at"]),
+    )
+    public = Ed25519PublicKey.from_public_bytes(WitnessKey.parsed(keyper["witness_key"]).public)
+    if answer.get("keyper") != keyper["name"] or not release_verify(
+        claims, str(release["signature"]), public
+    ):
+        return None
+    return release
+
+
+# ---------------------------------------------------------------------------------------------
 # The tools (SPEC §10).
 # ---------------------------------------------------------------------------------------------
 
@@ -674,6 +1748,12 @@ class ContributeArguments(Arguments):
     public_output_digest: Digest | None = Field(
         None,
         description="Leave out to preview (nothing is sent); give the previewed digest once the person approved it.",
+    )
+    plain: bool = Field(
+        False,
+        description="Send the plain form, which the site reads at once (and keeps encrypted at rest), "
+        "instead of sealing the report to the site's keypers, which open it only after the deadline. "
+        "Changes nothing when the site lists no keypers.",
     )
 
 
@@ -760,29 +1840,82 @@ async def tool_create_task(config: Config, args: CreateTaskArguments) -> dict[st
 
 
 async def tool_contribute(config: Config, args: ContributeArguments) -> dict[str, Any]:
+    """Previews, or sends once approved, after the site's own checks run here: the report's
+    shape, its sources against the task's, and the privacy screen. When the site lists keypers
+    the report is sealed to them (unless `plain`), so the site cannot read it before the
+    deadline, and those checks are the only ones it gets before then."""
     if "approval" in args.report:
         raise ToolRefusal(
             "invalid_query",
             "the report is sent without its approval: Cairn adds it from the digest you approve",
             [{"path": "report.approval", "code": "invalid_query", "message": "leave approval out"}],
         )
+    if args.public_output_digest is not None:
+        require_consent(config)
+        require_digest("report", args.report, args.public_output_digest)
+    async with a2a(config) as client:
+        view = view_of(await client.get_task(GetTaskRequest(id=args.task_id)))
+    async with _http() as http:
+        trust = None if args.plain else await _trust_if_sealing(config, http)
+    code, issues = report_issues(args.report, view)
     if args.public_output_digest is None:
-        return {"report": args.report, "public_output_digest": canonical_digest(args.report)}
-    require_consent(config)
-    digest = require_digest("report", args.report, args.public_output_digest)
-    payload = {
-        **args.report,
-        "approval": {
-            "public_output_digest": digest,
-            "public_output": True,
-            "scope": "this_contribution",
-        },
-    }
-    task = await send(config, payload, operation="contribute", task_id=args.task_id)
-    receipt = plain_json(MessageToDict(task.metadata)).get("cairn", {}).get("contribution")
-    if isinstance(receipt, dict):
+        return {
+            "report": args.report,
+            "public_output_digest": canonical_digest(args.report),
+            "form": "plain" if trust is None else "sealed",
+            "issues": issues,
+        }
+    if code:
+        raise ToolRefusal(code, LOCAL_REFUSALS[code], issues)
+    if trust is None:
+        payload = {
+            **args.report,
+            "approval": {
+                "public_output_digest": args.public_output_digest,
+                "public_output": True,
+                "scope": "this_contribution",
+            },
+        }
+        task = await send(config, payload, operation="contribute", task_id=args.task_id)
+        receipt = _receipt_of(task)
+        if receipt is not None:
+            save_receipt(config, receipt)
+        return {"task": view_of(task), "receipt": receipt}
+    kept, pending = await sealed_for(config, view, args.report, trust)
+    try:
+        task = await send(config, kept["sealed"], operation="contribute", task_id=args.task_id)
+    except ToolRefusal as refusal:
+        if refusal.code not in ("server_unreachable", "server_error"):
+            pending.unlink(missing_ok=True)  # refused: nothing of it is kept by the site
+        raise
+    receipt = _receipt_of(task)
+    if receipt is not None:
         save_receipt(config, receipt)
+        if re.fullmatch(r"[0-9a-f-]{36}", str(receipt.get("contribution_id", ""))):
+            kept = {**kept, "contribution_id": receipt["contribution_id"], "receipt": receipt}
+            keep_private(config, _sealed_file(config, receipt["contribution_id"]), kept)
+            pending.unlink(missing_ok=True)
     return {"task": view_of(task), "receipt": receipt}
+
+
+def _receipt_of(task: Task) -> dict[str, Any] | None:
+    receipt = plain_json(MessageToDict(task.metadata)).get("cairn", {}).get("contribution")
+    return receipt if isinstance(receipt, dict) else None
+
+
+async def _trust_if_sealing(config: Config, http: httpx.AsyncClient) -> Trust | None:
+    """The pinned trust when the site's card lists keypers (a contribution is sealed to them),
+    else None (the plain form)."""
+    try:
+        params = await card_params(config, http)
+    except httpx.HTTPError as exc:
+        raise _unreachable(config, exc) from None
+    if not params.get("keypers"):
+        return None
+    try:
+        return await trust_pinned(config, http)
+    except httpx.HTTPError as exc:
+        raise _unreachable(config, exc) from None
 
 
 async def tool_mine(config: Config, args: NoArguments) -> dict[str, Any]:
@@ -1002,9 +2135,12 @@ TOOLS: dict[str, Tool] = {
         Tool(
             "cairn_a2a_contribute",
             "Contribute a sealed report to an open task. Without public_output_digest: a preview "
-            "{report, public_output_digest} and nothing is sent — show it to the person. With the digest "
-            "they approved (and recorded consent): sends it and answers {task: view, receipt}. The report "
-            "stays sealed until the deadline, then is published with the evaluation.",
+            "{report, public_output_digest, form, issues} and nothing is sent — show it to the person; "
+            "issues are the site's own checks run locally (shape, sources, privacy screen), and form says "
+            "whether the report is sealed to the site's keypers (so even the site cannot read it before "
+            "the deadline) or sent plain. With the digest they approved (and recorded consent): sends it "
+            "and answers {task: view, receipt}. The report stays sealed until the deadline, then is "
+            "published with the evaluation.",
             ContributeArguments,
             tool_contribute,
             PUBLISH,
@@ -1115,7 +2251,10 @@ server: Server = Server(
 
 async def main() -> None:
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with anyio.create_task_group() as group:
+            group.start_soon(releases_ask, Config.from_environment())
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+            group.cancel_scope.cancel()
 
 
 if __name__ == "__main__":

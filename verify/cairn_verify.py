@@ -1,22 +1,46 @@
 # /// script
 # requires-python = ">=3.11"
-# dependencies = ["cryptography>=42", "joserfc>=1.0", "rfc8785>=0.1.4"]
+# dependencies = ["cryptography>=47", "joserfc>=1.0", "pycryptodome>=3.20", "rfc8785>=0.1.4"]
 # ///
-"""Check a Cairn site offline, trusting only the site key and witnesses pinned on first use (SPEC §15.5).
+"""Check a Cairn site offline, trusting only the site key, witnesses and keypers pinned on first use (SPEC §15.5, §15.8).
 
-    cairn_verify.py task <id | URL | saved JSON>   the task, its reports, its evaluation, its entries
-                                                   in the log and the log's rules over them
+    cairn_verify.py task <id | URL | saved JSON>   the task, its reports (keyper-sealed ones opened
+                                                   again from their releases), its evaluation, its
+                                                   entries in the log and the log's rules over them
     cairn_verify.py receipt <file>                 a receipt: its signature, its contribution in the
                                                    log and in the evaluation (or proof of omission)
     cairn_verify.py log [--full]                   the latest witnessed checkpoint, consistent with the
                                                    last one kept; --full recomputes its root
     cairn_verify.py monitor                        every entry not read before: the tree, the log's
                                                    rules, and each evaluation against its log
+    cairn_verify.py seal <task> <report.json>      prints the keyper-sealed data part of a report
+                                                   (cairn.task.contribution.sealed/0.1) for any client
+    cairn_verify.py dispute <receipt> <report.json>
+                                                   whether the void of a keyper-sealed contribution is
+                                                   wrongful, from its contributor's receipt and report
 
-The first run pins the site's JWKS and the witnesses its card names (or, with --witnesses FILE,
-those of the file: verifier keys one a line and `quorum <k>`) under CAIRN_HOME/verify/ (CAIRN_HOME
-defaults to ~/.cairn), and every run keeps the latest checkpoint it accepted there. Exit status 0
-only when everything checks; each failure says what does not match.
+The first run pins the site's JWKS, and the witnesses, keypers and keyper threshold its card names,
+under CAIRN_HOME/verify/ (CAIRN_HOME defaults to ~/.cairn); every run keeps the latest checkpoint
+it accepted there. A later card naming other keypers or another threshold fails. --witnesses FILE
+pins these from an independent source instead, one a line:
+
+    <witness verifier key> [<its URL>]          a witness (C2SP tlog-cosignature key)
+    quorum <k>                                  how many of them must cosign (default: all)
+    keyper <name> <hpke_key> <URL>              a keyper, in the site's order; its name is a witness's
+    keyper_threshold <k>                        how many keypers open a sealed report
+
+and then a card naming fewer witnesses, a lower quorum, or other keypers fails.
+
+`seal` checks the report against the rules the site applies at the deadline, and the task's log
+entry and deadline under a witnessed checkpoint, then prints the sealed payload on stdout (the
+checks go to stderr) and keeps the report and its salt in CAIRN_HOME/sealed/ (mode 0600): that
+file, or any JSON object with the report and salt (`{"report": {...}, "salt": "..."}`, as the local
+MCP keeps them in CAIRN_HOME/sealed/<contribution id>.json), is the report.json of `dispute`.
+
+Exit status: 0 only when everything checks (for `dispute`: the evaluation counts the contribution
+with this report, or its void is right); 1 when something does not check or cannot be checked, each
+failure saying what does not match; 3 (`dispute` only) when the output is proof of a wrongful void,
+an omission or an alteration, printed with the signed receipt as its evidence.
 """
 
 from __future__ import annotations
@@ -24,29 +48,42 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import contextlib
 import hashlib
+import ipaddress
 import json
+import math
 import os
+import re
+import secrets
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 import warnings
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TextIO, cast
 
 import rfc8785
-from cryptography.exceptions import InvalidSignature
+from Crypto.Protocol.SecretSharing import Shamir
+from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
 from joserfc import jws
 from joserfc.errors import JoseError, SecurityWarning
 from joserfc.jwk import KeySet, KeySetSerialization
 
 DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"
 MAX_MERGE_DELAY = timedelta(seconds=60)
+# How long the site waits for the keypers' releases after the deadline + 60 s before it voids a
+# sealed report as keys_unavailable, when its card does not say (SPEC §15.8's default).
+DEFAULT_KEYPER_GRACE_S = 600
 VERIFIABLE_EXTENSION = "urn:cairn:verifiable:v1"
 VERDICTS = ("source_supported", "source_contradicted", "source_unclear")
 REQUEST_FIELDS = (
@@ -64,6 +101,8 @@ NO_WITNESSES = (
     "no witnesses are pinned for this site: a split view (another history shown to others) or a "
     "late entry cannot be ruled out"
 )
+# `dispute`'s exit status when its output proves the site wrong (1 is any other failure).
+PROOF = 3
 
 
 class Failed(Exception):
@@ -175,7 +214,7 @@ class CompactRange:
 # --- Signed notes: checkpoints and witness cosignatures (C2SP) ---------------------------------
 
 
-def digest(value: Any) -> str:
+def canonical_digest(value: Any) -> str:
     return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
 
 
@@ -212,6 +251,7 @@ class WitnessKey:
 @dataclass(frozen=True)
 class Checkpoint:
     text: str
+    origin: str  # the log's name, its first line: the `site` a seal is bound to
     size: int
     root: bytes
     cosigned: dict[str, int]  # pinned witness key → the POSIX time it cosigned this checkpoint
@@ -235,6 +275,646 @@ def _signature_lines(text: str) -> tuple[str, list[tuple[str, bytes]]]:
     return body + "\n", lines
 
 
+# --- Keyper sealing (SPEC §15.8): a copy of the site's ledger/keyper_seal.py ---------------------
+# A test holds this copy to the site's module, input for input.
+
+SEALED_SCHEMA = "cairn.task.contribution.sealed/0.1"
+SCHEME = "cairn.seal/1"
+SUITE = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.AES_128_GCM)
+KEY_BYTES = 16
+NONCE_BYTES = 12
+
+
+class SealError(Exception):
+    """A seal that does not open: a wrong key or share, or bytes changed since sealing."""
+
+
+def b64u(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64u_decode(text: str) -> bytes:
+    """Strict: only the URL-safe alphabet, no padding, and the canonical last character."""
+    if not isinstance(text, str) or "=" in text:
+        raise ValueError("not base64url without padding")
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if b64u(data) != text:
+        raise ValueError("not base64url without padding")
+    return data
+
+
+def ciphertext_digest(ciphertext: bytes) -> str:
+    return "sha256:" + hashlib.sha256(ciphertext).hexdigest()
+
+
+def commitment_of(report_digest: str, salt: str) -> str:
+    """§15.2's commitment of a report digest and its salt."""
+    return canonical_digest({"report_digest": report_digest, "salt": salt})
+
+
+def report_aad(*, site: str, task_id: str, deadline: str, commitment: str) -> bytes:
+    return rfc8785.dumps(
+        {"site": site, "task_id": task_id, "deadline": deadline, "commitment": commitment}
+    )
+
+
+@dataclass(frozen=True)
+class ShareContext:
+    """Everything a share is bound to but its keyper and index: the `info` of each share."""
+
+    site: str
+    task_id: str
+    task_entry: int
+    deadline: str
+    commitment: str
+    ciphertext_digest: str
+    threshold: int
+
+    def info(self, *, keyper: str, index: int) -> bytes:
+        return rfc8785.dumps(
+            {
+                "scheme": SCHEME,
+                "site": self.site,
+                "task_id": self.task_id,
+                "task_entry": self.task_entry,
+                "deadline": self.deadline,
+                "commitment": self.commitment,
+                "ciphertext_digest": self.ciphertext_digest,
+                "keyper": keyper,
+                "index": index,
+                "threshold": self.threshold,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Keyper:
+    """A keyper as a site lists it: its witness name, HPKE key (base64url of the raw X25519
+    public key) and URL."""
+
+    name: str
+    hpke_key: str
+    url: str
+
+    def public_key(self) -> X25519PublicKey:
+        return X25519PublicKey.from_public_bytes(b64u_decode(self.hpke_key))
+
+
+def seal(
+    report: dict[str, Any],
+    *,
+    site: str,
+    task_id: str,
+    task_entry: int,
+    deadline: str,
+    keypers: list[Keyper],
+    threshold: int,
+    salt: str | None = None,
+) -> dict[str, Any]:
+    """The `cairn.task.contribution.sealed/0.1` payload of `report` (the report without its
+    approval), approval included. The salt is the contributor's: given, so the contributor keeps
+    it to dispute a void, or made here; it travels only inside the ciphertext until the keypers
+    release the key."""
+    salt = b64u(secrets.token_bytes(32)) if salt is None else salt
+    commitment = commitment_of(canonical_digest(report), salt)
+    key = secrets.token_bytes(KEY_BYTES)
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)
+    plaintext = rfc8785.dumps({"report": report, "salt": salt})
+    ciphertext = nonce + AESGCM(key).encrypt(nonce, plaintext, aad)
+    context = ShareContext(
+        site=site,
+        task_id=task_id,
+        task_entry=task_entry,
+        deadline=deadline,
+        commitment=commitment,
+        ciphertext_digest=ciphertext_digest(ciphertext),
+        threshold=threshold,
+    )
+    shares = []
+    for (index, share), keyper in zip(
+        Shamir.split(threshold, len(keypers), key), keypers, strict=True
+    ):
+        info = context.info(keyper=keyper.name, index=index)
+        sealed_share = SUITE.encrypt(share, keyper.public_key(), info=info)
+        shares.append({"keyper": keyper.name, "index": index, "sealed_share": b64u(sealed_share)})
+    return {
+        "schema": SEALED_SCHEMA,
+        "task_entry": task_entry,
+        "commitment": commitment,
+        "ciphertext": b64u(ciphertext),
+        "shares": shares,
+        "approval": {"public_output": True, "scope": "this_contribution", "commitment": commitment},
+    }
+
+
+def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
+    """The key from the released shares (index, share). Any `threshold` of them give it; every
+    other released share must lie on the same polynomial, or SealError (`inconsistent_shares`)."""
+    if len({index for index, _ in shares}) != len(shares):
+        raise SealError("two released shares have the same index")
+    if len(shares) < threshold:
+        raise SealError(f"{len(shares)} shares released, {threshold} needed")
+    key = Shamir.combine(shares[:threshold])
+    # k - 1 of the first shares and one more define a polynomial with the key's value at 0 only
+    # when that share lies on the first k's polynomial.
+    for extra in shares[threshold:]:
+        if Shamir.combine([*shares[: threshold - 1], extra]) != key:
+            raise SealError("the released shares do not agree on one key")
+    return key
+
+
+def _json_as_the_site_reads_it(data: bytes) -> Any:
+    """JSON as the site's reader (orjson) takes it: UTF-8 without a byte order mark, no NaN or
+    infinity, no lone surrogate, and an integer beyond 64 bits read as a float."""
+
+    def refused(text: str) -> Any:
+        raise ValueError(f"{text} is not JSON")
+
+    def number(text: str) -> float:
+        value = float(text)
+        if math.isinf(value):
+            raise ValueError("a number too large for a double")
+        return value
+
+    def integer(text: str) -> int | float:
+        value = int(text)
+        return value if -(2**63) <= value < 2**64 else number(text)
+
+    value = json.loads(
+        data.decode("utf-8"), parse_constant=refused, parse_float=number, parse_int=integer
+    )
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            item.encode("utf-8")  # a lone surrogate raises
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            pending.extend(item)
+            pending.extend(item.values())
+    return value
+
+
+def report_open(
+    ciphertext: bytes, key: bytes, *, site: str, task_id: str, deadline: str, commitment: str
+) -> tuple[dict[str, Any], str]:
+    """The report and salt sealed in `ciphertext`; SealError when it does not open, or opens to
+    anything but `{"report": {...}, "salt": "..."}` whose commitment is the one logged."""
+    if len(ciphertext) < NONCE_BYTES + 16:
+        raise SealError("the ciphertext is too short to hold a nonce and a tag")
+    aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)
+    try:
+        plaintext = AESGCM(key).decrypt(ciphertext[:NONCE_BYTES], ciphertext[NONCE_BYTES:], aad)
+    except InvalidTag:
+        raise SealError("the ciphertext does not open with the released key") from None
+    try:
+        opened = _json_as_the_site_reads_it(plaintext)
+    except (ValueError, RecursionError):  # UnicodeError and JSONDecodeError are ValueErrors
+        raise SealError("the ciphertext opens to something that is not JSON") from None
+    if (
+        not isinstance(opened, dict)
+        or set(opened) != {"report", "salt"}
+        or not isinstance(opened["report"], dict)
+        or not isinstance(opened["salt"], str)
+    ):
+        raise SealError('the ciphertext does not open to {"report": {...}, "salt": "..."}')
+    report, salt = opened["report"], opened["salt"]
+    try:
+        opened_commitment = commitment_of(canonical_digest(report), salt)
+    except ValueError:  # JCS writes no integer beyond 2^53: such a report has no digest
+        raise SealError("the opened report cannot be written as canonical JSON") from None
+    if opened_commitment != commitment:
+        raise SealError("the opened report and salt do not match the logged commitment")
+    return report, salt
+
+
+def release_claims(
+    *,
+    keyper: str,
+    site: str,
+    task_id: str,
+    contribution_id: str,
+    index: int,
+    share: str,
+    released_at: str,
+) -> dict[str, Any]:
+    """What a keyper's release signature covers."""
+    return {
+        "keyper": keyper,
+        "site": site,
+        "task_id": task_id,
+        "contribution_id": contribution_id,
+        "index": index,
+        "share": share,
+        "released_at": released_at,
+    }
+
+
+def release_verify(claims: dict[str, Any], signature: str, public: Ed25519PublicKey) -> bool:
+    try:
+        public.verify(b64u_decode(signature), rfc8785.dumps(claims))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+# --- The privacy screen (SPEC §5): a copy of the site's core/privacy.py --------------------------
+# A test holds this copy to the site's screen, text for text.
+
+# E-mail addresses
+
+_EMAIL = re.compile(
+    r"""
+      \b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@]*@      # a URL's userinfo is judged as a private URL
+    | \bgit@[a-z0-9.-]+:                          # an SSH remote such as git@github.com:owner/repo
+    | (?P<address>
+        (?<![\w.%+-])[a-z0-9][a-z0-9._%+-]*
+        @(?:[a-z0-9-]+\.)+[a-z]{2,}(?![\w-])
+      )
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def _has_email(text: str) -> bool:
+    """Userinfo and SSH remotes are consumed first so that only stand-alone addresses count."""
+    return any(match["address"] for match in _EMAIL.finditer(text))
+
+
+# Credentials
+
+_SECRET_ASSIGNMENT = re.compile(
+    r"""
+    (?<![a-z0-9])                       # DB_PASSWORD and client_secret, not mypassword
+    (?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key
+      |access[_-]?token|auth[_-]?token|private[_-]?key)
+    ["']?\s*
+    (?:=|:(?=\s*["']))                  # a bare colon is usually prose ("password: optional")
+    \s*["']?
+    (?!                                 # placeholders and code, not a literal secret:
+        (?:none|null|nil|undefined|true|false)\b
+      | [<{$%*.]                        # <your key>, ${VAR}, %(pw)s, ****, ...
+      | your | x{3,}
+      | [\w.]*[(\[]                     # getpass(), os.environ["KEY"]
+      | \w+\.\w                         # settings.API_KEY
+      | \w*(?:password|passwd|pass|secret|key|token)s?\b # password=password, api_key=API_KEY
+    )
+    [^\s"'`,;&)\]}=]{3,}
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+# Private URLs
+
+_PRIVATE_HOST_NAME = r"(?:localhost|(?:[a-z0-9-]+\.)+(?:localhost|local|internal|lan))"
+
+# `threading.local` and `com.example.internal` are code, so a bare name only counts with a port.
+_PRIVATE_HOST = re.compile(
+    rf"""
+      ://(?:[^\s/?#@]*@)?{_PRIVATE_HOST_NAME}(?![\w-]|\.[\w-])
+    | (?<![\w.-]){_PRIVATE_HOST_NAME}:\d{{2,5}}\b
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+_IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w]|\.\d)")
+_IPV6 = re.compile(r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:.])", re.IGNORECASE)
+
+# Spelled out rather than `is_private`, which also covers the documentation ranges
+# (192.0.2.0/24, 2001:db8::/32) that examples are supposed to use.
+_PRIVATE_NETWORKS = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "127.0.0.0/8",
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "169.254.0.0/16",
+        "::1/128",
+        "fe80::/10",
+        "fc00::/7",
+    )
+)
+
+
+def _has_private_ip(text: str) -> bool:
+    """Candidates are parsed, so times (12:00:01), MAC addresses and `std::` never count."""
+    for match in (*_IPV4.finditer(text), *_IPV6.finditer(text)):
+        try:
+            address = ipaddress.ip_address(match[0])
+        except ValueError:
+            continue
+        if any(address in network for network in _PRIVATE_NETWORKS):
+            return True
+    return False
+
+
+_URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
+_SIGNATURE_PARAMETER = re.compile(
+    r"[?&](?:x-amz-signature|x-goog-signature|signature|sig|token|access_token)=[^\s&#]",
+    re.IGNORECASE,
+)
+
+
+def _has_signed_url(text: str) -> bool:
+    """Prose may name these parameters freely; only inside a URL do they carry a live signature."""
+    return any(_SIGNATURE_PARAMETER.search(url[0]) for url in _URL.finditer(text))
+
+
+# Raw logs
+
+_STACK_FRAME = re.compile(
+    r"""
+      ^[ \t]+at[ ]\S.*?:\d+(?::\d+)?\)?[ \t]*$    # JS/Java: "    at foo (file.js:10:5)"
+    | ^[ \t]*File[ ]"[^"\n]+",[ ]line[ ]\d+      # Python: '  File "x.py", line 3, in f'
+    """,
+    re.MULTILINE | re.VERBOSE,
+)
+
+_LOG_TIMESTAMP = re.compile(r"\s*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2})")
+
+
+def _has_stack_trace(text: str) -> bool:
+    """One frame-like line can be prose ("at the deadline"); two or more are a pasted trace."""
+    return sum(1 for _ in _STACK_FRAME.finditer(text)) >= 2
+
+
+def _has_timestamped_run(text: str) -> bool:
+    """A single timestamp is a fact; three lines in a row each opening with one are a log."""
+    run = 0
+    for line in text.splitlines():
+        run = run + 1 if _LOG_TIMESTAMP.match(line) else 0
+        if run >= 3:
+            return True
+    return False
+
+
+# The table
+
+
+@dataclass(frozen=True)
+class _Detector:
+    """`kind` is one of SPEC §5's five; a field gets one issue per kind, however many detectors
+    of that kind fire (a bearer JWT is one credential, a private IP in a URL one private URL)."""
+
+    kind: str
+    message: str
+    found: Callable[[str], object]
+
+
+def _pattern(regex: str, flags: int = 0) -> Callable[[str], object]:
+    return re.compile(regex, flags).search
+
+
+_EMAIL_KIND = "e-mail"
+_CREDENTIAL = "credential"
+_PRIVATE_URL = "private URL"
+_LOCAL_PATH = "local path"
+_RAW_LOG = "raw log"
+
+_DETECTORS = (
+    _Detector(_EMAIL_KIND, "looks like an e-mail address", _has_email),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a Cairn token)",
+        _pattern(r"\bcairn_(?=[A-Za-z0-9_-]{0,42}[A-Z0-9])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a PEM private key)",
+        _pattern(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a JSON Web Token)",
+        _pattern(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (an AWS access key)",
+        _pattern(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a GitHub token)",
+        _pattern(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a Slack token)",
+        _pattern(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a secret API key)",
+        _pattern(r"(?<![\w-])sk-[A-Za-z0-9_-]{20,}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a Google API key)",
+        _pattern(r"\bAIza[A-Za-z0-9_-]{35}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a bearer token)",
+        _pattern(r"\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{20,}"),
+    ),
+    _Detector(
+        _CREDENTIAL,
+        "looks like a credential (a password or secret with its value)",
+        _SECRET_ASSIGNMENT.search,
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a local or internal host)",
+        _PRIVATE_HOST.search,
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a loopback, private or link-local IP address)",
+        _has_private_ip,
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a URL carrying a user name and password)",
+        _pattern(r"\b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@:]*:[^\s/?#@]+@", re.IGNORECASE),
+    ),
+    _Detector(
+        _PRIVATE_URL,
+        "looks like a private URL (a URL to a local file)",
+        _pattern(r"(?<![\w.+-])file:/", re.IGNORECASE),
+    ),
+    _Detector(_PRIVATE_URL, "looks like a private URL (a signed URL)", _has_signed_url),
+    _Detector(
+        _LOCAL_PATH,
+        "looks like a local file path (inside a home directory)",
+        _pattern(
+            r"(?<![\w.~/-])(?:/home/[\w.-]|/Users/[\w.-]|/root/)"
+            r"|\b(?i:[a-z]:[\\/]+users[\\/])"
+            r"|(?<![\w~/\\])~/(?=[A-Za-z._])"
+        ),
+    ),
+    _Detector(
+        _RAW_LOG,
+        "looks like a raw log (a Python traceback)",
+        _pattern(r"Traceback \(most recent call last\)"),
+    ),
+    _Detector(_RAW_LOG, "looks like a raw log (a stack trace)", _has_stack_trace),
+    _Detector(_RAW_LOG, "looks like a raw log (timestamped log lines)", _has_timestamped_run),
+)
+
+
+def screen_text(path: str, text: str) -> list[dict[str, str]]:
+    """One issue per kind found, naming the kind but never the text, which is the private part."""
+    issues: list[dict[str, str]] = []
+    kinds_found: set[str] = set()
+    for detector in _DETECTORS:
+        if detector.kind not in kinds_found and detector.found(text):
+            kinds_found.add(detector.kind)
+            issues.append({"path": path, "code": "private_content", "message": detector.message})
+    return issues
+
+
+def screen(fields: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+    """A refusal lists every problem at once (SPEC §6), so no field stops the screen early."""
+    return [issue for path, text in fields for issue in screen_text(path, text)]
+
+
+# --- The rules a sealed report meets once opened (§4.1, §5, §15.8) ------------------------------
+# The site checks a plain report at receipt and a keyper-sealed one at the deadline, when it first
+# reads it; whoever holds the plaintext can run the same rules here.
+
+CONTRIBUTION_SCHEMA = "cairn.task.contribution/0.1"
+REPORT_FIELDS = (
+    "schema",
+    "verdict",
+    "summary",
+    "conditions",
+    "attempts",
+    "limitations",
+    "source_urls",
+)
+# Each list of a report: (fewest items, most items); every item is a text of 1 to 500 characters.
+REPORT_LISTS = {
+    "conditions": (0, 10),
+    "attempts": (1, 10),
+    "limitations": (0, 10),
+    "source_urls": (1, 10),
+}
+# Control characters (other than the newline) and invisible or direction-changing characters.
+HIDDEN = re.compile(
+    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
+
+
+def _issue(path: str, code: str, message: str) -> dict[str, str]:
+    return {"path": path, "code": code, "message": message}
+
+
+def _text_problem(value: Any, shortest: int, longest: int) -> str | None:
+    if not isinstance(value, str):
+        return "must be a string"
+    if not shortest <= len(value) <= longest:
+        return f"must hold {shortest} to {longest} characters"
+    if HIDDEN.search(value):
+        return "holds a control or invisible character (only \\n is allowed)"
+    return None
+
+
+def report_shape_issues(report: Any) -> tuple[str, list[dict[str, str]]]:
+    """§4.1's shape of a report without its approval, as the site's model checks it: the code
+    (`unknown_schema` or `invalid_payload`) and every issue, or ("", []) when it has that shape."""
+    if (
+        isinstance(report, dict)
+        and report.get("schema", CONTRIBUTION_SCHEMA) != CONTRIBUTION_SCHEMA
+    ):
+        return "unknown_schema", [
+            _issue("schema", "unknown_schema", f"expected {CONTRIBUTION_SCHEMA!r}")
+        ]
+    if not isinstance(report, dict):
+        return "invalid_payload", [_issue("", "invalid_payload", "must be an object")]
+    problems = [(name, "unknown field") for name in report if name not in REPORT_FIELDS]
+    problems += [
+        (name, "required field is missing") for name in REPORT_FIELDS if name not in report
+    ]
+    if "verdict" in report and report["verdict"] not in VERDICTS:
+        problems.append(("verdict", f"must be one of {', '.join(VERDICTS)}"))
+    summary = _text_problem(report.get("summary"), 20, 2000) if "summary" in report else None
+    if summary:
+        problems.append(("summary", summary))
+    for name, (fewest, most) in REPORT_LISTS.items():
+        items = report.get(name)
+        if name not in report:
+            continue
+        if not isinstance(items, list):
+            problems.append((name, "must be a list"))
+            continue
+        if not fewest <= len(items) <= most:
+            problems.append((name, f"must hold {fewest} to {most} items"))
+        for index, item in enumerate(items):
+            problem = _text_problem(item, 1, 500)
+            if problem:
+                problems.append((f"{name}[{index}]", problem))
+        if name == "source_urls" and len(set(map(str, items))) != len(items):
+            problems.append((name, "items must be unique"))
+    return (
+        ("invalid_payload", [_issue(p, "invalid_payload", m) for p, m in problems])
+        if problems
+        else ("", [])
+    )
+
+
+def report_texts(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every free text of a report, with its path, for the privacy screen."""
+    texts = [("summary", report["summary"])]
+    for name in ("conditions", "attempts", "limitations"):
+        texts += [(f"{name}[{i}]", item) for i, item in enumerate(report[name])]
+    return texts
+
+
+def report_rules(report: Any, sources: list[str]) -> tuple[str, list[dict[str, str]]]:
+    """The first rule the report breaks, in the site's order (shape, the task's sources, the
+    privacy screen), with its issues; ("", []) when it breaks none. A report void for another
+    rule is published with what opens it, so private text anywhere in it, keys and unknown
+    fields too, makes it void as private_content instead, which publishes neither."""
+    code, issues = _first_rule_broken(report, sources)
+    if code and code != "private_content":
+        anywhere = screen(_texts_anywhere(report))
+        if anywhere:
+            return "private_content", anywhere
+    return code, issues
+
+
+def _first_rule_broken(report: Any, sources: list[str]) -> tuple[str, list[dict[str, str]]]:
+    code, issues = report_shape_issues(report)
+    if code:
+        return code, issues
+    issues = [
+        _issue(f"source_urls[{index}]", "source_not_in_task", "is not one of the task's sources")
+        for index, url in enumerate(report["source_urls"])
+        if url not in sources
+    ]
+    if issues:
+        return "source_not_in_task", issues
+    issues = screen(report_texts(report))
+    return ("private_content", issues) if issues else ("", [])
+
+
+def _texts_anywhere(value: Any, path: str = "") -> Iterable[tuple[str, str]]:
+    """Every string in a JSON value with its path, each key screened before what is under it."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, member in value.items():
+            yield path, key
+            yield from _texts_anywhere(member, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, member in enumerate(value):
+            yield from _texts_anywhere(member, f"{path}[{index}]")
+
+
 # --- The site, and what this verifier pinned of it ---------------------------------------------
 
 
@@ -242,20 +922,25 @@ class Site:
     def __init__(self, url: str, home: Path, witnesses_file: str | None = None) -> None:
         self.url = url.rstrip("/")
         host = urllib.parse.urlsplit(self.url).netloc.replace(":", "_")
+        self.cairn_home = home
         self.home = home / "verify" / host
+        self._card: dict[str, Any] | None = None
         self.jwks = self._pinned_jwks()
-        self.witnesses, self.quorum = self._pinned_witnesses(witnesses_file)
+        pinned = self._pinned_trust(witnesses_file)
+        self.witnesses = [WitnessKey.parsed(key) for key in pinned["keys"]]
+        self.quorum = int(pinned["quorum"])
+        if not 0 <= self.quorum <= len(self.witnesses) or (self.witnesses and self.quorum == 0):
+            raise Failed(
+                f"a quorum of {self.quorum} among {len(self.witnesses)} witnesses makes no sense"
+            )
+        self.witness_urls: dict[str, str] = pinned["urls"]
+        self.keypers = [Keyper(**keyper) for keyper in pinned["keypers"]]
+        self.keyper_threshold = int(pinned["keyper_threshold"])
+        self._keypers_make_sense()
         self.trusted: Checkpoint | None = None
 
     def get(self, path: str, query: dict[str, Any] | None = None) -> tuple[int, bytes]:
-        url = self.url + path + ("?" + urllib.parse.urlencode(query) if query else "")
-        try:
-            with urllib.request.urlopen(url, timeout=20) as response:
-                return response.status, response.read()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read()
-        except OSError as error:
-            raise Failed(f"cannot reach {url}: {error}") from None
+        return http_get(self.url + path + ("?" + urllib.parse.urlencode(query) if query else ""))
 
     def get_json(self, path: str, query: dict[str, Any] | None = None) -> Any:
         status, body = self.get(path, query)
@@ -276,41 +961,114 @@ class Site:
         print(f"pinned the site keys of {self.url} in {pinned}")
         return jwks
 
-    def _card_witnesses(self) -> tuple[list[str], int]:
-        card = self.get_json("/.well-known/agent-card.json")
-        for extension in card.get("capabilities", {}).get("extensions", []):
-            if extension.get("uri") == VERIFIABLE_EXTENSION:
-                params = extension.get("params", {})
-                keys = [w["key"] for w in params.get("witnesses", [])]
-                return keys, int(params.get("witness_quorum", len(keys)))
-        return [], 0
+    def card_params(self) -> dict[str, Any]:
+        """The params of the card's verifiable extension (§15.7), read once a run."""
+        if self._card is None:
+            self._card = {}
+            card = self.get_json("/.well-known/agent-card.json")
+            for extension in card.get("capabilities", {}).get("extensions", []):
+                if extension.get("uri") == VERIFIABLE_EXTENSION:
+                    self._card = extension.get("params", {})
+        return self._card
 
-    def _pinned_witnesses(self, witnesses_file: str | None) -> tuple[list[WitnessKey], int]:
-        pinned = self.home / "witnesses.json"
+    def _card_trust(self) -> dict[str, Any]:
+        """What the card names, in the form it is pinned in."""
+        params = self.card_params()
+        witnesses = params.get("witnesses", [])
+        keypers = [
+            {"name": k["name"], "hpke_key": k["hpke_key"], "url": k["url"]}
+            for k in params.get("keypers", [])
+        ]
+        return {
+            "keys": [w["key"] for w in witnesses],
+            "quorum": int(params.get("witness_quorum", len(witnesses))),
+            "urls": {w["name"]: w["url"] for w in witnesses},
+            "keypers": keypers,
+            "keyper_threshold": int(params.get("keyper_threshold", 0)) if keypers else 0,
+        }
+
+    def _pinned_trust(self, witnesses_file: str | None) -> dict[str, Any]:
+        """The witnesses, their URLs, the keypers and the threshold pinned for this site: from the
+        file given, else as pinned before, else the card's. Keypers are pinned the first time the
+        card names any; after that a card naming others, or another threshold, fails."""
+        pinned_file = self.home / "witnesses.json"
+        card = self._card_trust()
         if witnesses_file is not None:
-            keys, quorum = _witnesses_file(Path(witnesses_file))
-            self._pin("witnesses.json", {"keys": keys, "quorum": quorum})
-            self._card_names_them(keys, quorum)
-        elif pinned.is_file():
-            saved = json.loads(pinned.read_text(encoding="utf-8"))
-            keys, quorum = saved["keys"], saved["quorum"]
+            pinned = _witnesses_file(Path(witnesses_file))
+            self._card_names_them(pinned, card)
+        elif pinned_file.is_file():
+            pinned = json.loads(pinned_file.read_text(encoding="utf-8"))
         else:
-            keys, quorum = self._card_witnesses()
-            self._pin("witnesses.json", {"keys": keys, "quorum": quorum})
-            print(f"pinned {len(keys)} witness(es), quorum {quorum}, from the site's card")
-        witnesses = [WitnessKey.parsed(key) for key in keys]
-        if not 0 <= quorum <= len(witnesses) or (witnesses and quorum == 0):
-            raise Failed(f"a quorum of {quorum} among {len(witnesses)} witnesses makes no sense")
-        return witnesses, quorum
+            pinned = card
+            print(
+                f"pinned {len(card['keys'])} witness(es), quorum {card['quorum']}, from the "
+                "site's card"
+            )
+        before = dict(pinned)
+        names = {key.split("+", 1)[0] for key in pinned["keys"]}
+        pinned["urls"] = {
+            **{n: u for n, u in card["urls"].items() if n in names},
+            **pinned.get("urls", {}),
+        }
+        if not pinned.get("keypers") and card["keypers"]:
+            pinned["keypers"] = card["keypers"]
+            pinned["keyper_threshold"] = card["keyper_threshold"]
+            print(
+                f"pinned {len(card['keypers'])} keyper(s), threshold {card['keyper_threshold']}, "
+                "from the site's card"
+            )
+        pinned.setdefault("keypers", [])
+        pinned.setdefault("keyper_threshold", 0)
+        if pinned != before or witnesses_file is not None or not pinned_file.is_file():
+            self._pin("witnesses.json", pinned)
+        _same_keypers(pinned, card, pinned_file)
+        return pinned
 
-    def _card_names_them(self, keys: list[str], quorum: int) -> None:
-        named, card_quorum = self._card_witnesses()
-        missing = [key.split("+", 1)[0] for key in keys if key not in named]
-        if missing or card_quorum < quorum:
+    def _card_names_them(self, pinned: dict[str, Any], card: dict[str, Any]) -> None:
+        missing = [key.split("+", 1)[0] for key in pinned["keys"] if key not in card["keys"]]
+        if missing or card["quorum"] < pinned["quorum"]:
             raise Failed(
                 f"the site's card names fewer witnesses than pinned (missing: "
-                f"{', '.join(missing) or 'none'}; its quorum {card_quorum}, pinned {quorum})"
+                f"{', '.join(missing) or 'none'}; its quorum {card['quorum']}, pinned "
+                f"{pinned['quorum']})"
             )
+
+    def _keypers_make_sense(self) -> None:
+        names = {witness.name for witness in self.witnesses}
+        for keyper in self.keypers:
+            if keyper.name not in names:
+                raise Failed(
+                    f"keyper {keyper.name} is not a pinned witness: nothing verifies its releases"
+                )
+        if self.keypers and not 1 <= self.keyper_threshold <= len(self.keypers):
+            raise Failed(
+                f"a threshold of {self.keyper_threshold} among {len(self.keypers)} keypers makes "
+                "no sense"
+            )
+
+    def keyper_named(self, name: str) -> tuple[int, Keyper] | None:
+        """The keyper of that name and its share's index (its place in the site's list, from 1)."""
+        for index, keyper in enumerate(self.keypers, start=1):
+            if keyper.name == name:
+                return index, keyper
+        return None
+
+    def witness_named(self, name: str) -> WitnessKey | None:
+        return next((witness for witness in self.witnesses if witness.name == name), None)
+
+    def keyper_grace(self) -> tuple[int, bool]:
+        """The site's grace for releases (CAIRN_KEYPER_GRACE_S), and whether its card says it."""
+        published = self.card_params().get("keyper_grace_s")
+        if isinstance(published, int) and published >= 0:
+            return published, True
+        return DEFAULT_KEYPER_GRACE_S, False
+
+    def keypers_to_seal_to(self) -> tuple[list[Keyper], int]:
+        """The pinned keypers and threshold, when the site takes sealed reports (its card lists
+        keypers: the same, as checked when they were pinned)."""
+        if not self._card_trust()["keypers"]:
+            raise Failed("the site's card lists no keypers: it takes only the plain form")
+        return self.keypers, self.keyper_threshold
 
     def ed25519_keys(self) -> list[bytes]:
         return [
@@ -356,7 +1114,7 @@ class Site:
             for name, raw in signatures:
                 if name == witness.name and raw[:4] == witness.key_id:
                     cosigned[witness.text] = _cosignature_time(witness, body, raw[4:])
-        return Checkpoint(text, size, root, cosigned)
+        return Checkpoint(text, origin, size, root, cosigned)
 
     def quorate(self, checkpoint: Checkpoint) -> bool:
         return len(checkpoint.cosigned) >= self.quorum
@@ -517,6 +1275,68 @@ class Site:
             start = found[-1][0] + 1
         return found
 
+    def keyper_checkpoint_size(self, name: str, origin: str) -> int:
+        """The size of the latest checkpoint of this log that the keyper cosigned, as its witness
+        serves it: the tree its release's proofs must lead to."""
+        url = self.witness_urls.get(name)
+        if not url:
+            raise Failed(f"no URL is pinned for witness {name}")
+        path = f"{url.rstrip('/')}/{hashlib.sha256(origin.encode()).hexdigest()}/checkpoint"
+        status, body = http_get(path)
+        if status != 200:
+            raise Failed(f"{path} answered {status}")
+        lines = body.decode(errors="replace").split("\n")
+        if len(lines) < 3 or lines[0] != origin or not lines[1].isdigit():
+            raise Failed(f"{path} is not a checkpoint of {origin}")
+        return int(lines[1])
+
+    def entry_proof(self, index: int, entry: dict[str, Any], size: int) -> dict[str, Any]:
+        """An entry as a release request carries it: its index, JCS text and audit path to the
+        tree of `size` entries, which the site serves."""
+        text = rfc8785.dumps(entry)
+        proof = self.get_json(
+            "/api/log/proof/inclusion", {"leaf_hash": leaf_hash(text).hex(), "tree_size": size}
+        )
+        if proof["index"] != index:
+            raise Failed(
+                f"the site proves {describe(entry)} at index {proof['index']}, not {index}"
+            )
+        return {"index": index, "entry": text.decode(), "proof": proof["hashes"]}
+
+    def release_ask(self, sealed: Sealed, share: dict[str, Any]) -> dict[str, Any]:
+        """The keyper's release of one sealed share, asked with the proofs the site serves for the
+        tree the keyper last cosigned (§15.8); Failed when it gives none."""
+        found = self.keyper_named(str(share.get("keyper")))
+        if found is None:
+            raise Failed(f"{share.get('keyper')} is not a pinned keyper")
+        _, keyper = found
+        size = self.keyper_checkpoint_size(keyper.name, sealed.origin)
+        body = {
+            "site": sealed.origin,
+            "task_id": sealed.task_id,
+            "contribution_id": sealed.contribution_id,
+            "index": share["index"],
+            "threshold": sealed.threshold,
+            "sealed_share": share["sealed_share"],
+            "ciphertext_digest": sealed.ciphertext_digest,
+            "size": size,
+            "task_entry": self.entry_proof(*sealed.task_entry, size),
+            "contribution_entry": self.entry_proof(*sealed.contribution_entry, size),
+        }
+        status, answer = http_post_json(f"{keyper.url.rstrip('/')}/release", body)
+        if status != 200:
+            raise Failed(
+                f"keyper {keyper.name} answered {status}: {answer[:200].decode(errors='replace')}"
+            )
+        release = json.loads(answer)
+        return {
+            "keyper": release.get("keyper"),
+            "index": share["index"],
+            "share": release.get("share"),
+            "released_at": release.get("released_at"),
+            "signature": release.get("signature"),
+        }
+
 
 def _key_id(name: str, kind: int, public: bytes) -> bytes:
     return hashlib.sha256(name.encode() + b"\n" + bytes([kind]) + public).digest()[:4]
@@ -534,15 +1354,80 @@ def _cosignature_time(witness: WitnessKey, body: str, signature: bytes) -> int:
     return timestamp
 
 
-def _witnesses_file(path: Path) -> tuple[list[str], int]:
-    keys, quorum = [], None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line.startswith("quorum "):
-            quorum = int(line.split()[1])
-        elif line and not line.startswith("#"):
-            keys.append(line)
-    return keys, len(keys) if quorum is None else quorum
+def http_get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=20) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+    except OSError as error:
+        raise Failed(f"cannot reach {url}: {error}") from None
+
+
+def http_post_json(url: str, body: Any) -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+    except OSError as error:
+        raise Failed(f"cannot reach {url}: {error}") from None
+
+
+def _witnesses_file(path: Path) -> dict[str, Any]:
+    """The trust a --witnesses file pins, in the form it is pinned in."""
+    keys: list[str] = []
+    urls: dict[str, str] = {}
+    keypers: list[dict[str, str]] = []
+    quorum = threshold = None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        if words[0] == "quorum" and len(words) == 2 and words[1].isdigit():
+            quorum = int(words[1])
+        elif words[0] == "keyper_threshold" and len(words) == 2 and words[1].isdigit():
+            threshold = int(words[1])
+        elif words[0] == "keyper" and len(words) == 4:
+            keypers.append({"name": words[1], "hpke_key": words[2], "url": words[3]})
+        elif len(words) <= 2 and "+" in words[0]:
+            keys.append(words[0])
+            if len(words) == 2:
+                urls[words[0].split("+", 1)[0]] = words[1]
+        else:
+            raise Failed(f"{path}, line {number}: not a witness, quorum, keyper or threshold")
+    if keypers and threshold is None:
+        threshold = len(keypers) // 2 + 1
+    return {
+        "keys": keys,
+        "quorum": len(keys) if quorum is None else quorum,
+        "urls": urls,
+        "keypers": keypers,
+        "keyper_threshold": threshold or 0,
+    }
+
+
+def _same_keypers(pinned: dict[str, Any], card: dict[str, Any], where: Path) -> None:
+    """A card naming other keypers (by name and key, in their order) or another threshold than
+    those pinned fails: sealing to them would trust parties nobody pinned."""
+    if not pinned["keypers"] or not card["keypers"]:
+        return
+    ours = [(k["name"], k["hpke_key"]) for k in pinned["keypers"]]
+    theirs = [(k["name"], k["hpke_key"]) for k in card["keypers"]]
+    if ours != theirs or pinned["keyper_threshold"] != card["keyper_threshold"]:
+        raise Failed(
+            f"the site's card names other keypers or another threshold than pinned in {where} "
+            f"(the card: {', '.join(n for n, _ in theirs)}, threshold "
+            f"{card['keyper_threshold']}; pinned: {', '.join(n for n, _ in ours)}, threshold "
+            f"{pinned['keyper_threshold']}); if the site's operator confirms the change, remove "
+            "that file to pin the card's"
+        )
 
 
 def tile_path(index: int) -> str:
@@ -593,12 +1478,20 @@ def entry_time(entry: dict[str, Any]) -> datetime | None:
     return None
 
 
+def item_sealed_as(item: dict[str, Any]) -> dict[str, str]:
+    """What an evaluation item's contribution entry holds: the contributor's commitment for a
+    keyper-sealed one, else what its digest and salt make."""
+    if "sealed" in item:
+        return {"commitment": item["commitment"]}
+    return sealed_as(item["report_digest"], item.get("salt"))
+
+
 def sealed_as(report_digest: str, salt: str | None) -> dict[str, str]:
     """What a contribution entry holds of its report: the salted commitment (§15.2), or the bare
     digest of a contribution made before salts."""
     if salt is None:
         return {"report_digest": report_digest}
-    return {"commitment": digest({"report_digest": report_digest, "salt": salt})}
+    return {"commitment": commitment_of(report_digest, salt)}
 
 
 # --- The log's rules (§15.3) -------------------------------------------------------------------
@@ -662,14 +1555,7 @@ def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[st
     """The task's public evaluation against its logged entries: the task entry, exactly the
     logged contributions (ids, commitments, received_at, in log order), the evaluation entry."""
     problems = []
-    task_entry = {
-        "type": TASK,
-        "task_id": view["id"],
-        "public_input_digest": view["public_input_digest"],
-        "deadline": view["deadline"],
-        "created_at": view["created_at"],
-    }
-    if logged["entry"] != task_entry:
+    if logged["entry"] != _task_entry(view):
         problems.append("the task's entry in the log differs from the task as published")
     evaluation = view.get("evaluation")
     if evaluation is None:
@@ -681,7 +1567,7 @@ def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[st
             "type": CONTRIBUTION,
             "task_id": view["id"],
             "contribution_id": item["contribution_id"],
-            **sealed_as(item["report_digest"], item.get("salt")),
+            **item_sealed_as(item),
             "received_at": item["received_at"],
         }
         for item in evaluation["contributions"]
@@ -709,7 +1595,7 @@ def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[st
         "task_id": view["id"],
         "outcome": view["outcome"],
         "evaluated_at": view["evaluated_at"],
-        "evaluation_digest": digest(evaluation),
+        "evaluation_digest": canonical_digest(evaluation),
     }
     if logged["evaluation"] is None:
         problems.append("the task's evaluation entry is not in the log")
@@ -718,7 +1604,326 @@ def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[st
     return problems
 
 
-# --- The four commands -------------------------------------------------------------------------
+# --- Keyper-sealed contributions (§15.8) --------------------------------------------------------
+
+RULE_VOIDS = ("unknown_schema", "invalid_payload", "source_not_in_task")
+SALT_BYTES = 32
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """One keyper-sealed contribution as the log binds it: what its shares were sealed for and
+    what a release request names."""
+
+    origin: str
+    task_id: str
+    contribution_id: str
+    deadline: str
+    threshold: int
+    ciphertext_digest: str
+    task_entry: tuple[int, dict[str, Any]]
+    contribution_entry: tuple[int, dict[str, Any]]
+
+    @property
+    def not_before(self) -> datetime:
+        """No keyper releases before the deadline + 60 s, by its own clock."""
+        return instant(self.deadline) + MAX_MERGE_DELAY
+
+
+def release_problem(site: Site, sealed: Sealed, release: Any) -> str | None:
+    """What is wrong with a release, or None when a pinned keyper signed it, for this
+    contribution and its own index, at or after the deadline + 60 s."""
+    if not isinstance(release, dict):
+        return "a release that is not an object"
+    name = str(release.get("keyper"))
+    found = site.keyper_named(name)
+    witness = site.witness_named(name)
+    if found is None or witness is None:
+        return f"a release by {name}, who is not a pinned keyper"
+    if release.get("index") != found[0]:
+        return (
+            f"the release by {name} carries index {release.get('index')}, its share is {found[0]}"
+        )
+    try:
+        share = b64u_decode(release["share"])
+        released_at = instant(release["released_at"])
+    except (KeyError, ValueError, Failed):
+        return f"the release by {name} has no share or time"
+    claims = release_claims(
+        keyper=name,
+        site=sealed.origin,
+        task_id=sealed.task_id,
+        contribution_id=sealed.contribution_id,
+        index=found[0],
+        share=release["share"],
+        released_at=release["released_at"],
+    )
+    public = Ed25519PublicKey.from_public_bytes(witness.public)
+    if not release_verify(claims, str(release.get("signature")), public):
+        return f"the release by {name} is not signed by its pinned witness key"
+    if len(share) != KEY_BYTES:
+        return f"the release by {name} holds a share of {len(share)} bytes"
+    if released_at < sealed.not_before:
+        return (
+            f"keyper {name} released at {release['released_at']}, before the deadline + 60 s "
+            f"({format_time(sealed.not_before)})"
+        )
+    return None
+
+
+def _shares(releases: list[dict[str, Any]]) -> list[tuple[int, bytes]]:
+    return [(release["index"], b64u_decode(release["share"])) for release in releases]
+
+
+def _key(sealed: Sealed, releases: list[dict[str, Any]]) -> bytes:
+    """The key the releases give; SealError when fewer than k, or when they disagree."""
+    return key_combine(_shares(releases), sealed.threshold)
+
+
+def _opened(sealed: Sealed, ciphertext: bytes, key: bytes) -> tuple[Any, str]:
+    """The report and salt sealed under `key`; SealError when it does not open to them, or to a
+    salt that is not 32 random bytes (§15.2), which the site voids as invalid_payload too."""
+    report, salt = report_open(
+        ciphertext,
+        key,
+        site=sealed.origin,
+        task_id=sealed.task_id,
+        deadline=sealed.deadline,
+        commitment=sealed.contribution_entry[1]["commitment"],
+    )
+    try:
+        salt_bytes = len(b64u_decode(salt))
+    except ValueError:
+        salt_bytes = 0
+    if salt_bytes != SALT_BYTES:
+        raise SealError(f"salt: must be {SALT_BYTES} random bytes, base64url without padding")
+    return report, salt
+
+
+def sealed_of(
+    site: Site, view: dict[str, Any], logged: dict[str, Any], item: dict[str, Any]
+) -> Sealed:
+    """The contribution's seal as its log entries bind it: Failed when it is not logged."""
+    assert site.trusted is not None
+    entries = [
+        c
+        for c in logged["contributions"]
+        if c["entry"]["contribution_id"] == item["contribution_id"]
+    ]
+    if not entries or "commitment" not in entries[0]["entry"]:
+        raise Failed("it is not logged with a commitment")
+    sealed = item.get("sealed", {})
+    return Sealed(
+        origin=site.trusted.origin,
+        task_id=view["id"],
+        contribution_id=item["contribution_id"],
+        deadline=logged["entry"]["deadline"],
+        threshold=sealed.get("threshold", site.keyper_threshold),
+        ciphertext_digest=sealed.get("ciphertext_digest", ""),
+        task_entry=(logged["index"], logged["entry"]),
+        contribution_entry=(entries[0]["index"], entries[0]["entry"]),
+    )
+
+
+class Releases:
+    """The releases of one sealed contribution that hold, by keyper, and what is wrong with the
+    others."""
+
+    def __init__(self, site: Site, sealed: Sealed) -> None:
+        self.site, self.sealed = site, sealed
+        self.valid: dict[str, dict[str, Any]] = {}
+        self.problems: list[str] = []
+
+    def add(self, releases: Iterable[Any]) -> Releases:
+        for release in releases:
+            problem = release_problem(self.site, self.sealed, release)
+            if problem:
+                self.problems.append(problem)
+            else:
+                self.valid.setdefault(release["keyper"], release)
+        return self
+
+    def ask(self, shares: list[dict[str, Any]]) -> list[str]:
+        """Asks each keyper not released yet; what the keypers that gave none answered."""
+        answers = []
+        for share in shares:
+            if share.get("keyper") in self.valid:
+                continue
+            try:
+                release = self.site.release_ask(self.sealed, share)
+            except (Failed, ValueError, KeyError) as error:
+                answers.append(str(error))
+                continue
+            problem = release_problem(self.site, self.sealed, release)
+            if problem:
+                answers.append(problem)
+            else:
+                self.valid[release["keyper"]] = release
+        return answers
+
+    def by(self, end: datetime | None = None) -> list[dict[str, Any]]:
+        """The valid releases made by `end` (all of them without one), in index order."""
+        return sorted(
+            (r for r in self.valid.values() if end is None or instant(r["released_at"]) <= end),
+            key=lambda release: release["index"],
+        )
+
+
+def grace_end(site: Site, report: Report, sealed: Sealed) -> datetime:
+    """When the site stops waiting for releases and may void a report as keys_unavailable."""
+    grace, published = site.keyper_grace()
+    if not published:
+        report.note(
+            f"the site's card does not say how long it waits for the keypers' releases: "
+            f"{grace} s (the default) is assumed, so only releases made within the deadline + "
+            f"{60 + grace} s disprove a keys_unavailable"
+        )
+    return sealed.not_before + timedelta(seconds=grace)
+
+
+def sealed_item_check(
+    site: Site,
+    report: Report,
+    view: dict[str, Any],
+    sealed: Sealed,
+    item: dict[str, Any],
+) -> str:
+    """One sealed item of an evaluation (§15.8 "The verifier"): its releases, its opening and,
+    when void, that the void follows the rules. Failed naming what does not hold."""
+    body = item["sealed"]
+    void = item.get("void")
+    code = void.get("code") if isinstance(void, dict) else None
+    if code == "private_content":
+        if {"ciphertext", "releases", "shares"} & set(body) or {"report", "salt"} & set(item):
+            raise Failed("void as private_content, it still publishes what opens it")
+        report.note(
+            f"contribution {sealed.contribution_id} is void as private_content: without its "
+            "plaintext this cannot be checked (its contributor can, with `dispute`)"
+        )
+        return "void as private_content"
+    if sealed.threshold != site.keyper_threshold:
+        raise Failed(
+            f"it was sealed for a threshold of {sealed.threshold}; the pinned one is "
+            f"{site.keyper_threshold}"
+        )
+    try:
+        ciphertext = b64u_decode(body["ciphertext"])
+    except (KeyError, ValueError):
+        raise Failed("it publishes no ciphertext") from None
+    if ciphertext_digest(ciphertext) != sealed.ciphertext_digest:
+        raise Failed("its ciphertext's digest is not its ciphertext_digest")
+    releases = Releases(site, sealed).add(body.get("releases", []))
+    if releases.problems:
+        raise Failed("; ".join(releases.problems))
+    if code is None:
+        return _counted_check(view, sealed, ciphertext, releases.by(), item)
+    if code == "keys_unavailable":
+        return _keys_unavailable_check(site, report, sealed, releases, body)
+    if code == "inconsistent_shares":
+        if len(releases.valid) <= sealed.threshold:
+            raise Failed(
+                f"void as inconsistent_shares, but with {len(releases.valid)} signed releases "
+                f"(threshold {sealed.threshold}) no disagreement can show"
+            )
+        try:
+            _key(sealed, releases.by())
+        except SealError:
+            return "void as inconsistent_shares: its signed releases disagree"
+        raise Failed("void as inconsistent_shares, but its signed releases agree on one key")
+    if code in RULE_VOIDS:
+        try:
+            key = _key(sealed, releases.by())
+        except SealError as error:
+            raise Failed(f"void as {code}, but {error}") from None
+        try:
+            opened, _ = _opened(sealed, ciphertext, key)
+        except SealError as error:
+            if code == "invalid_payload":
+                return f"void as invalid_payload: {error}"
+            raise Failed(f"void as {code}, but {error}") from None
+        broken, _ = report_rules(opened, view["sources"])
+        if broken == code:
+            return f"void as {code}: the opened report breaks that rule"
+        if not broken:
+            raise Failed(f"WRONGFUL VOID: void as {code}, and the opened report breaks no rule")
+        raise Failed(f"void as {code}, but the opened report breaks {broken} first")
+    raise Failed(f"void with an unknown code {code!r}")
+
+
+def _counted_check(
+    view: dict[str, Any],
+    sealed: Sealed,
+    ciphertext: bytes,
+    releases: list[dict[str, Any]],
+    item: dict[str, Any],
+) -> str:
+    try:
+        opened, salt = _opened(sealed, ciphertext, _key(sealed, releases))
+    except SealError as error:
+        raise Failed(f"counted, but {error}") from None
+    if (item.get("report"), item.get("salt")) != (opened, salt):
+        raise Failed("the published report or salt is not the one its releases open")
+    if item.get("report_digest") != canonical_digest(opened):
+        raise Failed("its report_digest is not the opened report's")
+    broken, _ = report_rules(opened, view["sources"])
+    if broken:
+        raise Failed(f"counted, but the opened report breaks {broken}")
+    return f"opens with {len(releases)} signed releases to the published report"
+
+
+def _keys_unavailable_check(
+    site: Site, report: Report, sealed: Sealed, releases: Releases, body: dict[str, Any]
+) -> str:
+    """Disproved by k agreeing releases made within the grace: those the site published, and
+    those the keypers give when this verifier asks them itself."""
+    end = grace_end(site, report, sealed)
+    answers: list[str] = []
+    if len(releases.by(end)) < sealed.threshold:
+        shares = body.get("shares")
+        if not isinstance(shares, list):
+            raise Failed(
+                "void as keys_unavailable, but it publishes no sealed shares to ask the keypers for"
+            )
+        answers = releases.ask(shares)
+    in_time = releases.by(end)
+    if len(in_time) >= sealed.threshold:
+        made = ", ".join(f"{r['keyper']} at {r['released_at']}" for r in in_time)
+        try:
+            _key(sealed, in_time)
+        except SealError:
+            raise Failed(
+                f"void as keys_unavailable, yet {len(in_time)} keypers released their shares by "
+                f"{format_time(end)} ({made}), which disagree: inconsistent_shares"
+            ) from None
+        raise Failed(
+            f"WRONGFUL VOID: void as keys_unavailable, yet {len(in_time)} keypers released their "
+            f"shares by {format_time(end)} ({made})"
+        )
+    said = f" ({'; '.join(answers)})" if answers else ""
+    return (
+        f"void as keys_unavailable: {len(in_time)} of the {sealed.threshold} releases needed "
+        f"were made by {format_time(end)}{said}"
+    )
+
+
+def sealed_checks(
+    report: Report, site: Site, view: dict[str, Any], logged: dict[str, Any] | None
+) -> None:
+    """Every sealed item of the task's evaluation (§15.8 "The verifier")."""
+    evaluation = view.get("evaluation")
+    if evaluation is None or logged is None:
+        return
+    for item in evaluation["contributions"]:
+        if "sealed" not in item:
+            continue
+
+        def check(item: dict[str, Any] = item) -> str:
+            return sealed_item_check(site, report, view, sealed_of(site, view, logged, item), item)
+
+        report.check(f"keyper-sealed contribution {item['contribution_id']}", check)
+
+
+# --- The commands ------------------------------------------------------------------------------
 
 
 class Report:
@@ -767,7 +1972,7 @@ def _load_task(site: Site, reference: str) -> dict[str, Any]:
 def _view_checks(report: Report, view: dict[str, Any]) -> None:
     def input_digest() -> None:
         request = {name: view[name] for name in REQUEST_FIELDS}
-        if digest(request) != view["public_input_digest"]:
+        if canonical_digest(request) != view["public_input_digest"]:
             raise Failed("the task's request differs from its approved public_input_digest")
 
     report.check("the task's request matches its public_input_digest", input_digest)
@@ -775,16 +1980,25 @@ def _view_checks(report: Report, view: dict[str, Any]) -> None:
     if evaluation is None:
         return
     items = evaluation["contributions"]
+    # A void item counts in no verdict; only a keyper-sealed report can be void (§15.8).
+    counted = [item for item in items if "void" not in item]
 
     def digests() -> None:
-        wrong = [i["contribution_id"] for i in items if digest(i["report"]) != i["report_digest"]]
+        wrong = [
+            i["contribution_id"]
+            for i in counted
+            if canonical_digest(i["report"]) != i["report_digest"]
+        ]
         if wrong:
             raise Failed(
                 f"the published report differs from the sealed digest for {', '.join(wrong)}"
             )
+        plain_void = [i["contribution_id"] for i in items if "void" in i and "sealed" not in i]
+        if plain_void:
+            raise Failed(f"plain contributions are void: {', '.join(plain_void)}")
 
     def outcome() -> None:
-        verdicts = [item["report"]["verdict"] for item in items]
+        verdicts = [item["report"]["verdict"] for item in counted]
         expected = rule_outcome(verdicts, evaluation["min_independent"])
         stated = (evaluation["outcome"], evaluation["verdict"])
         if stated != expected or (view["outcome"], view["verdict"]) != expected:
@@ -795,7 +2009,8 @@ def _view_checks(report: Report, view: dict[str, Any]) -> None:
         if evaluation["min_independent"] != view["min_independent"]:
             raise Failed("the evaluation used another min_independent than the task's")
 
-    report.check(f"every report matches its digest ({len(items)} reports)", digests)
+    void = f", {len(items) - len(counted)} void" if len(counted) < len(items) else ""
+    report.check(f"every report matches its digest ({len(counted)} reports{void})", digests)
     report.check("outcome and verdict recomputed by cairn.rules/0.1", outcome)
 
 
@@ -842,6 +2057,7 @@ def command_task(site: Site, reference: str) -> int:
             report.fail(problem)
         if view["evaluation"] is not None and not report.failures:
             print("ok    the evaluation lists exactly the contributions logged for the task")
+        sealed_checks(report, site, view, logged)
     return _finish(report)
 
 
@@ -862,11 +2078,16 @@ def command_receipt(site: Site, file: str) -> int:
     trusted = report.check(
         "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
     )
+    keyper_sealed = claims.get("sealed") == "keypers"
     entry = {
         "type": CONTRIBUTION,
         "task_id": claims["task_id"],
         "contribution_id": claims["contribution_id"],
-        **sealed_as(claims["report_digest"], claims.get("salt")),
+        **(
+            {"commitment": claims["commitment"]}
+            if keyper_sealed
+            else sealed_as(claims["report_digest"], claims.get("salt"))
+        ),
         "received_at": claims["received_at"],
     }
     due = instant(claims["received_at"]) + MAX_MERGE_DELAY
@@ -882,6 +2103,8 @@ def command_receipt(site: Site, file: str) -> int:
         report.failures += 1
         _evidence(receipt, "OMISSION", "the evaluation leaves this contribution out")
         return _finish(report)
+    if keyper_sealed:
+        return _sealed_receipt_in_evaluation(report, receipt, item, file)
     changed = [
         name
         for name in ("report_digest", "salt", "received_at")
@@ -896,6 +2119,39 @@ def command_receipt(site: Site, file: str) -> int:
         )
     else:
         print("ok    the evaluation counts it with the same report digest, salt and received_at")
+    return _finish(report)
+
+
+def _sealed_body(item: dict[str, Any]) -> dict[str, Any]:
+    body = item.get("sealed")
+    return body if isinstance(body, dict) else {}
+
+
+def _sealed_receipt_in_evaluation(
+    report: Report, receipt: dict[str, Any], item: dict[str, Any], file: str
+) -> int:
+    """A keyper-sealed contribution's item carries the receipt's commitment, ciphertext and
+    received_at; whether a void is right needs the report and salt, which `dispute` takes."""
+    body = _sealed_body(item)
+    changed = [name for name in ("commitment", "received_at") if item.get(name) != receipt[name]]
+    if body.get("ciphertext_digest") != receipt["ciphertext_digest"]:
+        changed.append("ciphertext_digest")
+    if changed:
+        report.failures += 1
+        _evidence(
+            receipt,
+            "ALTERATION",
+            f"the evaluation lists this contribution with another {' and '.join(changed)}",
+        )
+        return _finish(report)
+    print("ok    the evaluation lists it with the same commitment, ciphertext and received_at")
+    void = item.get("void")
+    if isinstance(void, dict):
+        print(
+            f"      it is void as {void.get('code')}: {void.get('message')}; "
+            f"`cairn_verify.py dispute {file} <report.json>`, with the report and salt you kept, "
+            "says whether that is right"
+        )
     return _finish(report)
 
 
@@ -1012,6 +2268,7 @@ def command_monitor(site: Site) -> int:
         _view_checks(report, view)
         for problem in problems:
             report.fail(f"task {task_id}: {problem}")
+        sealed_checks(report, site, view, rules.tasks[task_id])
         if report.failures == before:
             print(f"ok    task {task_id}: its evaluation matches its logged contributions")
     if not report.failures:
@@ -1020,6 +2277,285 @@ def command_monitor(site: Site) -> int:
             json.dumps({"tree": tree.saved(), "rules": rules.saved()}), encoding="utf-8"
         )
     return _finish(report)
+
+
+def command_seal(
+    site: Site, reference: str, report_file: str, keep: str | None, out: TextIO
+) -> int:
+    """Seal a report for `reference`'s task (§15.8 "Sealing is a client's job"): print the data
+    part on `out`; every check goes to stdout, which `main` sends to stderr."""
+    report = Report()
+    keypers, threshold = site.keypers_to_seal_to()
+    document = json.loads(Path(report_file).read_text(encoding="utf-8"))
+    if not isinstance(document, dict) or "approval" in document:
+        raise Failed(
+            f"{report_file} must hold the report without its approval (§4.1): the sealed "
+            "payload carries its own"
+        )
+    view = _load_task(site, reference)
+    if view["evaluation"] is not None or instant(view["deadline"]) <= datetime.now(UTC):
+        raise Failed(f"task {view['id']} is closed: it takes no more contributions")
+    broken, issues = report_rules(document, view["sources"])
+    if broken:
+        raise Failed(
+            f"the site would void this report at the deadline as {broken}: "
+            + "; ".join(f"{issue['path'] or 'the report'} {issue['message']}" for issue in issues)
+        )
+    print("ok    the report meets the rules the site applies when it opens it")
+    trusted = report.check(
+        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
+    )
+    if trusted is None:
+        return _finish(report)
+    task_entry = _task_entry(view)
+    index = report.check(
+        "the task's entry and deadline are under it", lambda: site.included(task_entry, trusted)
+    )
+    if index is None:
+        return _finish(report)
+    salt = b64u(secrets.token_bytes(32))
+    payload = seal(
+        document,
+        site=trusted.origin,
+        task_id=view["id"],
+        task_entry=index,
+        deadline=task_entry["deadline"],
+        keypers=keypers,
+        threshold=threshold,
+        salt=salt,
+    )
+    kept = {
+        "cairn_url": site.url,
+        "site": trusted.origin,
+        "task_id": view["id"],
+        "deadline": task_entry["deadline"],
+        "commitment": payload["commitment"],
+        "report": document,
+        "salt": salt,
+        "sealed": payload,
+    }
+    where = (
+        Path(keep)
+        if keep
+        else site.cairn_home / "sealed" / f"{payload['commitment'].split(':')[1]}.json"
+    )
+    keep_private(where, kept)
+    print(
+        f"ok    sealed to {len(keypers)} keypers, any {threshold} of which open it after the "
+        f"deadline; the report and its salt are kept in {where} (for `dispute`)"
+    )
+    print(json.dumps(payload), file=out)
+    return _finish(report)
+
+
+def keep_private(path: Path, value: Any) -> None:
+    """Write a file only its owner reads (mode 0600), replacing any before it whole."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(json.dumps(value, indent=2) + "\n")
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, path)
+
+
+def _task_entry(view: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": TASK,
+        "task_id": view["id"],
+        "public_input_digest": view["public_input_digest"],
+        "deadline": view["deadline"],
+        "created_at": view["created_at"],
+    }
+
+
+def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
+    """Whether the void of a keyper-sealed contribution is wrongful, from what its contributor
+    holds: the signed receipt, and the report and salt its commitment seals."""
+    report = Report()
+    receipt = json.loads(Path(receipt_file).read_text(encoding="utf-8"))
+    kept = json.loads(Path(report_file).read_text(encoding="utf-8"))
+    claims = {key: value for key, value in receipt.items() if key != "signature"}
+    print(f"dispute for contribution {claims.get('contribution_id')} on {site.url}")
+
+    def signature() -> None:
+        if site.jws_payload(receipt.get("signature", "")) != rfc8785.dumps(claims):
+            raise Failed("the receipt's fields differ from what its signature covers")
+        if claims.get("sealed") != "keypers":
+            raise Failed("it is the receipt of a plain contribution: `receipt` checks it")
+
+    def sealed_under_it() -> None:
+        if not (
+            isinstance(kept, dict)
+            and isinstance(kept.get("report"), dict)
+            and isinstance(kept.get("salt"), str)
+        ):
+            raise Failed(f"{report_file} holds no report and salt")
+        if commitment_of(canonical_digest(kept["report"]), kept["salt"]) != claims["commitment"]:
+            raise Failed("this report and salt are not the ones sealed under its commitment")
+
+    report.check(
+        "the receipt is signed by the site key, for a keyper-sealed contribution", signature
+    )
+    if not report.failures:
+        report.check("the report and salt are those its commitment seals", sealed_under_it)
+    trusted = None
+    if not report.failures:
+        trusted = report.check(
+            "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
+        )
+    if trusted is None:
+        return _finish(report)
+    view = site.get_json(f"/api/a2a-tasks/{claims['task_id']}")
+    if view["evaluation"] is None:
+        report.fail("the task is not evaluated yet: run this again after its deadline")
+        return _finish(report)
+    listed = {item["contribution_id"]: item for item in view["evaluation"]["contributions"]}
+    item = listed.get(claims["contribution_id"])
+    evidence = Evidence(report, receipt, kept)
+    if item is None:
+        return evidence.proof("OMISSION", "the evaluation leaves this contribution out")
+    body = _sealed_body(item)
+    changed = [name for name in ("commitment", "received_at") if item.get(name) != claims[name]]
+    if body.get("ciphertext_digest") != claims["ciphertext_digest"]:
+        changed.append("ciphertext_digest")
+    if changed:
+        return evidence.proof(
+            "ALTERATION",
+            f"the evaluation lists this contribution with another {' and '.join(changed)}",
+        )
+    void = item.get("void")
+    if not isinstance(void, dict):
+        if (item.get("report"), item.get("salt")) != (kept["report"], kept["salt"]):
+            return evidence.proof(
+                "ALTERATION", "the evaluation counts this contribution with another report or salt"
+            )
+        print("ok    the evaluation counts it with this report: there is nothing to dispute")
+        return _finish(report)
+    print(f"      the evaluation voids it as {void.get('code')}: {void.get('message')}")
+    logged = _logged_task(report, site, view["id"], trusted)
+    if logged is None:
+        return _finish(report)
+    try:
+        wrongful, why = _void_disputed(
+            site, report, view, sealed_of(site, view, logged, item), item, kept
+        )
+    except Failed as failure:
+        report.fail(str(failure))
+        return _finish(report)
+    if wrongful:
+        return evidence.proof("A WRONGFUL VOID", why)
+    print(f"ok    the void is right: {why}")
+    return _finish(report)
+
+
+def _logged_task(
+    report: Report, site: Site, task_id: str, trusted: Checkpoint
+) -> dict[str, Any] | None:
+    """The task's entries as the log's rules read them, each proven under the checkpoint."""
+    rules = LogRules()
+    for item in site.get_json(f"/api/log/tasks/{task_id}")["entries"]:
+        if item["index"] >= trusted.size:
+            continue
+        index = report.check(
+            f"{describe(item['entry'])} is in the log",
+            lambda e=item["entry"]: site.included(e, trusted),
+        )
+        if index is not None and index == item["index"]:
+            rules.apply(index, item["entry"])
+    logged = rules.tasks.get(task_id)
+    if logged is None:
+        report.fail("the task's entry is not in the log")
+    return logged
+
+
+def _void_disputed(
+    site: Site,
+    report: Report,
+    view: dict[str, Any],
+    sealed: Sealed,
+    item: dict[str, Any],
+    kept: dict[str, Any],
+) -> tuple[bool, str]:
+    """(whether the void is wrongful, why), given the report and salt the receipt seals."""
+    code = item["void"].get("code")
+    body = item["sealed"]
+    releases = Releases(site, sealed).add(body.get("releases", []))
+    if code in ("private_content", *RULE_VOIDS):
+        broken, issues = report_rules(kept["report"], view["sources"])
+        if broken:
+            said = "; ".join(f"{i['path'] or 'the report'} {i['message']}" for i in issues)
+            return False, f"the report breaks {broken} ({said})"
+        if code == "invalid_payload":
+            try:
+                key = _key(sealed, releases.by())
+                ciphertext = b64u_decode(body["ciphertext"])
+            except (SealError, KeyError, ValueError):
+                key = None  # the site could not have opened it
+            if key is not None:
+                try:
+                    _opened(sealed, ciphertext, key)
+                except SealError as error:
+                    return (
+                        False,
+                        f"the ciphertext sent does not open with the keypers' key: {error}",
+                    )
+        return True, f"void as {code}, yet the report sealed under this receipt breaks no rule"
+    if code == "keys_unavailable":
+        end = grace_end(site, report, sealed)
+        releases.add(kept.get("releases", []) if isinstance(kept.get("releases"), list) else [])
+        shares = (kept.get("sealed") or {}).get("shares") or body.get("shares") or []
+        answers = releases.ask(shares) if len(releases.by(end)) < sealed.threshold else []
+        in_time = releases.by(end)
+        if len(in_time) >= sealed.threshold:
+            try:
+                _key(sealed, in_time)
+            except SealError:
+                return False, "the keypers' releases disagree (inconsistent_shares)"
+            made = ", ".join(f"{r['keyper']} at {r['released_at']}" for r in in_time)
+            return True, (
+                f"void as keys_unavailable, yet {len(in_time)} keypers released their shares by "
+                f"{format_time(end)}: {made}; their signed releases are "
+                + json.dumps(in_time, separators=(",", ":"))
+            )
+        said = f" ({'; '.join(answers)})" if answers else ""
+        return False, (
+            f"{len(in_time)} of the {sealed.threshold} releases needed were made by "
+            f"{format_time(end)}{said}"
+        )
+    if code == "inconsistent_shares":
+        if len(releases.valid) <= sealed.threshold:
+            return True, (
+                f"void as inconsistent_shares, yet it publishes {len(releases.valid)} signed "
+                f"releases (threshold {sealed.threshold}): no disagreement can show"
+            )
+        try:
+            _key(sealed, releases.by())
+        except SealError:
+            return False, "its signed releases disagree"
+        return True, "void as inconsistent_shares, yet its signed releases agree on one key"
+    raise Failed(f"the void has an unknown code {code!r}")
+
+
+class Evidence:
+    """What `dispute` prints as proof: the signed receipt, and the report and salt its
+    commitment seals, which anyone can check with this verifier."""
+
+    def __init__(self, report: Report, receipt: dict[str, Any], kept: dict[str, Any]) -> None:
+        self.report, self.receipt, self.kept = report, receipt, kept
+
+    def proof(self, kind: str, why: str) -> int:
+        self.report.failures += 1
+        print(f"FAIL  PROOF OF {kind}: {why}.")
+        print(
+            "      The receipt is signed by the site key and its commitment seals this report and "
+            "salt; anyone can check both with cairn_verify.py:"
+        )
+        print("      " + json.dumps(self.receipt, separators=(",", ":")))
+        sealed = {"report": self.kept["report"], "salt": self.kept["salt"]}
+        print("      " + json.dumps(sealed, separators=(",", ":")))
+        _finish(self.report)
+        return PROOF
 
 
 def _finish(report: Report) -> int:
@@ -1033,7 +2569,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--witnesses",
         metavar="FILE",
-        help="pin these witnesses (verifier keys, one a line, and `quorum <k>`) instead of the card's",
+        help="pin these witnesses, keypers and thresholds instead of the card's (lines: a witness "
+        "verifier key and its URL, `quorum <k>`, `keyper <name> <hpke_key> <URL>`, "
+        "`keyper_threshold <k>`)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("task").add_argument("task", help="a task id, its URL or its saved JSON")
@@ -1042,17 +2580,40 @@ def main(argv: list[str] | None = None) -> int:
         "--full", action="store_true", help="fetch every entry and recompute the root"
     )
     commands.add_parser("monitor")
+    sealing = commands.add_parser("seal")
+    sealing.add_argument("task", help="the task's id or URL")
+    sealing.add_argument("report", help="the report (§4.1, without its approval) as JSON")
+    sealing.add_argument(
+        "--keep", metavar="FILE", help="where to keep the report and its salt (mode 0600)"
+    )
+    disputing = commands.add_parser("dispute")
+    disputing.add_argument("receipt", help="the receipt of a keyper-sealed contribution")
+    disputing.add_argument("report", help='the report and salt kept: {"report": ..., "salt": ...}')
     args = parser.parse_args(argv)
     home = Path(os.environ.get("CAIRN_HOME", "~/.cairn")).expanduser()
+    if args.command == "seal":
+        out = sys.stdout
+        with contextlib.redirect_stdout(sys.stderr):  # stdout is the sealed payload alone
+            return _run(
+                lambda: command_seal(_site(args, home), args.task, args.report, args.keep, out)
+            )
+    commands_run: dict[str, Callable[[Site], int]] = {
+        "task": lambda site: command_task(site, args.task),
+        "receipt": lambda site: command_receipt(site, args.file),
+        "monitor": command_monitor,
+        "log": lambda site: command_log(site, args.full),
+        "dispute": lambda site: command_dispute(site, args.receipt, args.report),
+    }
+    return _run(lambda: commands_run[args.command](_site(args, home)))
+
+
+def _site(args: argparse.Namespace, home: Path) -> Site:
+    return Site(args.url, home, args.witnesses)
+
+
+def _run(command: Callable[[], int]) -> int:
     try:
-        site = Site(args.url, home, args.witnesses)
-        if args.command == "task":
-            return command_task(site, args.task)
-        if args.command == "receipt":
-            return command_receipt(site, args.file)
-        if args.command == "monitor":
-            return command_monitor(site)
-        return command_log(site, args.full)
+        return command()
     except Failed as failure:
         print(f"FAIL  {failure}")
         return 1

@@ -27,6 +27,8 @@ from tests.factories import (
     open_task_payload,
     open_task_request,
 )
+from tests.ledger.keyper_processes import keyper_site, migrated_sqlite  # noqa: F401  (fixtures)
+from tests.ledger.witness_processes import witness_processes, witnessed  # noqa: F401  (fixtures)
 
 LOCAL_SERVER = Path(django_settings.BASE_DIR) / "mcp" / "cairn_mcp.py"
 LOCAL_VERSION_CLIENT = "cairn_mcp/0.1.0"

@@ -39,7 +39,14 @@ def test_its_header_names_its_dependencies_and_they_are_the_ones_tested():
     metadata = script_metadata(LOCAL_SERVER.read_text(encoding="utf-8"))
 
     requirements = {Requirement(line).name: Requirement(line) for line in metadata["dependencies"]}
-    assert set(requirements) == {"mcp", "a2a-sdk", "httpx", "rfc8785"}
+    assert set(requirements) == {
+        "mcp",
+        "a2a-sdk",
+        "cryptography",
+        "httpx",
+        "pycryptodome",
+        "rfc8785",
+    }
     for name, requirement in requirements.items():
         assert requirement.specifier.contains(importlib.metadata.version(name)), name
     assert SpecifierSet(metadata["requires-python"]).contains(

@@ -99,7 +99,12 @@ def test_the_whole_path(local_server):
 
     for name in ("bob", "carol"):
         preview, sent = found[f"{name}_preview"].data, found[name].data
-        assert preview == {"report": report, "public_output_digest": canonical_digest(report)}
+        assert preview == {
+            "report": report,
+            "public_output_digest": canonical_digest(report),
+            "form": "plain",  # the site lists no keypers
+            "issues": [],
+        }
         assert sent["task"]["id"] == str(task.pk)
         assert sent["receipt"]["task_id"] == str(task.pk)
         assert sent["receipt"]["report_digest"] == preview["public_output_digest"]
