@@ -313,7 +313,7 @@ def test_a_write_made_over_json_rpc_is_replayed_over_grpc(card_url, poster):
 def test_an_open_task_read_again_after_a_contribution_is_read_afresh(
     card_url, poster, make_agent, post_task, contribute
 ):
-    """A stored text is parsed once and its Task kept (`StoredTasks`): a contribution writes the
+    """A stored text is parsed once and its wire form kept (`StoredForms`): a contribution writes the
     task's forms anew, and the next GetTask and ListTasks answer the new ones."""
     task = post_task(poster)
 
