@@ -66,6 +66,7 @@ PG_SETTINGS = {
     "log_min_messages": "warning",
 }
 CAIRN_PORT, SDK_PORT = 18081, 18082
+CAIRN_GRPC_PORT, SDK_GRPC_PORT = 18083, 18084
 SERVER_CORE, LOAD_CORE = "0", "1"
 DURATION = os.environ.get("BENCH_DURATION", "10s")
 WARMUP = os.environ.get("BENCH_WARMUP", "3s")
@@ -380,13 +381,19 @@ class Server:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.label} exited: see {self.log_path}")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(
-                    f"http://127.0.0.1:{self.port}/.well-known/agent-card.json", timeout=5
-                ):
-                    return self
+            if self.ready():
+                return self
             time.sleep(0.3)
         raise RuntimeError(f"{self.label} did not start: see {self.log_path}")
+
+    def ready(self) -> bool:
+        """Whether it serves: its card answers."""
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.port}/.well-known/agent-card.json", timeout=5
+            ):
+                return True
+        return False
 
     def worker_pids(self) -> list[int]:
         """The processes that serve requests: the server itself, or a gunicorn master's children."""
@@ -413,6 +420,20 @@ class Server:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=5)
         self.log_file.close()
+
+
+class GrpcServer(Server):
+    """A gRPC server: it serves once a channel to it connects (it has no card)."""
+
+    def ready(self) -> bool:
+        import grpc  # the driver's own imports stay the standard library's and psycopg
+
+        with grpc.insecure_channel(f"127.0.0.1:{self.port}") as channel:
+            try:
+                grpc.channel_ready_future(channel).result(timeout=1)
+            except grpc.FutureTimeoutError:
+                return False
+        return True
 
 
 # uvicorn's event loop and HTTP parser for every uvicorn server here (Cairn, the floor, the SDK's),
@@ -500,6 +521,30 @@ def sdk_server(db: str) -> Server:
         *uvicorn_flags(),
     ]
     return Server("sdk-uvicorn", cmd, env, SDK_PORT)
+
+
+def cairn_grpc_server(database_url: str, settings_module: str) -> GrpcServer:
+    """`python -m cairn.grpc`, as `make run` starts it."""
+    env = {
+        **cairn_env(database_url, settings_module),
+        "PYTHONPATH": str(SERVE_TREE),
+        "CAIRN_GRPC_BIND": f"127.0.0.1:{CAIRN_GRPC_PORT}",
+    }
+    cmd = [PY, "-m", "cairn.grpc"]
+    return GrpcServer("cairn-grpc", cmd, env, CAIRN_GRPC_PORT, cwd=SERVE_TREE)
+
+
+def sdk_grpc_server(db: str) -> GrpcServer:
+    """`bench/sdk_server.py` run as a module: the SDK's gRPC binding over the same handler and store."""
+    env = {
+        **os.environ,
+        "SDK_DATABASE_URL": pg_url(db),
+        "SDK_GRPC_PORT": str(SDK_GRPC_PORT),
+        "PYTHONPATH": str(ROOT),
+    }
+    if os.environ.get("BENCH_SDK_OTEL", "false") != "true":
+        env.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
+    return GrpcServer("sdk-grpc", [PY, "-m", "bench.sdk_server"], env, SDK_GRPC_PORT)
 
 
 # ---------------------------------------------------------------- load
@@ -613,15 +658,85 @@ def wrk(
     return result
 
 
-def measure(
-    port: int, path: str, file: Path | None, start: int = 1, pinner: BackendPinner | None = None
+GRPC_WORKLOADS = ("get_task", "list_first", "list_deep")
+
+
+def grpc_load(
+    port: int, server_pid: int, workload: str, ids_file: Path, pinner: BackendPinner
 ) -> dict:
-    """Warm up, then measure. For single-use request files the measured run continues after the warm-up."""
+    """`bench/grpc_load.py` from the load core: its warm-up and measured run in one process, as
+    many calls in flight as wrk has connections, each channel its own connection."""
+    cmd = [
+        "taskset",
+        "-c",
+        LOAD_CORE,
+        PY,
+        str(BENCH / "grpc_load.py"),
+        f"127.0.0.1:{port}",
+        workload,
+        "--ids",
+        str(ids_file),
+        "--calls",
+        CONNECTIONS,
+        "--channels",
+        CONNECTIONS,
+        "--warmup",
+        WARMUP,
+        "--duration",
+        DURATION,
+        "--server-pid",
+        str(server_pid),
+    ]
+    load = os.getloadavg()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    aborted = False
+    while proc.poll() is None:
+        if pinner.over_limit.is_set():
+            proc.terminate()
+            aborted = True
+        time.sleep(0.1)
+    out, err = proc.communicate()
+    line = next((line for line in out.splitlines() if line.startswith("BENCH_JSON ")), None)
+    if line is None:
+        raise RuntimeError(f"grpc_load gave no summary: {out}\n{err}")
+    result = json.loads(line.removeprefix("BENCH_JSON "))
+    result["load_before"] = [round(x, 2) for x in load]
+    if aborted:
+        result["aborted"] = f"more than {MAX_BENCH_BACKENDS} PostgreSQL connections"
+    return result
+
+
+def process_cpu(pids: list[int]) -> float:
+    """The CPU seconds the processes (all their threads) have used so far."""
+    used = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            used += int(fields[11]) + int(fields[12])
+    return used / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    port: int,
+    path: str,
+    file: Path | None,
+    start: int = 1,
+    pinner: BackendPinner | None = None,
+    server_pids: list[int] | None = None,
+) -> dict:
+    """Warm up, then measure. For single-use request files the measured run continues after the
+    warm-up. Given the server's pids, the result has their CPU per request (`server_cpu_us`,
+    PostgreSQL's backends not in it), which other work on a shared machine moves far less than
+    the rate."""
     warm = wrk(port, path, file, WARMUP, start, pinner)
     load = os.getloadavg()
+    cpu = process_cpu(server_pids or [])
     result = wrk(
         port, path, file, DURATION, warm["last_index"] + 1 if file is not None else 1, pinner
     )
+    if server_pids and result["requests"]:
+        used = process_cpu(server_pids) - cpu
+        result["server_cpu_us"] = round(used / result["requests"] * 1e6, 1)
     result["load_before"] = [round(x, 2) for x in load]
     result["warmup_requests"] = warm["requests"]
     return result
@@ -632,6 +747,7 @@ def summary(result: dict) -> str:
     return (
         f"{result['rps']:8.1f} req/s  p50 {result['p50_ms']:7.2f} ms  p99 {result['p99_ms']:7.2f} ms"
         f"  fail {failures}"
+        + (f"  server CPU {result['server_cpu_us']:7.1f} µs" if "server_cpu_us" in result else "")
         + (" ABORTED" if "aborted" in result else "")
         + (f"  first failure: {result['first_failure'][:200]}" if failures else "")
     )
@@ -695,12 +811,31 @@ def run_reads(
     with server:
         files = read_files(server.port, config, ids_file)
         for workload, (path, file) in files.items():
-            result = measure(server.port, path, file, pinner=pinner)
+            result = measure(
+                server.port, path, file, pinner=pinner, server_pids=server.worker_pids()
+            )
             results["runs"].append({"config": config, "workload": workload, **result})
             log(f"{config:28s} {workload:11s} {summary(result)}")
         results["rss_mb"][config] = server.rss_mb()
         results["checks"][config + " list_deep depth"] = DEPTHS[config]
         log(f"{config:28s} worker RSS after the run: {results['rss_mb'][config]} MB")
+
+
+def run_grpc_reads(
+    results: dict, config: str, server: GrpcServer, ids_file: Path, pinner: BackendPinner
+) -> None:
+    """GetTask and the two ListTasks pages over the gRPC binding (the `_grpc` workloads)."""
+    with server:
+        for workload in GRPC_WORKLOADS:
+            result = grpc_load(server.port, server.worker_pids()[0], workload, ids_file, pinner)
+            results["runs"].append({"config": config, "workload": f"{workload}_grpc", **result})
+            log(
+                f"{config:28s} {workload + '_grpc':11s} {summary(result)}"
+                f"  client CPU {result['client_cpu_share']:.0%}"
+            )
+            if "depth" in result:
+                results["checks"][config + " list_deep depth"] = result["depth"]
+        results["rss_mb"][config] = server.rss_mb()
 
 
 def rest_messages(file: Path) -> Path:
@@ -745,7 +880,15 @@ def run_writes(results: dict, config: str, make_server, pinner: BackendPinner) -
             log(f"{config:28s} contributions stored {stored}, responses {expected}")
 
 
-CONFIGS = ["reads-pg", "reads-sqlite", "reads-gunicorn", "floor", "writes", "writes-gunicorn"]
+CONFIGS = [
+    "reads-pg",
+    "grpc",
+    "reads-sqlite",
+    "reads-gunicorn",
+    "floor",
+    "writes",
+    "writes-gunicorn",
+]
 
 
 def wait_calm(threshold: float, max_seconds: int) -> None:
@@ -806,6 +949,21 @@ def run_all(args: argparse.Namespace) -> None:
                     results,
                     f"sdk-uvicorn-pg-{size}",
                     sdk_server(f"cairn_bench_sdk_{size}"),
+                    ids,
+                    pinner,
+                )
+            if "grpc" in only:  # the same reads over gRPC: Cairn's binding, then the SDK's
+                run_grpc_reads(
+                    results,
+                    f"cairn-grpc{tag}-pg-{size}",
+                    cairn_grpc_server(pg_url(f"cairn_bench_pg_{size}"), settings_module),
+                    ids,
+                    pinner,
+                )
+                run_grpc_reads(
+                    results,
+                    f"sdk-grpc-pg-{size}",
+                    sdk_grpc_server(f"cairn_bench_sdk_{size}"),
                     ids,
                     pinner,
                 )
@@ -896,29 +1054,35 @@ def report_table(results: dict) -> str:
     """Markdown: each Cairn figure beside the SDK's on the same workload and data."""
     runs = {(run["config"], run["workload"]): run for run in results["runs"]}
     lines = [
-        "| config | workload | req/s | p50 ms | p99 ms | vs SDK req/s | HTTP+JSON vs JSON-RPC | failures |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| config | workload | req/s | p50 ms | p99 ms | server CPU µs/req | vs SDK req/s | vs its JSON-RPC | failures |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in results["runs"]:
         config, workload = run["config"], run["workload"]
         ratio = ""
+        grpc = workload.endswith("_grpc")
         if not config.startswith("sdk") and ("-pg" in config or config.startswith("floor")):
             size = config.rsplit("-", 1)[-1]
             sdk_key = (
                 ("sdk-uvicorn-pg", workload)
                 if workload.startswith("send_message")
-                else (f"sdk-uvicorn-pg-{size}", workload)
+                else (f"sdk-{'grpc' if grpc else 'uvicorn'}-pg-{size}", workload)
             )
             if sdk_key in runs and runs[sdk_key]["rps"]:
                 ratio = f"{run['rps'] / runs[sdk_key]['rps']:.2f}x"
-        rpc_key = (config, workload.removesuffix("_rest"))
+        # HTTP+JSON and gRPC beside the same server's (gRPC: the same tree's web server's) JSON-RPC.
+        rpc_key = (
+            config.replace("-grpc", "-uvicorn", 1) if grpc else config,
+            workload.removesuffix("_rest").removesuffix("_grpc"),
+        )
         binding = ""
-        if workload.endswith("_rest") and rpc_key in runs and runs[rpc_key]["rps"]:
+        if workload.endswith(("_rest", "_grpc")) and rpc_key in runs and runs[rpc_key]["rps"]:
             binding = f"{run['rps'] / runs[rpc_key]['rps']:.2f}x"
         failures = run["failures"] + run["socket_errors"]
+        cpu = f"{run['server_cpu_us']:.0f}" if "server_cpu_us" in run else ""
         lines.append(
             f"| {config} | {workload} | {run['rps']:.1f} | {run['p50_ms']:.2f} | {run['p99_ms']:.2f} | "
-            f"{ratio} | {binding} | {failures}{' ABORTED' if 'aborted' in run else ''} |"
+            f"{cpu} | {ratio} | {binding} | {failures}{' ABORTED' if 'aborted' in run else ''} |"
         )
     lines.append("")
     lines.append(
@@ -940,6 +1104,11 @@ def median_results(all_results: list[dict]) -> dict:
             "config": config,
             "workload": workload,
             **{key: statistics.median(r[key] for r in same) for key in ("rps", "p50_ms", "p99_ms")},
+            **(
+                {"server_cpu_us": statistics.median(r["server_cpu_us"] for r in same)}
+                if all("server_cpu_us" in r for r in same)
+                else {}
+            ),
             "failures": sum(r["failures"] for r in same),
             "socket_errors": sum(r["socket_errors"] for r in same),
         }

@@ -2,7 +2,7 @@
 # Cairn's benchmark (issue 7). See bench/README.md.
 #   bench/run.sh                 setup (once) + run every workload + the sweep
 #   bench/run.sh setup           create, migrate and seed the cairn_bench* databases (skips what is there)
-#   bench/run.sh run [--only reads-pg ...]
+#   bench/run.sh run [--only reads-pg grpc ...]   (grpc: the reads over gRPC, bench/grpc_load.py)
 #   bench/run.sh sweep [--settings ...]
 #   bench/run.sh report bench/results/<file>.json [<file> ...]   (several: the median of each figure)
 #   bench/run.sh pg-start|pg-stop  the benchmark's own PostgreSQL on 127.0.0.1:5433 (setup/run/sweep start it)

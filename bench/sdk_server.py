@@ -8,29 +8,38 @@ of `a2a-sdk[postgresql]`), and a minimal `AgentExecutor` that completes every ta
     SDK_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/cairn_bench_sdk_1k \\
         taskset -c 0 .venv/bin/python -m uvicorn bench.sdk_server:app --port 18082 --no-access-log
 
+Run as a module, it serves the SDK's gRPC binding instead, over the same handler and store: its
+`GrpcHandler` on grpcio's asyncio server with default options, as the SDK's gRPC samples serve it,
+on `SDK_GRPC_PORT`:
+
+    SDK_DATABASE_URL=... SDK_GRPC_PORT=18084 taskset -c 0 .venv/bin/python -m bench.sdk_server
+
 Its store is filled by `bench/seed.py sdk` with the same tasks Cairn holds (the same Task objects),
-so GetTask/ListTasks answer the same bytes on both servers.
+so GetTask/ListTasks answer the same bytes on both servers, over any binding.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 
+import grpc
 from a2a.helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.routes import (
     create_agent_card_routes,
     create_jsonrpc_routes,
     create_rest_routes,
 )
 from a2a.server.tasks import DatabaseTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, a2a_pb2_grpc
 from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.applications import Starlette
 
 PORT = int(os.environ.get("SDK_PORT", "18082"))
+GRPC_PORT = int(os.environ.get("SDK_GRPC_PORT", "18084"))
 DATABASE_URL = os.environ.get(
     "SDK_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/cairn_bench_sdk_1k"
 )
@@ -96,3 +105,16 @@ app = Starlette(
         *create_rest_routes(handler, path_prefix="/api/a2a"),
     ]
 )
+
+
+async def serve_grpc() -> None:
+    """The SDK's gRPC binding over the same handler, until the process is stopped."""
+    server = grpc.aio.server()
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
+    server.add_insecure_port(f"127.0.0.1:{GRPC_PORT}")
+    await server.start()
+    await server.wait_for_termination()
+
+
+if __name__ == "__main__":
+    asyncio.run(serve_grpc())

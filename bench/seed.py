@@ -376,6 +376,8 @@ def add_task(
             report_digest=report_digest,
             salt=salt_new(),
             received_at=received_at,
+            keyper_seal=None,
+            releases=[],
         )
         contribution.sealed_report = report_seal(
             report, task_id=task.id, contribution_id=contribution.id
@@ -408,6 +410,8 @@ def add_task(
                     "salt",
                     "received_at",
                     "receipt_signature",
+                    "keyper_seal",
+                    "releases",
                 )
             }
         )

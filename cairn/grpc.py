@@ -77,6 +77,7 @@ async def serve(bind: str) -> None:
     """Serve on `bind` until SIGTERM or SIGINT, then stop as the module says."""
     from a2a.types import a2a_pb2_grpc
 
+    from a2a_gateway import read_pool
     from a2a_gateway.grpc_binding import SERVICE, A2ACalls, grpc_handler
     from core.policy import body_limit
 
@@ -106,7 +107,9 @@ async def serve(bind: str) -> None:
     logger.info("stopping: calls in flight get %d s to finish", STOP_GRACE_S)
     await health_servicer.enter_graceful_shutdown()
     await server.stop(STOP_GRACE_S)
-    # The calls' connections are the ORM thread's: given back there.
+    # The reads' pool is this loop's; the other calls' connections are the ORM thread's, given
+    # back there.
+    await read_pool.close()
     await sync_to_async(release_connections)()
     logger.info("stopped")
 

@@ -308,3 +308,30 @@ def test_a_write_made_over_json_rpc_is_replayed_over_grpc(card_url, poster):
 
     assert again == ParseDict(first["task"], Task())
     assert writes() == written
+
+
+def test_an_open_task_read_again_after_a_contribution_is_read_afresh(
+    card_url, poster, make_agent, post_task, contribute
+):
+    """A stored text is parsed once and its wire form kept (`StoredForms`): a contribution writes the
+    task's forms anew, and the next GetTask and ListTasks answer the new ones."""
+    task = post_task(poster)
+
+    async def over_grpc() -> tuple[Task, ListTasksResponse]:
+        async with grpc_client(card_url) as client:
+            return (
+                await client.get_task(GetTaskRequest(id=str(task.pk))),
+                await client.list_tasks(ListTasksRequest(page_size=1)),
+            )
+
+    before, listed_before = run(over_grpc())
+    assert run(over_grpc()) == (before, listed_before)  # read again: the same Task
+    contribute(make_agent("contributor"), task)
+    after, listed_after = run(over_grpc())
+
+    def count(read: Task) -> int:
+        return as_json(MessageToDict(read.metadata))["cairn"]["contributions_received"]
+
+    assert (count(before), count(after)) == (0, 1)
+    assert list(listed_before.tasks) == [before] and list(listed_after.tasks) == [after]
+    assert after == ParseDict(jsonrpc(card_url, "GetTask", {"id": str(task.pk)}), Task())
