@@ -51,7 +51,7 @@ from google.protobuf.message import Message
 
 from a2a_gateway import read_pool
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE
-from a2a_gateway.reads import StoredPage, stored_read
+from a2a_gateway.reads import StoredPage, StoredTask, stored_read
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
     REQUEST_HANDLER,
@@ -156,7 +156,7 @@ async def stored_answer(request: GetTaskRequest | ListTasksRequest) -> bytes | N
         read = await stored_read(request, None, read_pool.POOL_SOURCE)
     except Exception:  # a refusal or a failure: the servicer answers it in its own words
         return None
-    return STORED_TASKS.wire(read) if isinstance(read, str) else _page_wire(read)
+    return STORED_TASKS.wire(read.text) if isinstance(read, StoredTask) else _page_wire(read)
 
 
 def _as_stored(serialize: Callable[[Any], bytes] | None) -> Callable[[Any], bytes]:
