@@ -282,3 +282,23 @@ def test_the_js_walkthrough_says_when_registration_is_limited_or_refused(
     assert limited.stdout == "card signature verified\n"
     _assert_said_in_one_line(limited, "not registered: HTTP 429 rate_limited", "retry in")
     _assert_said_in_one_line(refused, "refused: daily_cap")
+
+
+def test_the_uv_route_works_without_pipx_as_printed(tmp_path):
+    # Given a shell with Python but neither pipx nor uv on its PATH
+    python_only = f"{Path(sys.base_prefix) / 'bin'}:/usr/bin:/bin"
+    block = _shell("~/.cairn/uv/bin/pip install")
+
+    # When a reader runs the README's block, then asks for uv as the next sections do
+    done = _run(
+        ["bash", "-euo", "pipefail", "-c", f"{block}\ncommand -v uv\nuv --version"],
+        cwd=tmp_path,
+        HOME=str(tmp_path),
+        PATH=python_only,
+    )
+
+    # Then uv is the one it installed, and it runs
+    assert done.returncode == 0, done.stderr
+    found, version = done.stdout.splitlines()[-2:]
+    assert found == f"{tmp_path}/.cairn/uv/bin/uv"
+    assert version.startswith("uv ")
