@@ -18,6 +18,7 @@ import pytest
 
 from ledger.services import log_sequence
 from tests.a2a.conftest import JS_DIR, node  # noqa: F401  (the Node.js fixture)
+from tests.deploy.postgres import free_port
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # This interpreter's folder holds python3 and uv, as a reader's PATH does after the set-up.
@@ -221,6 +222,16 @@ def test_the_python_walkthrough_says_when_registration_is_limited(
 
     assert result.stdout == ""
     _assert_said_in_one_line(result, "not registered: HTTP 429 rate_limited", "retry in")
+
+
+def test_both_walkthroughs_ask_whether_cairn_is_running_when_nothing_answers(
+    python_walkthrough, js_walkthrough, tmp_path
+):
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    for command in ([sys.executable, str(python_walkthrough)], ["node", str(js_walkthrough)]):
+        result = _run(command, cwd=tmp_path, CAIRN_URL=nowhere, DEADLINE_S="60")
+        assert result.stdout == ""
+        _assert_said_in_one_line(result, f"is Cairn running at {nowhere}?")
 
 
 def test_the_python_walkthrough_says_what_a_refusal_was(
