@@ -102,7 +102,11 @@ def witnessing() -> dict[str, Any]:
     }
     keypers = keypers_description()
     if keypers:
-        listed.update(keypers=keypers, keyper_threshold=keyper_threshold())
+        listed.update(
+            keypers=keypers,
+            keyper_threshold=keyper_threshold(),
+            keyper_grace_s=settings.CAIRN_KEYPER_GRACE_S,
+        )
     return listed
 
 
@@ -120,6 +124,7 @@ def _witnessing_changed(*, setting: str, **kwargs: Any) -> None:
         "CAIRN_WITNESS_QUORUM",
         "CAIRN_KEYPERS",
         "CAIRN_KEYPER_THRESHOLD",
+        "CAIRN_KEYPER_GRACE_S",
         "CAIRN_GRPC_URL",
     ):
         card_variant.cache_clear()

@@ -212,8 +212,10 @@ def sealed_item(
     contribution: KeyperSealed, opening: Opened | Void, *, received_at: str
 ) -> dict[str, Any]:
     """The evaluation's item of a keyper-sealed contribution (§15.8): its envelope and releases, so
-    anyone can redo the opening, then the report or the void. A report void for private content
-    publishes neither its ciphertext nor its releases, which together are the report."""
+    anyone can redo the opening, and its sealed shares, so anyone can ask the keypers for releases
+    the site did not collect (which is how a claimed `keys_unavailable` is disproved); then the
+    report or the void. A report void for private content publishes neither its ciphertext nor its
+    shares or releases, which together are the report."""
     seal = contribution.keyper_seal
     assert seal is not None
     private = isinstance(opening, Void) and opening.code == ErrorCode.PRIVATE_CONTENT
@@ -223,6 +225,7 @@ def sealed_item(
     }
     if not private:
         sealed["ciphertext"] = seal["ciphertext"]
+        sealed["shares"] = seal["shares"]
         sealed["releases"] = releases_published(contribution)
     item = {
         "contribution_id": str(contribution.id),

@@ -95,6 +95,14 @@ class Release(View):
     )
 
 
+class SealedShare(View):
+    """One keyper's share of a sealed report's key, sealed to it with HPKE (SPEC §15.8)."""
+
+    keyper: str = Field(description="The keyper's name: its witness name.")
+    index: Annotated[int, Field(ge=1, description="The share's index (1-based).")]
+    sealed_share: str = Field(description="base64url of HPKE enc and ciphertext of the share.")
+
+
 class SealedEnvelope(View):
     ciphertext: str | None = Field(
         default=None,
@@ -105,6 +113,13 @@ class SealedEnvelope(View):
     )
     ciphertext_digest: Digest
     threshold: Annotated[int, Field(ge=1, description="The releases needed to open it (k).")]
+    shares: list[SealedShare] | None = Field(
+        default=None,
+        description=(
+            "The shares as sealed to the keypers, so anyone can ask a keyper for its release; "
+            "absent on a report void for private content."
+        ),
+    )
     releases: list[Release] | None = Field(
         default=None,
         description="Every release collected, by index; absent on a report void for private content.",

@@ -247,6 +247,7 @@ def test_the_card_lists_the_keypers_in_order_with_their_threshold(http, settings
         {"name": k.name, "hpke_key": k.keyper.hpke_key, "url": k.url} for k in made
     ]
     assert as_json(params["keyper_threshold"]) == THRESHOLD
+    assert as_json(params["keyper_grace_s"]) == settings.CAIRN_KEYPER_GRACE_S
     assert served.headers["ETag"] != before.headers["ETag"]
     card = served.json()
     assert card_problems(card, jwks=http.get("/.well-known/jwks.json").json()) == []

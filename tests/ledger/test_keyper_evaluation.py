@@ -154,6 +154,8 @@ def test_two_of_three_releases_open_every_report_and_the_sweep_counts_them(
             b64u_decode(envelope["ciphertext"])
         )
         assert item["sealed"]["threshold"] == 2
+        # and its sealed shares, so anyone can ask a keyper the site did not
+        assert item["sealed"]["shares"] == envelope["shares"]
         assert [r["keyper"] for r in item["sealed"]["releases"]] == [
             keypers[0].name,
             keypers[2].name,
