@@ -5,7 +5,7 @@ the card or to this binding, whichever server carries it.
 The SDK speaks A2A; this module only moves bytes and headers to and from its JSON-RPC dispatcher,
 after the checks SPEC §8.2 places before it (`a2a_gateway.transport`: the body limit, the Bearer
 token of SendMessage and 0.3's message/send, the version, the params' shape), written as
-JSON-RPC error objects, but for a missing token, which is HTTP's 401 as on HTTP+JSON; plus the envelope checks and the rules of 0.3's methods that only this
+JSON-RPC error objects; plus the envelope checks and the rules of 0.3's methods that only this
 binding has. The Django view (WSGI) and the ASGI app (uvicorn) translate their requests into
 `http_reply` and its `Reply` back, and nothing more.
 """
@@ -33,6 +33,7 @@ from a2a_gateway.handler import AsSent
 from a2a_gateway.reads import DJANGO_SOURCE, Source
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
+    CHALLENGE_HEADERS,
     ENDPOINT_PATH,
     REQUEST_HANDLER,
     CairnContextBuilder,
@@ -47,7 +48,6 @@ from a2a_gateway.transport import (
     method_refusal,
     params_error,
     token_agent,
-    unauthenticated_reply,
     version_error,
 )
 from agents.models import Agent
@@ -66,9 +66,13 @@ DISPATCHER = JsonRpcDispatcher(
 )
 
 
-def _error(request_id: Any, error: A2AError | JSONParseError) -> Reply:
-    """A JSON-RPC error object, with HTTP 200 as every JSON-RPC error (SPEC §8.2)."""
-    return Reply(200, json_bytes(build_error_response(request_id, error)))
+def _error(
+    request_id: Any,
+    error: A2AError | JSONParseError,
+    status: int = 200,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> Reply:
+    return Reply(status, json_bytes(build_error_response(request_id, error)), headers)
 
 
 def _single_request(document: Any) -> tuple[Any, str] | None:
@@ -128,11 +132,11 @@ def _parsed(body: bytes | None) -> Any:
 
 
 def _token_refusal(request_id: Any, refused: TokenRefusal) -> Reply:
-    """A token refusal: HTTP's 401 with the challenge when no valid token came (SPEC §8.2), the
-    same answer as on HTTP+JSON, else (an outage) a JSON-RPC error object with HTTP 200."""
-    if refused.outage is None:
-        return unauthenticated_reply(refused)
-    return _error(request_id, refused.outage)
+    """A token refusal as a JSON-RPC error object: HTTP 401 with the challenge when no valid
+    token came (SPEC §8.2), else (an outage) with HTTP 200 as any JSON-RPC error."""
+    if refused.unauthenticated:
+        return _error(request_id, refused.error, status=401, headers=CHALLENGE_HEADERS)
+    return _error(request_id, refused.error)
 
 
 async def _version_refusal(request_id: Any, headers: Mapping[str, str]) -> Reply | None:

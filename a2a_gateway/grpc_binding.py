@@ -195,9 +195,9 @@ async def _agent(method: str, metadata: Mapping[str, str], cycle: DjangoCycle) -
     found = await token_agent(metadata, method, cycle)
     if not isinstance(found, TokenRefusal):
         return found
-    if found.outage is None:
-        raise Unauthenticated(found.message)
-    raise found.outage
+    if found.unauthenticated:
+        raise Unauthenticated(found.error.message)
+    raise found.error
 
 
 async def call_facts(

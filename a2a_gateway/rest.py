@@ -166,9 +166,9 @@ def _query_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
 def _token_refusal(refused: transport.TokenRefusal) -> Reply:
     """A token refusal: HTTP's 401 with the challenge when no valid token came (SPEC §8.2), else
     (an outage) this binding's error object with the status the SDK gives an internal error."""
-    if refused.outage is None:
+    if refused.unauthenticated:
         return transport.unauthenticated_reply(refused)
-    return _error(refused.outage)
+    return _error(refused.error)
 
 
 def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:

@@ -119,13 +119,13 @@ def body_too_large() -> InvalidRequestError:
 
 @dataclass(frozen=True)
 class TokenRefusal:
-    """Why a request that needs an agent goes without one, for its binding to answer: `outage`,
-    the internal error to answer as the binding answers one, when the token could not be checked
-    for an outage; else (None) no valid token came, which `message` says (the HTTP bindings:
-    `unauthenticated_reply`; gRPC: UNAUTHENTICATED)."""
+    """Why a request that needs an agent goes without one, for its binding to answer in its own
+    format: `unauthenticated` when no valid token came (HTTP: 401 with `CHALLENGE_HEADERS`), else
+    the token could not be checked for an outage, answered as the binding answers an internal
+    error."""
 
-    message: str
-    outage: InternalError | None = None
+    error: A2AError
+    unauthenticated: bool
 
 
 class DjangoCycle:
@@ -163,23 +163,25 @@ async def token_agent(
         outage = outage_refusal(exc)
         if outage is None:
             raise
-        return TokenRefusal(outage.message, InternalError(message=outage.message))
+        return TokenRefusal(InternalError(message=outage.message), unauthenticated=False)
     if agent is not None:
         return agent
     return TokenRefusal(
-        f"a valid Bearer token is required for {operation} (POST /api/agent/register issues one)"
+        InvalidRequestError(
+            message=f"a valid Bearer token is required for {operation} (POST /api/agent/register issues one)"
+        ),
+        unauthenticated=True,
     )
 
 
 def unauthenticated_reply(refused: TokenRefusal) -> Reply:
-    """HTTP's 401 for a request without a valid token, with the challenge, the same on both HTTP
-    bindings. The body is the google.rpc.Status A2A 1.0 §11.6 writes for an HTTP error,
-    `UNAUTHENTICATED` as in A2A's §3.3.2, with no A2A ErrorInfo and, on JSON-RPC, no JSON-RPC
-    envelope: authentication is none of A2A's errors (gRPC's UNAUTHENTICATED carries none either),
-    and the SDK clients read an A2A reason or a JSON-RPC error before the status, so
-    INVALID_REQUEST there made the Python client report a request to fix, and -32600 the JS one.
-    Without them each reports the HTTP 401 on either binding."""
-    status = {"code": 401, "status": "UNAUTHENTICATED", "message": refused.message}
+    """HTTP's 401 for a request without a valid token, with the challenge. The body is the
+    google.rpc.Status A2A 1.0 §11.6 writes for an HTTP error, `UNAUTHENTICATED` as in A2A's
+    §3.3.2, and carries no A2A ErrorInfo: authentication is not one of A2A's errors (gRPC's
+    UNAUTHENTICATED carries none either), and an SDK client reads an ErrorInfo's reason before the
+    status, so INVALID_REQUEST there made the Python client report a request to fix instead of
+    the HTTP 401 it reports on JSON-RPC."""
+    status = {"code": 401, "status": "UNAUTHENTICATED", "message": refused.error.message}
     return Reply(401, json_bytes({"error": status}), CHALLENGE_HEADERS)
 
 

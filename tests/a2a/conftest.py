@@ -88,21 +88,6 @@ def error_of(response: httpx.Response, code: int, status: int = 200) -> dict[str
     return body["error"]
 
 
-def unauthenticated_of(response: httpx.Response) -> dict[str, Any]:
-    """Assert HTTP's 401 for a missing or bad token, the same on both HTTP bindings (SPEC §8.2,
-    §8.6): the challenge, and A2A 1.0 §11.6's google.rpc.Status `UNAUTHENTICATED`, with neither an
-    A2A ErrorInfo nor a JSON-RPC envelope (authentication is none of A2A's errors). Returns it."""
-    assert response.status_code == 401, response.text
-    assert response.headers["WWW-Authenticate"] == 'Bearer realm="cairn"'
-    body = response.json()
-    assert set(body) == {"error"}, body
-    error = body["error"]
-    assert set(error) == {"code", "status", "message"}, error
-    assert (error["code"], error["status"]) == (401, "UNAUTHENTICATED"), error
-    assert "Bearer token" in error["message"], error
-    return error
-
-
 def message(
     payload: Any, *, task_id: str | None = None, message_id: str | None = None, **fields: Any
 ) -> dict:

@@ -56,9 +56,8 @@ def test_the_official_js_client_posts_contributes_and_reads(node, live_url, post
     assert seen["listedWorking"]["pageSize"] == 1 and len(seen["listedWorking"]["tasks"]) == 1
     assert seen["cancel"]["code"] == -32002
     assert seen["missing"]["code"] == -32001
-    # HTTP's 401, no JSON-RPC error: the client names the status (test_unauthenticated.py)
     assert (
-        seen["unauthorized"]["code"] is None and "Bearer token" in seen["unauthorized"]["message"]
+        seen["unauthorized"]["code"] == -32600 and "Bearer token" in seen["unauthorized"]["message"]
     )
     assert [skill["id"] for skill in seen["card"]["skills"]] == [
         "cairn.post_task",

@@ -9,14 +9,7 @@ from typing import Any
 
 import httpx
 
-from tests.a2a.conftest import (
-    error_of,
-    message,
-    refusal_of,
-    result_of,
-    unauthenticated_of,
-    wait_past,
-)
+from tests.a2a.conftest import error_of, message, refusal_of, result_of, wait_past
 from tests.factories import contribution_payload, deadline_in, open_task_payload, open_task_request
 from tests.hostile import HOSTILE, says_nothing_of_python
 
@@ -104,7 +97,12 @@ def test_a_refused_write_is_the_agent_message_of_json_rpc(http, poster):
 def test_message_send_needs_a_token_before_anything_else(http):
     answer = rest(http, "POST", "/message:send", content=b"{not json", version=None)
 
-    assert "message:send" in unauthenticated_of(answer)["message"]
+    assert answer.status_code == 401, answer.text
+    assert answer.headers["WWW-Authenticate"] == 'Bearer realm="cairn"'
+    error = answer.json()["error"]
+    # A2A 1.0 §3.3.2: HTTP 401 / UNAUTHENTICATED; no A2A ErrorInfo, as authentication is none of A2A's errors
+    assert (error["code"], error["status"]) == (401, "UNAUTHENTICATED") and "details" not in error
+    assert "Bearer token" in error["message"]
 
 
 def test_the_version_is_checked_after_the_token_and_before_the_body(http, poster, subtests):
