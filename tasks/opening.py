@@ -23,6 +23,7 @@ from core import privacy
 from core.canonical import canonical_digest
 from core.errors import ErrorCode, Refusal, refuse_if
 from core.payloads import parse_payload
+from ledger.entries import MAX_MERGE_DELAY
 from ledger.keyper_seal import SealError, b64u_decode, key_combine, report_open
 from tasks.models import Task
 from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
@@ -33,7 +34,7 @@ KEYS_UNAVAILABLE = "keys_unavailable"
 INCONSISTENT_SHARES = "inconsistent_shares"
 # A keyper releases once the log's maximum merge delay has passed since the deadline, so that the
 # contribution entries of the last moment are under a checkpoint it cosigned (§15.3, §15.8).
-RELEASES_AFTER = timedelta(seconds=60)
+RELEASES_AFTER = MAX_MERGE_DELAY
 # What a release is published as in the evaluation: the fields its signature covers, less those the
 # item already names (site, task and contribution).
 RELEASE_FIELDS = ("keyper", "index", "share", "released_at", "signature")
