@@ -428,6 +428,29 @@ def test_disagreeing_shares_that_still_open_private_text_publish_none_of_it(
         assert kept["share"] not in public
 
 
+def _overdue(client) -> float:
+    (line,) = [
+        line
+        for line in client.get("/metrics").text.splitlines()
+        if line.startswith("cairn_tasks_overdue ")
+    ]
+    return float(line.split()[1])
+
+
+def test_a_task_awaiting_its_keys_is_overdue_only_once_the_grace_is_over(
+    client, poster, post_task, seal_to, keypers, time_machine
+):
+    task = post_task(poster)
+    seal_to(task)
+    time_machine.move_to(_released_at(task) + timedelta(seconds=1), tick=False)
+    assert _overdue(client) == 0  # open by design: the keypers may still release
+
+    time_machine.move_to(_released_at(task) + GRACE + timedelta(seconds=1), tick=False)
+    assert _overdue(client) == 1
+    evaluate_due()
+    assert _overdue(client) == 0
+
+
 # --- the deferred rules -----------------------------------------------------------------------
 
 
