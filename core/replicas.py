@@ -85,7 +85,6 @@ class State:
     state: str = UNCHECKED
     lag_s: float | None = None
     detail: str = ""
-    checked_at: float = 0.0  # time.time() of the last check; 0 before the first
 
     @property
     def serving(self) -> bool:
@@ -119,6 +118,7 @@ class _Watch:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
+        self.checked_once = threading.Event()
 
     def started(self) -> _Watch:
         if self._thread is None:
@@ -142,6 +142,7 @@ class _Watch:
         for alias in _ALIASES:
             self._set(self._checked(alias))
         self._publish()
+        self.checked_once.set()
 
     def _set(self, state: State) -> None:
         before = self.states[state.alias].state
@@ -159,29 +160,31 @@ class _Watch:
             parameters = libpq_parameters(alias)
             parameters.setdefault("application_name", "cairn-replica-check")
             parameters["connect_timeout"] = CHECK_CONNECT_TIMEOUT_S
-            conn = psycopg.connect(make_conninfo(**parameters), autocommit=True)
+            # Never prepared: a transaction pooler may run the next check on another server.
+            conn = psycopg.connect(
+                make_conninfo(**parameters), autocommit=True, prepare_threshold=None
+            )
             self._connections[alias] = conn
         return conn
 
     def _checked(self, alias: str) -> State:
-        now = time.time()
         try:
             in_recovery, caught_up, lag_s = self._connection(alias).execute(
                 CHECK_SQL
             ).fetchone() or (False, False, None)
-        except psycopg.Error as exc:
+        except Exception as exc:  # whatever fails, the replica is skipped and the watch goes on
             conn = self._connections.pop(alias, None)
             if conn is not None:
                 conn.close()
-            return State(alias, DOWN, None, f"does not answer: {_first_line(exc)}", now)
+            return State(alias, DOWN, None, f"does not answer: {_first_line(exc)}")
         if not in_recovery:
-            return State(alias, NOT_A_REPLICA, None, "is not in recovery: not a replica", now)
+            return State(alias, NOT_A_REPLICA, None, "is not in recovery: not a replica")
         lag = 0.0 if caught_up else lag_s
         limit = settings.CAIRN_REPLICA_MAX_LAG_S
         if lag is None or lag > limit:
             behind = "an unknown time" if lag is None else f"{lag:.1f} s"
-            return State(alias, LAGGING, lag, f"is {behind} behind (at most {limit} s)", now)
-        return State(alias, SERVING, lag, "", now)
+            return State(alias, LAGGING, lag, f"is {behind} behind (at most {limit} s)")
+        return State(alias, SERVING, lag)
 
     def failed(self) -> None:
         """A read on a replica failed as an outage does: check now. One connection the replica
@@ -236,11 +239,10 @@ def failed(alias: str, exc: BaseException) -> None:
 
 
 def states() -> list[State]:
-    """Each replica's state as this process routes by it; checked now if this process has not
-    checked yet (a readiness probe may be its first request)."""
+    """Each replica's state as this process routes by it, once the process has checked each
+    (a readiness probe may be its first request)."""
     watch = _watching()
-    if any(state.checked_at == 0.0 and state.state == UNCHECKED for state in watch.states.values()):
-        watch.check_all()
+    watch.checked_once.wait(CHECK_CONNECT_TIMEOUT_S + 1)
     return [watch.states[alias] for alias in _ALIASES]
 
 

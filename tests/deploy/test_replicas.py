@@ -1,8 +1,8 @@
 """SPEC §16.1's read replicas as an operator runs them: a PostgreSQL primary and a streaming replica
 of its own (`pg_basebackup -R`), two web processes reading from it (`DATABASE_REPLICA_URLS`) and a
-worker. Public reads land on the replica; with its replay paused across a deadline no door shows
-the task open past it; stopped, the replica is skipped and every read still answers; back, it
-takes the reads again.
+worker and `python -m cairn.grpc`. Public reads land on the replica; with its replay paused
+across a deadline no door shows the task open past it, and a task posted meanwhile is found;
+stopped, the replica is skipped and every read still answers; back, it takes the reads again.
 
 The first web process takes a replica however far behind (`CAIRN_REPLICA_MAX_LAG_S` of an hour),
 so it keeps reading the paused replica and what keeps its answers right is the deadline rule
@@ -235,7 +235,7 @@ def doors(task_id: str, grpc_address: str) -> list[Door | GrpcDoor]:
             lambda answer: _listed(answer.json()["tasks"], task_id, _a2a_state),
         ),
         Door(
-            "HTTP route GET /api/a2a-tasks",
+            "HTTP route list GET /api/a2a-tasks",
             _get("/api/a2a-tasks?limit=50"),
             lambda answer: _listed(answer.json()["tasks"], task_id, lambda t: t["state"]),
         ),
@@ -394,7 +394,9 @@ def test_a_paused_replica_never_shows_a_task_open_past_its_deadline(cluster):
 
     cluster.on(cluster.replica, "SELECT pg_wal_replay_pause()")
     try:
-        _register(cluster.webs[0])  # a commit the paused replica will not replay
+        # A task the paused replica will not have: its poster finds it all the same.
+        posted_meanwhile, _ = post_task(cluster, 3600)
+        unreplicated = read_everywhere(cluster, posted_meanwhile)
         reads: list[Read] = []
         while (datetime.now(UTC) - deadline).total_seconds() < READ_PAST_DEADLINE_S:
             reads += read_everywhere(cluster, task_id)
@@ -417,6 +419,12 @@ def test_a_paused_replica_never_shows_a_task_open_past_its_deadline(cluster):
         cluster.on(cluster.replica, "SELECT pg_wal_replay_resume()")
 
     assert all(read.status == 200 for read in reads), [r for r in reads if r.status != 200]
+    lost = [
+        read
+        for read in unreplicated
+        if read.status != 200 or (read.state != "open" and "list" not in read.door.lower())
+    ]
+    assert not lost, f"a task the replica does not have yet, not found: {lost}"
     past = [read for read in reads if read.sent_at >= deadline]
     assert past, "no read was sent past the deadline"
     shown_open = [read for read in past if read.state != "evaluated"]
