@@ -281,12 +281,13 @@ DATABASES = {
 }
 
 
-def _replicas(raw: str) -> dict[str, dict]:
+def _replicas(raw: str, primary: dict) -> dict[str, dict]:
     """PostgreSQL streaming replicas of the primary, for public reads (`core.replicas`): one URL
     or several, separated by commas or whitespace, each with `DATABASE_URL`'s options. Django
-    knows each as `replica1`, `replica2`, ...; tests never create them (they mirror the primary)."""
+    knows each as `replica1`, `replica2`, ...; tests never create them (they mirror the primary).
+    `primary`: the primary's database, which they stream."""
     urls = raw.replace(",", " ").split()
-    if urls and DATABASES["default"]["ENGINE"] != "cairn.postgresql":
+    if urls and primary["ENGINE"] != "cairn.postgresql":
         raise ImproperlyConfigured(
             "DATABASE_REPLICA_URLS needs DATABASE_URL to name PostgreSQL: replicas stream a "
             "PostgreSQL primary"
@@ -303,7 +304,7 @@ def _replicas(raw: str) -> dict[str, dict]:
     return found
 
 
-DATABASES.update(_replicas(env_str("DATABASE_REPLICA_URLS")))
+DATABASES.update(_replicas(env_str("DATABASE_REPLICA_URLS"), DATABASES["default"]))
 # Public reads go to a replica (`core.replicas`); everything else, and everything while no
 # replica is configured, to the primary. Without replicas no router runs at all.
 DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []
