@@ -17,13 +17,14 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from core import replicas
 from core.clock import format_instant
 from core.outages import is_outage
-from ops.collectors import DatabaseCollector
+from ops.collectors import DatabaseCollector, ReplicaCollector
 from tasks.sweeps import sweep_last_finished
 
 SWEEP_MAX_AGE = timedelta(minutes=2)
 
 _database_registry = CollectorRegistry(auto_describe=False)
 _database_registry.register(DatabaseCollector())
+_database_registry.register(ReplicaCollector())
 
 
 @require_GET

@@ -456,6 +456,8 @@ def test_a_stopped_replica_is_skipped_and_takes_the_reads_again_when_back(cluste
             replica = body["checks"]["replicas"]["replicas"]["replica1"]
             assert replica["ok"] is False and "primary" in replica["detail"], replica
             print(f"\n/readyz with the replica stopped: {replica}")
+            metrics = httpx.get(f"{url}/metrics", timeout=10).text
+            assert 'cairn_replica_serving{replica="replica1"} 0.0' in metrics, metrics
         reads = [read for task_id in task_ids for read in read_everywhere(cluster, task_id)]
         assert all(read.status == 200 and read.state == "open" for read in reads), reads
     finally:
@@ -464,5 +466,7 @@ def test_a_stopped_replica_is_skipped_and_takes_the_reads_again_when_back(cluste
 
     for url in cluster.webs:
         _wait_replica_state(url, "serving")
+        metrics = httpx.get(f"{url}/metrics", timeout=10).text
+        assert 'cairn_replica_serving{replica="replica1"} 1.0' in metrics, metrics
     time.sleep(STATS_REPORTED_S)  # the primary's counts of the reads it took meanwhile
     assert_reads_land_on_the_replica(cluster, task_ids)
