@@ -138,6 +138,7 @@ class PoolSource:
     """`reads.Source` on this module's pool; the evaluation, which writes, on Django's thread."""
 
     _django = DjangoSource(in_request_cycle=True)
+    reads_committed = True  # autocommit connections to the primary
 
     def prepare(self, name: str, value: Any) -> Any:
         return value  # psycopg adapts a UUID and an aware datetime itself

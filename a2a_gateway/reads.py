@@ -9,7 +9,9 @@ statement runs again, so no read shows a task open past its deadline and none re
 its own. Refusals are the SDK's own A2A errors, which each binding writes in its own form.
 
 Where the statement runs is the caller's (`Source`): on Django's connection, or on the ASGI
-app's own pool on the event loop (`a2a_gateway.read_pool`); both run the same text.
+app's own pool on the event loop (`a2a_gateway.read_pool`); both run the same text. What a read
+of committed rows returns for an open task or a page is kept in memory until a write changes it
+or a task it shows open reaches its deadline (`a2a_gateway.read_cache`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from django.utils import timezone
 
 from a2a_gateway.evaluated_forms import EVALUATED_FORMS
 from a2a_gateway.models import TaskForm
+from a2a_gateway.read_cache import READ_CACHE
 from core import statements
 from core.cursors import keyset_cursor, keyset_position
 from core.errors import Refusal
@@ -65,7 +68,11 @@ class Source(Protocol):
     """Where the read's statement runs, and how its values cross: `prepare` turns a value into
     the statement's parameter for a column of `TaskForm`, `read_back` the values read of its
     columns `names` into Python's. `evaluated` runs the domain's evaluation on Django's thread:
-    of one task, or of every task due (None)."""
+    of one task, or of every task due (None). `reads_committed`: each statement reads what the
+    primary had committed when it ran, outside any transaction, so its answer may be kept until
+    a write changes it (`a2a_gateway.read_cache`)."""
+
+    reads_committed: bool
 
     def prepare(self, name: str, value: Any) -> Any: ...
 
@@ -301,6 +308,9 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
     kept = kept_forms.get(key)
     if kept is not None:
         return StoredTask(kept, None)
+    ticket = READ_CACHE.ticket() if source.reads_committed else None
+    if ticket is not None and (cached := READ_CACHE.task(key, version)) is not None:
+        return cached
     sql = _task_sql(connection.vendor, TASK_FORMS[version])
     rows = await source.rows(sql, _task_params(key, timezone.now(), source))
     if rows and rows[0][2]:
@@ -313,7 +323,9 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
         kept_forms.keep(key, text)
         return StoredTask(str(text), None)
     (deadline,) = source.read_back(("deadline",), (open_until,))
-    return StoredTask(str(text), deadline)
+    stored = StoredTask(str(text), deadline)
+    READ_CACHE.keep_task(ticket, key, version, stored, stored.text, deadline)
+    return stored
 
 
 async def read_task(request: GetTaskRequest, source: Source, version: str = "1.0") -> str:
@@ -337,11 +349,16 @@ async def read_page(request: ListTasksRequest, sent_status: Any, source: Source)
     query = page_query(request, sent_status)
     if query.names_no_task:
         return StoredPage([], "", query.page_size, 0, query.include_artifacts, [])
+    ticket = READ_CACHE.ticket() if source.reads_committed else None
+    if ticket is not None and (cached := READ_CACHE.page(query)) is not None:
+        return cached
     rows = await source.rows(*_page_statement(query, timezone.now(), source))
     if rows and rows[0][0]:
         await source.evaluated(None)
         rows = await source.rows(*_page_statement(query, timezone.now(), source))
-    return _page_of(query, rows, source)
+    page = _page_of(query, rows, source)
+    READ_CACHE.keep_page(ticket, query, page, page.tasks, page.open_until)
+    return page
 
 
 def _page_of(query: PageQuery, rows: Sequence[Row], source: Source) -> StoredPage:
@@ -391,6 +408,9 @@ class DjangoSource:
     """The statements on Django's connection, one hop to its thread each. `in_request_cycle`:
     send Django's request signals around each hop, for a caller outside Django's request cycle
     (the ASGI app), so the connection is checked and given back."""
+
+    # Django's connection may be inside a transaction, the caller's or a test's.
+    reads_committed = False
 
     def __init__(self, *, in_request_cycle: bool = False) -> None:
         self.in_request_cycle = in_request_cycle
