@@ -76,7 +76,5 @@ def task_form(change: TaskChange) -> TaskForm:
 def task_forms_written(changes: Sequence[TaskChange]) -> tuple[statements.Write, ...]:
     """`tasks.changes.task_changed` for the A2A door (`CAIRN_TASK_CHANGED`): each changed task's
     forms, written whole over the last ones, announced to every process's read cache."""
-    return announced(
-        statements.upserted([task_form(change) for change in changes]),
-        [change.task.pk for change in changes],
-    )
+    announced([change.task.pk for change in changes])
+    return statements.upserted([task_form(change) for change in changes])

@@ -3,9 +3,10 @@ PostgreSQL, no worker. Each process keeps the A2A answers of open tasks and page
 drops them when any process writes; these tests write through one process and read through the
 other, let a cached open task reach its deadline, and kill a process's listener connection.
 
-What a process promises is that a write is seen by every read starting `SILENCE_S` after its
-commit (usually by the next read: a notification arrives within milliseconds), so the reads
-after a write are asked once that bound has passed since the write's answer."""
+What a process promises is that a write is seen by every other process's reads starting
+`SILENCE_S` after the writing process's notification (sent as soon as the write commits, before
+its answer; usually the next read sees it: a notification arrives within milliseconds), so the
+reads after a write are asked once that bound has passed since the write's answer."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import httpx
 import psycopg
 import pytest
 
-from a2a_gateway.read_cache import CHANNEL, SILENCE_S
+from a2a_gateway.read_cache import CHANNEL, KEEP_S, SILENCE_S
 from tests.deploy.conftest import two_web_processes
 from tests.deploy.postgres import PrivatePostgres
 from tests.deploy.processes import Deployment, Service, database_client_ports
@@ -139,32 +140,41 @@ def test_a_write_through_one_process_is_read_through_the_other(deployment):
     assert page["tasks"][0]["id"] == task_id_2
 
 
-def test_a_kept_answer_is_served_from_memory_until_a_notification_names_its_task(deployment):
+def test_a_kept_answer_is_served_from_memory_until_a_notification_or_for_seconds(deployment):
     """Proof that the reader keeps answers: its task's stored form is changed under it by hand,
     announced to nobody, and it still serves what it kept; a notification naming the task (what
-    a write's transaction sends) makes it read the row again."""
+    a writing process sends) makes it read the row again; and unannounced, nothing is kept
+    longer than `KEEP_S`."""
     writer, reader = deployment.web_urls
     task_id, _ = _post(writer, 3600)
     kept = _rpc(reader, "GetTask", {"id": task_id})
     _rpc(reader, "GetTask", {"id": task_id})
-    marked = {**kept, "metadata": {**kept["metadata"], "marked": "by hand"}}
-    _sql(
-        deployment,
-        "UPDATE a2a_gateway_taskform SET task_json = %s WHERE task_id = %s",
-        json.dumps(marked),
-        task_id,
-    )
+    marked = _marked(deployment, task_id, kept, "by hand")
     _after_the_bound()
     assert _rpc(reader, "GetTask", {"id": task_id}) == kept
 
     _sql(deployment, "SELECT pg_notify(%s, %s)", CHANNEL, task_id)
     _after_the_bound()
     assert _rpc(reader, "GetTask", {"id": task_id}) == marked
+
+    again = _marked(deployment, task_id, kept, "by hand, again")
+    time.sleep(KEEP_S + 0.1)
+    assert _rpc(reader, "GetTask", {"id": task_id}) == again
     _contribute(writer, task_id)  # the row written again by its own writer
     _after_the_bound()
-    assert (
-        _rpc(reader, "GetTask", {"id": task_id})["metadata"]["cairn"]["contributions_received"] == 1
+    assert _seen(reader, task_id)[0]["contributions_received"] == 1
+
+
+def _marked(deployment: Deployment, task_id: str, task: dict[str, Any], mark: str) -> dict:
+    """The task's stored GetTask form replaced by hand, with no notification: what it now holds."""
+    marked = {**task, "metadata": {**task["metadata"], "marked": mark}}
+    _sql(
+        deployment,
+        "UPDATE a2a_gateway_taskform SET task_json = %s WHERE task_id = %s",
+        json.dumps(marked),
+        task_id,
     )
+    return marked
 
 
 def test_a_kept_open_task_is_not_shown_open_past_its_deadline(deployment):
