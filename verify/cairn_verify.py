@@ -51,6 +51,7 @@ import binascii
 import contextlib
 import hashlib
 import ipaddress
+import itertools
 import json
 import math
 import os
@@ -60,9 +61,10 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -1297,40 +1299,43 @@ class Site:
             )
         return f"witnessed {max(0.0, late + 60):.0f} s after its time"
 
-    def entries(self, start: int, end: int) -> list[tuple[int, bytes]]:
-        """Entries [start, end) as their exact bytes: from the tiles' entry bundles, or from
-        /api/log/entries where a site serves no tiles."""
-        found: list[tuple[int, bytes]] = []
-        tile = start // 256
+    def entries(self, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+        """Entries [start, end) as their exact bytes, a bundle at a time: from the tiles' entry
+        bundles, or from /api/log/entries where a site serves no tiles. Failed, when the bundles
+        do not hold exactly these, at the first one out of place."""
+        expected, tile = start, start // 256
         while tile * 256 < end:
             width = min(256, end - tile * 256)
             path = f"/api/log/tile/entries/{tile_path(tile)}" + (
                 f".p/{width}" if width < 256 else ""
             )
             status, body = self.get(path)
-            if status == 404 and not found and tile == start // 256:
-                return self._entries_by_page(start, end)
+            if status == 404 and expected == start and tile == start // 256:
+                yield from self._entries_by_page(start, end)
+                return
             if status != 200:
                 raise Failed(f"{path} answered {status}")
             for offset, entry in enumerate(bundle_entries(body)):
                 index = tile * 256 + offset
                 if start <= index < end:
-                    found.append((index, entry))
+                    if index != expected:
+                        raise Failed(
+                            f"the entry bundles do not hold exactly entries {start} to {end - 1}"
+                        )
+                    expected += 1
+                    yield index, entry
             tile += 1
-        if [index for index, _ in found] != list(range(start, end)):
+        if expected != end:
             raise Failed(f"the entry bundles do not hold exactly entries {start} to {end - 1}")
-        return found
 
-    def _entries_by_page(self, start: int, end: int) -> list[tuple[int, bytes]]:
-        found = []
+    def _entries_by_page(self, start: int, end: int) -> Iterator[tuple[int, bytes]]:
         while start < end:
             page = self.get_json("/api/log/entries", {"start": start, "end": end})["entries"]
             if not page:
                 raise Failed(f"/api/log/entries served nothing from entry {start}")
             for item in page:
-                found.append((item["index"], rfc8785.dumps(item["entry"])))
-            start = found[-1][0] + 1
-        return found
+                yield item["index"], rfc8785.dumps(item["entry"])
+            start = page[-1]["index"] + 1
 
     def keyper_checkpoint_size(self, name: str, origin: str) -> int:
         """The size of the latest checkpoint of this log that the keyper cosigned, as its witness
@@ -1554,58 +1559,283 @@ def sealed_as(report_digest: str, salt: str | None) -> dict[str, str]:
 # --- The log's rules (§15.3) -------------------------------------------------------------------
 
 
+class TaskLogged:
+    """What the log's rules keep of one task, between its entries and between runs: its task
+    entry's index and leaf hash, its deadline, its contributions' indexes and leaf hashes in log
+    order, its evaluation's. The hashes stand for the entries, whose parsed form costs ten times
+    more: its evaluation is checked against entries rebuilt from what it publishes (or served
+    again), whose leaf hashes must be these. Once its evaluation is checked, `leaf` and
+    `contributions` are None: later entries of the task need only its deadline and indexes."""
+
+    __slots__ = ("contributions", "deadline", "evaluation", "index", "leaf")
+
+    def __init__(
+        self,
+        index: int,
+        deadline: Any,
+        leaf: bytes | None,
+        contributions: bytearray | None,
+        evaluation: tuple[int, bytes | None] | None = None,
+    ) -> None:
+        self.index, self.deadline, self.leaf = index, deadline, leaf
+        self.contributions = contributions  # each its index (8 bytes) then its leaf hash
+        self.evaluation = evaluation
+
+    def logged(self) -> list[tuple[int, bytes]]:
+        """The contributions logged, (index, leaf hash) in log order."""
+        packed = self.contributions or b""
+        return [
+            (int.from_bytes(packed[at : at + 8], "big"), bytes(packed[at + 8 : at + 40]))
+            for at in range(0, len(packed), 40)
+        ]
+
+    def checked(self) -> None:
+        if self.evaluation is not None:
+            self.leaf, self.contributions = None, None
+            self.evaluation = (self.evaluation[0], None)
+
+    def saved(self) -> list[Any]:
+        at, leaf = self.evaluation if self.evaluation is not None else (None, None)
+        deadline = self.deadline
+        return [
+            self.index,
+            deadline.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            if isinstance(deadline, datetime)
+            else deadline,
+            self.leaf.hex() if self.leaf is not None else None,
+            base64.b64encode(self.contributions).decode()
+            if self.contributions is not None
+            else None,
+            at,
+            leaf.hex() if leaf is not None else None,
+        ]
+
+    @classmethod
+    def loaded(cls, saved: list[Any]) -> TaskLogged:
+        index, deadline, leaf, contributions, at, evaluation_leaf = saved
+        return cls(
+            index,
+            _instant_or_as_is(deadline),
+            bytes.fromhex(leaf) if leaf is not None else None,
+            bytearray(base64.b64decode(contributions)) if contributions is not None else None,
+            (at, bytes.fromhex(evaluation_leaf) if evaluation_leaf is not None else None)
+            if at is not None
+            else None,
+        )
+
+    @classmethod
+    def from_entries(cls, task: dict[str, Any]) -> TaskLogged:
+        """A task as a monitor that kept every entry parsed saved it."""
+        entry = task["entry"]
+        logged = cls(
+            task["index"], _instant_or_as_is(entry.get("deadline")), _jcs_leaf(entry), bytearray()
+        )
+        for contribution in task["contributions"]:
+            logged.add(contribution["index"], _jcs_leaf(contribution["entry"]))
+        if task["evaluation"] is not None:
+            logged.evaluation = (
+                task["evaluation"]["index"],
+                _jcs_leaf(task["evaluation"]["entry"]),
+            )
+        return logged
+
+    def add(self, index: int, leaf: bytes) -> None:
+        if self.contributions is not None:
+            self.contributions += index.to_bytes(8, "big") + leaf
+
+
+def _instant_or_as_is(value: Any) -> Any:
+    """A deadline parsed once for all its task's entries; one that is not an instant is kept as
+    it is, to fail as such when an entry is held to it."""
+    try:
+        return instant(value)
+    except Failed:
+        return value
+
+
+def _jcs_leaf(entry: Any) -> bytes:
+    return leaf_hash(rfc8785.dumps(entry))
+
+
+def _id_key(text: str) -> int | str:
+    """A contribution id as the rules remember it: a UUID in its canonical form as its 128-bit
+    number (half the memory of its text), anything else as its text."""
+    if len(text) == 36:
+        with contextlib.suppress(ValueError):
+            number = uuid.UUID(text)
+            if str(number) == text:
+                return number.int
+    return text
+
+
 class LogRules:
     """The log's rules, applied entry by entry in log order. Its state is what the monitor keeps
-    between runs: for each task, its deadline, its logged contributions and its evaluation."""
+    between runs: what `TaskLogged` keeps of each task, and every contribution id logged (one
+    logged twice breaks the rules however far apart, under whichever tasks)."""
 
-    def __init__(self, saved: dict[str, Any] | None = None) -> None:
-        saved = saved or {}
-        self.tasks: dict[str, dict[str, Any]] = saved.get("tasks", {})
-        self.contributions: dict[str, str] = saved.get("contributions", {})
+    def __init__(self) -> None:
+        self.tasks: dict[str, TaskLogged] = {}
+        self.contributions: set[int | str] = set()
 
-    def saved(self) -> dict[str, Any]:
-        return {"tasks": self.tasks, "contributions": self.contributions}
+    @classmethod
+    def loaded(cls, saved: dict[str, Any] | None, version: int) -> LogRules:
+        """The state `saved_json` wrote (version 2), or the one a monitor that kept every entry
+        parsed wrote (version 1: each task an object of its entries, the contributions an object
+        of ids), read alike, its evaluated tasks as checked: it was saved only when all held."""
+        rules = cls()
+        if not saved:
+            return rules
+        for task_id, task in saved["tasks"].items():
+            if version < 2:
+                rules.tasks[task_id] = TaskLogged.from_entries(task)
+                rules.tasks[task_id].checked()
+            else:
+                rules.tasks[task_id] = TaskLogged.loaded(task)
+        contributions = saved["contributions"]
+        if version >= 2:
+            packed = base64.b64decode(contributions["uuids"])
+            rules.contributions = {
+                int.from_bytes(packed[at : at + 16], "big") for at in range(0, len(packed), 16)
+            }
+            rules.contributions.update(contributions["others"])
+        else:
+            rules.contributions = {_id_key(c) for c in contributions}
+        return rules
 
-    def apply(self, index: int, entry: dict[str, Any]) -> list[str]:
+    def saved_json(self) -> Iterable[str]:
+        """The state as JSON text, a task at a time, so that saving it holds no second copy."""
+        yield '{"tasks":{'
+        for n, (task_id, task) in enumerate(self.tasks.items()):
+            yield ("," if n else "") + json.dumps(task_id) + ":" + json.dumps(task.saved())
+        yield '},"contributions":{"uuids":"'
+        numbers = (c.to_bytes(16, "big") for c in self.contributions if isinstance(c, int))
+        while chunk := b"".join(itertools.islice(numbers, 3 * 4096)):
+            yield base64.b64encode(chunk).decode()  # 48 KiB, a multiple of 3: no padding inside
+        others = sorted(c for c in self.contributions if isinstance(c, str))
+        yield '","others":' + json.dumps(others) + "}}"
+
+    def apply(self, index: int, entry: dict[str, Any], leaf: bytes) -> list[str]:
+        """The rules broken by `entry`, at `index`, whose canonical form hashes to `leaf`."""
         kind, task_id = entry.get("type"), str(entry.get("task_id"))
         task = self.tasks.get(task_id)
         where = f"entry {index} ({describe(entry)})"
         if kind == TASK:
             if task is not None:
                 return [f"{where}: a second task entry for task {task_id}"]
-            self.tasks[task_id] = {
-                "index": index,
-                "entry": entry,
-                "contributions": [],
-                "evaluation": None,
-            }
+            deadline = _instant_or_as_is(entry.get("deadline"))
+            self.tasks[task_id] = TaskLogged(index, deadline, leaf, bytearray())
             return []
         if kind not in (CONTRIBUTION, EVALUATION):
             return []
         if task is None:
             return [f"{where} comes before any task entry of task {task_id}"]
-        deadline = instant(task["entry"]["deadline"])
+        deadline = task.deadline
+        if not isinstance(deadline, datetime):
+            deadline = instant(deadline)
         if kind == CONTRIBUTION:
             problems = []
             contribution_id = str(entry.get("contribution_id"))
-            if contribution_id in self.contributions:
+            key = _id_key(contribution_id)
+            if key in self.contributions:
                 problems.append(f"{where}: contribution {contribution_id} is logged twice")
-            if task["evaluation"] is not None:
+            if task.evaluation is not None:
                 problems.append(f"{where} comes after the task's evaluation entry")
             if instant(entry["received_at"]) > deadline:
                 problems.append(f"{where} was received after the task's deadline")
-            self.contributions[contribution_id] = task_id
-            task["contributions"].append({"index": index, "entry": entry})
+            self.contributions.add(key)
+            task.add(index, leaf)
             return problems
-        if task["evaluation"] is not None:
+        if task.evaluation is not None:
             return [
                 f"{where}: a second evaluation entry for task {task_id} (the first is entry "
-                f"{task['evaluation']['index']})"
+                f"{task.evaluation[0]})"
             ]
-        task["evaluation"] = {"index": index, "entry": entry}
+        task.evaluation = (index, leaf)
         if instant(entry["evaluated_at"]) < deadline:
             return [f"{where}: the task was evaluated before its deadline"]
         return []
+
+    def logged(self, task_id: str, entries: Iterable[tuple[int, Any]]) -> dict[str, Any] | None:
+        """The task's logged entries as `evaluation_problems` reads them, taken from `entries`
+        ((index, entry) pairs, as the site serves them): None when no task entry was logged;
+        Failed when one of them is missing or is not the entry logged at its index."""
+        task = self.tasks.get(task_id)
+        if task is None:
+            return None
+        if task.leaf is None:
+            raise Failed("its evaluation was checked before, and its entries are no longer kept")
+        served = dict(entries)
+
+        def at(index: int, leaf: bytes | None) -> dict[str, Any]:
+            entry = served.get(index)
+            if entry is None or _jcs_leaf(entry) != leaf:
+                raise Failed(
+                    f"the site does not serve entry {index} of the task as its log holds it"
+                )
+            return cast(dict[str, Any], entry)
+
+        evaluation = task.evaluation
+        return {
+            "index": task.index,
+            "entry": at(task.index, task.leaf),
+            "contributions": [{"index": i, "entry": at(i, leaf)} for i, leaf in task.logged()],
+            "evaluation": None
+            if evaluation is None
+            else {"index": evaluation[0], "entry": at(*evaluation)},
+        }
+
+    def logged_as_published(self, task_id: str, view: dict[str, Any]) -> dict[str, Any] | None:
+        """The task's logged entries when the evaluated view publishes exactly these (leaf hash
+        for leaf hash, in log order), as `logged` gives them; None when anything differs, to be
+        told apart with the entries the site serves."""
+        task = self.tasks.get(task_id)
+        if task is None or task.leaf is None or task.evaluation is None:
+            return None
+        try:
+            published = _published_contributions(view)
+            task_entry, evaluation = _task_entry(view), _evaluation_entry(view)
+        except (KeyError, TypeError, AttributeError):
+            return None
+        logged = task.logged()
+        if (
+            _jcs_leaf(task_entry) != task.leaf
+            or _jcs_leaf(evaluation) != task.evaluation[1]
+            or [leaf for _, leaf in logged] != [_jcs_leaf(entry) for entry in published]
+        ):
+            return None
+        return {
+            "index": task.index,
+            "entry": task_entry,
+            "contributions": [
+                {"index": i, "entry": entry}
+                for (i, _), entry in zip(logged, published, strict=True)
+            ],
+            "evaluation": {"index": task.evaluation[0], "entry": evaluation},
+        }
+
+
+def _published_contributions(view: dict[str, Any]) -> list[dict[str, Any]]:
+    """The contribution entries the evaluation's items make, in its order."""
+    return [
+        {
+            "type": CONTRIBUTION,
+            "task_id": view["id"],
+            "contribution_id": item["contribution_id"],
+            **item_sealed_as(item),
+            "received_at": item["received_at"],
+        }
+        for item in view["evaluation"]["contributions"]
+    ]
+
+
+def _evaluation_entry(view: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": EVALUATION,
+        "task_id": view["id"],
+        "outcome": view["outcome"],
+        "evaluated_at": view["evaluated_at"],
+        "evaluation_digest": canonical_digest(view["evaluation"]),
+    }
 
 
 def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[str]:
@@ -1619,16 +1849,7 @@ def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[st
         if logged["evaluation"] is not None:
             problems.append("the log holds an evaluation entry for a task published as open")
         return problems
-    published = [
-        {
-            "type": CONTRIBUTION,
-            "task_id": view["id"],
-            "contribution_id": item["contribution_id"],
-            **item_sealed_as(item),
-            "received_at": item["received_at"],
-        }
-        for item in evaluation["contributions"]
-    ]
+    published = _published_contributions(view)
     in_log = [c["entry"] for c in logged["contributions"]]
     logged_ids = {e["contribution_id"]: e for e in in_log}
     published_ids = {e["contribution_id"]: e for e in published}
@@ -1647,13 +1868,7 @@ def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[st
         )
     if not problems and published != in_log:
         problems.append("the evaluation lists its contributions in another order than received")
-    expected = {
-        "type": EVALUATION,
-        "task_id": view["id"],
-        "outcome": view["outcome"],
-        "evaluated_at": view["evaluated_at"],
-        "evaluation_digest": canonical_digest(evaluation),
-    }
+    expected = _evaluation_entry(view)
     if logged["evaluation"] is None:
         problems.append("the task's evaluation entry is not in the log")
     elif logged["evaluation"]["entry"] != expected:
@@ -2084,7 +2299,7 @@ def command_task(site: Site, reference: str) -> int:
     if trusted is None:
         return _finish(report)
     served = site.get_json(f"/api/log/tasks/{view['id']}")["entries"]
-    rules = LogRules()
+    rules, applied = LogRules(), []
     for item in served:
         entry = item["entry"]
         if item["index"] >= trusted.size:
@@ -2099,14 +2314,15 @@ def command_task(site: Site, reference: str) -> int:
         )
         if index is not None and index != item["index"]:
             report.fail(f"{describe(entry)} was served at index {item['index']}, proven at {index}")
-        for problem in rules.apply(item["index"], entry):
+        applied.append((item["index"], entry))
+        for problem in rules.apply(item["index"], entry, _jcs_leaf(entry)):
             report.fail(f"the log's rules: {problem}")
         if entry.get("type") == CONTRIBUTION and site.witnesses:
             report.check(
                 f"{describe(entry)} was witnessed within the merge delay",
                 lambda i=item["index"], e=entry: site.witnessed_in_time(i, e),
             )
-    logged = rules.tasks.get(view["id"])
+    logged = rules.logged(view["id"], applied)
     if logged is None:
         report.fail("the task's entry is not in the log")
     else:
@@ -2283,9 +2499,14 @@ def command_log(site: Site, full: bool) -> int:
     return _finish(report)
 
 
+MONITOR_STATE = 2  # the version of monitor.json this verifier writes; it reads every earlier one
+
+
 def command_monitor(site: Site) -> int:
-    """Reads only what it has not read before; its state is saved only when everything checks,
-    so a failure is reported again on every run until it is explained."""
+    """Reads only what it has not read before, a bundle at a time through the tree and the rules,
+    keeping of the entries only what the rules and the evaluations need; its state is saved only
+    when everything checks, so a failure is reported again on every run until it is explained.
+    Nothing read is trusted before the root: the evaluations are checked after it matches."""
     report = Report()
     trusted = report.check(
         "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
@@ -2294,46 +2515,87 @@ def command_monitor(site: Site) -> int:
         return _finish(report)
     state_file = site.home / "monitor.json"
     saved = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {}
+    if saved.get("version", 1) > MONITOR_STATE:
+        report.fail(
+            f"{state_file} was written by a later verifier (state version {saved['version']}); "
+            "run that one, or move the file away to read the log from its start"
+        )
+        return _finish(report)
     tree = CompactRange.loaded(saved["tree"]) if saved else CompactRange()
-    rules = LogRules(saved.get("rules"))
+    rules = LogRules.loaded(saved.get("rules"), saved.get("version", 1))
+    del saved
     if tree.size > trusted.size:
         report.fail(f"the monitor read {tree.size} entries before; the log now has {trusted.size}")
         return _finish(report)
+    start = tree.size
     evaluated: dict[str, None] = {}  # each task once, however many evaluation entries it has
     try:
-        entries = site.entries(tree.size, trusted.size)
+        for index, raw in site.entries(start, trusted.size):
+            leaf = leaf_hash(raw)
+            tree.append(leaf)
+            entry = json.loads(raw)
+            canonical = rfc8785.dumps(entry)
+            if canonical != raw:
+                report.fail(f"entry {index} is not in its canonical (JCS) form")
+                leaf = leaf_hash(canonical)
+            for problem in rules.apply(index, entry, leaf):
+                report.fail(f"the log's rules: {problem}")
+            if entry.get("type") == EVALUATION:
+                evaluated[str(entry["task_id"])] = None
     except Failed as failure:
         report.fail(str(failure))
         return _finish(report)
-    for index, raw in entries:
-        tree.append(leaf_hash(raw))
-        entry = json.loads(raw)
-        if rfc8785.dumps(entry) != raw:
-            report.fail(f"entry {index} is not in its canonical (JCS) form")
-        for problem in rules.apply(index, entry):
-            report.fail(f"the log's rules: {problem}")
-        if entry.get("type") == EVALUATION:
-            evaluated[str(entry["task_id"])] = None
     if tree.root() != trusted.root:
         report.fail("the entries served do not hash to the witnessed checkpoint's root")
         return _finish(report)
-    print(f"ok    {len(entries)} new entries read, {tree.size} in all, root recomputed")
+    print(f"ok    {tree.size - start} new entries read, {tree.size} in all, root recomputed")
     for task_id in evaluated:
-        view = site.get_json(f"/api/a2a-tasks/{task_id}")
-        problems = evaluation_problems(view, rules.tasks[task_id])
-        before = report.failures
-        _view_checks(report, view)
-        for problem in problems:
-            report.fail(f"task {task_id}: {problem}")
-        sealed_checks(report, site, view, rules.tasks[task_id])
-        if report.failures == before:
-            print(f"ok    task {task_id}: its evaluation matches its logged contributions")
+        _evaluation_monitored(report, site, rules, task_id)
     if not report.failures:
-        site.home.mkdir(parents=True, exist_ok=True)
-        state_file.write_text(
-            json.dumps({"tree": tree.saved(), "rules": rules.saved()}), encoding="utf-8"
-        )
+        for task_id in evaluated:
+            rules.tasks[task_id].checked()
+        _monitor_save(state_file, tree, rules)
     return _finish(report)
+
+
+def _evaluation_monitored(report: Report, site: Site, rules: LogRules, task_id: str) -> None:
+    """A task evaluated in the entries just read, its published evaluation against its logged
+    entries: those it publishes itself when their hashes are the logged ones, else those the site
+    serves for it, held to the logged hashes, which say what differs."""
+    task = rules.tasks.get(task_id)
+    if task is None or task.leaf is None:
+        return  # the rules failed it: no task entry, or a second evaluation entry
+    view = site.get_json(f"/api/a2a-tasks/{task_id}")
+    logged = rules.logged_as_published(task_id, view)
+    if logged is None:
+        served = site.get_json(f"/api/log/tasks/{task_id}")["entries"]
+        try:
+            logged = rules.logged(task_id, ((item["index"], item["entry"]) for item in served))
+        except Failed as failure:
+            report.fail(f"task {task_id}: {failure}")
+            return
+    assert logged is not None
+    problems = evaluation_problems(view, logged)
+    before = report.failures
+    _view_checks(report, view)
+    for problem in problems:
+        report.fail(f"task {task_id}: {problem}")
+    sealed_checks(report, site, view, logged)
+    if report.failures == before:
+        print(f"ok    task {task_id}: its evaluation matches its logged contributions")
+
+
+def _monitor_save(state_file: Path, tree: CompactRange, rules: LogRules) -> None:
+    """Written a task at a time to a file beside it, then put in its place: a run stopped while
+    saving leaves the state before it."""
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    writing = state_file.with_name(state_file.name + ".new")
+    with writing.open("w", encoding="utf-8") as out:
+        out.write(f'{{"version":{MONITOR_STATE},"tree":{json.dumps(tree.saved())},"rules":')
+        for part in rules.saved_json():
+            out.write(part)
+        out.write("}")
+    writing.replace(state_file)
 
 
 def command_seal(
@@ -2510,7 +2772,7 @@ def _logged_task(
     report: Report, site: Site, task_id: str, trusted: Checkpoint
 ) -> dict[str, Any] | None:
     """The task's entries as the log's rules read them, each proven under the checkpoint."""
-    rules = LogRules()
+    rules, applied = LogRules(), []
     for item in site.get_json(f"/api/log/tasks/{task_id}")["entries"]:
         if item["index"] >= trusted.size:
             continue
@@ -2519,8 +2781,9 @@ def _logged_task(
             lambda e=item["entry"]: site.included(e, trusted),
         )
         if index is not None and index == item["index"]:
-            rules.apply(index, item["entry"])
-    logged = rules.tasks.get(task_id)
+            applied.append((index, item["entry"]))
+            rules.apply(index, item["entry"], _jcs_leaf(item["entry"]))
+    logged = rules.logged(task_id, applied)
     if logged is None:
         report.fail("the task's entry is not in the log")
     return logged

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 
+import rfc8785
+
 from ledger.models import Leaf
 from ledger.services import log_sequence
 from tasks.evaluation import task_evaluate
 from tasks.models import Task
 from tests.factories import contribution_payload, contribution_report
+from tests.ledger.conftest import load_verifier
 from tests.ledger.keeper import (
     VERDICTS,
     contribution_entry,
@@ -206,3 +209,58 @@ def test_before_the_deadline_the_log_tells_no_sealed_verdict(
         digest({"report_digest": digest(reports[v]), "salt": receipts[v]["salt"]}) for v in VERDICTS
     }
     assert {entry["commitment"] for entry in logged} == salted, "with the salt, it opens"
+
+
+def _state_kept_entry_by_entry(entries: list[dict], changed: dict | None = None) -> dict:
+    """monitor.json as a monitor that kept every entry parsed saved it, after `entries` (the log's
+    first ones): the tree's compact range, and each task with its entries. `changed` replaces the
+    last contribution entry kept, as a state that remembers another entry would."""
+    verifier = load_verifier()
+    tree = verifier.CompactRange()
+    tasks: dict = {}
+    contributions: dict = {}
+    for index, entry in enumerate(entries):
+        tree.append(verifier.leaf_hash(rfc8785.dumps(entry)))
+        if entry["type"] == "cairn.log/task":
+            tasks[entry["task_id"]] = {
+                "index": index,
+                "entry": entry,
+                "contributions": [],
+                "evaluation": None,
+            }
+        else:
+            tasks[entry["task_id"]]["contributions"].append({"index": index, "entry": entry})
+            contributions[entry["contribution_id"]] = entry["task_id"]
+    if changed is not None:
+        tasks[entries[0]["task_id"]]["contributions"][-1]["entry"] = changed
+    return {"tree": tree.saved(), "rules": {"tasks": tasks, "contributions": contributions}}
+
+
+def test_the_monitor_reads_the_state_an_earlier_monitor_saved_and_holds_the_log_to_it(
+    verify, evaluated, tmp_path
+):
+    assert verify("monitor").returncode == 0
+    (state_file,) = (tmp_path / "home" / "verify").glob("*/monitor.json")
+    assert json.loads(state_file.read_text())["version"] == 2
+    entries = [json.loads(leaf.entry) for leaf in Leaf.objects.order_by("index")]
+    assert [e["type"] for e in entries] == [
+        "cairn.log/task",
+        "cairn.log/contribution",
+        "cairn.log/contribution",
+        "cairn.log/evaluation",
+    ]
+
+    state_file.write_text(json.dumps(_state_kept_entry_by_entry(entries[:3])))
+    run = verify("monitor")
+    assert run.returncode == 0, run.stdout
+    assert "1 new entries read, 4 in all" in run.stdout
+    assert "its evaluation matches its logged contributions" in run.stdout
+    assert json.loads(state_file.read_text())["version"] == 2, "saved in the compact form"
+    assert "0 new entries read, 4 in all" in verify("monitor").stdout
+
+    other = entries[2] | {"received_at": "2020-01-01T00:00:00.000Z"}
+    state_file.write_text(json.dumps(_state_kept_entry_by_entry(entries[:3], changed=other)))
+    caught(verify("monitor"), "the site does not serve entry 2 of the task as its log holds it")
+
+    state_file.write_text(json.dumps({"version": 3}))
+    caught(verify("monitor"), "was written by a later verifier (state version 3)")
