@@ -24,10 +24,6 @@ NOT_RUN = {
     "port 80, which a test cannot bind without root; Cairn's own answers do not depend on it",
     ("docs/mcp.md", '~/.cairn/venv/bin/pip install "mcp~=2.3.0"'): "installs the local MCP "
     "server's dependencies from the package index; the uv route beside it is run",
-    ("docs/walkthrough.md", "npm install @a2a-js/sdk@1.3.0"): "installs the SDK from the npm "
-    "registry; the script runs beside tests/a2a/js's node_modules, the same pinned SDK",
-    ("docs/walkthrough.md", "node cairn_walkthrough.mjs"): "runs the script the tests run with "
-    "node, from the folder the npm block makes",
     ("docs/walkthrough.md", 'cairn_verify.py" seal'): "needs a site with keypers; "
     "tests/ledger/test_verifier_seal.py runs the verifier's seal against one",
 }

@@ -19,7 +19,7 @@ import pytest
 from ledger.services import log_sequence
 from tests.a2a.conftest import JS_DIR, node  # noqa: F401  (the Node.js fixture)
 from tests.deploy.postgres import free_port
-from tests.docs import ROOT, doc_block, doc_blocks, pages
+from tests.docs import ROOT, doc_block, doc_blocks, doc_text, pages
 
 # This interpreter's folder holds python3 and uv, as a reader's PATH does after the set-up.
 TOOLS = str(Path(sys.executable).parent)
@@ -309,40 +309,70 @@ def test_the_printed_python_walkthrough_is_the_one_try_it_runs():
     assert printed + "\n" == (ROOT / "docs" / "cairn_walkthrough.py").read_text()
 
 
+def _in_order(set_up: str, script: str, run: str, saved_as: str) -> str:
+    """A walk-through's three blocks as one shell script, in the order printed, with the reader's
+    saving of the script in its place: after the block that makes the folder, before the run."""
+    text = doc_text(WALKTHROUGH)
+    assert text.index(set_up) < text.index(script) < text.index(run)
+    told = text[text.index(set_up) : text.index(script)]
+    assert f"Save the block below in that folder as `{saved_as}`" in told
+    return "\n".join([set_up, f"cat > {saved_as} <<'SAVED'\n{script}\nSAVED", run])
+
+
+def _after(said: str, first_word: str) -> list[str]:
+    """The script's own lines: what it printed from the first line starting with `first_word`,
+    after pip's or npm's."""
+    lines = said.splitlines()
+    return lines[[line.split(" ")[0] for line in lines].index(first_word) :]
+
+
 def test_the_python_walkthrough_runs_block_by_block_in_the_order_printed(
     live_url, settings, tmp_path
 ):
     # Given the server's minimum deadline as `make run` sets it
     settings.CAIRN_TASK_DEADLINE_MIN_S = 30
-    # And the page's blocks in the order printed: make the folder, save the script there, run it
-    [set_up, run] = [
+    commands = _in_order(
         doc_block(WALKTHROUGH, 'pip install "a2a-sdk==1.3.0" rfc8785'),
-        doc_block(WALKTHROUGH, "cairn_walkthrough.py", "sh"),
-    ]
-    text = _text_between(WALKTHROUGH, set_up, run)
-    assert "Save the block below in that folder as `cairn_walkthrough.py`" in text
-    script = doc_block(WALKTHROUGH, "asyncio.run(main())", "python")
-    assert text.index(script) > 0
-    saved = f"cat > cairn_walkthrough.py <<'SAVED'\n{script}\nSAVED"
+        doc_block(WALKTHROUGH, "asyncio.run(main())", "python"),
+        doc_block(WALKTHROUGH, "python3 cairn_walkthrough.py"),
+        "cairn_walkthrough.py",
+    )
 
-    # When a reader runs them, one after the other, in one shell
-    result = _bash("\n".join([set_up, saved, run]), tmp_path, CAIRN_URL=live_url)
+    # When a reader runs the page's blocks one after the other, in one shell
+    result = _bash(commands, tmp_path, CAIRN_URL=live_url)
 
-    # Then, after pip's lines, the walk-through posts, contributes and reads the evaluation, all
-    # on this one server
+    # Then the walk-through posts, contributes and reads the evaluation, on this one server
     assert result.returncode == 0, result.stdout + result.stderr
-    said = result.stdout.splitlines()
-    lines = said[[line.split(" ")[0] for line in said].index("posted") :]
+    lines = _after(result.stdout, "posted")
     assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[0]), result.stdout
     assert lines[3] == "TASK_STATE_COMPLETED resolved source_supported", result.stdout
     assert len(list((tmp_path / "cairn-walkthrough-py" / "receipts").glob("*.json"))) == 2
 
 
-def _text_between(page: str, first: str, last: str) -> str:
-    """What a reader reads from the block `first` to the block `last`, both included."""
-    text = (ROOT / page).read_text()
-    start = text.index(first)
-    return text[start : text.index(last, start) + len(last)]
+def test_the_js_walkthrough_runs_block_by_block_in_the_order_printed(
+    live_url,
+    settings,
+    tmp_path,
+    node,  # noqa: F811
+):
+    settings.CAIRN_TASK_DEADLINE_MIN_S = 30
+    commands = _in_order(
+        doc_block(WALKTHROUGH, "npm install @a2a-js/sdk@1.3.0"),
+        doc_block(WALKTHROUGH, "ClientFactory", "js"),
+        doc_block(WALKTHROUGH, "node cairn_walkthrough.mjs"),
+        "cairn_walkthrough.mjs",
+    )
+
+    result = _bash(
+        commands, tmp_path, CAIRN_URL=live_url, PATH=f"{Path(node).parent}:{os.environ['PATH']}"
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = _after(result.stdout, "card")
+    assert lines[0] == "card signature verified", result.stdout
+    assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[1]), result.stdout
+    assert lines[4].startswith("TASK_STATE_COMPLETED contested"), result.stdout
+    assert len(list((tmp_path / "cairn-walkthrough-js" / "receipts").glob("*.json"))) == 2
 
 
 def test_the_json_rpc_call_with_curl_runs_as_printed(live_url, poster, post_task, tmp_path):
