@@ -58,7 +58,7 @@ run: migrate
 	@echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: make superuser, then /admin/)"
 	@echo "In another terminal, before the walk-throughs, MCP or the verifier:"
 	@echo "  export CAIRN_URL=http://$(HOST):$(PORT)"
-	@echo "Developer's settings: DEBUG, and deadlines from $${CAIRN_TASK_DEADLINE_MIN_S:-30} s ahead (CAIRN_TASK_DEADLINE_MIN_S)"
+	@echo "Developer's settings: DEBUG=$${DEBUG:-true}, and a task's deadline may be $${CAIRN_TASK_DEADLINE_MIN_S:-30} s ahead (CAIRN_TASK_DEADLINE_MIN_S)"
 	@export DEBUG=$${DEBUG:-true} CAIRN_TASK_DEADLINE_MIN_S=$${CAIRN_TASK_DEADLINE_MIN_S:-30}; \
 	trap 'trap "" INT TERM; kill $$web $$worker $$grpc 2>/dev/null; wait' EXIT; \
 	trap 'exit 130' INT; trap 'exit 143' TERM; \
