@@ -31,12 +31,12 @@ from a2a_gateway.transport import ENDPOINT_PATH, Reply, json_bytes, method_refus
 from core.policy import cairn_version
 from core.schemas import model_schema
 from ledger.card_signing import JWKS_PATH, card_sign
+from ledger.entries import MAX_MERGE_DELAY
 from ledger.keypers import keyper_threshold, keypers_description
 from ledger.witnesses import witness_quorum
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
 VERIFIABLE_EXTENSION_URI = "urn:cairn:verifiable:v1"
-MAX_MERGE_DELAY_S = 60
 BEARER_SCHEME = "bearer"
 JSON = "application/json"
 CARD_PATH = "/.well-known/agent-card.json"
@@ -196,7 +196,7 @@ def agent_card(
                         "jwks": f"{site}{JWKS_PATH}",
                         "checkpoint": f"{site}/api/log/checkpoint",
                         "verifier": f"{site}/verify/cairn_verify.py",
-                        "max_merge_delay_s": MAX_MERGE_DELAY_S,
+                        "max_merge_delay_s": int(MAX_MERGE_DELAY.total_seconds()),
                         **witnesses,
                     },
                 ),

@@ -15,6 +15,9 @@ Safety, as SPEC §16 asks of every connection:
   connections and answers an outage with -32603 as every other request does;
 - after a failure the pool is left alone for a second, so while the database is down a request
   spends no time here before Django fails it fast.
+
+With replicas (`core.replicas`) each replica has a pool of its own beside the primary's; a read
+goes to a replica that serves, and to the primary when that replica fails it.
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ from functools import cache
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from psycopg import AsyncConnection
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
 from a2a_gateway.reads import DjangoSource, Row
+from core import replicas
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +55,9 @@ class _ProcessPool:
     pool: AsyncConnectionPool[AsyncConnection[Any]]
 
 
-# One pool per event loop (uvicorn runs one; a test may run a second beside its server's).
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _ProcessPool] = (
+# One pool per event loop (uvicorn runs one; a test may run a second beside its server's) and
+# database (the primary's alias, and each replica's).
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _ProcessPool]] = (
     weakref.WeakKeyDictionary()
 )
 _unavailable_until = 0.0
@@ -72,12 +77,13 @@ def is_available() -> bool:
 _NOT_LIBPQ = ("cursor_factory", "context", "prepare_threshold")
 
 
-def _conninfo() -> str:
-    """Django's connection parameters (the URL's libpq parameters among them: `sslmode`,
-    `options`, ... SPEC §16), with the pool's own additions where the URL leaves room."""
+def _conninfo(alias: str) -> str:
+    """Django's connection parameters of database `alias` (the URL's libpq parameters among
+    them: `sslmode`, `options`, ... SPEC §16), with the pool's own additions where the URL leaves
+    room."""
     parameters = {
         name: value
-        for name, value in connection.get_connection_params().items()
+        for name, value in connections[alias].get_connection_params().items()
         if name not in _NOT_LIBPQ
     }
     # The pool names itself only when the URL names no application.
@@ -98,12 +104,13 @@ def _behind_transaction_pooler() -> bool:
     return settings.CAIRN_DB_POOLER == "transaction"
 
 
-async def _current_pool() -> AsyncConnectionPool[AsyncConnection[Any]]:
+async def _current_pool(alias: str) -> AsyncConnectionPool[AsyncConnection[Any]]:
     loop = asyncio.get_running_loop()
-    current = _pools.get(loop)
+    loop_pools = _pools.setdefault(loop, {})
+    current = loop_pools.get(alias)
     if current is None or current.pid != os.getpid():
         pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
-            _conninfo(),
+            _conninfo(alias),
             min_size=1,
             max_size=POOL_MAX_SIZE,
             timeout=POOL_TIMEOUT_S,
@@ -118,15 +125,15 @@ async def _current_pool() -> AsyncConnectionPool[AsyncConnection[Any]]:
             name="cairn-reads",
         )
         await pool.open(wait=False)
-        current = _pools[loop] = _ProcessPool(os.getpid(), pool)
+        current = loop_pools[alias] = _ProcessPool(os.getpid(), pool)
     return current.pool
 
 
 async def close() -> None:
-    """Close the running loop's pool (at the server's shutdown)."""
-    current = _pools.pop(asyncio.get_running_loop(), None)
-    if current is not None and current.pid == os.getpid():
-        await current.pool.close()
+    """Close the running loop's pools (at the server's shutdown)."""
+    for current in _pools.pop(asyncio.get_running_loop(), {}).values():
+        if current.pid == os.getpid():
+            await current.pool.close()
 
 
 class Unavailable(Exception):
@@ -135,9 +142,17 @@ class Unavailable(Exception):
 
 
 class PoolSource:
-    """`reads.Source` on this module's pool; the evaluation, which writes, on Django's thread."""
+    """`reads.Source` on this module's pools; the evaluation, which writes, on Django's thread.
+    `on_replicas`: read on a replica that serves, when there is one."""
 
     _django = DjangoSource(in_request_cycle=True)
+
+    def __init__(self, *, on_replicas: bool = True) -> None:
+        self.on_replicas = on_replicas and bool(replicas.configured())
+        self._primary = PoolSource(on_replicas=False) if self.on_replicas else self
+
+    def primary(self) -> PoolSource:
+        return self._primary
 
     def prepare(self, name: str, value: Any) -> Any:
         return value  # psycopg adapts a UUID and an aware datetime itself
@@ -147,11 +162,14 @@ class PoolSource:
 
     async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]:
         global _unavailable_until
+        replica = replicas.replica() if self.on_replicas else None
+        if replica is not None:
+            try:
+                return await _rows_on(replica, sql, params)
+            except Exception as exc:  # the primary answers instead
+                replicas.failed(replica, exc)
         try:
-            pool = await _current_pool()
-            async with pool.connection() as conn:
-                cursor = await conn.execute(sql, params)
-                return await cursor.fetchall()
+            return await _rows_on(DEFAULT_DB_ALIAS, sql, params)
         except Exception as exc:
             logger.info("stored read failed, answered through Django: %s", type(exc).__name__)
             _unavailable_until = time.monotonic() + FAIL_FAST_S
@@ -159,6 +177,13 @@ class PoolSource:
 
     async def evaluated(self, key: uuid.UUID | None) -> None:
         await self._django.evaluated(key)
+
+
+async def _rows_on(alias: str, sql: str, params: dict[str, Any]) -> list[Row]:
+    pool = await _current_pool(alias)
+    async with pool.connection() as conn:
+        cursor = await conn.execute(sql, params)
+        return await cursor.fetchall()
 
 
 POOL_SOURCE = PoolSource()

@@ -9,7 +9,9 @@ statement runs again, so no read shows a task open past its deadline and none re
 its own. Refusals are the SDK's own A2A errors, which each binding writes in its own form.
 
 Where the statement runs is the caller's (`Source`): on Django's connection, or on the ASGI
-app's own pool on the event loop (`a2a_gateway.read_pool`); both run the same text.
+app's own pool on the event loop (`a2a_gateway.read_pool`); both run the same text, on a replica
+where one serves (`core.replicas`). A replica may be behind: what it shows due, or a task it does
+not have, is read again on the primary (`Source.primary`), after the evaluation.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
 
+import psycopg
 from a2a.types import (
     GetTaskRequest,
     InvalidParamsError,
@@ -34,12 +37,12 @@ from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import validate_history_length
 from asgiref.sync import sync_to_async
 from django.core import signals
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from a2a_gateway.evaluated_forms import EVALUATED_FORMS
 from a2a_gateway.models import TaskForm
-from core import statements
+from core import replicas, statements
 from core.cursors import keyset_cursor, keyset_position
 from core.errors import Refusal
 from core.policy import A2A_TASK_STATES, PAGE_CAP
@@ -65,7 +68,8 @@ class Source(Protocol):
     """Where the read's statement runs, and how its values cross: `prepare` turns a value into
     the statement's parameter for a column of `TaskForm`, `read_back` the values read of its
     columns `names` into Python's. `evaluated` runs the domain's evaluation on Django's thread:
-    of one task, or of every task due (None)."""
+    of one task, or of every task due (None). `primary` is the source that reads the primary
+    database: itself, unless it reads replicas."""
 
     def prepare(self, name: str, value: Any) -> Any: ...
 
@@ -74,6 +78,8 @@ class Source(Protocol):
     async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]: ...
 
     async def evaluated(self, key: uuid.UUID | None) -> None: ...
+
+    def primary(self) -> Source: ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,9 +309,12 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
         return StoredTask(kept, None)
     sql = _task_sql(connection.vendor, TASK_FORMS[version])
     rows = await source.rows(sql, _task_params(key, timezone.now(), source))
-    if rows and rows[0][2]:
-        await source.evaluated(key)
-        rows = await source.rows(sql, _task_params(key, timezone.now(), source))
+    if not rows or rows[0][2]:
+        primary = source.primary()
+        if rows:
+            await primary.evaluated(key)
+        if rows or primary is not source:
+            rows = await primary.rows(sql, _task_params(key, timezone.now(), primary))
     if not rows:
         raise TaskNotFoundError(message="no task has this id")
     text, status, _, open_until = rows[0]
@@ -339,8 +348,9 @@ async def read_page(request: ListTasksRequest, sent_status: Any, source: Source)
         return StoredPage([], "", query.page_size, 0, query.include_artifacts, [])
     rows = await source.rows(*_page_statement(query, timezone.now(), source))
     if rows and rows[0][0]:
-        await source.evaluated(None)
-        rows = await source.rows(*_page_statement(query, timezone.now(), source))
+        primary = source.primary()
+        await primary.evaluated(None)
+        rows = await primary.rows(*_page_statement(query, timezone.now(), primary))
     return _page_of(query, rows, source)
 
 
@@ -390,10 +400,20 @@ def _evaluated(key: uuid.UUID | None) -> None:
 class DjangoSource:
     """The statements on Django's connection, one hop to its thread each. `in_request_cycle`:
     send Django's request signals around each hop, for a caller outside Django's request cycle
-    (the ASGI app), so the connection is checked and given back."""
+    (the ASGI app), so the connection is checked and given back. `on_replicas`: read on a
+    replica that serves, when there is one."""
 
-    def __init__(self, *, in_request_cycle: bool = False) -> None:
+    def __init__(self, *, in_request_cycle: bool = False, on_replicas: bool = True) -> None:
         self.in_request_cycle = in_request_cycle
+        self.on_replicas = on_replicas and bool(replicas.configured())
+        self._primary = (
+            DjangoSource(in_request_cycle=in_request_cycle, on_replicas=False)
+            if self.on_replicas
+            else self
+        )
+
+    def primary(self) -> DjangoSource:
+        return self._primary
 
     def prepare(self, name: str, value: Any) -> Any:
         return statements.db_value(TaskForm, name, value)
@@ -411,11 +431,25 @@ class DjangoSource:
             signals.request_finished.send(sender=DjangoSource)
 
     async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]:
+        replica = replicas.replica() if self.on_replicas else None
+        if replica is not None:
+            try:
+                on_replica: list[Row] = await sync_to_async(self._run)(
+                    _fetch_all_on, replica, sql, params
+                )
+                return on_replica
+            except (DatabaseError, psycopg.Error) as exc:
+                replicas.failed(replica, exc)
         found: list[Row] = await sync_to_async(self._run)(statements.fetch_all, sql, params)
         return found
 
     async def evaluated(self, key: uuid.UUID | None) -> None:
         await sync_to_async(self._run)(_evaluated, key)
+
+
+def _fetch_all_on(alias: str, sql: str, params: dict[str, Any]) -> list[Row]:
+    with replicas.reading_from(alias):
+        return statements.fetch_all(sql, params)
 
 
 DJANGO_SOURCE = DjangoSource()

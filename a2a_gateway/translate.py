@@ -12,25 +12,15 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from core.clock import parse_instant
 from core.errors import Refusal
+from core.json_input import ints_from_doubles
 
 JSON = "application/json"
 EVALUATION_ARTIFACT_ID = "evaluation"
 
 
-def ints_from_doubles(value: Any) -> Any:
-    """Undo protobuf's number model: a Struct holds every JSON number as a double, so `2` arrives
-    as `2.0`. Integral doubles become ints again, so the services see the JSON the agent wrote."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: ints_from_doubles(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [ints_from_doubles(item) for item in value]
-    return value
-
-
 def data_of(part: Part) -> Any:
-    """The JSON value of a data part, numbers restored."""
+    """The JSON value of a data part, numbers restored: a Struct holds every JSON number as a
+    double, so `2` arrives as `2.0`."""
     return ints_from_doubles(MessageToDict(part.data))
 
 

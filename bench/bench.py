@@ -1,4 +1,4 @@
-"""Cairn's benchmark driver (issue 7). Standard library + psycopg only; run it through bench/run.sh.
+"""Cairn's benchmark driver. Standard library + psycopg only; run it through bench/run.sh.
 
     .venv/bin/python bench/bench.py setup            # databases, migrations, fixtures (skips what exists)
     .venv/bin/python bench/bench.py run [--only ...]  # servers on core 0, wrk on core 1, results to bench/results/

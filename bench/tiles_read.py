@@ -1,4 +1,4 @@
-"""The monitor's first read of the whole log through its tiles (SPEC §15.5, issue 27): how long
+"""The monitor's first read of the whole log through its tiles (SPEC §15.5): how long
 `cairn_verify.py monitor` takes over a 100,000-entry log served by a live Cairn.
 
     PYTHONPATH=. taskset -c 1 .venv/bin/python bench/tiles_read.py [entries]

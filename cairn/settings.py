@@ -197,27 +197,28 @@ if CAIRN_DB_POOLER not in {"", "transaction"}:
     )
 
 
-def _libpq_parameters(options: dict[str, Any]) -> dict[str, str]:
+def _libpq_parameters(options: dict[str, Any], setting: str) -> dict[str, str]:
     """The URL's query string as libpq connection parameters; one libpq does not know, or given
     twice, stops start-up here rather than failing every connection later."""
     parameters = {}
     for name, value in options.items():
         if isinstance(value, list):
-            raise ImproperlyConfigured(f"DATABASE_URL gives {name} more than once")
+            raise ImproperlyConfigured(f"{setting} gives {name} more than once")
         parameters[name] = str(value)
     try:
         make_conninfo(**parameters)
     except psycopg.ProgrammingError as exc:
-        raise ImproperlyConfigured(f"DATABASE_URL's query string: {exc}") from None
+        raise ImproperlyConfigured(f"{setting}'s query string: {exc}") from None
     return parameters
 
 
-def _database(url: str) -> dict:
+def _database(url: str, setting: str = "DATABASE_URL") -> dict:
+    """The Django database of a URL; `setting` names where the URL came from in any error."""
     try:
         config = dj_database_url.parse(url, conn_max_age=60)
     except Exception as exc:  # dj-database-url raises several types for a bad URL
         raise ImproperlyConfigured(
-            f"DATABASE_URL is not a database URL Cairn understands: {exc}"
+            f"{setting} is not a database URL Cairn understands: {exc}"
         ) from None
     if config["ENGINE"] == "django.db.backends.sqlite3":
         config["CONN_MAX_AGE"] = 0
@@ -263,13 +264,13 @@ def _database(url: str) -> dict:
                 "reconnect_timeout": 4,
             },
             "connect_timeout": 3,
-            **_libpq_parameters(config.get("OPTIONS", {})),
+            **_libpq_parameters(config.get("OPTIONS", {}), setting),
             "server_side_binding": True,
             "prepare_threshold": None if CAIRN_DB_POOLER == "transaction" else 5,
         }
         config["DISABLE_SERVER_SIDE_CURSORS"] = CAIRN_DB_POOLER == "transaction"
     else:
-        raise ImproperlyConfigured("DATABASE_URL must name SQLite or PostgreSQL")
+        raise ImproperlyConfigured(f"{setting} must name SQLite or PostgreSQL")
     return dict(config)
 
 
@@ -278,6 +279,37 @@ if not env_str("DATABASE_URL"):
 DATABASES = {
     "default": _database(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'cairn.sqlite3'}"))
 }
+
+
+def _replicas(raw: str, primary: dict) -> dict[str, dict]:
+    """PostgreSQL streaming replicas of the primary, for public reads (`core.replicas`): one URL
+    or several, separated by commas or whitespace, each with `DATABASE_URL`'s options. Django
+    knows each as `replica1`, `replica2`, ...; tests never create them (they mirror the primary).
+    `primary`: the primary's database, which they stream."""
+    urls = raw.replace(",", " ").split()
+    if urls and primary["ENGINE"] != "cairn.postgresql":
+        raise ImproperlyConfigured(
+            "DATABASE_REPLICA_URLS needs DATABASE_URL to name PostgreSQL: replicas stream a "
+            "PostgreSQL primary"
+        )
+    found = {}
+    for number, url in enumerate(urls, start=1):
+        config = _database(url, f"DATABASE_REPLICA_URLS' URL {number}")
+        if config["ENGINE"] != "cairn.postgresql":
+            raise ImproperlyConfigured(
+                f"DATABASE_REPLICA_URLS' URL {number} must name PostgreSQL, as DATABASE_URL does"
+            )
+        config["TEST"] = {"MIRROR": "default"}
+        found[f"replica{number}"] = config
+    return found
+
+
+DATABASES.update(_replicas(env_str("DATABASE_REPLICA_URLS"), DATABASES["default"]))
+# Public reads go to a replica (`core.replicas`); everything else, and everything while no
+# replica is configured, to the primary. Without replicas no router runs at all.
+DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []
+# A replica further behind the primary than this is skipped until it has caught up.
+CAIRN_REPLICA_MAX_LAG_S = env_int("CAIRN_REPLICA_MAX_LAG_S", 5, minimum=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en"

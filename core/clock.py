@@ -30,6 +30,19 @@ INSTANT_FORM = "YYYY-MM-DDTHH:MM:SS.sssZ (UTC, such as 2026-05-01T12:00:00.000Z)
 # What pydantic would otherwise quote to an agent as a regular expression.
 INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
 
+_YEAR = r"(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_MONTH_DAY = (
+    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    r"|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+)
+_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
+# Exactly the texts `parse_instant` takes: the form, and a day the calendar has (February 29 in leap
+# years only; no year 0, no hour 24, no leap second). The published schemas state it, so a client
+# or a fuzzer that follows them never writes an instant the server refuses for its shape.
+REAL_INSTANT_PATTERN = f"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)T{_TIME}$"
+
 
 def parse_instant(text: str) -> datetime:
     """Parse the exact `YYYY-MM-DDTHH:MM:SS.sssZ` form; raise ValueError for anything else."""

@@ -66,3 +66,17 @@ def parse_json(raw: bytes) -> Any:
                 "the body holds a lone surrogate (\\ud800 to \\udfff unpaired)"
             ) from None
     return value
+
+
+def ints_from_doubles(value: Any) -> Any:
+    """JSON has one kind of number: `2.0` and `2` are the same value (JSON Schema's `integer` takes
+    both, and RFC 8785 writes both as `2`), while Python, and so the strict payload models, tell a
+    float from an int. Integral floats become ints, so every door judges the value, not how it was
+    written: A2A's Struct sends every number as a double, and a client may write `2.0` by hand."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: ints_from_doubles(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [ints_from_doubles(item) for item in value]
+    return value

@@ -42,6 +42,8 @@ from django.db.models import (
 from django.db.models.expressions import Col
 from psycopg.types.json import Jsonb
 
+from core.replicas import reading
+
 Converter = Callable[[Any, Col, Any], Any]
 M = TypeVar("M", bound=Model)
 
@@ -181,13 +183,16 @@ Params = Sequence[Any] | Mapping[str, Any]
 
 
 def fetch_one(sql: str, params: Params) -> tuple[Any, ...] | None:
-    with connection.cursor() as cursor:
+    """One row, read where this context reads (`core.replicas.reading`: the primary unless a
+    public read chose a replica)."""
+    with connections[reading()].cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()
 
 
 def fetch_all(sql: str, params: Params) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
+    """Every row, read where this context reads, as `fetch_one`."""
+    with connections[reading()].cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from agents.services import WriteResult
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
-from core.json_input import InvalidJson, parse_json
+from core.json_input import InvalidJson, ints_from_doubles, parse_json
 from core.policy import PAGE_CAP, body_limit
 
 PAGE_KEYS = ("mode", "limit", "cursor")
@@ -88,8 +88,9 @@ def paged_list(
 
 
 def json_body(request: Request) -> Any:
-    """The body parsed as JSON, whatever its Content-Type claims; any JSON value is returned as is
-    (a payload that is not an object is the service's to refuse, with `invalid_payload`)."""
+    """The body parsed as JSON, whatever its Content-Type claims, integral numbers as ints (as the
+    A2A door reads them); any JSON value is returned (a payload that is not an object is the
+    service's to refuse, with `invalid_payload`)."""
     try:
         raw = request.body
     except RequestDataTooBig:  # a chunked body has no Content-Length for ApiView to check first
@@ -98,7 +99,7 @@ def json_body(request: Request) -> Any:
             ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {limit // 1024} KiB"
         ) from None
     try:
-        return parse_json(raw)
+        return ints_from_doubles(parse_json(raw))
     except InvalidJson as error:
         raise Refusal(ErrorCode.INVALID_JSON, str(error)) from None
 

@@ -25,6 +25,7 @@ from calls.published_schemas import (
 )
 from calls.view_models import CallAnswerResult, CallDetailView, CallView
 from core.caching import Shown, mark_shown
+from core.cursors import CURSOR_FORM
 from core.errors import ErrorCode
 from core.policy import CALL_MODES, TASK_MODES, WWW_AUTHENTICATE
 from core.schemas import DIALECT
@@ -38,6 +39,7 @@ from http_api.inputs import (
     MAX_LIMIT,
     REPLAYED_HEADER,
 )
+from ledger.keypers import keypers_configured
 from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tasks.view_models import ContributionReport, KeyperReceipt, Receipt, TaskView
 
@@ -130,16 +132,10 @@ _REFUSAL = _object(
 # Response shapes that are plain wrappers around the view models.
 _WRAPPERS: dict[str, dict[str, Any]] = {
     "Refusal": _REFUSAL,
+    "NotAcceptable": _object({"detail": {"type": "string"}}),
     "TaskList": _page("tasks", "TaskView"),
     "CallList": _page("calls", "CallView"),
     "TaskPosted": _object({"task": _ref("TaskView")}),
-    "ContributionSubmission": {
-        "description": (
-            "A contribution in either form: the plain report, or one sealed to the site's keypers "
-            "(taken only when the card lists keypers)."
-        ),
-        "oneOf": [_ref("ContributionPayload"), _ref("SealedContributionPayload")],
-    },
     "AnyReceipt": {
         "description": "The receipt of a plain contribution, or of a keyper-sealed one.",
         "oneOf": [_ref("Receipt"), _ref("KeyperReceipt")],
@@ -198,6 +194,8 @@ _MODELS: tuple[type[BaseModel], ...] = (
     RegistrationPayload,
 )
 
+# Every route checks the body's size before anything else (`ApiView.initial`), reads included.
+_READ = (ErrorCode.PAYLOAD_TOO_LARGE, ErrorCode.INVALID_QUERY)
 _WRITE = (
     ErrorCode.PAYLOAD_TOO_LARGE,
     ErrorCode.UNAUTHORIZED,
@@ -233,7 +231,7 @@ _ROUTES: tuple[_Route, ...] = (
     _Route(
         "/api/a2a-tasks", "get", "tasks_list",
         "List tasks, newest status first (creation while open, evaluation after); keyset pages.",
-        200, "TaskList", (ErrorCode.INVALID_QUERY,), parameters=("task_mode", "limit", "cursor"),
+        200, "TaskList", _READ, parameters=("task_mode", "limit", "cursor"),
     ),
     _Route(
         "/api/a2a-tasks", "post", "task_post",
@@ -249,12 +247,12 @@ _ROUTES: tuple[_Route, ...] = (
     _Route(
         "/api/a2a-tasks/mine", "get", "tasks_mine",
         "The caller's own tasks and contributions, its sealed reports included, newest first.",
-        200, "Mine", (ErrorCode.UNAUTHORIZED, ErrorCode.INVALID_QUERY), token=True,
+        200, "Mine", (*_READ, ErrorCode.UNAUTHORIZED), token=True,
     ),
     _Route(
         "/api/a2a-tasks/{task_id}", "get", "task_get",
         "One task's public view (SPEC §3.2); an overdue task is evaluated first.",
-        200, "TaskView", (ErrorCode.INVALID_QUERY, ErrorCode.NOT_FOUND), parameters=("task_id",),
+        200, "TaskView", (*_READ, ErrorCode.NOT_FOUND), parameters=("task_id",),
     ),
     _Route(
         "/api/a2a-tasks/{task_id}/contributions", "post", "contribution_submit",
@@ -272,12 +270,12 @@ _ROUTES: tuple[_Route, ...] = (
     _Route(
         "/api/a2a-calls", "get", "calls_list",
         "List the keeper's open calls, newest first; keyset pages.",
-        200, "CallList", (ErrorCode.INVALID_QUERY,), parameters=("call_mode", "limit", "cursor"),
+        200, "CallList", _READ, parameters=("call_mode", "limit", "cursor"),
     ),
     _Route(
         "/api/a2a-calls/{call_id}", "get", "call_get",
         "One call with its public answers (no agent id).",
-        200, "CallDetailView", (ErrorCode.INVALID_QUERY, ErrorCode.NOT_FOUND), parameters=("call_id",),
+        200, "CallDetailView", (*_READ, ErrorCode.NOT_FOUND), parameters=("call_id",),
     ),
     _Route(
         "/api/a2a-calls/{call_id}/responses", "post", "call_answer",
@@ -291,6 +289,62 @@ _ROUTES: tuple[_Route, ...] = (
         parameters=("call_id", "idempotency_key"), body="CallResponsePayload", token=True,
     ),
 )  # fmt: skip
+
+
+def _link(operation_id: str, description: str, **parameters: str) -> dict[str, Any]:
+    return {"operationId": operation_id, "description": description, "parameters": parameters}
+
+
+def _next_page(operation_id: str) -> dict[str, Any]:
+    return _link(
+        operation_id,
+        "The next page: its cursor, with the mode it was made for.",
+        cursor="$response.body#/next_cursor",
+        mode="$request.query.mode",
+    )
+
+
+# Where an answer leads (OpenAPI links): the ids and cursors it gives and the operations that take
+# them. Registration leads nowhere a link can say: its token is a credential, not a parameter.
+_LINKS: dict[str, dict[str, Any]] = {
+    "tasks_list": {
+        "NextPage": _next_page("tasks_list"),
+        "FirstTask": _link(
+            "task_get", "The first task listed.", task_id="$response.body#/tasks/0/id"
+        ),
+    },
+    "task_post": {
+        "GetTask": _link("task_get", "The task just posted.", task_id="$response.body#/task/id"),
+        "Contribute": _link(
+            "contribution_submit", "Contribute to it.", task_id="$response.body#/task/id"
+        ),
+    },
+    "tasks_mine": {
+        "FirstTask": _link(
+            "task_get", "The caller's newest task.", task_id="$response.body#/tasks/0/id"
+        ),
+    },
+    "task_get": {
+        "Contribute": _link(
+            "contribution_submit", "Contribute to it.", task_id="$response.body#/id"
+        ),
+    },
+    "contribution_submit": {
+        "GetTask": _link("task_get", "The task contributed to.", task_id="$response.body#/task/id"),
+    },
+    "calls_list": {
+        "NextPage": _next_page("calls_list"),
+        "FirstCall": _link(
+            "call_get", "The first call listed.", call_id="$response.body#/calls/0/id"
+        ),
+    },
+    "call_get": {
+        "Answer": _link("call_answer", "Answer it.", call_id="$response.body#/id"),
+    },
+    "call_answer": {
+        "GetCall": _link("call_get", "The call answered.", call_id="$response.body#/call_id"),
+    },
+}
 
 
 def _mode_parameter(modes: Mapping[str, Any]) -> dict[str, Any]:
@@ -315,8 +369,12 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "name": "cursor",
         "in": "query",
         "required": False,
-        "description": "`next_cursor` of the previous page; opaque, and only valid with the same `mode`.",
-        "schema": {"type": "string"},
+        "description": (
+            "`next_cursor` of the previous page, with the same `mode`; empty or absent for the "
+            "first page. Opaque and signed: a cursor this server did not issue for that `mode` is "
+            "refused (400 `invalid_query`), even in this form."
+        ),
+        "schema": {"type": "string", "pattern": f"^(?:{CURSOR_FORM})?$"},
     },
     "task_id": {
         "name": "task_id",
@@ -363,7 +421,19 @@ def _responses(route: _Route) -> dict[str, Any]:
                 "schema": {"type": "string", "const": "true"},
             }
         }
-    responses: dict[str, Any] = {str(route.status): success}
+    links = _LINKS.get(route.operation_id)
+    if links:
+        success["links"] = links
+    responses: dict[str, Any] = {
+        str(route.status): success,
+        "406": {
+            "description": (
+                "The `Accept` header admits no JSON: every answer here is `application/json`. "
+                "Refused before anything else is read, in the framework's own form."
+            ),
+            "content": _json(_ref("NotAcceptable")),
+        },
+    }
     by_status: dict[int, list[str]] = {}
     for code in route.refusals:
         by_status.setdefault(STATUS_BY_CODE[code], []).append(str(code))
@@ -402,6 +472,43 @@ class _OpenApiJsonSchema(GenerateJsonSchema):
         return json_schema
 
 
+def _contribution_submission(keypers: list[str]) -> dict[str, Any]:
+    """The contribution forms this site takes. The sealed form is taken only from a site that lists
+    keypers, and then with one share for each, in the order listed, the i-th with index i."""
+    if not keypers:
+        return {
+            **_ref("ContributionPayload"),
+            "description": (
+                "The plain report. This site lists no keypers, so the sealed form "
+                "(`SealedContributionPayload`) is refused: 422 `unknown_schema`."
+            ),
+        }
+    shares = [
+        {"properties": {"keyper": {"const": name}, "index": {"const": position}}}
+        for position, name in enumerate(keypers, start=1)
+    ]
+    sealed = {
+        "allOf": [
+            _ref("SealedContributionPayload"),
+            {
+                "properties": {
+                    "shares": {
+                        "prefixItems": shares,
+                        "minItems": len(keypers),
+                        "maxItems": len(keypers),
+                    }
+                }
+            },
+        ]
+    }
+    return {
+        "description": (
+            "A contribution in either form: the plain report, or one sealed to this site's keypers."
+        ),
+        "oneOf": [_ref("ContributionPayload"), sealed],
+    }
+
+
 def openapi_document(*, origin: str) -> dict[str, Any]:
     """OpenAPI 3.1 for the plain HTTP routes, from the route table, the models and the status table."""
     _, top = models_json_schema(
@@ -409,7 +516,13 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
         ref_template="#/components/schemas/{model}",
         schema_generator=_OpenApiJsonSchema,
     )
-    schemas: dict[str, Any] = {**top.get("$defs", {}), **_WRAPPERS}
+    schemas: dict[str, Any] = {
+        **top.get("$defs", {}),
+        **_WRAPPERS,
+        "ContributionSubmission": _contribution_submission(
+            [keyper.name for keyper in keypers_configured()]
+        ),
+    }
     paths: dict[str, dict[str, Any]] = {}
     for route in _ROUTES:
         operation: dict[str, Any] = {

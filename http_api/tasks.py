@@ -12,9 +12,10 @@ from core.caching import Shown, mark_shown
 from core.policy import TASK_MODES
 from http_api.inputs import PageQuery, paged_list, query_none
 from http_api.views import NEGOTIATED, ApiView
-from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
+from tasks.evaluation import tasks_evaluate_due
+from tasks.public_reads import task_page_shown, task_shown
 from tasks.rendered import stored_view, view_open_until
-from tasks.selectors import agent_mine, task_get, task_page
+from tasks.selectors import agent_mine
 from tasks.services import contribution_submit, task_post
 
 
@@ -23,8 +24,7 @@ class TaskListApi(ApiView):
 
     def get(self, request: Request) -> Response:
         def page(query: PageQuery) -> tuple[list[Any], str]:
-            tasks_evaluate_due()
-            found = task_page(
+            found = task_page_shown(
                 statuses=TASK_MODES[query.mode],
                 limit=query.limit,
                 cursor=query.cursor,
@@ -43,7 +43,7 @@ class TaskListApi(ApiView):
 class TaskDetailApi(ApiView):
     def get(self, request: Request, task_id: str) -> Response:
         query_none(request)
-        view = stored_view(task_evaluated_if_due(task_get(task_id)))
+        view = stored_view(task_shown(task_id))
         return mark_shown(Response(view), Shown.task(view_open_until(view), vary=NEGOTIATED))
 
 

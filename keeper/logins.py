@@ -1,4 +1,4 @@
-"""The keeper's login, against guessing (issue 38): django-axes counts failed logins in the
+"""The keeper's login, against guessing: django-axes counts failed logins in the
 database, so every web process sees one count, and refuses a login for an account or from an
 address that failed `AXES_FAILURE_LIMIT` times within `AXES_COOLOFF_TIME`, for that long, before
 its password is checked. This module adds what Cairn keeps of each attempt: a line in the log (at

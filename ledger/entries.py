@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from core.canonical import canonical_digest
@@ -16,6 +17,9 @@ if TYPE_CHECKING:
 TASK = "cairn.log/task"
 CONTRIBUTION = "cairn.log/contribution"
 EVALUATION = "cairn.log/evaluation"
+# The log's maximum merge delay (§15.3): an entry dated before a deadline may reach the log up to
+# this long after it, so nothing that waits for a deadline's last entries acts before it has passed.
+MAX_MERGE_DELAY = timedelta(seconds=60)
 
 
 def task_entry(task: Task) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import enum
 import hashlib
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -30,7 +30,7 @@ from django.conf import settings
 from core import statements
 from core.canonical import canonical_json
 from core.clock import format_instant, now_ms, parse_instant
-from ledger.entries import CONTRIBUTION, TASK
+from ledger.entries import CONTRIBUTION, MAX_MERGE_DELAY, TASK
 from ledger.keyper_seal import (
     SEALED_SHARE_BYTES,
     SUITE_NAME,
@@ -53,9 +53,6 @@ from ledger.witness import (
     witnessed_logs,
 )
 
-# The log's maximum merge delay (§15.3): an entry dated before the deadline may reach the log up
-# to this long after it, so no share is released before the deadline plus this.
-MAX_MERGE_DELAY = timedelta(seconds=60)
 _LARGEST_SIZE = 2**63 - 1
 _LARGEST_INDEX = 255  # Shamir shares of pycryptodome are numbered within a byte
 _HASH = re.compile(r"[0-9a-f]{64}")

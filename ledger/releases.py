@@ -24,8 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from core.canonical import canonical_json
 from core.clock import parse_instant
-from ledger.entries import CONTRIBUTION
-from ledger.keyper import MAX_MERGE_DELAY
+from ledger.entries import CONTRIBUTION, MAX_MERGE_DELAY
 from ledger.keyper_seal import (
     KEY_BYTES,
     Keyper,

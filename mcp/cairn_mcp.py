@@ -52,6 +52,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -168,20 +169,12 @@ def plain_json(value: Any) -> Any:
 # What the server's own models say, written here by the site serving this file: the JSON Schemas
 # of the request and of the report (without its approval), as JSON text, and the control and
 # invisible characters no public text may hold (only the newline is allowed).
-SERVER_REQUEST_SCHEMA = r"""{"$defs": {"Budget": {"additionalProperties": false, "description": "Nothing is paid on Cairn; the budget is there so the approval says so explicitly.", "properties": {"currency": {"const": "USD", "title": "Currency", "type": "string"}, "amount": {"description": "Always 0.", "maximum": 0, "minimum": 0, "title": "Amount", "type": "integer"}}, "required": ["currency", "amount"], "title": "Budget", "type": "object"}}, "additionalProperties": false, "description": "The public request: exactly these eight fields are approved, hashed and published.", "properties": {"title": {"description": "A short public title.", "maxLength": 140, "minLength": 10, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Title", "type": "string"}, "question": {"description": "The checkable question, answered from the sources alone.", "maxLength": 2000, "minLength": 20, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Question", "type": "string"}, "sources": {"description": "1 to 10 unique https URLs on the server's source allowlist.", "items": {"description": "An https URL.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Sources", "type": "array", "uniqueItems": true}, "acceptance_criteria": {"description": "1 to 5 acceptance criteria.", "items": {"description": "One criterion a good answer meets.", "maxLength": 500, "minLength": 10, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 5, "minItems": 1, "title": "Acceptance Criteria", "type": "array"}, "deadline": {"description": "UTC, exactly YYYY-MM-DDTHH:MM:SS.sssZ; 30 minutes to 7 days ahead by default.", "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$", "title": "Deadline", "type": "string"}, "min_independent": {"description": "Contributions needed to evaluate.", "maximum": 5, "minimum": 2, "title": "Min Independent", "type": "integer"}, "max_contributors": {"description": "Contributions accepted at most.", "maximum": 10, "minimum": 2, "title": "Max Contributors", "type": "integer"}, "budget": {"$ref": "#/$defs/Budget"}}, "required": ["title", "question", "sources", "acceptance_criteria", "deadline", "min_independent", "max_contributors", "budget"], "title": "OpenTaskRequest", "type": "object"}"""
+SERVER_REQUEST_SCHEMA = r"""{"$defs": {"Budget": {"additionalProperties": false, "description": "Nothing is paid on Cairn; the budget is there so the approval says so explicitly.", "properties": {"currency": {"const": "USD", "title": "Currency", "type": "string"}, "amount": {"description": "Always 0.", "maximum": 0, "minimum": 0, "title": "Amount", "type": "integer"}}, "required": ["currency", "amount"], "title": "Budget", "type": "object"}}, "additionalProperties": false, "anyOf": [{"properties": {"min_independent": {"const": 2}, "max_contributors": {"minimum": 2}}}, {"properties": {"min_independent": {"const": 3}, "max_contributors": {"minimum": 3}}}, {"properties": {"min_independent": {"const": 4}, "max_contributors": {"minimum": 4}}}, {"properties": {"min_independent": {"const": 5}, "max_contributors": {"minimum": 5}}}], "description": "The public request: exactly these eight fields are approved, hashed and published.", "properties": {"title": {"description": "A short public title.", "maxLength": 140, "minLength": 10, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Title", "type": "string"}, "question": {"description": "The checkable question, answered from the sources alone.", "maxLength": 2000, "minLength": 20, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Question", "type": "string"}, "sources": {"description": "1 to 10 unique https URLs on the server's source allowlist.", "items": {"description": "An https URL.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Sources", "type": "array", "uniqueItems": true}, "acceptance_criteria": {"description": "1 to 5 acceptance criteria.", "items": {"description": "One criterion a good answer meets.", "maxLength": 500, "minLength": 10, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 5, "minItems": 1, "title": "Acceptance Criteria", "type": "array"}, "deadline": {"description": "A real UTC instant, exactly YYYY-MM-DDTHH:MM:SS.sssZ; 30 minutes to 7 days ahead by default (otherwise refused: deadline_out_of_range).", "format": "date-time", "pattern": "^(?:(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)-02-29)T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\\.[0-9]{3}Z$", "title": "Deadline", "type": "string"}, "min_independent": {"description": "Contributions needed to evaluate.", "maximum": 5, "minimum": 2, "title": "Min Independent", "type": "integer"}, "max_contributors": {"description": "Contributions accepted at most; at least min_independent.", "maximum": 10, "minimum": 2, "title": "Max Contributors", "type": "integer"}, "budget": {"$ref": "#/$defs/Budget"}}, "required": ["title", "question", "sources", "acceptance_criteria", "deadline", "min_independent", "max_contributors", "budget"], "title": "OpenTaskRequest", "type": "object"}"""
 SERVER_REPORT_SCHEMA = r"""{"additionalProperties": false, "description": "`cairn.task.contribution/0.1`: a sealed verdict with its evidence.", "properties": {"schema": {"const": "cairn.task.contribution/0.1", "title": "Schema", "type": "string"}, "verdict": {"description": "What the sources say about the question.", "enum": ["source_supported", "source_contradicted", "source_unclear"], "title": "Verdict", "type": "string"}, "summary": {"description": "The answer, with what in the sources supports it.", "maxLength": 2000, "minLength": 20, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "title": "Summary", "type": "string"}, "conditions": {"description": "Conditions under which the verdict holds (0 to 10).", "items": {"description": "A condition.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "title": "Conditions", "type": "array"}, "attempts": {"description": "What was read or tried (1 to 10).", "items": {"description": "An attempt.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Attempts", "type": "array"}, "limitations": {"description": "What was not checked (0 to 10).", "items": {"description": "A limitation.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "title": "Limitations", "type": "array"}, "source_urls": {"description": "1 to 10 unique URLs, each one of the task's sources.", "items": {"description": "An https URL.", "maxLength": 500, "minLength": 1, "pattern": "^[^\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$", "type": "string"}, "maxItems": 10, "minItems": 1, "title": "Source Urls", "type": "array", "uniqueItems": true}}, "required": ["schema", "verdict", "summary", "conditions", "attempts", "limitations", "source_urls"], "title": "ContributionPayload", "type": "object"}"""
 SERVER_HIDDEN_CLASS = "\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff"
 _HIDDEN = re.compile(f"[{SERVER_HIDDEN_CLASS}]")
 # How the server's schemas say "no control or invisible character".
 _VISIBLE_PATTERN = f"^[^{SERVER_HIDDEN_CLASS}]*$"
-
-
-def _real_instant(text: str) -> bool:
-    try:
-        datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
-    except ValueError:
-        return False
-    return True
 
 
 def _refused_unless(holds: Callable[[Any], bool], message: str) -> AfterValidator:
@@ -200,11 +193,10 @@ _VISIBLE = _refused_unless(
     "holds a control or invisible character (only \\n is allowed)",
 )
 _UNIQUE = _refused_unless(lambda items: len(set(items)) == len(items), "items must be unique")
-# The checks the server's models make on one field, by its name.
 _INSTANT_FORM = "YYYY-MM-DDTHH:MM:SS.sssZ (UTC, such as 2026-05-01T12:00:00.000Z)"
-_FIELD_CHECKS = {
-    "deadline": _refused_unless(_real_instant, f"must be a real instant written as {_INSTANT_FORM}")
-}
+# The schema's deadline pattern admits only real instants; the server tells a text in another form
+# from one in the form that names no real instant (February 30), and so does the preview.
+_INSTANT_SHAPE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 _ROOM = "max_contributors must be at least min_independent"
 
 
@@ -244,8 +236,6 @@ def _checking_model(schema: dict[str, Any]) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for name, node in schema["properties"].items():
         checked = _checked_type(node)
-        if name in _FIELD_CHECKS:
-            checked = Annotated[checked, _FIELD_CHECKS[name]]
         default = ... if name in schema.get("required", ()) else node.get("default")
         # A field named as a model's own attribute (a report's `schema`) keeps its name as an alias.
         attribute = f"{name}_" if hasattr(BaseModel, name) else name
@@ -299,7 +289,8 @@ def _issues(error: ValidationError, code: str, prefix: str = "") -> list[dict[st
             problem["type"] == "string_pattern_mismatch"
             and problem["ctx"]["pattern"] == (REQUEST_SCHEMA["properties"]["deadline"]["pattern"])
         ):
-            message = f"must be written as {_INSTANT_FORM}"
+            real = "" if _INSTANT_SHAPE.fullmatch(problem["input"]) is None else "a real instant "
+            message = f"must be {real}written as {_INSTANT_FORM}"
         else:
             message = problem["msg"].removeprefix("Value error, ")
         issues.append({"path": _path(problem["loc"], prefix), "code": code, "message": message})
@@ -844,6 +835,62 @@ def seal(
     }
 
 
+# GF(2^128) as pycryptodome's Shamir writes its elements: bit i is x^i's coefficient, modulo
+# x^128 + x^7 + x^2 + x + 1.
+_GF_MODULUS = (1 << 128) | 0x87
+
+
+def _gf_mul(a: int, b: int) -> int:
+    product = 0
+    while b:
+        if b & 1:
+            product ^= a
+        b >>= 1
+        a <<= 1
+        if a >> 128:
+            a ^= _GF_MODULUS
+    return product
+
+
+def _gf_inverse(a: int) -> int:
+    """Extended Euclid over GF(2)[x]: u = g1·a and v = g2·a modulo the field's polynomial."""
+    u, v, g1, g2 = a, _GF_MODULUS, 1, 0
+    while u != 1:
+        shift = u.bit_length() - v.bit_length()
+        if shift < 0:
+            u, v, g1, g2, shift = v, u, g2, g1, -shift
+        u ^= v << shift
+        g1 ^= g2 << shift
+    return g1
+
+
+@lru_cache(maxsize=256)
+def _lagrange_at_zero(indices: tuple[int, ...]) -> tuple[int, ...]:
+    """Each share's weight in the secret, for shares of these indices: the same for every key a
+    set of keypers released, so computed once (its field inversions are most of a combine)."""
+    weights = []
+    for j, x_j in enumerate(indices):
+        numerator = denominator = 1
+        for m, x_m in enumerate(indices):
+            if m != j:
+                numerator = _gf_mul(numerator, x_m)
+                denominator = _gf_mul(denominator, x_j ^ x_m)
+        weights.append(_gf_mul(numerator, _gf_inverse(denominator)))
+    return tuple(weights)
+
+
+def shamir_combine(shares: list[tuple[int, bytes]]) -> bytes:
+    """pycryptodome's `Shamir.combine(shares)` (its default, `ssss=False`), the same secret from
+    the same shares, without its pure-Python field inversion on every call."""
+    if any(len(share) != KEY_BYTES for _, share in shares):
+        raise ValueError(f"a share is {KEY_BYTES} bytes")
+    weights = _lagrange_at_zero(tuple(index for index, _ in shares))
+    secret = 0
+    for (_, share), weight in zip(shares, weights, strict=True):
+        secret ^= _gf_mul(int.from_bytes(share, "big"), weight)
+    return secret.to_bytes(KEY_BYTES, "big")
+
+
 def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
     """The key from the released shares (index, share). Any `threshold` of them give it; every
     other released share must lie on the same polynomial, or SealError (`inconsistent_shares`)."""
@@ -851,11 +898,11 @@ def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
         raise SealError("two released shares have the same index")
     if len(shares) < threshold:
         raise SealError(f"{len(shares)} shares released, {threshold} needed")
-    key = Shamir.combine(shares[:threshold])
+    key = shamir_combine(shares[:threshold])
     # k - 1 of the first shares and one more define a polynomial with the key's value at 0 only
     # when that share lies on the first k's polynomial.
     for extra in shares[threshold:]:
-        if Shamir.combine([*shares[: threshold - 1], extra]) != key:
+        if shamir_combine([*shares[: threshold - 1], extra]) != key:
             raise SealError("the released shares do not agree on one key")
     return key
 

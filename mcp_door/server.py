@@ -21,9 +21,8 @@ from core.errors import ErrorCode, Issue, Refusal
 from core.outages import outage_refusal
 from core.payloads import json_path
 from core.policy import MCP_TASK_STATUSES, PAGE_CAP, McpTaskStatus, cairn_version
-from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
+from tasks.public_reads import task_page_shown, task_shown
 from tasks.rendered import stored_view
-from tasks.selectors import task_get, task_page
 
 SERVER_NAME = "cairn"
 
@@ -89,8 +88,7 @@ class Tool:
 
 
 def tasks_answer(arguments: TasksArguments) -> dict[str, Any]:
-    tasks_evaluate_due()
-    page = task_page(
+    page = task_page_shown(
         statuses=MCP_TASK_STATUSES[arguments.status],
         limit=arguments.page_size,
         cursor=arguments.page_token or None,
@@ -103,7 +101,7 @@ def tasks_answer(arguments: TasksArguments) -> dict[str, Any]:
 
 
 def task_answer(arguments: TaskArguments) -> dict[str, Any]:
-    return stored_view(task_evaluated_if_due(task_get(arguments.task_id)))
+    return stored_view(task_shown(arguments.task_id))
 
 
 TOOLS: dict[str, Tool] = {

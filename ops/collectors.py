@@ -1,4 +1,5 @@
-"""The metrics that live in the database, read at scrape time (SPEC §16)."""
+"""The metrics that live in the database, and the replicas' states as the scraped process routes
+by them, read at scrape time (SPEC §16, §16.1)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from core import replicas
 from ledger.selectors import log_stats
 from tasks.health import evaluation_lag, tasks_overdue, tasks_per_status
 
@@ -45,3 +47,29 @@ class DatabaseCollector(Collector):
             "How long the oldest entry not yet in the log has waited (SPEC §15.3: at most 60 s).",
             value=sequencer_lag,
         )
+
+
+class ReplicaCollector(Collector):
+    """Whether each replica takes this process's public reads, and how far behind it is: the
+    alert a site needs when its reads fall back on the primary (`/readyz` says why)."""
+
+    def collect(self) -> Iterator:
+        if not replicas.configured():
+            return
+        serving = GaugeMetricFamily(
+            "cairn_replica_serving",
+            "1 while the replica takes public reads; 0 while it is skipped (down, behind, or not a "
+            "replica).",
+            labels=["replica"],
+        )
+        lag = GaugeMetricFamily(
+            "cairn_replica_lag_seconds",
+            "How far the replica is behind the primary, as last checked.",
+            labels=["replica"],
+        )
+        for state in replicas.states():
+            serving.add_metric([state.alias], 1.0 if state.serving else 0.0)
+            if state.lag_s is not None:
+                lag.add_metric([state.alias], state.lag_s)
+        yield serving
+        yield lag

@@ -14,15 +14,17 @@ from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from core import replicas
 from core.clock import format_instant
 from core.outages import is_outage
-from ops.collectors import DatabaseCollector
+from ops.collectors import DatabaseCollector, ReplicaCollector
 from tasks.sweeps import sweep_last_finished
 
 SWEEP_MAX_AGE = timedelta(minutes=2)
 
 _database_registry = CollectorRegistry(auto_describe=False)
 _database_registry.register(DatabaseCollector())
+_database_registry.register(ReplicaCollector())
 
 
 @require_GET
@@ -49,10 +51,32 @@ def _checks() -> dict[str, dict]:
     return {"database": {"ok": True}, "sweep": sweep}
 
 
+def _replicas_check() -> dict:
+    """Each replica's state as this process routes reads by it (`core.replicas`). A replica that
+    is down or behind is skipped, and the primary serves its reads: it does not make the process
+    unready."""
+    found = {}
+    for state in replicas.states():
+        entry: dict = {"ok": state.serving, "state": state.state, "at": replicas.where(state.alias)}
+        if state.lag_s is not None:
+            entry["lag_s"] = round(state.lag_s, 3)
+        if state.detail:
+            entry["detail"] = f"{state.detail}; its reads go to the primary"
+        found[state.alias] = entry
+    serving = sum(entry["ok"] for entry in found.values())
+    check: dict = {"ok": serving == len(found), "serving": serving, "replicas": found}
+    if serving < len(found):
+        check["detail"] = f"{len(found) - serving} of {len(found)} replicas skipped"
+    return check
+
+
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
     checks = _checks()
+    # Readiness is the primary's and the worker's: a replica only takes reads off the primary.
     ready = all(check["ok"] for check in checks.values())
+    if replicas.configured():
+        checks["replicas"] = _replicas_check()
     return JsonResponse(
         {"status": "ready" if ready else "unready", "checks": checks}, status=200 if ready else 503
     )

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
@@ -18,8 +18,9 @@ from django.utils.safestring import SafeString
 
 from core.policy import AGENT_LINK_REL, TASK_MODES
 from keeper.mixins import ReadOnlyAdminMixin, agent_link
+from tasks.health import awaiting_keys, overdue
 from tasks.models import Contribution, Outcome, Task
-from tasks.opening import grace_end, keys_window
+from tasks.opening import grace_end
 from tasks.sealing import contributions_sealed, evaluation_item, is_sealed
 
 # The state filter's words are the other doors' list modes (core/policy.py).
@@ -79,13 +80,10 @@ class DeadlineFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset: QuerySet[Task]) -> QuerySet[Task]:
         value, now = self.value(), timezone.now()
-        awaiting_keys = Q(keys_pending=True, deadline__gt=now - keys_window())
         if value == "overdue":
-            return queryset.filter(status__in=OPEN_STATUSES, deadline__lte=now).exclude(
-                awaiting_keys
-            )
+            return queryset.filter(overdue(now))
         if value == "keys":
-            return queryset.filter(awaiting_keys, status__in=OPEN_STATUSES, deadline__lte=now)
+            return queryset.filter(awaiting_keys(now), status__in=OPEN_STATUSES, deadline__lte=now)
         if value in self.WINDOWS:
             return queryset.filter(deadline__gt=now, deadline__lte=now + self.WINDOWS[value])
         if value == "passed":

@@ -26,7 +26,7 @@ from tasks.opening import KeyperSealed, grace_end, releases_from, sealed_item, s
 from tasks.payloads import VERDICTS
 from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.sealing import Sealed, report_unsealed
-from tasks.selectors import due_params, due_sql
+from tasks.selectors import tasks_due
 
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
 RULE = "cairn.rules/0.1"
@@ -304,9 +304,7 @@ def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
     list read calls this first and almost always finds nothing due, so one probe outside any
     transaction (`due_sql`) answers that case.
     """
-    now = statements.db_value(Task, "deadline", timezone.now())
-    due = statements.fetch_one("SELECT " + due_sql(), due_params(now))
-    if due is None or not due[0]:
+    if not tasks_due():
         return 0
     evaluated = 0
     while True:

@@ -4,12 +4,13 @@ evaluations were. Aggregates over the tasks table, exact whichever process asks.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.utils import timezone
 
 from tasks.models import Task, TaskCount, TaskStatus
+from tasks.opening import keys_window
 
 
 def tasks_per_status() -> dict[str, int]:
@@ -17,9 +18,20 @@ def tasks_per_status() -> dict[str, int]:
     return {status: counts.get(status, 0) for status in TaskStatus.values}
 
 
+def awaiting_keys(now: datetime) -> Q:
+    """Tasks whose deadline has passed and whose keypers' releases may still come (§15.8): they
+    stay open by design until the releases are in or the grace is over."""
+    return Q(keys_pending=True, deadline__gt=now - keys_window())
+
+
+def overdue(now: datetime) -> Q:
+    """Open tasks past their deadline that nothing but the worker's sweep is waiting for."""
+    return Q(status=TaskStatus.WORKING, deadline__lte=now) & ~awaiting_keys(now)
+
+
 def tasks_overdue() -> int:
-    """Open tasks past their deadline: the worker keeps this at zero within a minute."""
-    return Task.objects.filter(status=TaskStatus.WORKING, deadline__lt=timezone.now()).count()
+    """What the worker keeps at zero within a minute."""
+    return Task.objects.filter(overdue(timezone.now())).count()
 
 
 @dataclass(frozen=True)

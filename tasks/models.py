@@ -118,7 +118,8 @@ class Contribution(models.Model):
     # task's evaluation, its public copy (`tasks.sealing`). Null on a contribution evaluated before
     # migration 0012, which kept its public copy instead and dropped the seal.
     sealed_report = models.BinaryField(null=True, blank=True)
-    # Empty for a keyper-sealed contribution until its evaluation opens it.
+    # Empty for a keyper-sealed contribution: its digest is the opened report's, which only the
+    # evaluation (its item, from the keypers' releases) holds.
     report_digest = models.CharField(max_length=71, blank=True)
     # 32 random bytes, base64url: the log holds only the commitment to (digest, salt) until the
     # evaluation publishes the salt (SPEC §15.2). Empty on a contribution made before salts.

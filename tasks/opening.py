@@ -10,6 +10,7 @@ so anyone holding the published item can redo it.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from core import privacy
 from core.canonical import canonical_digest
 from core.errors import ErrorCode, Refusal, refuse_if
 from core.payloads import parse_payload
+from ledger.entries import MAX_MERGE_DELAY
 from ledger.keyper_seal import SealError, b64u_decode, key_combine, report_open
 from tasks.models import Task
 from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
@@ -32,7 +34,7 @@ KEYS_UNAVAILABLE = "keys_unavailable"
 INCONSISTENT_SHARES = "inconsistent_shares"
 # A keyper releases once the log's maximum merge delay has passed since the deadline, so that the
 # contribution entries of the last moment are under a checkpoint it cosigned (§15.3, §15.8).
-RELEASES_AFTER = timedelta(seconds=60)
+RELEASES_AFTER = MAX_MERGE_DELAY
 # What a release is published as in the evaluation: the fields its signature covers, less those the
 # item already names (site, task and contribution).
 RELEASE_FIELDS = ("keyper", "index", "share", "released_at", "signature")
@@ -122,7 +124,7 @@ def sealed_opening(
         ]
         key = key_combine(shares, threshold)
     except (SealError, ValueError) as exc:
-        return Void(INCONSISTENT_SHARES, f"the released shares do not give one key: {exc}")
+        return _inconsistent(shares, seal, task, site=site, reason=str(exc))
     try:
         report, salt = report_open(
             b64u_decode(seal["ciphertext"]),
@@ -142,6 +144,37 @@ def sealed_opening(
             f"salt: must be {SALT_BYTES} random bytes, base64url without padding (§15.2)",
         )
     return report_rules_void(report, task) or Opened(report, canonical_digest(report), salt)
+
+
+def _inconsistent(
+    shares: list[tuple[int, bytes]],
+    seal: dict[str, Any],
+    task: Task,
+    *,
+    site: str,
+    reason: str,
+) -> Void:
+    """The void of shares that do not agree. Such a void publishes its ciphertext and releases,
+    and some k of those may still open the report, so anyone could read what no screen saw: each
+    k of them is tried, and a report one opens to is screened as an opened report is. A report the
+    screen refuses is void for private content, which publishes neither."""
+    for chosen in itertools.combinations(shares, seal["threshold"]):
+        try:
+            report, _ = report_open(
+                b64u_decode(seal["ciphertext"]),
+                key_combine(list(chosen), seal["threshold"]),
+                site=site,
+                task_id=str(task.id),
+                deadline=task.deadline_text,
+                commitment=seal["commitment"],
+            )
+        except (SealError, ValueError):
+            continue
+        try:
+            refuse_if(privacy.screen(_texts_anywhere(report)))
+        except Refusal as refusal:
+            return Void(str(refusal.code), refusal.message)
+    return Void(INCONSISTENT_SHARES, f"the released shares do not give one key: {reason}")
 
 
 def _is_salt(text: str) -> bool:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic.json_schema import JsonDict
 
-from core.clock import INSTANT_FORM, INSTANT_PATTERN, parse_instant
+from core.clock import INSTANT_FORM, INSTANT_PATTERN, REAL_INSTANT_PATTERN, parse_instant
 from core.payloads import Payload, text, url_list
 from ledger.keyper_seal import NONCE_BYTES, SEALED_SCHEMA, SEALED_SHARE_BYTES, b64u_decode
 
@@ -34,8 +35,27 @@ class Budget(Payload):
     amount: Annotated[int, Field(ge=0, le=0, description="Always 0.")]
 
 
+MIN_INDEPENDENT = (2, 5)
+MAX_CONTRIBUTORS = (2, 10)
+# `_enough_room` in JSON Schema, which cannot compare two fields: one branch for each
+# min_independent, so a schema-valid request has room for the contributions it needs.
+_ROOM: JsonDict = {
+    "anyOf": [
+        {
+            "properties": {
+                "min_independent": {"const": needed},
+                "max_contributors": {"minimum": needed},
+            }
+        }
+        for needed in range(MIN_INDEPENDENT[0], MIN_INDEPENDENT[1] + 1)
+    ]
+}
+
+
 class OpenTaskRequest(Payload):
     """The public request: exactly these eight fields are approved, hashed and published."""
+
+    model_config = ConfigDict(json_schema_extra=_ROOM)
 
     title: text(10, 140, "A short public title.")
     question: text(20, 2000, "The checkable question, answered from the sources alone.")
@@ -44,19 +64,36 @@ class OpenTaskRequest(Payload):
         list[text(10, 500, "One criterion a good answer meets.")],
         Field(min_length=1, max_length=5, description="1 to 5 acceptance criteria."),
     ]
+    # Validated in two steps, so a refusal says which one failed (the form, or a day that does not
+    # exist); published as the one pattern both make, so a schema-valid deadline is a real instant.
+    # How far ahead it may be is a rule (deadline_out_of_range), not its shape.
     deadline: Annotated[
         str,
         Field(
             pattern=INSTANT_PATTERN,
-            description="UTC, exactly YYYY-MM-DDTHH:MM:SS.sssZ; 30 minutes to 7 days ahead by default.",
+            description=(
+                "A real UTC instant, exactly YYYY-MM-DDTHH:MM:SS.sssZ; 30 minutes to 7 days ahead "
+                "by default (otherwise refused: deadline_out_of_range)."
+            ),
+            json_schema_extra={"pattern": REAL_INSTANT_PATTERN, "format": "date-time"},
         ),
         AfterValidator(_real_instant),
     ]
     min_independent: Annotated[
-        int, Field(ge=2, le=5, description="Contributions needed to evaluate.")
+        int,
+        Field(
+            ge=MIN_INDEPENDENT[0],
+            le=MIN_INDEPENDENT[1],
+            description="Contributions needed to evaluate.",
+        ),
     ]
     max_contributors: Annotated[
-        int, Field(ge=2, le=10, description="Contributions accepted at most.")
+        int,
+        Field(
+            ge=MAX_CONTRIBUTORS[0],
+            le=MAX_CONTRIBUTORS[1],
+            description="Contributions accepted at most; at least min_independent.",
+        ),
     ]
     budget: Budget
 

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Q
+from django.utils import timezone
 
 from agents.models import Agent
 from core import statements
@@ -302,3 +303,10 @@ def due_sql() -> str:
 def due_params(now: Any) -> dict[str, Any]:
     """`due_sql`'s params; `now` as its connection takes a deadline (`statements.db_value`)."""
     return {"working": TaskStatus.WORKING.value, "now": now}
+
+
+def tasks_due() -> bool:
+    """Whether any task is due for evaluation now (`due_sql`), where this context reads."""
+    now = statements.db_value(Task, "deadline", timezone.now())
+    due = statements.fetch_one("SELECT " + due_sql(), due_params(now))
+    return due is not None and bool(due[0])

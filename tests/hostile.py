@@ -1,4 +1,4 @@
-"""The bytes of issue 12, exactly as quoted there, that once reached a traceback: every door must
+"""Hostile bytes that once reached a traceback, exactly as they were sent: every door must
 answer each with its parse error (SPEC §8.2), never a 5xx and never Python's own error text."""
 
 from __future__ import annotations

@@ -65,6 +65,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -408,6 +409,62 @@ def seal(
     }
 
 
+# GF(2^128) as pycryptodome's Shamir writes its elements: bit i is x^i's coefficient, modulo
+# x^128 + x^7 + x^2 + x + 1.
+_GF_MODULUS = (1 << 128) | 0x87
+
+
+def _gf_mul(a: int, b: int) -> int:
+    product = 0
+    while b:
+        if b & 1:
+            product ^= a
+        b >>= 1
+        a <<= 1
+        if a >> 128:
+            a ^= _GF_MODULUS
+    return product
+
+
+def _gf_inverse(a: int) -> int:
+    """Extended Euclid over GF(2)[x]: u = g1·a and v = g2·a modulo the field's polynomial."""
+    u, v, g1, g2 = a, _GF_MODULUS, 1, 0
+    while u != 1:
+        shift = u.bit_length() - v.bit_length()
+        if shift < 0:
+            u, v, g1, g2, shift = v, u, g2, g1, -shift
+        u ^= v << shift
+        g1 ^= g2 << shift
+    return g1
+
+
+@lru_cache(maxsize=256)
+def _lagrange_at_zero(indices: tuple[int, ...]) -> tuple[int, ...]:
+    """Each share's weight in the secret, for shares of these indices: the same for every key a
+    set of keypers released, so computed once (its field inversions are most of a combine)."""
+    weights = []
+    for j, x_j in enumerate(indices):
+        numerator = denominator = 1
+        for m, x_m in enumerate(indices):
+            if m != j:
+                numerator = _gf_mul(numerator, x_m)
+                denominator = _gf_mul(denominator, x_j ^ x_m)
+        weights.append(_gf_mul(numerator, _gf_inverse(denominator)))
+    return tuple(weights)
+
+
+def shamir_combine(shares: list[tuple[int, bytes]]) -> bytes:
+    """pycryptodome's `Shamir.combine(shares)` (its default, `ssss=False`), the same secret from
+    the same shares, without its pure-Python field inversion on every call."""
+    if any(len(share) != KEY_BYTES for _, share in shares):
+        raise ValueError(f"a share is {KEY_BYTES} bytes")
+    weights = _lagrange_at_zero(tuple(index for index, _ in shares))
+    secret = 0
+    for (_, share), weight in zip(shares, weights, strict=True):
+        secret ^= _gf_mul(int.from_bytes(share, "big"), weight)
+    return secret.to_bytes(KEY_BYTES, "big")
+
+
 def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
     """The key from the released shares (index, share). Any `threshold` of them give it; every
     other released share must lie on the same polynomial, or SealError (`inconsistent_shares`)."""
@@ -415,11 +472,11 @@ def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
         raise SealError("two released shares have the same index")
     if len(shares) < threshold:
         raise SealError(f"{len(shares)} shares released, {threshold} needed")
-    key = Shamir.combine(shares[:threshold])
+    key = shamir_combine(shares[:threshold])
     # k - 1 of the first shares and one more define a polynomial with the key's value at 0 only
     # when that share lies on the first k's polynomial.
     for extra in shares[threshold:]:
-        if Shamir.combine([*shares[: threshold - 1], extra]) != key:
+        if shamir_combine([*shares[: threshold - 1], extra]) != key:
             raise SealError("the released shares do not agree on one key")
     return key
 

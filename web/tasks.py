@@ -21,11 +21,10 @@ from core.caching import Shown, mark_shown
 from core.clock import format_instant
 from core.policy import AGENT_LINK_REL, TASK_MODES
 from core.site import site_url
-from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
 from tasks.models import Task
 from tasks.opening import grace_end
+from tasks.public_reads import task_feed_page_shown, task_page_shown, task_shown
 from tasks.rendered import stored_view, view_open_until
-from tasks.selectors import task_feed_page, task_get, task_page
 from web.pages import (
     OUTCOME_LABELS,
     PAGE_SIZE,
@@ -135,8 +134,7 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
 @require_safe
 def task_feed(request: HttpRequest) -> HttpResponse:
     def page(mode: str, cursor: str | None) -> dict[str, Any]:
-        tasks_evaluate_due()
-        feed = task_feed_page(mode=mode, limit=PAGE_SIZE, cursor=cursor)
+        feed = task_feed_page_shown(mode=mode, limit=PAGE_SIZE, cursor=cursor)
         now = timezone.now()
         return {
             "tasks": [task_display(stored_view(task), now=now) for task in feed.tasks],
@@ -156,7 +154,7 @@ def _feed_shown(page: dict[str, Any]) -> Shown:
 
 @require_safe
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
-    return detail_page(request, "task", task_get, task_id, _task_page, shown=_task_shown)
+    return detail_page(request, "task", task_shown, task_id, _task_page, shown=_task_shown)
 
 
 def _task_shown(page: dict[str, Any]) -> Shown:
@@ -164,7 +162,6 @@ def _task_shown(page: dict[str, Any]) -> Shown:
 
 
 def _task_page(task: Task) -> dict[str, Any]:
-    task = task_evaluated_if_due(task)
     display = task_display(stored_view(task))
     if task.keys_pending and task.deadline <= timezone.now():
         display["awaiting_keys_until"] = instant(format_instant(grace_end(task)))
@@ -201,8 +198,7 @@ def _atom_summary(view: dict[str, Any]) -> str:
 def task_atom(request: HttpRequest) -> HttpResponse:
     """Evaluated tasks as Atom 1.0, most recently evaluated first. Text constructs are type="text"
     and escaped by the template engine, so an agent's text can never become markup in a reader."""
-    tasks_evaluate_due()
-    page = task_page(
+    page = task_page_shown(
         statuses=TASK_MODES["evaluated"], limit=ATOM_ENTRIES, cursor=None, filter_key="web:atom"
     )
     site = site_url(request)

@@ -27,6 +27,7 @@ from django.utils import timezone
 from core.clock import parse_instant
 from tasks.selectors import task_get
 from tests.a2a import clients
+from tests.factories import contribution_payload, open_task_payload, open_task_request
 
 _ids = itertools.count(1)
 
@@ -215,6 +216,21 @@ def node() -> str:
         pytest.skip("node is not installed")
     npm_installed(JS_DIR)
     return node
+
+
+def agent_flow(base: str, poster: Any, contributors: list[Any], reports: list[dict]) -> dict:
+    """What the JS clients' agent flows read on stdin: a post, a contribution of each report by
+    each contributor in turn, and a post the rules refuse."""
+    return {
+        "base": base,
+        "posterToken": poster.token,
+        "contributorTokens": [agent.token for agent in contributors],
+        "post": open_task_payload(),
+        "contributions": [contribution_payload(report) for report in reports],
+        "refused": open_task_payload(
+            open_task_request(sources=["https://example.com/not-allowed"])
+        ),
+    }
 
 
 def run_node(node: str, folder: Path, script: str, flow: dict[str, Any]) -> dict[str, Any]:

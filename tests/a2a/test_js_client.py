@@ -8,28 +8,16 @@ from __future__ import annotations
 
 from agents.models import AuditEntry
 from core.canonical import canonical_digest
-from tests.a2a.conftest import JS_DIR, as_json, run_node
+from tests.a2a.conftest import JS_DIR, agent_flow, as_json, run_node
 from tests.factories import (
-    contribution_payload,
     contribution_report,
-    open_task_payload,
-    open_task_request,
 )
 
 
 def test_the_official_js_client_posts_contributes_and_reads(node, live_url, poster, make_agent):
     contributors = [make_agent("js one"), make_agent("js two")]
     reports = [contribution_report(), contribution_report(verdict="source_unclear")]
-    flow = {
-        "base": live_url,
-        "posterToken": poster.token,
-        "contributorTokens": [agent.token for agent in contributors],
-        "post": open_task_payload(),
-        "contributions": [contribution_payload(report) for report in reports],
-        "refused": open_task_payload(
-            open_task_request(sources=["https://example.com/not-allowed"])
-        ),
-    }
+    flow = agent_flow(live_url, poster, contributors, reports)
 
     seen = run_node(node, JS_DIR, "cairn_flow.mjs", flow)
     posted = seen["posted"]

@@ -1,9 +1,8 @@
 """SPEC §8.2, §8.6: SendMessage without a valid token is HTTP's 401 with the challenge on both HTTP
-bindings, and the official clients (`a2a-sdk` 1.3.0, `@a2a-js/sdk` 1.3.0) report it as the same
-kind of error whichever binding they speak: an HTTP 401, never a request to fix (issue 38: the
-Python client called HTTP+JSON's 401 an `InvalidRequestError`, the JS client JSON-RPC's a
-`RequestMalformedError`). Each client is made from the card the live server publishes and allowed
-one binding only."""
+bindings, and the official Python client (`a2a-sdk` 1.3.0) reports it as the same kind of error
+whichever binding it speaks: an HTTP 401, never a request to fix (an HTTP+JSON 401 whose body
+named `INVALID_REQUEST` reached it as `InvalidRequestError`). Each client is made from the card
+the live server publishes and allowed one binding only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The keeper's login resists guessing (issue 38; keeper/logins.py): 40 wrong passwords sent at once
+"""The keeper's login resists guessing (keeper/logins.py): 40 wrong passwords sent at once
 through two `python -m cairn.serve` processes on the test database, from one address behind the
 proxy, and at most 5 of them reach the password check; then the lock refuses the right password
 too, for that account from anywhere and for any account from that address, with a page that says

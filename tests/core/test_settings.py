@@ -17,6 +17,7 @@ from tests.docs import doc_block
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = {"SECRET_KEY": "k", "CAIRN_SITE_URL": "https://cairn.example"}
+PRIMARY = {"DATABASE_URL": "postgres://db.example/cairn"}
 
 
 # Keys are required when not DEBUG (SPEC §14): every start here gets the tests' own.
@@ -78,6 +79,17 @@ def assert_one_line_naming(result: subprocess.CompletedProcess, named: str) -> N
             {**GOOD, "DATABASE_URL": "postgres://db.example/cairn?sslmode=require&sslmode=disable"},
             "DATABASE_URL",
         ),
+        ({**GOOD, **PRIMARY, "DATABASE_REPLICA_URLS": "mysql://r.example/cairn"}, "URL 1"),
+        (
+            {**GOOD, **PRIMARY, "DATABASE_REPLICA_URLS": "postgres://r.example/c, sqlite:///r"},
+            "DATABASE_REPLICA_URLS' URL 2 must name PostgreSQL",
+        ),
+        (
+            {**GOOD, **PRIMARY, "DATABASE_REPLICA_URLS": "postgres://r.example/c?sslmod=require"},
+            "DATABASE_REPLICA_URLS' URL 1's query string",
+        ),
+        ({**GOOD, "DATABASE_REPLICA_URLS": "postgres://r.example/cairn"}, "needs DATABASE_URL"),
+        ({**GOOD, "CAIRN_REPLICA_MAX_LAG_S": "-1"}, "CAIRN_REPLICA_MAX_LAG_S"),
         ({}, "SECRET_KEY"),
         ({"SECRET_KEY": "k", "DEBUG": "false"}, "CAIRN_SITE_URL (or ALLOWED_HOSTS)"),
         ({**GOOD, "CAIRN_SIGNING_KEY": ""}, "CAIRN_SIGNING_KEY"),
@@ -117,6 +129,12 @@ def test_good_values_start(tmp_path):
         CAIRN_TASKS_PER_AGENT_PER_DAY="5",
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
     )
+    assert result.returncode == 0, result.stderr
+
+
+def test_replicas_start_comma_or_space_separated():
+    replicas = "postgres://r1.example/cairn?sslmode=require,postgres://r2.example/cairn  postgres://r3.example/cairn"
+    result = check(**GOOD, **PRIMARY, DATABASE_REPLICA_URLS=replicas, CAIRN_REPLICA_MAX_LAG_S="2")
     assert result.returncode == 0, result.stderr
 
 

@@ -23,7 +23,9 @@ from cryptography.x509.oid import NameOID
 def _bin_dir() -> Path | None:
     found = shutil.which("initdb")
     if found:
-        return Path(found).parent
+        # Where the server's own binaries are (a link on PATH may stand for initdb alone):
+        # pg_basebackup is beside them.
+        return Path(found).resolve().parent
     versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
     return versions[-1].parent if versions else None
 
@@ -61,7 +63,9 @@ class PrivatePostgres:
     server runs as the `postgres` system user. With `tls`, the server also speaks TLS, with a
     certificate for 127.0.0.1 signed by a certificate authority of its own (`ca_file`)."""
 
-    def __init__(self, *, tls: bool = False) -> None:
+    def __init__(self, *, tls: bool = False, replica_of: PrivatePostgres | None = None) -> None:
+        """`replica_of`: a streaming replica of that running server, copied from it by
+        `pg_basebackup -R` (which writes the replica's connection to it), not a cluster of its own."""
         assert BIN_DIR is not None
         # In /tmp itself: pytest's own temporary folders are closed to other users.
         root = Path(tempfile.mkdtemp(prefix="cairn-postgres-"))
@@ -73,7 +77,14 @@ class PrivatePostgres:
         if os.geteuid() == 0:
             self._as_user = ["runuser", "-u", "postgres", "--"]
             shutil.chown(root, "postgres")
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync")
+        if replica_of is None:
+            self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync")
+        else:
+            self._run(
+                "pg_basebackup",
+                *("-h", "127.0.0.1", "-p", str(replica_of.port), "-U", "postgres"),
+                *("-D", str(self.data), "-R", "-X", "stream", "-c", "fast", "--no-sync"),
+            )
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write(
                 f"port = {self.port}\nlisten_addresses = '127.0.0.1'\n"

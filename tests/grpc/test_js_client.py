@@ -13,12 +13,9 @@ import grpc
 from agents.models import AuditEntry
 from core.canonical import canonical_digest
 from tasks.models import Task as TaskRow
-from tests.a2a.conftest import JS_DIR, as_json, node, run_node  # noqa: F401  (the Node.js fixture)
+from tests.a2a.conftest import JS_DIR, agent_flow, as_json, node, run_node  # noqa: F401  (the Node.js fixture)
 from tests.factories import (
-    contribution_payload,
     contribution_report,
-    open_task_payload,
-    open_task_request,
 )
 
 TASK_STATE_WORKING, ROLE_AGENT = 2, 2  # the proto enums' numbers, as the JS client gives them
@@ -34,16 +31,7 @@ def test_the_official_js_client_over_grpc_posts_contributes_and_reads(
     earlier = str(post_task(poster).pk)
     contributors = [make_agent("js one"), make_agent("js two")]
     reports = [contribution_report(), contribution_report(verdict="source_unclear")]
-    flow = {
-        "base": card_url,
-        "posterToken": poster.token,
-        "contributorTokens": [agent.token for agent in contributors],
-        "post": open_task_payload(),
-        "contributions": [contribution_payload(report) for report in reports],
-        "refused": open_task_payload(
-            open_task_request(sources=["https://example.com/not-allowed"])
-        ),
-    }
+    flow = agent_flow(card_url, poster, contributors, reports)
 
     seen = run_node(node, JS_DIR, "cairn_grpc_flow.mjs", flow)
 

@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import copy
+import re
+import uuid
 from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from jsonschema import Draft202012Validator
+from pydantic import ValidationError
 
 from calls.payloads import CallResponsePayload
 from calls.services import call_close
 from core.canonical import canonical_digest
+from core.clock import parse_instant
 from core.schemas import model_schema
 from http_api.errors import STATUS_BY_CODE
+from http_api.schema_views import openapi_document
 from ledger.keyper_seal import Keyper, keyper_public, seal
 from tasks.models import Task
-from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
+from tasks.payloads import (
+    ContributionPayload,
+    OpenTaskPayload,
+    OpenTaskRequest,
+    SealedContributionPayload,
+)
 from tasks.rendered import task_view
 from tasks.view_models import TaskView
 from tests.factories import (
@@ -26,7 +36,8 @@ from tests.factories import (
     open_task_payload,
     open_task_request,
 )
-from tests.http.conftest import bearer, wait_past
+from tests.http.conftest import bearer, refused, wait_past
+from tests.keypers import keypers_configure, keypers_made
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMAS = {
@@ -375,7 +386,7 @@ def test_openapi_refusals_carry_the_spec_statuses(openapi):
     for path, item in openapi["paths"].items():
         for method, operation in item.items():
             for status, response in operation["responses"].items():
-                if int(status) < 400:
+                if int(status) < 400 or status == "406":
                     continue
                 codes = response["content"]["application/json"]["schema"]["properties"]["error"][
                     "properties"
@@ -386,12 +397,177 @@ def test_openapi_refusals_carry_the_spec_statuses(openapi):
     assert post["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ContributionSubmission"
     }
-    assert openapi["components"]["schemas"]["ContributionSubmission"]["oneOf"] == [
-        {"$ref": "#/components/schemas/ContributionPayload"},
-        {"$ref": "#/components/schemas/SealedContributionPayload"},
-    ]
     assert "WWW-Authenticate" in post["responses"]["401"]["headers"]
-    assert set(post["responses"]) == {"201", "400", "401", "404", "409", "413", "422", "429"}
+
+
+# Every status each route can answer, from its code: the size check (`ApiView.initial`) and DRF's
+# content negotiation come first on every route; the rest is each view's and its service's.
+ANSWERS = {
+    ("/api/agent/register", "post"): {"201", "400", "406", "413", "422", "429"},
+    ("/api/a2a-tasks", "get"): {"200", "400", "406", "413"},
+    ("/api/a2a-tasks", "post"): {"201", "400", "401", "406", "409", "413", "422", "429"},
+    ("/api/a2a-tasks/mine", "get"): {"200", "400", "401", "406", "413"},
+    ("/api/a2a-tasks/{task_id}", "get"): {"200", "400", "404", "406", "413"},
+    ("/api/a2a-tasks/{task_id}/contributions", "post"): {
+        "201", "400", "401", "404", "406", "409", "413", "422", "429",
+    },
+    ("/api/a2a-calls", "get"): {"200", "400", "406", "413"},
+    ("/api/a2a-calls/{call_id}", "get"): {"200", "400", "404", "406", "413"},
+    ("/api/a2a-calls/{call_id}/responses", "post"): {
+        "201", "400", "401", "404", "406", "409", "413", "422", "429",
+    },
+}  # fmt: skip
+
+
+def test_openapi_lists_every_status_each_operation_answers(openapi, api, poster, subtests):
+    assert {
+        (path, method): set(operation["responses"])
+        for path, item in openapi["paths"].items()
+        for method, operation in item.items()
+    } == ANSWERS
+    for path, method in ANSWERS:
+        url = path.format(task_id=uuid.uuid4(), call_id=uuid.uuid4())
+        with subtests.test(path=path, method=method):
+            picky = api.request(
+                method, url, headers={"Accept": "text/html", **bearer(poster.token)}
+            )
+            assert picky.status_code == 406
+            assert list(picky.json()) == ["detail"]
+            large = api.request(
+                method, url, content=b" " * (300 * 1024), headers=bearer(poster.token)
+            )
+            refused(large, 413, "payload_too_large")
+
+
+def test_openapi_offers_the_sealed_form_only_with_keypers_and_pins_their_shares(settings):
+    plain = openapi_document(origin="https://cairn.test")["components"]["schemas"]
+    assert plain["ContributionSubmission"]["$ref"] == "#/components/schemas/ContributionPayload"
+    keypers_configure(settings, keypers_made(2), threshold=2)
+
+    either = openapi_document(origin="https://cairn.test")["components"]["schemas"]
+    plain_form, sealed_form = either["ContributionSubmission"]["oneOf"]
+    assert plain_form == {"$ref": "#/components/schemas/ContributionPayload"}
+    pinned = sealed_form["allOf"][1]["properties"]["shares"]
+    assert (pinned["minItems"], pinned["maxItems"]) == (2, 2)
+    assert [
+        (share["properties"]["keyper"]["const"], share["properties"]["index"]["const"])
+        for share in pinned["prefixItems"]
+    ] == [(keyper["name"], n) for n, keyper in enumerate(settings.CAIRN_KEYPERS, start=1)]
+
+
+def test_openapi_states_the_form_of_the_cursors_the_server_issues(openapi, api, make_call):
+    for _ in range(3):
+        make_call()
+    pattern = re.compile(_parameter(openapi, "cursor")["schema"]["pattern"])
+    cursor = api.get("/api/a2a-calls", params={"limit": 1}).json()["next_cursor"]
+
+    assert pattern.fullmatch(cursor) and pattern.fullmatch("")
+    follow = api.get("/api/a2a-calls", params={"limit": 1, "cursor": cursor})
+    assert follow.status_code == 200
+    for forged in ("abc", cursor + "x", cursor.replace(":", ";")):
+        assert not pattern.fullmatch(forged)
+        refused(api.get("/api/a2a-calls", params={"cursor": forged}), 400, "invalid_query")
+    # The form is public; only a signature this server made is taken.
+    body, stamp, signature = cursor.split(":")
+    other = f"{body}:{stamp}:{signature[::-1]}"
+    assert pattern.fullmatch(other)
+    refused(api.get("/api/a2a-calls", params={"cursor": other}), 400, "invalid_query")
+
+
+def _parameter(openapi: dict, name: str) -> dict:
+    return openapi["components"]["parameters"][name]
+
+
+def _days() -> list[str]:
+    years = (1, 4, 100, 400, 1900, 2000, 2024, 2026, 2100, 9999, 0)
+    return [
+        f"{year:04d}-{month:02d}-{day:02d}"
+        for year in years
+        for month in range(0, 14)
+        for day in range(0, 33)
+    ]
+
+
+def _times() -> list[str]:
+    return [
+        f"{hour:02d}:{minute:02d}:{second:02d}.000Z"
+        for hour in (0, 9, 19, 23, 24, 29)
+        for minute in (0, 59, 60)
+        for second in (0, 59, 60, 61)
+    ]
+
+
+def test_the_published_deadline_is_exactly_the_instants_the_server_takes(openapi):
+    deadline = openapi["components"]["schemas"]["OpenTaskRequest"]["properties"]["deadline"]
+    pattern = re.compile(deadline["pattern"])
+    assert deadline["format"] == "date-time"
+
+    texts = [f"{day}T12:00:00.000Z" for day in _days()]
+    texts += [f"2024-02-29T{time}" for time in _times()]
+    texts += ["2026-05-01T12:00:00Z", "2026-05-01T12:00:00.000+00:00", "2026-05-01 12:00:00.000Z"]
+    for text in texts:
+        try:
+            parse_instant(text)
+            real = True
+        except ValueError:
+            real = False
+        assert bool(pattern.fullmatch(text)) == real, text
+        request = open_task_request(deadline=text)
+        assert OpenTaskRequest.model_validate(request) if real else _refused_deadline(request)
+
+
+def _refused_deadline(request: dict) -> bool:
+    with pytest.raises(ValidationError) as refused_request:
+        OpenTaskRequest.model_validate(request)
+    return [error["loc"] for error in refused_request.value.errors()] == [("deadline",)]
+
+
+def test_the_published_room_rule_is_the_servers(openapi):
+    """`max_contributors` at least `min_independent`: a cross-field rule, stated in the schema."""
+    validator = Draft202012Validator({**openapi, "$ref": "#/components/schemas/OpenTaskRequest"})
+    for needed in range(0, 8):
+        for room in range(0, 12):
+            request = open_task_request(min_independent=needed, max_contributors=room)
+            try:
+                OpenTaskRequest.model_validate(request)
+                taken = True
+            except ValidationError:
+                taken = False
+            assert validator.is_valid(request) == taken, (needed, room)
+
+
+def test_an_integral_number_is_an_integer_as_json_schema_reads_it(api, poster):
+    """JSON Schema's `integer` takes `3.0`; so does the server, on every door."""
+    request = open_task_request(min_independent=2.0, max_contributors=3.0)
+    payload = open_task_payload(request)
+
+    posted = api.post("/api/a2a-tasks", json=payload, headers=bearer(poster.token))
+
+    assert posted.status_code == 201, posted.text
+    view = posted.json()["task"]
+    assert (view["min_independent"], view["max_contributors"]) == (2, 3)
+    assert view["public_input_digest"] == payload["approval"]["public_input_digest"]
+
+
+def test_every_link_names_an_operation_and_its_parameters(openapi):
+    operations = {
+        operation["operationId"]: operation
+        for item in openapi["paths"].values()
+        for operation in item.values()
+    }
+    parameters = openapi["components"]["parameters"]
+    linked = set()
+    for operation in operations.values():
+        for response in operation["responses"].values():
+            for link in response.get("links", {}).values():
+                target = operations[link["operationId"]]
+                names = {
+                    parameters[ref["$ref"].rsplit("/", 1)[1]]["name"]
+                    for ref in target.get("parameters", [])
+                }
+                assert set(link["parameters"]) <= names, link
+                linked.add(link["operationId"])
+    assert linked == set(operations) - {"agent_register", "tasks_mine", "task_post"}
 
 
 def _conforms(openapi: dict, path: str, method: str, response) -> None:

@@ -398,6 +398,59 @@ def test_released_shares_that_disagree_make_the_report_inconsistent_shares(
     assert task.evaluation["counts"]["source_supported"] == 0
 
 
+def test_disagreeing_shares_that_still_open_private_text_publish_none_of_it(
+    poster, post_task, seal_to, keypers, time_machine
+):
+    # Given a report holding an address, whose releases disagree but of which two honest ones
+    # would open it: the void must not publish what opens it
+    task = post_task(poster)
+    contribution = seal_to(
+        task, contribution_report(summary="Ask the maintainer at maint@example.org, who agreed.")
+    )
+    at = _released_at(task)
+    time_machine.move_to(at + timedelta(seconds=1), tick=False)
+    releases_keep(contribution, keypers[:1], released_at=at)
+    bad = _lying(keypers[1], contribution, released_at=at)
+    Contribution.objects.filter(pk=contribution.pk).update(
+        releases=[*Contribution.objects.get(pk=contribution.pk).releases, bad]
+    )
+    releases_keep(contribution, keypers[2:], released_at=at)
+
+    assert evaluate_due() == 1
+
+    item = _item(task, contribution)
+    assert item["void"]["code"] == "private_content"
+    assert set(item["sealed"]) == {"ciphertext_digest", "threshold"}
+    public = task.view_json
+    assert "maint@example.org" not in public
+    assert contribution.keyper_seal["ciphertext"] not in public
+    for kept in Contribution.objects.get(pk=contribution.pk).releases:
+        assert kept["share"] not in public
+
+
+def _overdue(client) -> float:
+    (line,) = [
+        line
+        for line in client.get("/metrics").text.splitlines()
+        if line.startswith("cairn_tasks_overdue ")
+    ]
+    return float(line.split()[1])
+
+
+def test_a_task_awaiting_its_keys_is_overdue_only_once_the_grace_is_over(
+    client, poster, post_task, seal_to, keypers, time_machine
+):
+    task = post_task(poster)
+    seal_to(task)
+    time_machine.move_to(_released_at(task) + timedelta(seconds=1), tick=False)
+    assert _overdue(client) == 0  # open by design: the keypers may still release
+
+    time_machine.move_to(_released_at(task) + GRACE + timedelta(seconds=1), tick=False)
+    assert _overdue(client) == 1
+    evaluate_due()
+    assert _overdue(client) == 0
+
+
 # --- the deferred rules -----------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ and each rule finds what the site finds."""
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Iterator
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 import rfc8785
+from Crypto.Protocol.SecretSharing import Shamir
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -197,6 +199,20 @@ def test_combining_shares_fails_alike(copied, keypers):
 
     for given in (shares, shares[:2], shares[:1], bent, [shares[0], shares[0]], []):
         assert _outcome(copied.key_combine, given, 2) == _outcome(site.key_combine, given, 2)
+
+
+def test_shares_combine_as_pycryptodomes_shamir_combines_them(copied):
+    """SPEC §15.8 names pycryptodome's Shamir; the site and each copy combine without it, and must
+    give its secret from any shares: split ones, chosen subsets, and bytes from no split at all."""
+    rng = random.Random(15_8)
+    for _ in range(60):
+        threshold = rng.randint(1, 5)
+        shares = Shamir.split(threshold, rng.randint(threshold, 7), rng.randbytes(16))
+        chosen = rng.sample(shares, threshold)
+        arbitrary = [(index, rng.randbytes(16)) for index in rng.sample(range(256), threshold)]
+        for given in (chosen, arbitrary):
+            expected = Shamir.combine(given)
+            assert site.shamir_combine(given) == copied.shamir_combine(given) == expected
 
 
 PLAINTEXTS = {

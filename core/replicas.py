@@ -1,0 +1,305 @@
+"""Where a read goes (SPEC §16.1): the primary, or one of the PostgreSQL streaming replicas of
+`DATABASE_REPLICA_URLS`. Decided here, once, for every door.
+
+Everything reads the primary unless it runs inside `public_read` (or a `reading_from` a replica
+that a read source chose with `replica()`): the public reads of tasks and of list pages. Writes,
+the evaluation, tokens, an agent's own things and anything inside a transaction on the primary
+never see a replica, so no write decides on what a replica shows. A replica may be behind the
+primary, so a public read that finds on it a task open past its deadline, or no task at all,
+is done again on the primary, which evaluates what is due first: no read past a deadline shows
+the task open, whatever a replica's lag, and an agent finds the task it has just posted.
+
+Each process watches its replicas from a thread of its own, about once a second, on a connection
+of its own: a replica that does not answer, is not in recovery, or is more than
+`CAIRN_REPLICA_MAX_LAG_S` behind is skipped until a check finds it well again. A read never
+waits on a check; one that fails on a replica asks the primary, and has the replica checked at
+once.
+Without replicas none of this runs: `replica()` answers None and no router is installed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import psycopg
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from psycopg.conninfo import make_conninfo
+
+from core.outages import is_outage
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CHECK_EVERY_S = 1.0
+# A failed read asks for a check at once, but checks stay this far apart at least.
+CHECK_AGAIN_AFTER_S = 0.1
+CHECK_CONNECT_TIMEOUT_S = 2
+# What a replica says of itself: whether it is one, whether it has replayed all it received, and
+# how long ago the last transaction it replayed committed on the primary. An idle primary commits
+# nothing, so the last replayed commit grows old on a replica that is fully caught up: one that
+# has replayed every byte it received is not behind, however old that commit.
+CHECK_SQL = (
+    "SELECT pg_is_in_recovery(), "
+    "COALESCE(pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn(), false), "
+    "EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())::float8"
+)
+
+SERVING = "serving"
+LAGGING = "lagging"
+DOWN = "down"
+NOT_A_REPLICA = "not_a_replica"
+UNCHECKED = "unchecked"
+
+# The database the current context reads: the primary unless a public read chose a replica.
+_reading: ContextVar[str] = ContextVar("cairn_reading", default=DEFAULT_DB_ALIAS)
+
+
+def configured() -> tuple[str, ...]:
+    """The replicas' aliases in `DATABASES`, in the order of `DATABASE_REPLICA_URLS`."""
+    return _ALIASES
+
+
+_ALIASES: tuple[str, ...] = tuple(
+    alias for alias in settings.DATABASES if alias != DEFAULT_DB_ALIAS
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Each replica's state, as this process last saw it
+
+
+@dataclass
+class State:
+    alias: str
+    state: str = UNCHECKED
+    lag_s: float | None = None
+    detail: str = ""
+
+    @property
+    def serving(self) -> bool:
+        return self.state == SERVING
+
+
+def libpq_parameters(alias: str) -> dict[str, Any]:
+    """The libpq parameters of a database in `DATABASES` (its URL's options among them)."""
+    found = connections[alias].get_connection_params()
+    return {
+        name: value
+        for name, value in found.items()
+        if name not in ("cursor_factory", "context", "prepare_threshold")
+    }
+
+
+def where(alias: str) -> str:
+    """A replica as `/readyz` names it: host, port and database, never a password."""
+    params = connections[alias].settings_dict
+    return f"{params['HOST'] or 'localhost'}:{params['PORT'] or 5432}/{params['NAME']}"
+
+
+class _Watch:
+    """The replicas' states in this process, and the thread that checks them."""
+
+    def __init__(self) -> None:
+        self.states = {alias: State(alias) for alias in _ALIASES}
+        self.serving: tuple[str, ...] = ()
+        self._connections: dict[str, psycopg.Connection[Any]] = {}
+        self._turns = itertools.count()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()
+        self.checked_once = threading.Event()
+
+    def started(self) -> _Watch:
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    thread = threading.Thread(
+                        target=self._run, name="cairn-replica-watch", daemon=True
+                    )
+                    thread.start()
+                    self._thread = thread
+        return self
+
+    def _run(self) -> None:
+        while True:
+            self.check_all()
+            if self._wake.wait(CHECK_EVERY_S):
+                self._wake.clear()
+                time.sleep(CHECK_AGAIN_AFTER_S)
+
+    def check_all(self) -> None:
+        for alias in _ALIASES:
+            self._set(self._checked(alias))
+        self._publish()
+        self.checked_once.set()
+
+    def _set(self, state: State) -> None:
+        before = self.states[state.alias].state
+        self.states[state.alias] = state
+        if state.state != before:
+            detail = f": {state.detail}" if state.detail else ""
+            logger.info("replica %s is %s%s", state.alias, state.state, detail)
+
+    def _publish(self) -> None:
+        self.serving = tuple(alias for alias, state in self.states.items() if state.serving)
+
+    def _connection(self, alias: str) -> psycopg.Connection[Any]:
+        conn = self._connections.get(alias)
+        if conn is None or conn.closed:
+            parameters = libpq_parameters(alias)
+            parameters.setdefault("application_name", "cairn-replica-check")
+            parameters["connect_timeout"] = CHECK_CONNECT_TIMEOUT_S
+            # Never prepared: a transaction pooler may run the next check on another server.
+            conn = psycopg.connect(
+                make_conninfo(**parameters), autocommit=True, prepare_threshold=None
+            )
+            self._connections[alias] = conn
+        return conn
+
+    def _checked(self, alias: str) -> State:
+        try:
+            in_recovery, caught_up, lag_s = self._connection(alias).execute(
+                CHECK_SQL
+            ).fetchone() or (False, False, None)
+        except Exception as exc:  # whatever fails, the replica is skipped and the watch goes on
+            conn = self._connections.pop(alias, None)
+            if conn is not None:
+                conn.close()
+            return State(alias, DOWN, None, f"does not answer: {_first_line(exc)}")
+        if not in_recovery:
+            return State(alias, NOT_A_REPLICA, None, "is not in recovery: not a replica")
+        lag = 0.0 if caught_up else lag_s
+        limit = settings.CAIRN_REPLICA_MAX_LAG_S
+        if lag is None or lag > limit:
+            behind = "an unknown time" if lag is None else f"{lag:.1f} s"
+            return State(alias, LAGGING, lag, f"is {behind} behind (at most {limit} s)")
+        return State(alias, SERVING, lag)
+
+    def failed(self) -> None:
+        """A read on a replica failed as an outage does: check now. One connection the replica
+        ended (a pooled one, from before its restart) fails a read and is dropped, and the
+        replica serves on; a replica that is down is skipped from this check on."""
+        self._wake.set()
+
+    def choice(self) -> str | None:
+        serving = self.serving
+        if not serving:
+            return None
+        return serving[next(self._turns) % len(serving)]
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+_watch: _Watch | None = None
+
+
+def _watching() -> _Watch:
+    global _watch
+    if _watch is None:
+        _watch = _Watch()
+    return _watch.started()
+
+
+def _forgotten_in_child() -> None:
+    """A forked child has no checking thread and shares no connection: it starts its own."""
+    global _watch
+    _watch = None
+
+
+os.register_at_fork(after_in_child=_forgotten_in_child)
+
+
+def replica() -> str | None:
+    """A replica that serves, taken in turn; None when none does (or none is configured)."""
+    if not _ALIASES:
+        return None
+    return _watching().choice()
+
+
+def failed(alias: str, exc: BaseException) -> None:
+    """Note that a read on replica `alias` failed; its caller then asks the primary. An outage
+    has the replica checked at once; any other error (a query a recovery conflict cancelled)
+    is the read's alone."""
+    logger.info("a read on replica %s failed, asked the primary: %s", alias, _first_line(exc))
+    if is_outage(exc):
+        _watching().failed()
+
+
+def states() -> list[State]:
+    """Each replica's state as this process routes by it, once the process has checked each
+    (a readiness probe may be its first request)."""
+    watch = _watching()
+    watch.checked_once.wait(CHECK_CONNECT_TIMEOUT_S + 1)
+    return [watch.states[alias] for alias in _ALIASES]
+
+
+# ---------------------------------------------------------------------------------------------
+# The routing
+
+
+def reading() -> str:
+    """The database a read in this context goes to. Inside a transaction on the primary that is
+    always the primary, whatever the context chose: a write reads what it locks."""
+    alias = _reading.get()
+    if alias == DEFAULT_DB_ALIAS or connections[DEFAULT_DB_ALIAS].in_atomic_block:
+        return DEFAULT_DB_ALIAS
+    return alias
+
+
+@contextmanager
+def reading_from(alias: str) -> Iterator[None]:
+    """Reads in this block go to `alias` (`reading`): the ORM's, through `ReplicaRouter`, and
+    `core.statements`' own."""
+    token = _reading.set(alias)
+    try:
+        yield
+    finally:
+        _reading.reset(token)
+
+
+def public_read(on_replica: Callable[[], T | None], on_primary: Callable[[], T]) -> T:
+    """A public read: `on_replica()` on a replica that serves, unless it answers None (the replica
+    cannot answer for sure: it has not got the task, or shows one open past its deadline) or the
+    replica fails; then, and without replicas, `on_primary()`, which evaluates what is due.
+    `on_replica` only reads."""
+    alias = replica()
+    if alias is not None:
+        try:
+            with reading_from(alias):
+                found = on_replica()
+        except (DatabaseError, psycopg.Error) as exc:
+            failed(alias, exc)
+        else:
+            if found is not None:
+                return found
+    return on_primary()
+
+
+class ReplicaRouter:
+    """Django's router while replicas are configured: the ORM reads where `reading` says, and
+    writes, migrates and relates on the primary alone."""
+
+    def db_for_read(self, model: Any, **hints: Any) -> str:
+        return reading()
+
+    def db_for_write(self, model: Any, **hints: Any) -> str:
+        return DEFAULT_DB_ALIAS
+
+    def allow_relation(self, obj1: Any, obj2: Any, **hints: Any) -> bool:
+        return True
+
+    def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool:
+        return db == DEFAULT_DB_ALIAS

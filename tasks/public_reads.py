@@ -1,0 +1,66 @@
+"""What every door shows of tasks to anyone: one task, a page of a list, a page of the feed. Each
+is read on a replica where one serves (`core.replicas.public_read`), unless what the replica
+holds could be behind what the primary decided: the task is not there yet, or is open past its
+deadline, or a page's filter holds a task due for evaluation. Then the primary answers, after the
+domain evaluated what is due, so no door shows a task open past its deadline (SPEC §4.3, §16.1).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.utils import timezone
+
+from core.errors import ErrorCode, Refusal
+from core.replicas import public_read
+from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
+from tasks.models import Task, TaskStatus
+from tasks.selectors import TaskPage, task_feed_page, task_get, task_page, tasks_due
+
+
+def _settled(task: Task) -> Task | None:
+    """The task as a replica holds it, unless it is open past its deadline: the primary may
+    have evaluated it already (or, its keys pending, may yet hold it open)."""
+    if task.status == TaskStatus.WORKING and task.deadline <= timezone.now():
+        return None
+    return task
+
+
+def _on_replica(task_id: str | uuid.UUID) -> Task | None:
+    try:
+        return _settled(task_get(task_id))
+    except Refusal as refusal:
+        if refusal.code != ErrorCode.NOT_FOUND:
+            raise
+        return None  # not replicated yet, maybe: the primary says
+
+
+def task_shown(task_id: str | uuid.UUID) -> Task:
+    """The task a door shows, evaluated first when it is due."""
+    return public_read(
+        lambda: _on_replica(task_id), lambda: task_evaluated_if_due(task_get(task_id))
+    )
+
+
+def task_page_shown(**query: Any) -> TaskPage:
+    """`task_page` of `query`, after the evaluation of what is due."""
+    return public_read(
+        lambda: None if tasks_due() else task_page(**query),
+        lambda: _evaluated_first(task_page, query),
+    )
+
+
+def task_feed_page_shown(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
+    """`task_feed_page`, after the evaluation of what is due."""
+    query: dict[str, Any] = {"mode": mode, "limit": limit, "cursor": cursor}
+    return public_read(
+        lambda: None if tasks_due() else task_feed_page(**query),
+        lambda: _evaluated_first(task_feed_page, query),
+    )
+
+
+def _evaluated_first(read: Callable[..., TaskPage], query: dict[str, Any]) -> TaskPage:
+    tasks_evaluate_due()
+    return read(**query)
