@@ -91,11 +91,13 @@ def _conninfo(alias: str) -> str:
     if not _behind_transaction_pooler():
         # The pool's statements plan alike whatever their values (one index each), but a
         # generic plan of a page looks dear to PostgreSQL (its LIMIT is a parameter), so by
-        # default it would plan every page afresh, most of a page's time. The
+        # default it would plan every page afresh, most of a page's time. That same unknown
+        # LIMIT costs a first page of a large table past the JIT threshold, and compiling it
+        # takes far longer than reading the page, so JIT is off. The
         # URL's own options come after these, so they win where both set something. A
         # transaction pooler keeps no session setting (and PgBouncer refuses `options`); the
         # reads convert every time they read, whatever the session's time zone.
-        ours = "-c TimeZone=UTC -c plan_cache_mode=force_generic_plan"
+        ours = "-c TimeZone=UTC -c plan_cache_mode=force_generic_plan -c jit=off"
         parameters["options"] = " ".join(filter(None, [ours, parameters.get("options")]))
     return make_conninfo(**parameters)
 
@@ -150,6 +152,9 @@ class PoolSource:
     def __init__(self, *, on_replicas: bool = True) -> None:
         self.on_replicas = on_replicas and bool(replicas.configured())
         self._primary = PoolSource(on_replicas=False) if self.on_replicas else self
+        # Autocommit connections to the primary read what it committed; a replica may not have
+        # replayed a write whose notice has already reached this process.
+        self.reads_committed = not self.on_replicas
 
     def primary(self) -> PoolSource:
         return self._primary

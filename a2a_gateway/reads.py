@@ -11,7 +11,9 @@ its own. Refusals are the SDK's own A2A errors, which each binding writes in its
 Where the statement runs is the caller's (`Source`): on Django's connection, or on the ASGI
 app's own pool on the event loop (`a2a_gateway.read_pool`); both run the same text, on a replica
 where one serves (`core.replicas`). A replica may be behind: what it shows due, or a task it does
-not have, is read again on the primary (`Source.primary`), after the evaluation.
+not have, is read again on the primary (`Source.primary`), after the evaluation. What a read of
+the primary's committed rows returns for an open task or a page is kept in memory until a write
+changes it or a task it shows open reaches its deadline (`a2a_gateway.read_cache`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from django.utils import timezone
 
 from a2a_gateway.evaluated_forms import EVALUATED_FORMS
 from a2a_gateway.models import TaskForm
+from a2a_gateway.read_cache import READ_CACHE
 from core import replicas, statements
 from core.cursors import keyset_cursor, keyset_position
 from core.errors import Refusal
@@ -69,7 +72,12 @@ class Source(Protocol):
     the statement's parameter for a column of `TaskForm`, `read_back` the values read of its
     columns `names` into Python's. `evaluated` runs the domain's evaluation on Django's thread:
     of one task, or of every task due (None). `primary` is the source that reads the primary
-    database: itself, unless it reads replicas."""
+    database: itself, unless it reads replicas. `reads_committed`: each statement reads what the
+    primary had committed when it ran, outside any transaction, so its answer may be kept until
+    a write changes it (`a2a_gateway.read_cache`); a replica's may be older than the write's
+    notice, so it is never kept."""
+
+    reads_committed: bool
 
     def prepare(self, name: str, value: Any) -> Any: ...
 
@@ -307,6 +315,9 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
     kept = kept_forms.get(key)
     if kept is not None:
         return StoredTask(kept, None)
+    ticket = READ_CACHE.ticket() if source.reads_committed else None
+    if ticket is not None and (cached := READ_CACHE.task(key, version)) is not None:
+        return cached
     sql = _task_sql(connection.vendor, TASK_FORMS[version])
     rows = await source.rows(sql, _task_params(key, timezone.now(), source))
     if not rows or rows[0][2]:
@@ -322,7 +333,9 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
         kept_forms.keep(key, text)
         return StoredTask(str(text), None)
     (deadline,) = source.read_back(("deadline",), (open_until,))
-    return StoredTask(str(text), deadline)
+    stored = StoredTask(str(text), deadline)
+    READ_CACHE.keep_task(ticket, key, version, stored, stored.text, deadline)
+    return stored
 
 
 async def read_task(request: GetTaskRequest, source: Source, version: str = "1.0") -> str:
@@ -346,12 +359,17 @@ async def read_page(request: ListTasksRequest, sent_status: Any, source: Source)
     query = page_query(request, sent_status)
     if query.names_no_task:
         return StoredPage([], "", query.page_size, 0, query.include_artifacts, [])
+    ticket = READ_CACHE.ticket() if source.reads_committed else None
+    if ticket is not None and (cached := READ_CACHE.page(query)) is not None:
+        return cached
     rows = await source.rows(*_page_statement(query, timezone.now(), source))
     if rows and rows[0][0]:
         primary = source.primary()
         await primary.evaluated(None)
         rows = await primary.rows(*_page_statement(query, timezone.now(), primary))
-    return _page_of(query, rows, source)
+    page = _page_of(query, rows, source)
+    READ_CACHE.keep_page(ticket, query, page, page.tasks, page.open_until)
+    return page
 
 
 def _page_of(query: PageQuery, rows: Sequence[Row], source: Source) -> StoredPage:
@@ -402,6 +420,9 @@ class DjangoSource:
     send Django's request signals around each hop, for a caller outside Django's request cycle
     (the ASGI app), so the connection is checked and given back. `on_replicas`: read on a
     replica that serves, when there is one."""
+
+    # Django's connection may be inside a transaction, the caller's or a test's.
+    reads_committed = False
 
     def __init__(self, *, in_request_cycle: bool = False, on_replicas: bool = True) -> None:
         self.in_request_cycle = in_request_cycle

@@ -76,6 +76,9 @@ MAX_BENCH_BACKENDS = 250 if PRIVATE_PG else 40
 SIZES = {"1k": 1000, "100k": 100_000}
 WRITE_TASKS = 3000  # x 10 contributions each = 30,000 single-use SendMessage requests
 SWEEP_TASKS = 10_000
+# `bench/run.sh sweep --tasks 100k`: the sweep at 100,000 due tasks (issue 37), its template
+# seeded by the first such run.
+SWEEP_SIZES = {"10k": SWEEP_TASKS, "100k": 100_000}
 GUNICORN_WORKERS = os.environ.get("BENCH_GUNICORN_WORKERS", "3")
 
 CAIRN_ENV = {
@@ -622,6 +625,7 @@ def wrk(
     duration: str,
     start: int = 1,
     pinner: BackendPinner | None = None,
+    scheme: str = "http",
 ) -> dict:
     cmd = [
         "taskset",
@@ -635,7 +639,7 @@ def wrk(
         "10s",
         "-s",
         LUA,
-        f"http://127.0.0.1:{port}",
+        f"{scheme}://127.0.0.1:{port}",
         "--",
         path,
     ]
@@ -723,16 +727,23 @@ def measure(
     start: int = 1,
     pinner: BackendPinner | None = None,
     server_pids: list[int] | None = None,
+    scheme: str = "http",
 ) -> dict:
     """Warm up, then measure. For single-use request files the measured run continues after the
     warm-up. Given the server's pids, the result has their CPU per request (`server_cpu_us`,
     PostgreSQL's backends not in it), which other work on a shared machine moves far less than
     the rate."""
-    warm = wrk(port, path, file, WARMUP, start, pinner)
+    warm = wrk(port, path, file, WARMUP, start, pinner, scheme)
     load = os.getloadavg()
     cpu = process_cpu(server_pids or [])
     result = wrk(
-        port, path, file, DURATION, warm["last_index"] + 1 if file is not None else 1, pinner
+        port,
+        path,
+        file,
+        DURATION,
+        warm["last_index"] + 1 if file is not None else 1,
+        pinner,
+        scheme,
     )
     if server_pids and result["requests"]:
         used = process_cpu(server_pids) - cpu
@@ -1019,10 +1030,12 @@ def run_all(args: argparse.Namespace) -> None:
 
 
 def sweep(args: argparse.Namespace) -> None:
-    if not marker("sweep_tpl").exists():
+    template = "sweep_tpl" if args.tasks == "10k" else f"sweep_{args.tasks}_tpl"
+    if args.tasks == "10k" and not marker(template).exists():
         sys.exit("sweep_tpl is not seeded: run `bench/run.sh setup` first")
     pg_start()
-    recreate_db("cairn_bench_sweep", template="cairn_bench_sweep_tpl")
+    setup_cairn(template, pg_url(f"cairn_bench_{template}"), "sweep", SWEEP_SIZES[args.tasks], True)
+    recreate_db("cairn_bench_sweep", template=f"cairn_bench_{template}")
     pinner = BackendPinner()
     pinner.start()
     load = os.getloadavg()
@@ -1176,6 +1189,7 @@ def main() -> None:
     run_parser.set_defaults(func=run_all)
     sweep_parser = sub.add_parser("sweep")
     sweep_parser.add_argument("--settings", default="cairn.settings")
+    sweep_parser.add_argument("--tasks", choices=list(SWEEP_SIZES), default="10k")
     sweep_parser.set_defaults(func=sweep)
     report_parser = sub.add_parser("report")
     report_parser.add_argument(

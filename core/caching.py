@@ -3,7 +3,7 @@ every door.
 
 A public read says what its answer shows (`Shown`): one task, which never changes again once
 evaluated and changes at its deadline while open; a list or a feed, which a new task may join at
-any moment; or a document that changes only with the code and the settings (a schema, a skill).
+any moment; a call or a list of calls, answered or posted at any moment; or a document that changes only with the code and the settings (a schema, a skill).
 `answer_caching` turns that, the request's method, whether it carried a token and the answer's
 status into the answer's `Cache-Control`, `Vary` and `ETag`, and says when the client's
 `If-None-Match` already holds those bytes (304). Django's answers reach it through
@@ -64,6 +64,12 @@ class Shown:
     def listing(cls, open_until: Iterable[datetime | None], *, vary: tuple[str, ...] = ()) -> Shown:
         """A list or a feed of tasks, each given by its `open_until` (`Shown.task`)."""
         return cls(open_until=min(filter(None, open_until), default=None), vary=vary)
+
+    @classmethod
+    def changing(cls, *, vary: tuple[str, ...] = ()) -> Shown:
+        """What may change at any moment but has no deadline: a call with its public answers, a
+        list of calls."""
+        return cls(vary=vary)
 
     @classmethod
     def document(cls, *, vary: tuple[str, ...] = ()) -> Shown:

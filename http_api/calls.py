@@ -9,9 +9,10 @@ from rest_framework.response import Response
 
 from calls.selectors import call_detail, call_get, call_page, call_view
 from calls.services import call_answer
+from core.caching import Shown, mark_shown
 from core.policy import CALL_MODES
 from http_api.inputs import PageQuery, paged_list, query_none
-from http_api.views import ApiView
+from http_api.views import NEGOTIATED, ApiView
 
 
 class CallListApi(ApiView):
@@ -20,13 +21,15 @@ class CallListApi(ApiView):
             calls, next_cursor = call_page(mode=query.mode, limit=query.limit, cursor=query.cursor)
             return [call_view(call) for call in calls], next_cursor or ""
 
-        return paged_list(request, modes=CALL_MODES, key="calls", page=page)
+        response = paged_list(request, modes=CALL_MODES, key="calls", page=page)
+        return mark_shown(response, Shown.changing(vary=NEGOTIATED))
 
 
 class CallDetailApi(ApiView):
     def get(self, request: Request, call_id: str) -> Response:
         query_none(request)
-        return Response(call_detail(call_get(call_id)))
+        view = call_detail(call_get(call_id))
+        return mark_shown(Response(view), Shown.changing(vary=NEGOTIATED))
 
 
 class CallAnswerApi(ApiView):

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_safe
 
 from calls.models import Call, CallKind, Stance
 from calls.selectors import call_detail, call_get, call_page, call_view
+from core.caching import Shown
 from core.policy import CALL_MODES
 from web.pages import PAGE_SIZE, detail_page, instant, paged_list
 
@@ -45,12 +46,19 @@ def call_list(request: HttpRequest) -> HttpResponse:
             "next_cursor": next_cursor or "",
         }
 
-    return paged_list(request, "calls/list.html", modes=CALL_MODES, nav="calls", page=page)
+    return paged_list(
+        request, "calls/list.html", modes=CALL_MODES, nav="calls", page=page, shown=_changing
+    )
 
 
 @require_safe
 def call_page_view(request: HttpRequest, call_id: str) -> HttpResponse:
-    return detail_page(request, "call", call_get, call_id, _call_page)
+    return detail_page(request, "call", call_get, call_id, _call_page, shown=_changing)
+
+
+def _changing(_page: dict[str, Any]) -> Shown:
+    """A call's page and the list: a call may be answered, posted or closed at any moment."""
+    return Shown.changing()
 
 
 def _call_page(call: Call) -> dict[str, Any]:

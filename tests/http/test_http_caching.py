@@ -105,12 +105,27 @@ def test_any_read_with_a_token_is_private(api, poster, post_task, evaluated_id):
     private(stranger)
 
 
+@pytest.mark.parametrize("path", ["", "?mode=open", "?mode=all&limit=1", "/{id}"])
+def test_the_calls_and_a_call_are_kept_for_seconds(api, make_call, poster, path):
+    """A call may be answered or closed at any moment: the list and the call, like a task list."""
+    call = make_call()
+    url = "/api/a2a-calls" + path.format(id=call.id)
+    first = api.get(url)
+
+    assert call.title in first.text
+    assert cacheable(first, vary=VARY) == SHORT
+    revalidated(api, url, first)
+    private(api.get(url, headers=bearer(poster.token)))
+
+
 @pytest.mark.parametrize(
     ("url", "headers", "status"),
     [
         ("/api/a2a-tasks/00000000-0000-0000-0000-000000000000", {}, 404),
         ("/api/a2a-tasks?mode=later", {}, 400),
         ("/api/a2a-tasks", {"Accept": "text/html"}, 406),
+        ("/api/a2a-calls/00000000-0000-0000-0000-000000000000", {}, 404),
+        ("/api/a2a-calls?mode=later", {}, 400),
     ],
 )
 def test_a_read_that_failed_is_not_stored(api, url, headers, status):

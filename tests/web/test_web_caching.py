@@ -10,6 +10,7 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from calls.services import call_close, call_create
 from tests.caching import (
     DOCUMENT,
     IMMUTABLE,
@@ -77,6 +78,21 @@ def test_no_page_is_kept_past_the_deadline_of_a_task_it_shows_open(http, task_wi
         max_age_within(answer, soon.task.deadline_text, asked_at)
 
 
+@pytest.mark.parametrize("path", ["/a2a/calls", "/a2a/calls?mode=closed", "/a2a/calls/{id}"])
+def test_the_calls_and_a_call_are_kept_for_seconds(http, poster, path):
+    """A call may be answered or closed at any moment: its page and the list, like the feed."""
+    call = call_create(title="Which source should Cairn read next?", body="Name one.", kind="other")
+    if "closed" in path:
+        call_close(call=call)
+    url = path.format(id=call.id)
+    first = http.get(url)
+
+    assert call.title in first.text
+    assert cacheable(first) == SHORT
+    revalidated(http, url, first)
+    private(http.get(url, headers={"Authorization": f"Bearer {poster.token}"}))
+
+
 @pytest.mark.parametrize("path", AGENT_TEXTS)
 def test_the_skills_and_the_texts_agents_read_are_kept_for_minutes(http, path):
     first = http.get(f"/{path}")
@@ -98,7 +114,15 @@ def test_a_page_asked_with_a_token_is_private(http, poster, evaluated):
         private(answer)
 
 
-@pytest.mark.parametrize("url", ["/a2a/tasks/00000000-0000-0000-0000-000000000000", "/a2a?mode=x"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/a2a/tasks/00000000-0000-0000-0000-000000000000",
+        "/a2a?mode=x",
+        "/a2a/calls/00000000-0000-0000-0000-000000000000",
+        "/a2a/calls?mode=x",
+    ],
+)
 def test_a_page_that_failed_is_not_stored(http, url):
     answer = http.get(url)
     assert answer.status_code in (400, 404)
