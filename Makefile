@@ -47,7 +47,10 @@ superuser:
 	$(PY) manage.py createsuperuser $${DJANGO_SUPERUSER_PASSWORD:+--noinput}
 
 # Web (uvicorn, ASGI), the django-q2 worker and the gRPC binding's server together (the last
-# ends at once when CAIRN_GRPC_BIND is empty); Ctrl-C, or SIGTERM to make or its process group,
+# ends at once when CAIRN_GRPC_BIND is empty). It is a developer's server: DEBUG, and a task's
+# deadline may be as little as 30 s ahead, so the walk-through shows an evaluation within a minute
+# on this very server (a site's own minimum stays the setting's default, 30 minutes); the
+# environment wins over both. Ctrl-C, or SIGTERM to make or its process group,
 # stops all three. They run in the background so the shell's traps run at once (a foreground
 # command would defer them), and the shell waits for all to exit before it does, ignoring the
 # signals make and the group repeat meanwhile.
@@ -55,7 +58,8 @@ run: migrate
 	@echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: make superuser, then /admin/)"
 	@echo "In another terminal, before the walk-throughs, MCP or the verifier:"
 	@echo "  export CAIRN_URL=http://$(HOST):$(PORT)"
-	@export DEBUG=$${DEBUG:-true}; \
+	@echo "Developer's settings: DEBUG=$${DEBUG:-true}, and a task's deadline may be $${CAIRN_TASK_DEADLINE_MIN_S:-30} s ahead (CAIRN_TASK_DEADLINE_MIN_S)"
+	@export DEBUG=$${DEBUG:-true} CAIRN_TASK_DEADLINE_MIN_S=$${CAIRN_TASK_DEADLINE_MIN_S:-30}; \
 	trap 'trap "" INT TERM; kill $$web $$worker $$grpc 2>/dev/null; wait' EXIT; \
 	trap 'exit 130' INT; trap 'exit 143' TERM; \
 	$(PY) manage.py qcluster & worker=$$!; \

@@ -189,7 +189,7 @@ TEMPLATES = [
 
 # What sits between Cairn and PostgreSQL: nothing (or a session pooler), or a transaction pooler
 # such as PgBouncer's `pool_mode = transaction`, which keeps no session state between
-# transactions (README, "Behind PgBouncer").
+# transactions (docs/deployment.md, "Behind PgBouncer").
 CAIRN_DB_POOLER = env_str("CAIRN_DB_POOLER").lower()
 if CAIRN_DB_POOLER not in {"", "transaction"}:
     raise ImproperlyConfigured(
@@ -341,7 +341,7 @@ SILENCED_SYSTEM_CHECKS = [
     # HSTS without includeSubDomains or preload: deliberate, see above.
     "security.W005",
     "security.W021",
-    # The proxy terminates TLS and redirects plain http (README, "Deployment"); Cairn
+    # The proxy terminates TLS and redirects plain http (docs/deployment.md); Cairn
     # redirecting too would send the host's own probes (/healthz, /readyz, /metrics over
     # http://127.0.0.1) away from the process they check.
     "security.W008",

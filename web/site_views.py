@@ -40,7 +40,7 @@ AGENT_TEXTS: dict[str, tuple[str, str]] = {
 
 def mcp_install_commands(site: str) -> dict[str, str]:
     """The one way to add Cairn's MCP servers to Claude Code and Codex. The join page and the
-    connection reference print these lines, and the README the same (a test holds them equal)."""
+    connection reference print these lines, and docs/mcp.md the same (a test holds them equal)."""
     return {
         "mcp_install": (
             f"mkdir -p ~/.cairn && curl -fsSL {site}/mcp/cairn_mcp.py -o ~/.cairn/cairn_mcp.py\n"

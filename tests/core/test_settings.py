@@ -1,10 +1,9 @@
 """SPEC §14: a bad setting stops start-up with one line naming the variable; a fresh clone's
-commands work as the README prints them."""
+commands work as the README and docs/ print them."""
 
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cairn.env import env_seal_key, env_signing_key
+from tests.docs import doc_block
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = {"SECRET_KEY": "k", "CAIRN_SITE_URL": "https://cairn.example"}
@@ -198,17 +198,14 @@ def test_the_keepers_commands_run_as_printed_with_only_the_env_file(env_file, tm
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
     }
     assert run("manage.py", "migrate", "--noinput", **settings).returncode == 0
-    # The README's non-interactive route, run as printed in a clone whose .venv is this one
+    # The keeper's page's non-interactive route, run as printed in a clone whose .venv is this one
     clone = tmp_path / "clone"
     clone.mkdir()
     (clone / ".venv").symlink_to(sys.prefix)
     (clone / "manage.py").symlink_to(ROOT / "manage.py")
-    block = re.search(
-        r"```sh\n(DJANGO_SUPERUSER_USERNAME=.*?)\n```", (ROOT / "README.md").read_text(), re.S
-    )
-    assert block is not None
+    block = doc_block("docs/keeper.md", "DJANGO_SUPERUSER_USERNAME=")
     keeper = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block.group(1)],
+        ["bash", "-euo", "pipefail", "-c", block],
         cwd=clone,
         env=_clean_env(**settings),
         stdin=subprocess.DEVNULL,

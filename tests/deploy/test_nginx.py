@@ -1,7 +1,7 @@
-"""SPEC §16, behind a proxy: the README's nginx configuration, run as printed with only its
-placeholders replaced, in front of `python -m cairn.serve` with an https `CAIRN_SITE_URL`.
+"""SPEC §16, behind a proxy: the nginx configuration of docs/deployment.md, run as printed with
+only its placeholders replaced, in front of `python -m cairn.serve` with an https `CAIRN_SITE_URL`.
 
-The README's block is what an operator puts in conf.d; the main file around it here stands in
+The printed block is what an operator puts in conf.d; the main file around it here stands in
 for the system's nginx.conf (events, and the log and temporary paths a private prefix needs).
 The client connects from 127.0.0.2, an address that is not nginx's and not in
 `FORWARDED_ALLOW_IPS`, as a client on the Internet would.
@@ -13,7 +13,6 @@ import datetime
 import ipaddress
 import os
 import pwd
-import re
 import shutil
 import signal
 import subprocess
@@ -32,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.deploy.postgres import free_port
+from tests.docs import doc_block
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_NAME = "cairn.test"
@@ -39,16 +39,9 @@ CLIENT_ADDRESS = "127.0.0.2"
 REGISTRATIONS_PER_HOUR = 3
 
 
-def readme_nginx_block() -> str:
-    """The README's nginx block that names the upstream, exactly as printed."""
-    readme = (ROOT / "README.md").read_text()
-    blocks = [
-        block
-        for block in re.findall(r"```nginx\n(.*?)\n```", readme, flags=re.S)
-        if "CAIRN_UPSTREAM" in block
-    ]
-    assert len(blocks) == 1, "README.md must print one nginx block naming CAIRN_UPSTREAM"
-    return blocks[0]
+def printed_nginx_block() -> str:
+    """Deployment's nginx block that names the upstream, exactly as printed."""
+    return doc_block("docs/deployment.md", "CAIRN_UPSTREAM", "nginx")
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:
@@ -85,7 +78,7 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 
 def write_nginx_conf(home: Path) -> None:
     """An nginx.conf of the test's own, everything under `home`, that includes `home`'s
-    cairn.conf: the README's blocks as printed. Started as root, nginx runs its workers as
+    cairn.conf: the blocks as printed. Started as root, nginx runs its workers as
     `nobody`, who may not enter the test's private folders, where the workers write the cache:
     they run as the test's own user instead, as Debian's nginx.conf names `www-data`."""
     temp_paths = "\n".join(
@@ -168,7 +161,7 @@ class Proxied:
 @contextmanager
 def behind_nginx(home: Path, **settings: str) -> Iterator[Proxied]:
     """cairn.serve (its environment given `settings`) on a SQLite database of its own, behind the
-    README's nginx block as printed, its placeholders filled; everything stopped after."""
+    printed nginx block, its placeholders filled; everything stopped after."""
     nginx = _nginx()
     listen_port, upstream_port = free_port(), free_port()
     site_url = f"https://{SERVER_NAME}:{listen_port}"
@@ -201,7 +194,7 @@ def behind_nginx(home: Path, **settings: str) -> Iterator[Proxied]:
     try:
         site.start_cairn()
         cert, key = self_signed(home)
-        site_conf = readme_nginx_block()
+        site_conf = printed_nginx_block()
         for placeholder, value in {
             "CAIRN_UPSTREAM": site.upstream,
             "SERVER_NAME": SERVER_NAME,

@@ -1,5 +1,5 @@
-"""SPEC §16.1, nginx as the cache: the README's nginx block, run as printed with only its
-placeholders replaced, in front of `python -m cairn.serve`, which is stopped and started again
+"""SPEC §16.1, nginx as the cache: the nginx block of docs/deployment.md, run as printed with only
+its placeholders replaced, in front of `python -m cairn.serve`, which is stopped and started again
 while nginx runs.
 
 - An evaluated task is served from the cache on each of its doors with Cairn stopped.
@@ -9,7 +9,7 @@ while nginx runs.
 - A token never reaches a cached answer: a request with one is not answered from the cache (with
   Cairn stopped it gets nginx's 502), and what Cairn answers it is not stored.
 
-`X-Cache-Status` is the README block's own header: how nginx answered.
+`X-Cache-Status` is the printed block's own header: how nginx answered.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""SPEC §8.7 behind a proxy: the README's gRPC server block and its web block, run as printed with
-only their placeholders replaced, in one nginx on one TLS port, in front of `python -m cairn.serve`
+"""SPEC §8.7 behind a proxy: the gRPC server block of docs/deployment.md and its web block, run as
+printed with only their placeholders replaced, in one nginx on one TLS port, in front of `python -m cairn.serve`
 and `python -m cairn.grpc` on one private PostgreSQL.
 
 The official a2a-sdk client allowed only gRPC reads the card through nginx's web block and makes
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import re
 import ssl
 import subprocess
 import sys
@@ -50,7 +49,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tests.a2a.conftest import run
 from tests.deploy.postgres import PrivatePostgres, certificate_authority, free_port
 from tests.deploy.processes import Deployment, cairn_env
-from tests.deploy.test_nginx import _nginx, _stop, readme_nginx_block, write_nginx_conf
+from tests.deploy.test_nginx import _nginx, _stop, printed_nginx_block, write_nginx_conf
+from tests.docs import doc_block
 from tests.factories import open_task_payload
 from tests.grpc.conftest import Token
 
@@ -60,16 +60,9 @@ GRPC_SERVER_NAME = "grpc.cairn.test"
 DATABASE = "cairn_nginx_grpc"
 
 
-def readme_grpc_block() -> str:
-    """The README's nginx block that names the gRPC upstream, exactly as printed."""
-    readme = (ROOT / "README.md").read_text()
-    blocks = [
-        block
-        for block in re.findall(r"```nginx\n(.*?)\n```", readme, flags=re.S)
-        if "CAIRN_GRPC_UPSTREAM" in block
-    ]
-    assert len(blocks) == 1, "README.md must print one nginx block naming CAIRN_GRPC_UPSTREAM"
-    return blocks[0]
+def printed_grpc_block() -> str:
+    """Deployment's nginx block that names the gRPC upstream, exactly as printed."""
+    return doc_block("docs/deployment.md", "CAIRN_GRPC_UPSTREAM", "nginx")
 
 
 def filled(block: str, placeholders: dict[str, str]) -> str:
@@ -179,7 +172,7 @@ def proxied(postgres: PrivatePostgres, tmp_path_factory) -> Iterator[Proxied]:
         cert, key, ca_pem = server_certificate(home)
         tls = {"TLS_CERTIFICATE_KEY": str(key), "TLS_CERTIFICATE": str(cert)}
         web_block = filled(
-            readme_nginx_block(),
+            printed_nginx_block(),
             {
                 "CAIRN_UPSTREAM": deployment.web_urls[0].removeprefix("http://"),
                 "SERVER_NAME": SERVER_NAME,
@@ -189,7 +182,7 @@ def proxied(postgres: PrivatePostgres, tmp_path_factory) -> Iterator[Proxied]:
             },
         )
         grpc_block = filled(
-            readme_grpc_block(),
+            printed_grpc_block(),
             {
                 "CAIRN_GRPC_UPSTREAM": f"127.0.0.1:{grpc_port}",
                 "GRPC_SERVER_NAME": GRPC_SERVER_NAME,

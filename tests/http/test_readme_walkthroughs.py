@@ -1,5 +1,5 @@
-"""The README's walk-throughs and commands, run as a reader runs them: the scripts and shell
-blocks copied out of README.md, against the live server on a port other than 8000, with the
+"""The walk-throughs and commands of the README and docs/, run as a reader runs them: the scripts
+and shell blocks copied out of the pages, against the live server on a port other than 8000, with the
 address only in `CAIRN_URL`. Besides the happy path, what a reader meets on a second run: the
 registration limit (HTTP 429) and a refusal, each said in one line, not a traceback."""
 
@@ -19,26 +19,11 @@ import pytest
 from ledger.services import log_sequence
 from tests.a2a.conftest import JS_DIR, node  # noqa: F401  (the Node.js fixture)
 from tests.deploy.postgres import free_port
+from tests.docs import ROOT, doc_block, doc_blocks, doc_text, pages
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 # This interpreter's folder holds python3 and uv, as a reader's PATH does after the set-up.
 TOOLS = str(Path(sys.executable).parent)
-
-
-def _script(language: str) -> str:
-    """The first fenced `language` block of README.md."""
-    return re.search(rf"```{language}\n(.*?)\n```", README.read_text(), flags=re.S).group(1)
-
-
-def _shell_blocks() -> list[str]:
-    return re.findall(r"```sh\n(.*?)\n```", README.read_text(), flags=re.S)
-
-
-def _shell(containing: str) -> str:
-    """The one shell block of README.md that holds `containing`."""
-    found = [block for block in _shell_blocks() if containing in block]
-    assert len(found) == 1, (containing, found)
-    return found[0]
+WALKTHROUGH = "docs/walkthrough.md"
 
 
 def _run(command: list[str], cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
@@ -61,7 +46,7 @@ def _bash(commands: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def python_walkthrough(tmp_path) -> Path:
     script = tmp_path / "cairn_walkthrough.py"
-    script.write_text(_script("python"))
+    script.write_text(doc_block(WALKTHROUGH, "asyncio.run(main())", "python"))
     return script
 
 
@@ -69,7 +54,7 @@ def python_walkthrough(tmp_path) -> Path:
 def js_walkthrough(node) -> Path:  # noqa: F811
     """Beside tests/a2a/js's node_modules, so the script's imports resolve as after `npm install`."""
     script = JS_DIR / f"readme-walkthrough-{uuid.uuid4().hex}.mjs"
-    script.write_text(_script("js"))
+    script.write_text(doc_block(WALKTHROUGH, "ClientFactory", "js"))
     yield script
     script.unlink()
 
@@ -91,9 +76,9 @@ def _assert_said_in_one_line(result: subprocess.CompletedProcess, *words: str) -
 def test_one_place_sets_the_address_and_every_command_reads_it(live_url):
     port = live_url.rsplit(":", 1)[1]
     assert port != "8000"
-    blocks = _shell_blocks()
+    blocks = [block for page in pages() for block in doc_blocks(page)]
     setters = [line for block in blocks for line in block.splitlines() if "CAIRN_URL=" in line]
-    assert setters == ["export CAIRN_URL=http://127.0.0.1:${PORT:-8000}"]
+    assert setters == [doc_block("README.md", "export CAIRN_URL=")]
     said = _bash(setters[0] + '; echo "$CAIRN_URL"', Path.cwd(), PORT=port)
     assert said.stdout.strip() == live_url
     commands = [re.sub(r"\s#.*", "", line) for block in blocks for line in block.splitlines()]
@@ -136,8 +121,8 @@ def test_the_python_walkthrough_runs_as_printed_twice_a_day_and_its_receipts_ver
 
 
 def _verifier_line(command: str) -> str:
-    """The line of the README's verifier block that runs `command` with uv."""
-    block = _shell('verify/cairn_verify.py" task')
+    """The line of the verifier's block that runs `command` with uv."""
+    block = doc_block("docs/verify.md", 'verify/cairn_verify.py" task')
     [line] = [
         line
         for line in block.splitlines()
@@ -160,7 +145,9 @@ def test_the_verifier_runs_as_printed_with_uv_and_without(live_url, poster, post
     ]
     # And the route without uv: a virtualenv of its own, the file fetched with curl
     without_uv = _bash(
-        _shell("~/.cairn/venv/bin/python3 ~/.cairn/cairn_verify.py"), tmp_path, **env
+        doc_block("docs/verify.md", "~/.cairn/venv/bin/python3 ~/.cairn/cairn_verify.py"),
+        tmp_path,
+        **env,
     )
 
     # Then each checks the site at CAIRN_URL and passes
@@ -185,8 +172,10 @@ def agents_cli(tmp_path) -> Path:
 def test_the_mcp_commands_run_as_printed(live_url, http, agents_cli, tmp_path):
     env = {"CAIRN_URL": live_url, "HOME": str(tmp_path), "PATH": f"{agents_cli}:/usr/bin:/bin"}
 
-    local = _bash(_shell('cairn_mcp.py" -o ~/.cairn/cairn_mcp.py'), tmp_path, **env)
-    hosted = _bash(_shell("--transport http cairn-read"), tmp_path, **env)
+    local = _bash(
+        doc_block("docs/mcp.md", 'cairn_mcp.py" -o ~/.cairn/cairn_mcp.py'), tmp_path, **env
+    )
+    hosted = _bash(doc_block("docs/mcp.md", "--transport http cairn-read"), tmp_path, **env)
 
     assert local.returncode == 0 and hosted.returncode == 0, local.stderr + hosted.stderr
     downloaded = (tmp_path / ".cairn" / "cairn_mcp.py").read_text()
@@ -298,7 +287,7 @@ def test_the_js_walkthrough_says_when_registration_is_limited_or_refused(
 def test_the_uv_route_works_without_pipx_as_printed(tmp_path):
     # Given a shell with Python but neither pipx nor uv on its PATH
     python_only = f"{Path(sys.base_prefix) / 'bin'}:/usr/bin:/bin"
-    block = _shell("~/.cairn/uv/bin/pip install")
+    block = doc_block("README.md", "~/.cairn/uv/bin/pip install")
 
     # When a reader runs the README's block, then asks for uv as the next sections do
     done = _run(
@@ -313,3 +302,105 @@ def test_the_uv_route_works_without_pipx_as_printed(tmp_path):
     found, version = done.stdout.splitlines()[-2:]
     assert found == f"{tmp_path}/.cairn/uv/bin/uv"
     assert version.startswith("uv ")
+
+
+def test_the_printed_python_walkthrough_is_the_one_try_it_runs():
+    printed = doc_block(WALKTHROUGH, "asyncio.run(main())", "python")
+    assert printed + "\n" == (ROOT / "docs" / "cairn_walkthrough.py").read_text()
+
+
+def _in_order(set_up: str, script: str, run: str, saved_as: str) -> str:
+    """A walk-through's three blocks as one shell script, in the order printed, with the reader's
+    saving of the script in its place: after the block that makes the folder, before the run."""
+    text = doc_text(WALKTHROUGH)
+    assert text.index(set_up) < text.index(script) < text.index(run)
+    told = text[text.index(set_up) : text.index(script)]
+    assert f"Save the block below in that folder as `{saved_as}`" in told
+    return "\n".join([set_up, f"cat > {saved_as} <<'SAVED'\n{script}\nSAVED", run])
+
+
+def _after(said: str, first_word: str) -> list[str]:
+    """The script's own lines: what it printed from the first line starting with `first_word`,
+    after pip's or npm's."""
+    lines = said.splitlines()
+    return lines[[line.split(" ")[0] for line in lines].index(first_word) :]
+
+
+def test_the_python_walkthrough_runs_block_by_block_in_the_order_printed(
+    live_url, settings, tmp_path
+):
+    # Given the server's minimum deadline as `make run` sets it
+    settings.CAIRN_TASK_DEADLINE_MIN_S = 30
+    commands = _in_order(
+        doc_block(WALKTHROUGH, 'pip install "a2a-sdk==1.3.0" rfc8785'),
+        doc_block(WALKTHROUGH, "asyncio.run(main())", "python"),
+        doc_block(WALKTHROUGH, "python3 cairn_walkthrough.py"),
+        "cairn_walkthrough.py",
+    )
+
+    # When a reader runs the page's blocks one after the other, in one shell
+    result = _bash(commands, tmp_path, CAIRN_URL=live_url)
+
+    # Then the walk-through posts, contributes and reads the evaluation, on this one server
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = _after(result.stdout, "posted")
+    assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[0]), result.stdout
+    assert lines[3] == "TASK_STATE_COMPLETED resolved source_supported", result.stdout
+    assert len(list((tmp_path / "cairn-walkthrough-py" / "receipts").glob("*.json"))) == 2
+
+
+def test_the_js_walkthrough_runs_block_by_block_in_the_order_printed(
+    live_url,
+    settings,
+    tmp_path,
+    node,  # noqa: F811
+):
+    settings.CAIRN_TASK_DEADLINE_MIN_S = 30
+    commands = _in_order(
+        doc_block(WALKTHROUGH, "npm install @a2a-js/sdk@1.3.0"),
+        doc_block(WALKTHROUGH, "ClientFactory", "js"),
+        doc_block(WALKTHROUGH, "node cairn_walkthrough.mjs"),
+        "cairn_walkthrough.mjs",
+    )
+
+    result = _bash(
+        commands, tmp_path, CAIRN_URL=live_url, PATH=f"{Path(node).parent}:{os.environ['PATH']}"
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = _after(result.stdout, "card")
+    assert lines[0] == "card signature verified", result.stdout
+    assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[1]), result.stdout
+    assert lines[4].startswith("TASK_STATE_COMPLETED contested"), result.stdout
+    assert len(list((tmp_path / "cairn-walkthrough-js" / "receipts").glob("*.json"))) == 2
+
+
+def test_the_json_rpc_call_with_curl_runs_as_printed(live_url, poster, post_task, tmp_path):
+    task = post_task(poster)
+
+    listed = _bash(
+        doc_block("docs/bindings.md", '"method":"ListTasks"'), tmp_path, CAIRN_URL=live_url
+    )
+
+    assert listed.returncode == 0, listed.stderr
+    result = json.loads(listed.stdout)["result"]
+    assert [found["id"] for found in result["tasks"]] == [str(task.pk)]
+
+
+def test_the_independent_copy_of_the_verifier_differs_only_in_its_url(
+    live_url, poster, post_task, tmp_path
+):
+    post_task(poster)
+    log_sequence()
+    block = doc_block("docs/verify.md", "| diff - verify/cairn_verify.py")
+    compare, run = block.splitlines()
+    env = {"CAIRN_URL": live_url, "CAIRN_HOME": str(tmp_path / "home")}
+
+    # diff exits 1 when the files differ, as they do in the one line the block names
+    compared = _run(["bash", "-c", compare], cwd=ROOT, **env)
+    monitor = _bash(run, ROOT, **env)
+
+    changed = [line for line in compared.stdout.splitlines() if line[:1] in "<>"]
+    assert compared.returncode == 1 and len(changed) == 2, compared.stdout + compared.stderr
+    assert all("DEFAULT_CAIRN_URL = " in line for line in changed), changed
+    assert monitor.returncode == 0, monitor.stdout + monitor.stderr

@@ -5,9 +5,10 @@ from __future__ import annotations
 import html
 import json
 import re
-from pathlib import Path
 
 import pytest
+
+from tests.docs import doc_blocks
 
 SKILLS = {
     "/skills/cairn-a2a/SKILL.md": "cairn-a2a",
@@ -170,18 +171,12 @@ def test_the_join_page_gives_every_way_in_with_this_sites_urls(http, live_url):
         assert fragment in page, fragment
 
 
-def _readme_blocks_under(heading: str) -> list[str]:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```sh\n(.*?)\n```", section, flags=re.S)
-
-
-def test_the_readme_and_the_join_page_give_the_same_mcp_commands(http, live_url):
-    # The README reads the address from CAIRN_URL; the join page writes in the one serving it.
-    # The README's route without uv is its own.
+def test_the_mcp_page_and_the_join_page_give_the_same_mcp_commands(http, live_url):
+    # docs/mcp.md reads the address from CAIRN_URL; the join page writes in the one serving it.
+    # The page's route without uv is its own.
     readme = [
         re.sub(r'"\$CAIRN_URL([^"]*)"', lambda found: live_url + found.group(1), block)
-        for block in _readme_blocks_under("## MCP, for coding agents that do not speak A2A")
+        for block in doc_blocks("docs/mcp.md")
         if "venv" not in block
     ]
     page = html.unescape(http.get("/a2a/join").text)

@@ -1,0 +1,132 @@
+"""Post a task, contribute twice, read the evaluation: Cairn through the official A2A Python SDK."""
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import rfc8785
+from a2a.client import ClientConfig, ClientFactory
+from a2a.helpers import new_data_part
+from a2a.types import GetTaskRequest, ListTasksRequest, Message, Role, SendMessageRequest, TaskState
+from google.protobuf.json_format import MessageToDict
+
+CAIRN = os.environ.get("CAIRN_URL") or sys.exit("set CAIRN_URL to the server's address first")
+SOURCE = "https://github.com/a2aproject/a2a-python/blob/main/src/a2a/client/client_factory.py"
+
+
+def digest(value) -> str:
+    """What every approval names: "sha256:" + hex SHA-256 of the RFC 8785 (JCS) form."""
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+
+
+def register() -> str:
+    """A new agent's token; stops with what the server said when it registers none."""
+    try:
+        answer = httpx.post(f"{CAIRN}/api/agent/register", json={})
+    except httpx.ConnectError:
+        raise SystemExit(
+            f"no answer: is Cairn running at {CAIRN}? (start it with make run)"
+        ) from None
+    if answer.status_code != 201:  # 429 rate_limited: too many registrations from this address
+        error = answer.json()["error"]
+        wait = answer.headers.get("Retry-After")
+        raise SystemExit(
+            f"not registered: HTTP {answer.status_code} {error['code']}: {error['message']}"
+            + (f"; retry in {wait} s" if wait else "")
+        )
+    return answer.json()["token"]
+
+
+async def send(token: str, payload: dict, task_id: str = ""):
+    """SendMessage with one data part; returns the Task, or stops with the refusal."""
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+        client = await ClientFactory(ClientConfig(httpx_client=http)).create_from_url(CAIRN)
+        message = Message(
+            message_id=str(uuid.uuid4()),  # the operation id: resend the same one to retry safely
+            role=Role.ROLE_USER,
+            task_id=task_id,
+            parts=[new_data_part(payload)],
+        )
+        async for answer in client.send_message(SendMessageRequest(message=message)):
+            if answer.HasField("task"):
+                return answer.task
+            # A refusal (for example daily_cap or task_full): say which, and why.
+            error = MessageToDict(answer.message)["parts"][0]["data"]["error"]
+            raise SystemExit(f"refused: {error['code']}: {error['message']}")
+
+
+async def main() -> None:
+    seconds = int(os.environ.get("DEADLINE_S", "1900"))
+    deadline = datetime.now(UTC) + timedelta(seconds=seconds)
+    request = {
+        "title": "Does the A2A Python SDK client send A2A-Version on every call?",
+        "question": "Read the client factory and its transports and say whether every request carries A2A-Version.",
+        "sources": [SOURCE],
+        "acceptance_criteria": ["Names the function that sets the header"],
+        "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%S.")
+        + f"{deadline.microsecond // 1000:03d}Z",
+        "min_independent": 2,
+        "max_contributors": 3,
+        "budget": {"currency": "USD", "amount": 0},
+    }
+    approval = {
+        "public_input_digest": digest(request),
+        "public_output": True,
+        "scope": "this_open_task",
+    }
+    task = await send(  # a new agent of its own posts the task
+        register(),
+        {"schema": "cairn.open_task/0.1", "request": request, "approval": approval},
+    )
+    print("posted", task.id, TaskState.Name(task.status.state))
+
+    for verdict in ("source_supported", "source_supported"):  # two other agents, two tokens
+        report = {
+            "schema": "cairn.task.contribution/0.1",
+            "verdict": verdict,
+            "summary": "The client factory sets A2A-Version on the shared httpx client it creates.",
+            "conditions": [],
+            "attempts": ["Read src/a2a/client/client_factory.py"],
+            "limitations": ["Did not run the code"],
+            "source_urls": [SOURCE],
+        }
+        approval = {
+            "public_output_digest": digest(report),
+            "public_output": True,
+            "scope": "this_contribution",
+        }
+        answer = await send(register(), {**report, "approval": approval}, task_id=task.id)
+        receipt = MessageToDict(answer.metadata)["cairn"]["contribution"]
+        print("sealed", receipt["report_digest"], "until", receipt["sealed_until"])
+        # The signed receipt: proof of what was sent, for cairn_verify.py receipt.
+        Path("receipts").mkdir(exist_ok=True)
+        Path("receipts", receipt["contribution_id"] + ".json").write_text(json.dumps(receipt))
+
+    await asyncio.sleep(max(0.0, (deadline - datetime.now(UTC)).total_seconds()) + 1)
+    async with httpx.AsyncClient() as http:  # reads are public: no token
+        client = await ClientFactory(ClientConfig(httpx_client=http)).create_from_url(CAIRN)
+        done = await client.get_task(GetTaskRequest(id=task.id))
+        evaluation = MessageToDict(done.artifacts[0].parts[0].data)
+        print(TaskState.Name(done.status.state), evaluation["outcome"], evaluation["verdict"])
+        for item in evaluation["contributions"]:
+            assert item["report_digest"] == digest(
+                item["report"]
+            )  # the revealed report is the sealed one
+        page = await client.list_tasks(
+            ListTasksRequest(status=TaskState.TASK_STATE_COMPLETED, page_size=10)
+        )
+        print(
+            "completed tasks:",
+            [t.metadata["cairn"]["title"] for t in page.tasks],
+            "of",
+            page.total_size,
+        )
+
+
+asyncio.run(main())
