@@ -1,11 +1,11 @@
-"""GetTask over HTTP+JSON on evaluated tasks through the README's nginx cache, against Cairn
+"""GetTask over HTTP+JSON on evaluated tasks through the deployment guide's nginx cache, against Cairn
 alone, in the same run (issue 37: at least 10×).
 
     PYTHONPATH=. .venv/bin/python bench/nginx_cache.py
 
 Serves `cairn_bench_pg_1k` (`bench/run.sh setup --sizes 1k`, seeded here when missing) with Cairn
 under uvicorn on core 0, and in front of it nginx (one worker, also on core 0) running the
-README's nginx block as printed, with only its placeholders filled, as
+deployment guide's nginx block (docs/deployment.md) as printed, with only its placeholders filled, as
 `tests/deploy/test_nginx.py` runs it: https on 127.0.0.1:18443 with a self-signed certificate,
 its cache under bench/var/nginx. wrk drives both from core 1 with `bench/wrk/rpc.lua`, as every
 other workload here (3 s warm-up, 10 s measured, 8 connections), cycling over the database's
@@ -53,9 +53,11 @@ REST = "/api/a2a/tasks/"
 INSECURE = ssl._create_unverified_context()  # our own self-signed certificate, on 127.0.0.1
 
 
-def readme_block() -> str:
-    """The README's nginx block naming the upstream, as printed (what the deployment test runs)."""
-    blocks = re.findall(r"```nginx\n(.*?)\n```", (ROOT / "README.md").read_text(), flags=re.S)
+def printed_block() -> str:
+    """The deployment guide's nginx block naming the upstream, as printed (what the deployment
+    test runs)."""
+    guide = (ROOT / "docs" / "deployment.md").read_text()
+    blocks = re.findall(r"```nginx\n(.*?)\n```", guide, flags=re.S)
     (block,) = [block for block in blocks if "CAIRN_UPSTREAM" in block]
     return block
 
@@ -81,7 +83,7 @@ def nginx_conf() -> None:
         check=True,
         capture_output=True,
     )
-    site = readme_block()
+    site = printed_block()
     for placeholder, value in {
         "CAIRN_UPSTREAM": f"127.0.0.1:{CAIRN_PORT}",
         "SERVER_NAME": "127.0.0.1",  # the Host Cairn is given, one of its ALLOWED_HOSTS
