@@ -63,7 +63,7 @@ def printed_block() -> str:
 
 
 def nginx_conf() -> None:
-    """cairn.conf, the README's block with its placeholders filled, and the main file around it
+    """cairn.conf, the guide's block with its placeholders filled, and the main file around it
     (one worker; as root, the workers run as this user, who may write the cache)."""
     HOME.mkdir(parents=True, exist_ok=True)
     cert, key = HOME / "cairn.crt", HOME / "cairn.key"
