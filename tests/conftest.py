@@ -29,6 +29,26 @@ from tests.deploy.processes import ROOT, cairn_env
 from tests.factories import contribution_payload, open_task_payload
 
 _addresses = itertools.count(1)
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`make test` spreads the tests over pytest-xdist's workers (`--dist loadgroup`); the tests
+    of a module that share one of its module-scoped fixtures (a server, a deployment, a browser)
+    go to one worker together, so that fixture starts once rather than once per worker."""
+    for item in items:
+        fixtures = getattr(item, "_fixtureinfo", None)
+        if fixtures is None:
+            continue
+        shared = any(
+            definition.scope == "module"
+            and Path(definition.func.__code__.co_filename).is_relative_to(TESTS)
+            for definitions in fixtures.name2fixturedefs.values()
+            for definition in definitions
+        )
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 @dataclass(frozen=True)
