@@ -49,16 +49,18 @@ def served_process(tmp_path, migrated_sqlite) -> Iterator[tuple[str, Path, subpr
         )
     url = f"http://127.0.0.1:{port}"
     give_up = time.monotonic() + 120  # a start takes long on a busy machine (xdist's workers)
-    while True:
-        try:
-            httpx.get(f"{url}/healthz", timeout=1)
-            break
-        except httpx.TransportError:
-            assert time.monotonic() < give_up, log.read_text()
-            time.sleep(0.2)
-    yield url, log, server
-    server.send_signal(signal.SIGTERM)
-    server.wait(timeout=10)
+    try:
+        while True:
+            try:
+                httpx.get(f"{url}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < give_up, log.read_text()
+                time.sleep(0.2)
+        yield url, log, server
+    finally:  # a server that never answered is stopped too, not left serving after the run
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
 
 
 @pytest.fixture
