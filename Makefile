@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 # make test runs the tests in this many pytest-xdist processes side by side: most of their time
 # is spent waiting on servers, browsers and processes they start, so more than the cores help.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 6
 
 .PHONY: install run test migrate superuser chromium lint typecheck clients
 
