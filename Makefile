@@ -6,6 +6,11 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 HOST ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
+# make test runs the tests in this many pytest-xdist processes side by side: most of their time
+# is spent waiting on servers, browsers and processes they start, so more than the cores help.
+# On PostgreSQL fewer: each worker's live servers hold connections, and six reached a default
+# server's 100.
+TEST_WORKERS ?= $(if $(DATABASE_URL),4,6)
 
 .PHONY: install run test migrate superuser chromium lint typecheck clients
 
@@ -71,8 +76,10 @@ run: migrate
 chromium:
 	@$(if $(wildcard $(CHROMIUM)),:,$(error make test needs Chromium at $(CHROMIUM): install it first (Debian/Ubuntu: sudo apt-get install chromium), or set CHROMIUM=/path/to/chromium))
 
+# `loadgroup` keeps the tests that share a module's server or deployment on one worker
+# (tests/conftest.py marks them), and spreads every other test one by one.
 test: chromium $(VENV)/.installed-test
-	CAIRN_CHROMIUM=$(CHROMIUM) $(PY) -m pytest
+	CAIRN_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The pinned official A2A clients the binding tests drive (tests/a2a/clients.py): installed once
 # and kept; the tests would install them on first use, this does it ahead and fails loudly.

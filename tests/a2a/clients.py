@@ -8,11 +8,14 @@ installs what it misses on first use, and is skipped only when a client cannot b
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -31,14 +34,32 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cairn-tests"
 
 
+@contextmanager
+def installing(lock: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock` (made if missing): test processes running side by side
+    (pytest-xdist's workers, two checkouts sharing the cache) install one at a time, and the
+    later ones find the install done."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+
+
 def python_0_3() -> Path:
     """The interpreter of the virtualenv that holds `a2a-sdk` 0.3.26. It is built beside its
     place and moved in whole, so an interrupted install is never taken for one."""
     home = cache_dir() / A2A_SDK_0_3.replace("==", "-")
+    with installing(cache_dir() / f"{home.name}.lock"):
+        return _python_0_3(home)
+
+
+def _python_0_3(home: Path) -> Path:
     python = home / "bin" / "python"
     if python.is_file():
         return python
-    home.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix="building-", dir=home.parent))
     try:
         for step in (
@@ -57,6 +78,11 @@ def python_0_3() -> Path:
 
 def npm_installed(folder: Path) -> None:
     """`npm ci` in `folder`, unless what its lock file names is installed already."""
+    with installing(folder / "node_modules.lock"):
+        _npm_installed(folder)
+
+
+def _npm_installed(folder: Path) -> None:
     installed = folder / "node_modules" / ".package-lock.json"
     lock = folder / "package-lock.json"
     if installed.is_file() and installed.stat().st_mtime >= lock.stat().st_mtime:

@@ -12,8 +12,9 @@ import redis
 
 from tests.deploy.postgres import BIN_DIR, PrivatePostgres
 from tests.deploy.processes import Deployment, cairn_env
+from tests.workers import redis_url
 
-REDIS_URL = "redis://127.0.0.1:6379/9"
+REDIS_URL = redis_url()
 
 BROKERS = {"orm": {}, "redis": {"CAIRN_REDIS_URL": REDIS_URL}}
 

@@ -21,7 +21,7 @@ from ledger.services import log_sequence
 from tasks.evaluation import task_evaluate
 from tasks.models import Task
 from tests.factories import contribution_payload, contribution_report
-from tests.ledger.keyper_processes import keyper_site, migrated_sqlite  # noqa: F401  (fixtures)
+from tests.ledger.keyper_processes import keyper_site  # noqa: F401  (a fixture)
 from tests.ledger.witness_processes import witness_processes, witnessed  # noqa: F401  (fixtures)
 
 

@@ -202,24 +202,6 @@ def start_all(processes: list[CairnProcess], migrated: Path) -> None:
         process.ready()
 
 
-@pytest.fixture(scope="session")
-def migrated_sqlite(tmp_path_factory) -> Path:
-    """An empty Cairn database, migrated once a session: every process starts from a copy (the
-    migrations write nothing that depends on a site's settings), which on a busy machine saves
-    a minute per process."""
-    database = tmp_path_factory.mktemp("migrated") / "cairn.sqlite3"
-    done = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput"],
-        cwd=ROOT,
-        env=cairn_env(f"sqlite:///{database}"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return database
-
-
 KeyperSite = Callable[..., tuple[list[KeyperProcess], SiteProcess]]
 
 

@@ -73,8 +73,10 @@ def test_the_sites_sweep_opens_with_two_of_three_and_voids_with_one_after_the_gr
 ):
     keypers, site = keyper_site(3, threshold=2, CAIRN_KEYPER_GRACE_S=str(GRACE_S))
     http = httpx.Client(base_url=site.url, timeout=20)
-    # Two tasks, the second closing 20 s after the first, so its releases are asked for later
-    first_deadline = parse_instant(deadline_in(25))
+    # Two tasks, the second closing 20 s after the first, so its releases are asked for later.
+    # Posting, sealing and two sequencer runs (each a process) come first: on a busy machine,
+    # with other tests' processes beside them (xdist's workers), they take over 25 s.
+    first_deadline = parse_instant(deadline_in(45))
     second_deadline = first_deadline + timedelta(seconds=20)
     opened_task = _post_task(http, site, first_deadline)
     starved_task = _post_task(http, site, second_deadline)

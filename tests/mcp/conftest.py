@@ -27,7 +27,7 @@ from tests.factories import (
     open_task_payload,
     open_task_request,
 )
-from tests.ledger.keyper_processes import keyper_site, migrated_sqlite  # noqa: F401  (fixtures)
+from tests.ledger.keyper_processes import keyper_site  # noqa: F401  (a fixture)
 from tests.ledger.witness_processes import witness_processes, witnessed  # noqa: F401  (fixtures)
 
 LOCAL_SERVER = Path(django_settings.BASE_DIR) / "mcp" / "cairn_mcp.py"

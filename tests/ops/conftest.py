@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def served_process(tmp_path) -> Iterator[tuple[str, Path, subprocess.Popen]]:
-    """`python -m cairn.serve` in its own process, logging JSON to a file: its URL, its log and
-    the process."""
+def served_process(tmp_path, migrated_sqlite) -> Iterator[tuple[str, Path, subprocess.Popen]]:
+    """`python -m cairn.serve` in its own process, on a copy of the migrated database, logging
+    JSON to a file: its URL, its log and the process."""
     env = {
         **{
             k: v
@@ -35,7 +36,7 @@ def served_process(tmp_path) -> Iterator[tuple[str, Path, subprocess.Popen]]:
         "CAIRN_SIGNING_KEY": os.environ["CAIRN_SIGNING_KEY"],
         "CAIRN_SEAL_KEY": os.environ["CAIRN_SEAL_KEY"],
     }
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    shutil.copyfile(migrated_sqlite, tmp_path / "cairn.sqlite3")
     port = free_port()
     log = tmp_path / "server.log"
     with open(log, "wb") as out:
@@ -47,17 +48,19 @@ def served_process(tmp_path) -> Iterator[tuple[str, Path, subprocess.Popen]]:
             stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
-    give_up = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(f"{url}/healthz", timeout=1)
-            break
-        except httpx.TransportError:
-            assert time.monotonic() < give_up, log.read_text()
-            time.sleep(0.2)
-    yield url, log, server
-    server.send_signal(signal.SIGTERM)
-    server.wait(timeout=10)
+    give_up = time.monotonic() + 120  # a start takes long on a busy machine (xdist's workers)
+    try:
+        while True:
+            try:
+                httpx.get(f"{url}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < give_up, log.read_text()
+                time.sleep(0.2)
+        yield url, log, server
+    finally:  # a server that never answered is stopped too, not left serving after the run
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
 
 
 @pytest.fixture

@@ -32,12 +32,13 @@ import pytest
 import redis
 
 from tests.deploy.processes import cairn_env
+from tests.workers import redis_url
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMISED_S = 60  # SPEC §4.3: within a minute of the deadline, so a killed worker's replacement too
 KILLS = 50  # at least, on each broker
 WORKERS = 2
-REDIS_URL = "redis://127.0.0.1:6379/14"
+REDIS_URL = redis_url()
 NAP_S = 0.2  # the job after which a worker is killed
 # The tasks fall due from FIRST_DUE_S after they are posted, one every DUE_EVERY_S, while the
 # workers are being killed: the killing goes on until the last is due and KILLS were killed.

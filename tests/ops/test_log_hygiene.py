@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -72,7 +73,7 @@ def _stop(process: subprocess.Popen) -> None:
             continue
 
 
-def _wait_for(predicate, what: str, timeout: float = 30) -> None:
+def _wait_for(predicate, what: str, timeout: float = 120) -> None:
     give_up = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < give_up, what
@@ -80,7 +81,7 @@ def _wait_for(predicate, what: str, timeout: float = 30) -> None:
 
 
 @pytest.fixture(params=["json", "text"])
-def site(request, tmp_path) -> Iterator[Site]:
+def site(request, tmp_path, migrated_sqlite) -> Iterator[Site]:
     env = {
         **{
             k: v
@@ -98,7 +99,7 @@ def site(request, tmp_path) -> Iterator[Site]:
         "CAIRN_SIGNING_KEY": os.environ["CAIRN_SIGNING_KEY"],
         "CAIRN_SEAL_KEY": os.environ["CAIRN_SEAL_KEY"],
     }
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    shutil.copyfile(migrated_sqlite, tmp_path / "cairn.sqlite3")
     port = free_port()
     site = Site(
         f"http://127.0.0.1:{port}", tmp_path / "web.log", tmp_path / "worker.log", request.param

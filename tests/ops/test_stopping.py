@@ -29,10 +29,11 @@ import redis
 from tests.deploy.postgres import free_port
 from tests.deploy.processes import answering
 from tests.grpc.conftest import serving as grpc_serving
+from tests.workers import redis_url
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMISED_S = 10  # SPEC §16
-REDIS_URL = "redis://127.0.0.1:6379/12"
+REDIS_URL = redis_url()
 BROKERS = {"orm": {}, "redis": {"CAIRN_REDIS_URL": REDIS_URL}}
 
 
