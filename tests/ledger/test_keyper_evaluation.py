@@ -371,6 +371,17 @@ def _lying(keyper: HeldKeyper, contribution: Contribution, *, released_at) -> di
     return {**honest, "share": claims["share"], "signature": release_sign(claims, keyper.signing)}
 
 
+def _honest_then_lying(
+    contribution: Contribution, keypers: list[HeldKeyper], *, released_at
+) -> None:
+    """The first keyper's release kept, then the second's, of a share not the one sealed to it."""
+    releases_keep(contribution, keypers[:1], released_at=released_at)
+    bad = _lying(keypers[1], contribution, released_at=released_at)
+    Contribution.objects.filter(pk=contribution.pk).update(
+        releases=[*Contribution.objects.get(pk=contribution.pk).releases, bad]
+    )
+
+
 def test_released_shares_that_disagree_make_the_report_inconsistent_shares(
     poster, post_task, seal_to, keypers, time_machine
 ):
@@ -381,11 +392,7 @@ def test_released_shares_that_disagree_make_the_report_inconsistent_shares(
 
     # Two releases, one of them wrong: the key they give does not open the report, and with two
     # shares nothing tells a wrong share from a wrong ciphertext, so the sweep waits for a third
-    releases_keep(contribution, keypers[:1], released_at=at)
-    bad = _lying(keypers[1], contribution, released_at=at)
-    Contribution.objects.filter(pk=contribution.pk).update(
-        releases=[*Contribution.objects.get(pk=contribution.pk).releases, bad]
-    )
+    _honest_then_lying(contribution, keypers, released_at=at)
     assert evaluate_due() == 0
 
     # The third shows the disagreement: void at once, with every release published
@@ -409,11 +416,7 @@ def test_disagreeing_shares_that_still_open_private_text_publish_none_of_it(
     )
     at = _released_at(task)
     time_machine.move_to(at + timedelta(seconds=1), tick=False)
-    releases_keep(contribution, keypers[:1], released_at=at)
-    bad = _lying(keypers[1], contribution, released_at=at)
-    Contribution.objects.filter(pk=contribution.pk).update(
-        releases=[*Contribution.objects.get(pk=contribution.pk).releases, bad]
-    )
+    _honest_then_lying(contribution, keypers, released_at=at)
     releases_keep(contribution, keypers[2:], released_at=at)
 
     assert evaluate_due() == 1

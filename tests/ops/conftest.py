@@ -19,6 +19,24 @@ from tests.deploy.postgres import free_port
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def make_run_argv(port: int) -> list[str]:
+    """`make run` on `port`, as a developer starts it, on the virtualenv running these tests: `-o`
+    keeps make from reinstalling it (or writing the clone's `.env`) when pyproject.toml is
+    newer."""
+    venv = sys.prefix
+    return [
+        "make",
+        "--no-print-directory",
+        f"VENV={venv}",
+        "-o",
+        f"{venv}/.installed",
+        "-o",
+        ".env",
+        f"PORT={port}",
+        "run",
+    ]
+
+
 @pytest.fixture
 def served_process(tmp_path, migrated_sqlite) -> Iterator[tuple[str, Path, subprocess.Popen]]:
     """`python -m cairn.serve` in its own process, on a copy of the migrated database, logging

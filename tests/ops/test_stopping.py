@@ -29,6 +29,7 @@ import redis
 from tests.deploy.postgres import free_port
 from tests.deploy.processes import answering
 from tests.grpc.conftest import serving as grpc_serving
+from tests.ops.conftest import make_run_argv
 from tests.workers import redis_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,23 +250,11 @@ def test_the_job_in_hand_when_the_group_gets_sigterm_is_finished(qcluster: Start
 
 @pytest.fixture
 def make_run(site: Site, tmp_path) -> Iterator[tuple[Started, str, str]]:
-    """`make run` as a developer starts it, on the virtualenv running these tests: `-o` keeps
-    make from reinstalling it (or writing the clone's `.env`) when pyproject.toml is newer. Its
-    gRPC server listens on a free port of its own."""
-    venv = sys.prefix
+    """`make run` as a developer starts it (`make_run_argv`). Its gRPC server listens on a free
+    port of its own."""
     port = free_port()
     grpc_address = f"127.0.0.1:{free_port()}"
-    argv = [
-        "make",
-        "--no-print-directory",
-        f"VENV={venv}",
-        "-o",
-        f"{venv}/.installed",
-        "-o",
-        ".env",
-        f"PORT={port}",
-        "run",
-    ]
+    argv = make_run_argv(port)
     env = {**site.env, "CAIRN_GRPC_BIND": grpc_address}
     started = _start(argv, env, tmp_path / "make-run.log")
     url = f"http://127.0.0.1:{port}"

@@ -20,6 +20,7 @@ import pytest
 from tests.deploy.postgres import free_port
 from tests.deploy.processes import answering
 from tests.docs import ROOT, doc_block, doc_text
+from tests.ops.conftest import make_run_argv
 
 EXPORT_LINE = re.compile(r"(?m)^\s*(export CAIRN_URL=\S+)$")
 
@@ -42,10 +43,9 @@ def clone(tmp_path) -> Path:
 
 @pytest.fixture
 def make_run(tmp_path) -> Iterator[tuple[str, Path]]:
-    """The README's `make run`, on a free port, on the virtualenv running these tests (`-o`
-    keeps make from reinstalling it or writing the clone's `.env`), with a SQLite file and an
-    empty settings file of its own and none of the settings the tests set (DEBUG, ALLOWED_HOSTS, CAIRN_...)': what it
-    printed, once it answers."""
+    """The README's `make run` (`make_run_argv`), on a free port, with a SQLite file and an empty
+    settings file of its own and none of the settings the tests set (DEBUG, ALLOWED_HOSTS,
+    CAIRN_...): what it printed, once it answers."""
     [command] = [
         line.split("#")[0].split()
         for line in doc_block("README.md", "make run    #").splitlines()
@@ -70,18 +70,7 @@ def make_run(tmp_path) -> Iterator[tuple[str, Path]]:
         "CAIRN_GRPC_BIND": f"127.0.0.1:{free_port()}",
     }
     port = free_port()
-    venv = sys.prefix
-    argv = [
-        command[0],
-        "--no-print-directory",
-        f"VENV={venv}",
-        "-o",
-        f"{venv}/.installed",
-        "-o",
-        ".env",
-        f"PORT={port}",
-        command[1],
-    ]
+    argv = make_run_argv(port)
     log = tmp_path / "make-run.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
