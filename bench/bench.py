@@ -76,7 +76,7 @@ MAX_BENCH_BACKENDS = 250 if PRIVATE_PG else 40
 SIZES = {"1k": 1000, "100k": 100_000}
 WRITE_TASKS = 3000  # x 10 contributions each = 30,000 single-use SendMessage requests
 SWEEP_TASKS = 10_000
-# `bench/run.sh sweep --tasks 100k`: the sweep at 100,000 due tasks (issue 37), its template
+# `bench/run.sh sweep --tasks 100k`: the sweep at 100,000 due tasks, its template
 # seeded by the first such run.
 SWEEP_SIZES = {"10k": SWEEP_TASKS, "100k": 100_000}
 GUNICORN_WORKERS = os.environ.get("BENCH_GUNICORN_WORKERS", "3")

@@ -1,5 +1,5 @@
 """GetTask over HTTP+JSON on evaluated tasks through the deployment guide's nginx cache, against Cairn
-alone, in the same run (issue 37: at least 10×).
+alone, in the same run (the bar: at least 10×).
 
     PYTHONPATH=. .venv/bin/python bench/nginx_cache.py
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cairn's benchmark (issue 7). See bench/README.md.
+# Cairn's benchmark. See bench/README.md.
 #   bench/run.sh                 setup (once) + run every workload + the sweep
 #   bench/run.sh setup           create, migrate and seed the cairn_bench* databases (skips what is there)
 #   bench/run.sh run [--only reads-pg grpc ...]   (grpc: the reads over gRPC, bench/grpc_load.py)

@@ -1,4 +1,4 @@
-"""The A2A reads at 1,000 and at 1,000,000 tasks, in the same run (issue 37): GetTask, the first
+"""The A2A reads at 1,000 and at 1,000,000 tasks, in the same run: GetTask, the first
 ListTasks page and the page 1,000 deep, each within 20% of its 1,000-task rate.
 
     BENCH_PG=postgres://postgres@127.0.0.1:5432 .venv/bin/python bench/scale.py setup
