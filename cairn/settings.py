@@ -13,6 +13,7 @@ import psycopg
 from django.core.exceptions import ImproperlyConfigured
 from psycopg.conninfo import make_conninfo
 
+from cairn.database_url import database_urls, hosts_in_query
 from cairn.env import (
     env_advertised_address,
     env_bool,
@@ -215,7 +216,7 @@ def _libpq_parameters(options: dict[str, Any], setting: str) -> dict[str, str]:
 def _database(url: str, setting: str = "DATABASE_URL") -> dict:
     """The Django database of a URL; `setting` names where the URL came from in any error."""
     try:
-        config = dj_database_url.parse(url, conn_max_age=60)
+        config = dj_database_url.parse(hosts_in_query(url), conn_max_age=60)
     except Exception as exc:  # dj-database-url raises several types for a bad URL
         raise ImproperlyConfigured(
             f"{setting} is not a database URL Cairn understands: {exc}"
@@ -255,7 +256,20 @@ def _database(url: str, setting: str = "DATABASE_URL") -> dict:
         # a failing reconnection is abandoned after 4 s so the next request starts a fresh one
         # instead of waiting out psycopg's growing back-off.
         # The URL's query string holds libpq's parameters (`sslmode`, `application_name`, ...):
-        # they reach every connection, over Cairn's defaults (SPEC §16).
+        # they reach every connection, over Cairn's defaults (SPEC §16). Its hosts and ports,
+        # a list of them when the URL names several, win over the URL's own as they do in libpq;
+        # they become Django's HOST and PORT, which Django would otherwise put over them.
+        parameters = _libpq_parameters(config.get("OPTIONS", {}), setting)
+        if "host" in parameters:
+            config["HOST"] = parameters.pop("host")
+        if "port" in parameters:
+            config["PORT"] = parameters.pop("port")
+        hosts, ports = str(config["HOST"]).count(",") + 1, str(config["PORT"]).count(",") + 1
+        if ports not in (1, hosts):
+            raise ImproperlyConfigured(
+                f"{setting} gives {ports} ports for {hosts} hosts: give one port for them all, "
+                "or one for each"
+            )
         config["OPTIONS"] = {
             "pool": {
                 "min_size": 2,
@@ -264,7 +278,7 @@ def _database(url: str, setting: str = "DATABASE_URL") -> dict:
                 "reconnect_timeout": 4,
             },
             "connect_timeout": 3,
-            **_libpq_parameters(config.get("OPTIONS", {}), setting),
+            **parameters,
             "server_side_binding": True,
             "prepare_threshold": None if CAIRN_DB_POOLER == "transaction" else 5,
         }
@@ -283,10 +297,10 @@ DATABASES = {
 
 def _replicas(raw: str, primary: dict) -> dict[str, dict]:
     """PostgreSQL streaming replicas of the primary, for public reads (`core.replicas`): one URL
-    or several, separated by commas or whitespace, each with `DATABASE_URL`'s options. Django
-    knows each as `replica1`, `replica2`, ...; tests never create them (they mirror the primary).
-    `primary`: the primary's database, which they stream."""
-    urls = raw.replace(",", " ").split()
+    or several, separated by commas or whitespace, each in `DATABASE_URL`'s forms with its
+    options. Django knows each as `replica1`, `replica2`, ...; tests never create them (they
+    mirror the primary). `primary`: the primary's database, which they stream."""
+    urls = database_urls(raw)
     if urls and primary["ENGINE"] != "cairn.postgresql":
         raise ImproperlyConfigured(
             "DATABASE_REPLICA_URLS needs DATABASE_URL to name PostgreSQL: replicas stream a "

@@ -102,9 +102,14 @@ def libpq_parameters(alias: str) -> dict[str, Any]:
 
 
 def where(alias: str) -> str:
-    """A replica as `/readyz` names it: host, port and database, never a password."""
+    """A replica as `/readyz` names it: each host with its port, and the database, never a
+    password."""
     params = connections[alias].settings_dict
-    return f"{params['HOST'] or 'localhost'}:{params['PORT'] or 5432}/{params['NAME']}"
+    hosts = str(params["HOST"] or "localhost").split(",")
+    ports = str(params["PORT"] or "").split(",")
+    ports = ports * len(hosts) if len(ports) == 1 else ports
+    listed = ",".join(f"{host}:{port or 5432}" for host, port in zip(hosts, ports, strict=False))
+    return f"{listed}/{params['NAME']}"
 
 
 class _Watch:

@@ -3,6 +3,7 @@ commands work as the README and docs/ print them."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -89,6 +90,18 @@ def assert_one_line_naming(result: subprocess.CompletedProcess, named: str) -> N
             "DATABASE_REPLICA_URLS' URL 1's query string",
         ),
         ({**GOOD, "DATABASE_REPLICA_URLS": "postgres://r.example/cairn"}, "needs DATABASE_URL"),
+        ({**GOOD, "DATABASE_URL": "postgres://a.example:5432,b.example:x/c"}, "'b.example:x'"),
+        ({**GOOD, "DATABASE_URL": "postgres://a.example,,b.example/c"}, "DATABASE_URL"),
+        ({**GOOD, "DATABASE_URL": "postgres://a.example:70000,b.example/c"}, "'a.example:70000'"),
+        (
+            {**GOOD, "DATABASE_URL": "postgres://a.example,b.example/c?host=d"},
+            "host more than once",
+        ),
+        ({**GOOD, "DATABASE_URL": "postgres:///c?host=a,b&port=1,2,3"}, "3 ports for 2 hosts"),
+        (
+            {**GOOD, **PRIMARY, "DATABASE_REPLICA_URLS": "postgres://r1,r2/c,postgres://r3,[r4/c"},
+            "DATABASE_REPLICA_URLS' URL 2",
+        ),
         ({**GOOD, "CAIRN_REPLICA_MAX_LAG_S": "-1"}, "CAIRN_REPLICA_MAX_LAG_S"),
         ({}, "SECRET_KEY"),
         ({"SECRET_KEY": "k", "DEBUG": "false"}, "CAIRN_SITE_URL (or ALLOWED_HOSTS)"),
@@ -136,6 +149,59 @@ def test_replicas_start_comma_or_space_separated():
     replicas = "postgres://r1.example/cairn?sslmode=require,postgres://r2.example/cairn  postgres://r3.example/cairn"
     result = check(**GOOD, **PRIMARY, DATABASE_REPLICA_URLS=replicas, CAIRN_REPLICA_MAX_LAG_S="2")
     assert result.returncode == 0, result.stderr
+
+
+# What each connection Cairn opens is given: Django's, the A2A reads' pool's and the read cache
+# listener's, for the primary and for each replica.
+CONNECTIONS = """
+import json
+from django.db import connections
+from psycopg.conninfo import conninfo_to_dict
+from a2a_gateway import read_cache, read_pool
+from core.replicas import where
+
+def hosts(parameters):
+    return {name: str(parameters.get(name)) for name in ("host", "port", "target_session_attrs")}
+
+found = {"read cache": hosts(conninfo_to_dict(read_cache._conninfo()))}
+for alias in connections:
+    found[alias] = hosts(connections[alias].get_connection_params())
+    found[f"{alias} reads pool"] = hosts(conninfo_to_dict(read_pool._conninfo(alias)))
+    found[f"{alias} where"] = where(alias)
+print(json.dumps(found))
+"""
+
+
+def connections_given(**env: str) -> dict[str, object]:
+    result = run("manage.py", "shell", "--no-imports", "-c", CONNECTIONS, **env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgres://cairn@db-1:5432,db-2:5433/cairn?target_session_attrs=read-write",
+        "postgres://cairn@/cairn?host=db-1,db-2&port=5432,5433&target_session_attrs=read-write",
+    ],
+)
+def test_every_connection_is_given_every_host_of_a_multi_host_url(url):
+    """libpq's multi-host URL and its query-string form: each connection is given both hosts, in
+    order, with their ports, so libpq tries each and keeps the one that takes writes."""
+    replicas = f"{url.replace('db-', 'replica-')}, postgres://replica-3/cairn?sslmode=require"
+    found = connections_given(**GOOD, DATABASE_URL=url, DATABASE_REPLICA_URLS=replicas)
+    both = {"host": "db-1,db-2", "port": "5432,5433", "target_session_attrs": "read-write"}
+    assert found["default"] == found["default reads pool"] == found["read cache"] == both
+    replicas_both = {**both, "host": "replica-1,replica-2"}
+    assert found["replica1"] == found["replica1 reads pool"] == replicas_both
+    assert found["replica2"]["host"] == "replica-3"
+    assert found["replica1 where"] == "replica-1:5432,replica-2:5433/cairn"
+
+
+def test_a_multi_host_url_keeps_libpqs_default_port_for_a_host_without_one():
+    found = connections_given(**GOOD, DATABASE_URL="postgres://cairn@[::1],db-2:5433/cairn")
+    assert found["default"] == {"host": "::1,db-2", "port": ",5433", "target_session_attrs": "None"}
+    assert found["default where"] == "::1:5432,db-2:5433/cairn"
 
 
 def test_django_finds_nothing_to_fix_in_a_production_site_behind_tls(tmp_path):
