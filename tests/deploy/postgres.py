@@ -10,9 +10,11 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psutil
 import psycopg
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -63,21 +65,33 @@ class PrivatePostgres:
     server runs as the `postgres` system user. With `tls`, the server also speaks TLS, with a
     certificate for 127.0.0.1 signed by a certificate authority of its own (`ca_file`)."""
 
-    def __init__(self, *, tls: bool = False, replica_of: PrivatePostgres | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tls: bool = False,
+        replica_of: PrivatePostgres | None = None,
+        made_by: Callable[[Path], None] | None = None,
+        port: int | None = None,
+    ) -> None:
         """`replica_of`: a streaming replica of that running server, copied from it by
-        `pg_basebackup -R` (which writes the replica's connection to it), not a cluster of its own."""
+        `pg_basebackup -R` (which writes the replica's connection to it), not a cluster of its own.
+        `made_by`: what fills the data directory instead (a block of the docs, say), handed its
+        path, not yet made, in a folder the server's user owns. `port`: the one to listen on,
+        another server's that is gone, say; by default a free one."""
         assert BIN_DIR is not None
         # In /tmp itself: pytest's own temporary folders are closed to other users.
         root = Path(tempfile.mkdtemp(prefix="cairn-postgres-"))
         self.root = root
         self.data = root / "data"
         self.log = root / "postgres.log"
-        self.port = free_port()
+        self.port = port or free_port()
         self._as_user: list[str] = []
         if os.geteuid() == 0:
             self._as_user = ["runuser", "-u", "postgres", "--"]
             shutil.chown(root, "postgres")
-        if replica_of is None:
+        if made_by is not None:
+            made_by(self.data)
+        elif replica_of is None:
             self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync")
         else:
             self._run(
@@ -149,6 +163,23 @@ class PrivatePostgres:
     def stop(self) -> None:
         """A fast shutdown, as an operator's restart does: sessions are ended, not waited for."""
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def kill(self) -> None:
+        """SIGKILL to the server and every process of it at once, as a crash of its host leaves
+        it: no shutdown checkpoint, nothing flushed that was not already."""
+        postmaster = psutil.Process(int((self.data / "postmaster.pid").read_text().split()[0]))
+        family = [postmaster, *postmaster.children(recursive=True)]
+        for process in family:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(family, timeout=10)
+
+    def sql(self, statement: str, *params: object, database: str = "postgres") -> list[tuple]:
+        with psycopg.connect(self.url(database), autocommit=True) as conn:
+            cursor = conn.execute(statement, params)
+            return cursor.fetchall() if cursor.description else []
 
     def create_database(self, name: str) -> None:
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:

@@ -1,0 +1,141 @@
+"""SPEC §16.2's failover without loss, as docs/deployment.md's "High availability" prints it: a
+PostgreSQL primary and a standby copied from it by the docs' `pg_basebackup` block, made
+synchronous by the docs' `ALTER SYSTEM` block (`ANY 1 (standby1, standby2)`); Cairn's web process
+and worker on libpq's multi-host URL naming both, with `target_session_attrs=read-write`; a second
+Cairn witnessing the site's log; a load of task posts and contributions keeping every receipt. The
+primary's WAL sender is stopped mid-load, so the standby falls behind; then the primary is killed
+(SIGKILL, every process of it) and the standby promoted by the docs' block: writes resume without a restart of Cairn, every task and receipt answered is in the log,
+and the witness cosigns the checkpoints after the failover, which extend the one before it.
+Every figure is printed (run with -s to see them).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import pytest
+
+from tests.deploy.failover import (
+    DATABASE,
+    DOCS,
+    Load,
+    assert_all_logged,
+    assert_extends,
+    checkpoint,
+    run_block,
+    site_cairn,
+    wait_cosigned,
+    witness_cairn,
+)
+from tests.deploy.postgres import BIN_DIR, PrivatePostgres
+from tests.docs import doc_block
+
+STANDBY_BLOCK = "application_name=standby1"
+SYNCHRONOUS_BLOCK = "synchronous_standby_names"
+PROMOTE_BLOCK = "pg_promote()"
+# How long the primary's WAL sender is stopped before the primary is killed.
+STANDBY_BEHIND_S = 3
+# Receipts kept before the primary is killed, and after the promotion.
+RECEIPTS_EACH_SIDE = 150
+
+
+@pytest.fixture
+def servers() -> Iterator[ExitStack]:
+    if BIN_DIR is None:
+        pytest.fail("PostgreSQL's server binaries (initdb, pg_basebackup, pg_ctl) are needed")
+    with ExitStack() as stack:
+        yield stack
+
+
+def _started(stack: ExitStack, server: PrivatePostgres) -> PrivatePostgres:
+    stack.callback(server.remove)
+    server.start()
+    stack.callback(_stopped, server)
+    server.wait_ready()
+    return server
+
+
+def _stopped(server: PrivatePostgres) -> None:
+    try:
+        server.stop()
+    except Exception:  # killed already
+        pass
+
+
+def _wait_streaming(primary: PrivatePostgres, name: str) -> None:
+    give_up = time.monotonic() + 30
+    query = "SELECT state FROM pg_stat_replication WHERE application_name = %s"
+    while primary.sql(query, name) != [("streaming",)]:
+        assert time.monotonic() < give_up, f"{name} never streamed"
+        time.sleep(0.2)
+
+
+def test_a_synchronous_standby_promoted_mid_load_keeps_every_receipt(servers, tmp_path):
+    primary = _started(servers, PrivatePostgres())
+    primary.sql("CREATE ROLE replicator WITH REPLICATION LOGIN")
+    primary.create_database(DATABASE)
+
+    def copied(data):
+        block = doc_block(DOCS, STANDBY_BLOCK)
+        run_block(block, primary, PRIMARY="127.0.0.1", PGDATA=str(data))
+
+    standby = _started(servers, PrivatePostgres(made_by=copied))
+    _wait_streaming(primary, "standby1")
+    run_block(doc_block(DOCS, SYNCHRONOUS_BLOCK), primary)
+    (state,) = primary.sql(
+        "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'"
+    )
+    assert state == ("quorum",), "the standby is not synchronous"
+
+    witness = witness_cairn(tmp_path, primary)
+    servers.callback(witness.deployment.stop_all)
+    url = (
+        f"postgres://postgres@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/{DATABASE}"
+        "?target_session_attrs=read-write"
+    )
+    site = site_cairn(url, primary, witness, tmp_path)
+    servers.callback(site.stop_all)
+    web = site.web_urls[0]
+
+    with Load(web) as load:
+        load.wait_receipts(RECEIPTS_EACH_SIDE)
+        before = wait_cosigned(web, witness, beyond=0)
+        # The standby falls behind: the primary's WAL sender stops sending, as a network would.
+        ((sender,),) = primary.sql(
+            "SELECT pid FROM pg_stat_replication WHERE application_name = 'standby1'"
+        )
+        os.kill(sender, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        time.sleep(STANDBY_BEHIND_S)
+        answered_while_behind = len([at for at in load.answered_at if at > stopped_at])
+        primary.kill()
+        killed_at = time.monotonic()
+        answered_before = len(load.receipts)
+        run_block(doc_block(DOCS, PROMOTE_BLOCK), standby)
+        promoted_at = time.monotonic()
+        resumed_at = load.first_answer_after(promoted_at)
+        load.wait_receipts(answered_before + RECEIPTS_EACH_SIDE)
+    print(
+        f"\nsynchronous failover: {answered_before} receipts before the kill, "
+        f"{answered_while_behind} writes answered in the {STANDBY_BEHIND_S} s the standby "
+        "received nothing before it, "
+        f"{len(load.receipts)} in all, {len(load.tasks)} tasks; promoted "
+        f"{promoted_at - killed_at:.1f} s after the kill, writes answered again "
+        f"{resumed_at - promoted_at:.1f} s after the promotion; other answers {dict(load.other)}"
+    )
+    assert standby.sql("SELECT pg_is_in_recovery()") == [(False,)]
+    server_errors = {status for status in load.other if status.startswith("5") and status != "503"}
+    assert not server_errors, f"{dict(load.other)}\n{site.tails()}"
+
+    assert_all_logged(web, load.tasks, load.receipts)
+    after = wait_cosigned(web, witness, beyond=checkpoint(web, witness).size - 1)
+    assert after.size > before.size
+    assert_extends(web, before, after)
+    print(
+        f"witnessed checkpoints: size {before.size} before the kill, {after.size} after, "
+        "the later extending the earlier"
+    )
