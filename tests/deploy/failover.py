@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,6 @@ from tests.deploy.postgres import BIN_DIR, PrivatePostgres
 from tests.deploy.processes import Deployment, cairn_env
 from tests.factories import contribution_payload, open_task_payload
 
-DOCS = "docs/deployment.md"
 DATABASE = "cairn_failover"
 # Without CAIRN_SITE_URL the site's log is `localhost/cairn/log`.
 LOG_ORIGIN = "localhost/cairn/log"
@@ -47,6 +47,15 @@ def postgres_folder() -> Path:
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres")
     return folder
+
+
+def started(stack: ExitStack, server: PrivatePostgres) -> PrivatePostgres:
+    """`server` started, and on `stack`'s close stopped and removed."""
+    stack.callback(server.remove)
+    server.start()
+    stack.callback(server.stop)
+    server.wait_ready()
+    return server
 
 
 def run_block(block: str, server: PrivatePostgres, **variables: str) -> None:
@@ -278,15 +287,20 @@ def _commitment(receipt: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(rfc8785.dumps(opened)).hexdigest()
 
 
-def _logged(site: str) -> tuple[set[str], dict[str, str]]:
-    """The tasks and the contributions (with their commitments) under the latest checkpoint."""
-    size = int(httpx.get(f"{site}/api/log/checkpoint", timeout=10).text.split("\n")[1])
+def _logged(site: str) -> tuple[set[str], dict[str, str]] | None:
+    """The tasks and the contributions (with their commitments) under the latest checkpoint;
+    None while the site does not answer (the database just back, say)."""
+    latest = httpx.get(f"{site}/api/log/checkpoint", timeout=10)
+    if latest.status_code != 200:
+        return None
+    size = checkpoint_body_parse(note_parse(latest.text).body).tree_size
     tasks, contributions = set(), {}
     for start in range(0, size, 1000):
-        page = httpx.get(
-            f"{site}/api/log/entries", params={"start": start, "end": min(size, start + 1000)}
-        ).json()["entries"]
-        for served in page:
+        bounds = {"start": start, "end": min(size, start + 1000)}
+        answer = httpx.get(f"{site}/api/log/entries", params=bounds, timeout=10)
+        if answer.status_code != 200:
+            return None
+        for served in answer.json()["entries"]:
             entry = served["entry"]
             if entry["type"] == "cairn.log/task":
                 tasks.add(entry["task_id"])
@@ -302,7 +316,7 @@ def assert_all_logged(
     once the sequencer has integrated what was queued."""
     give_up = time.monotonic() + within_s
     while True:
-        logged_tasks, logged = _logged(site)
+        logged_tasks, logged = _logged(site) or (set(), {})
         missing_tasks = [task for task in tasks if task not in logged_tasks]
         missing = [r for r in receipts if logged.get(r["contribution_id"]) != _commitment(r)]
         if not missing_tasks and not missing:

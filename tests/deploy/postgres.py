@@ -85,6 +85,7 @@ class PrivatePostgres:
         self.data = root / "data"
         self.log = root / "postgres.log"
         self.port = port or free_port()
+        self.killed = False
         self._as_user: list[str] = []
         if os.geteuid() == 0:
             self._as_user = ["runuser", "-u", "postgres", "--"]
@@ -161,7 +162,10 @@ class PrivatePostgres:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def stop(self) -> None:
-        """A fast shutdown, as an operator's restart does: sessions are ended, not waited for."""
+        """A fast shutdown, as an operator's restart does: sessions are ended, not waited for.
+        Nothing once killed: the pid its data directory still names may be another process's."""
+        if self.killed:
+            return
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def kill(self) -> None:
@@ -175,6 +179,7 @@ class PrivatePostgres:
             except psutil.NoSuchProcess:
                 pass
         psutil.wait_procs(family, timeout=10)
+        self.killed = True
 
     def sql(self, statement: str, *params: object, database: str = "postgres") -> list[tuple]:
         with psycopg.connect(self.url(database), autocommit=True) as conn:

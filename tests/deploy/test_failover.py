@@ -21,19 +21,20 @@ import pytest
 
 from tests.deploy.failover import (
     DATABASE,
-    DOCS,
     Load,
     assert_all_logged,
     assert_extends,
     checkpoint,
     run_block,
     site_cairn,
+    started,
     wait_cosigned,
     witness_cairn,
 )
 from tests.deploy.postgres import BIN_DIR, PrivatePostgres
 from tests.docs import doc_block
 
+DOCS = "docs/deployment.md"
 STANDBY_BLOCK = "application_name=standby1"
 SYNCHRONOUS_BLOCK = "synchronous_standby_names"
 PROMOTE_BLOCK = "pg_promote()"
@@ -51,21 +52,6 @@ def servers() -> Iterator[ExitStack]:
         yield stack
 
 
-def _started(stack: ExitStack, server: PrivatePostgres) -> PrivatePostgres:
-    stack.callback(server.remove)
-    server.start()
-    stack.callback(_stopped, server)
-    server.wait_ready()
-    return server
-
-
-def _stopped(server: PrivatePostgres) -> None:
-    try:
-        server.stop()
-    except Exception:  # killed already
-        pass
-
-
 def _wait_streaming(primary: PrivatePostgres, name: str) -> None:
     give_up = time.monotonic() + 30
     query = "SELECT state FROM pg_stat_replication WHERE application_name = %s"
@@ -75,7 +61,7 @@ def _wait_streaming(primary: PrivatePostgres, name: str) -> None:
 
 
 def test_a_synchronous_standby_promoted_mid_load_keeps_every_receipt(servers, tmp_path):
-    primary = _started(servers, PrivatePostgres())
+    primary = started(servers, PrivatePostgres())
     primary.sql("CREATE ROLE replicator WITH REPLICATION LOGIN")
     primary.create_database(DATABASE)
 
@@ -83,7 +69,7 @@ def test_a_synchronous_standby_promoted_mid_load_keeps_every_receipt(servers, tm
         block = doc_block(DOCS, STANDBY_BLOCK)
         run_block(block, primary, PRIMARY="127.0.0.1", PGDATA=str(data))
 
-    standby = _started(servers, PrivatePostgres(made_by=copied))
+    standby = started(servers, PrivatePostgres(made_by=copied))
     _wait_streaming(primary, "standby1")
     run_block(doc_block(DOCS, SYNCHRONOUS_BLOCK), primary)
     (state,) = primary.sql(
