@@ -20,7 +20,7 @@ NOT_RUN = {
     "tests/deploy/test_database.py runs Cairn behind PgBouncer in transaction mode with them",
     ("docs/deployment.md", "DATABASE_REPLICA_URLS="): "sets the two variables only, with an "
     "operator's hosts; tests/deploy/test_replicas.py runs Cairn with a replica given this way",
-    ("docs/deployment.md", "target_session_attrs=read-write\""): "sets the variable only, with an "
+    ("docs/deployment.md", 'target_session_attrs=read-write"'): "sets the variable only, with an "
     "operator's hosts; tests/deploy/test_failover.py runs Cairn on a multi-host URL of this form",
     ("docs/deployment.md", "install -d -m 700 /etc/cairn"): "writes /etc as root; the settings "
     "tests read keys made by the same openssl commands",
