@@ -2,11 +2,13 @@
 PostgreSQL primary and a standby copied from it by the docs' `pg_basebackup` block, made
 synchronous by the docs' `ALTER SYSTEM` block (`ANY 1 (standby1, standby2)`); Cairn's web process
 and worker on libpq's multi-host URL naming both, with `target_session_attrs=read-write`; a second
-Cairn witnessing the site's log; a load of task posts and contributions keeping every receipt. The
-primary's WAL sender is stopped mid-load, so the standby falls behind; then the primary is killed
-(SIGKILL, every process of it) and the standby promoted by the docs' block: writes resume without a restart of Cairn, every task and receipt answered is in the log,
-and the witness cosigns the checkpoints after the failover, which extend the one before it.
-Every figure is printed (run with -s to see them).
+Cairn witnessing the site's log; a load of task posts and contributions keeping every receipt.
+Mid-load the primary's WAL sender is stopped, so the standby falls behind, then the primary is
+killed (SIGKILL, every process of it) and the standby promoted by the docs' block; the dead
+primary's address is rebuilt as a standby of the new primary, and the same again. Writes resume
+each time without a restart of Cairn, every task and receipt answered is in the log, and the
+witness cosigns the checkpoints after the failovers, which extend those before them. Every figure
+is printed (run with -s to see them).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 
@@ -60,68 +63,90 @@ def _wait_streaming(primary: PrivatePostgres, name: str) -> None:
         time.sleep(0.2)
 
 
-def test_a_synchronous_standby_promoted_mid_load_keeps_every_receipt(servers, tmp_path):
-    primary = started(servers, PrivatePostgres())
-    primary.sql("CREATE ROLE replicator WITH REPLICATION LOGIN")
-    primary.create_database(DATABASE)
+def _synchronous_standby(
+    stack: ExitStack, primary: PrivatePostgres, port: int | None = None
+) -> PrivatePostgres:
+    """A standby of `primary` made by the docs' block, then made synchronous by the docs' other
+    block; on `port` (a dead server's, rebuilt as a standby) or a free one."""
 
-    def copied(data):
+    def copied(data: Path) -> None:
         block = doc_block(DOCS, STANDBY_BLOCK)
         run_block(block, primary, PRIMARY="127.0.0.1", PGDATA=str(data))
 
-    standby = started(servers, PrivatePostgres(made_by=copied))
+    standby = started(stack, PrivatePostgres(made_by=copied, port=port))
     _wait_streaming(primary, "standby1")
     run_block(doc_block(DOCS, SYNCHRONOUS_BLOCK), primary)
     (state,) = primary.sql(
         "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'"
     )
     assert state == ("quorum",), "the standby is not synchronous"
+    return standby
 
-    witness = witness_cairn(tmp_path, primary)
+
+def _fail_over(load: Load, primary: PrivatePostgres, standby: PrivatePostgres, round: int) -> None:
+    """Mid-load: the standby falls behind (the primary's WAL sender stops sending, as a network
+    would), the primary is killed, the standby promoted; until writes are answered again and as
+    many receipts again are kept."""
+    load.wait_receipts(len(load.receipts) + RECEIPTS_EACH_SIDE)
+    ((sender,),) = primary.sql(
+        "SELECT pid FROM pg_stat_replication WHERE application_name = 'standby1'"
+    )
+    os.kill(sender, signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    time.sleep(STANDBY_BEHIND_S)
+    answered_while_behind = len([at for at in load.answered_at if at > stopped_at])
+    primary.kill()
+    killed_at = time.monotonic()
+    answered_before = len(load.receipts)
+    run_block(doc_block(DOCS, PROMOTE_BLOCK), standby)
+    promoted_at = time.monotonic()
+    resumed_at = load.first_answer_after(promoted_at)
+    assert standby.sql("SELECT pg_is_in_recovery()") == [(False,)]
+    print(
+        f"\nfailover {round}: {answered_before} receipts before the kill, "
+        f"{answered_while_behind} writes answered in the {STANDBY_BEHIND_S} s the standby "
+        f"received nothing before it; promoted {promoted_at - killed_at:.1f} s after the kill, "
+        f"writes answered again {resumed_at - promoted_at:.1f} s after the promotion"
+    )
+    load.wait_receipts(answered_before + RECEIPTS_EACH_SIDE)
+
+
+def test_a_synchronous_standby_promoted_mid_load_keeps_every_receipt(servers, tmp_path):
+    first = started(servers, PrivatePostgres())
+    first.sql("CREATE ROLE replicator WITH REPLICATION LOGIN")
+    first.create_database(DATABASE)
+    second = _synchronous_standby(servers, first)
+
+    witness = witness_cairn(tmp_path, first)
     servers.callback(witness.deployment.stop_all)
     url = (
-        f"postgres://postgres@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/{DATABASE}"
+        f"postgres://postgres@127.0.0.1:{first.port},127.0.0.1:{second.port}/{DATABASE}"
         "?target_session_attrs=read-write"
     )
-    site = site_cairn(url, primary, witness, tmp_path)
+    site = site_cairn(url, first, witness, tmp_path)
     servers.callback(site.stop_all)
     web = site.web_urls[0]
 
+    witnessed = []
     with Load(web) as load:
-        load.wait_receipts(RECEIPTS_EACH_SIDE)
-        before = wait_cosigned(web, witness, beyond=0)
-        # The standby falls behind: the primary's WAL sender stops sending, as a network would.
-        ((sender,),) = primary.sql(
-            "SELECT pid FROM pg_stat_replication WHERE application_name = 'standby1'"
-        )
-        os.kill(sender, signal.SIGSTOP)
-        stopped_at = time.monotonic()
-        time.sleep(STANDBY_BEHIND_S)
-        answered_while_behind = len([at for at in load.answered_at if at > stopped_at])
-        primary.kill()
-        killed_at = time.monotonic()
-        answered_before = len(load.receipts)
-        run_block(doc_block(DOCS, PROMOTE_BLOCK), standby)
-        promoted_at = time.monotonic()
-        resumed_at = load.first_answer_after(promoted_at)
-        load.wait_receipts(answered_before + RECEIPTS_EACH_SIDE)
+        witnessed.append(wait_cosigned(web, witness, beyond=0))
+        _fail_over(load, first, second, 1)
+        # The dead primary's host is rebuilt as a standby of the new one, at the same address,
+        # which the URL already names: the next failover goes back to it.
+        third = _synchronous_standby(servers, second, port=first.port)
+        witnessed.append(wait_cosigned(web, witness, beyond=witnessed[-1].size))
+        _fail_over(load, second, third, 2)
     print(
-        f"\nsynchronous failover: {answered_before} receipts before the kill, "
-        f"{answered_while_behind} writes answered in the {STANDBY_BEHIND_S} s the standby "
-        "received nothing before it, "
-        f"{len(load.receipts)} in all, {len(load.tasks)} tasks; promoted "
-        f"{promoted_at - killed_at:.1f} s after the kill, writes answered again "
-        f"{resumed_at - promoted_at:.1f} s after the promotion; other answers {dict(load.other)}"
+        f"{len(load.receipts)} receipts, {len(load.tasks)} tasks; other answers {dict(load.other)}"
     )
-    assert standby.sql("SELECT pg_is_in_recovery()") == [(False,)]
     server_errors = {status for status in load.other if status.startswith("5") and status != "503"}
     assert not server_errors, f"{dict(load.other)}\n{site.tails()}"
 
     assert_all_logged(web, load.tasks, load.receipts)
-    after = wait_cosigned(web, witness, beyond=checkpoint(web, witness).size - 1)
-    assert after.size > before.size
-    assert_extends(web, before, after)
+    witnessed.append(wait_cosigned(web, witness, beyond=checkpoint(web, witness).size - 1))
+    for earlier in witnessed[:-1]:
+        assert_extends(web, earlier, witnessed[-1])
     print(
-        f"witnessed checkpoints: size {before.size} before the kill, {after.size} after, "
-        "the later extending the earlier"
+        f"witnessed checkpoints of sizes {[c.size for c in witnessed]}: the last, after both "
+        "failovers, extends each before"
     )
