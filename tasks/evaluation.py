@@ -15,10 +15,10 @@ from django.utils import timezone
 
 from core import statements
 from core.clock import format_instant, now_ms
+from ledger import log_state
 from ledger.entries import evaluation_entry
 from ledger.jobs import sequencing_nudge
 from ledger.notes import log_origin
-from ledger import log_state
 from ledger.services import log_queue
 from tasks.changes import TaskChange, task_changed
 from tasks.counts import task_count_change
