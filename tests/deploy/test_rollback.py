@@ -165,3 +165,94 @@ def test_a_restore_from_an_older_dump_stops_the_site_saying_why(
     assert (
         httpx.get(f"{url}/api/log/tile/entries/000.p/{signed_size}", timeout=10).status_code == 404
     )
+
+
+def _replayed(primary: PrivatePostgres, standby: PrivatePostgres) -> None:
+    """Wait until the standby has replayed everything the primary wrote."""
+    with psycopg.connect(primary.url("postgres"), autocommit=True) as conn:
+        (written,) = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    give_up = time.monotonic() + 30
+    while True:
+        with psycopg.connect(standby.url("postgres"), autocommit=True) as conn:
+            (caught_up,) = conn.execute(
+                "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", [written]
+            ).fetchone()
+        if caught_up:
+            return
+        assert time.monotonic() < give_up, "the standby never caught up"
+        time.sleep(0.2)
+
+
+def _streaming_to(primary: PrivatePostgres) -> int:
+    with psycopg.connect(primary.url("postgres"), autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM pg_stat_replication").fetchone()[0]
+
+
+def test_a_failover_to_an_asynchronous_standby_that_was_behind_stops_the_site(tmp_path: Path):
+    if BIN_DIR is None:
+        pytest.fail("PostgreSQL's server binaries (initdb, pg_basebackup, pg_ctl) are needed")
+    primary = PrivatePostgres()
+    primary.start()
+    primary.wait_ready()
+    primary.create_database(DATABASE)
+    standby = PrivatePostgres(replica_of=primary)
+    standby.start()
+    standby.wait_ready()
+    # Both servers in one URL: Cairn's connections go to whichever takes writes.
+    url = (
+        f"postgres://postgres@/{DATABASE}?host=127.0.0.1,127.0.0.1"
+        f"&port={primary.port},{standby.port}&target_session_attrs=read-write"
+    )
+    site = Deployment(
+        broker="orm",
+        postgres=primary,
+        database_url=url,
+        env=cairn_env(url, CAIRN_LOG_INTERVAL_S="1"),
+        logs=tmp_path,
+    )
+    try:
+        site.manage("migrate", "--noinput")
+        site.start_web()
+        site.start_worker()
+        web = site.web_urls[0]
+        tasks = _writes(web, 3)
+        _signed_at_least(web, 6, site)
+        _replayed(primary, standby)
+
+        standby.stream_stopped()
+        give_up = time.monotonic() + 30
+        while _streaming_to(primary):
+            assert time.monotonic() < give_up, "the standby still streams"
+            time.sleep(0.2)
+        _writes(web, 4)  # answered, receipts issued: on the primary alone
+        signed_size = int(_signed_at_least(web, 14, site).splitlines()[1])
+
+        primary.crash()
+        standby.promote()
+
+        give_up = time.monotonic() + 90
+        while True:
+            try:
+                ready = httpx.get(f"{web}/readyz", timeout=10)
+                if not ready.json()["checks"]["log"]["ok"]:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < give_up, f"the rollback was never noticed\n{site.tails()}"
+            time.sleep(0.5)
+        log_check = ready.json()["checks"]["log"]
+        assert ready.status_code == 503
+        assert log_check["promised_size"] == signed_size
+        assert log_check["database_size"] < signed_size
+        refused = _contribute(web, tasks[0], _register(web))
+        assert refused.status_code == 503, refused.text
+        assert "gone back" in refused.json()["error"]["message"]
+        assert _checkpoint_size(web) < signed_size
+    finally:
+        site.stop_all()
+        for server in (standby, primary):
+            try:
+                server.stop()
+            except subprocess.CalledProcessError:
+                pass
+            server.remove()
