@@ -213,6 +213,8 @@ def _refusal_as_error(refusal: Refusal) -> A2AError | None:
         return UnsupportedOperationError(message=refusal.message, data={"code": str(refusal.code)})
     if refusal.code == ErrorCode.INVALID_QUERY:
         return InvalidParamsError(message=refusal.message)
+    if refusal.code == ErrorCode.UNAVAILABLE:
+        return InternalError(message=refusal.message)
     return None
 
 

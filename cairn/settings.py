@@ -100,6 +100,9 @@ if _unwitnessed:
     )
 # How often the sequencer integrates queued log entries and publishes a checkpoint (§15.3).
 CAIRN_LOG_INTERVAL_S = env_int("CAIRN_LOG_INTERVAL_S", 5, minimum=1, maximum=10)
+# What the site signed and its witnesses hold, kept outside the database so a restore of the
+# database cannot take it back (§16.2): a file on durable storage, beside the keys.
+CAIRN_LOG_STATE = Path(env_str("CAIRN_LOG_STATE", str(VAR_DIR / "log_state.json")))
 
 _default_hosts = [str(urlsplit(CAIRN_SITE_URL).hostname)] if CAIRN_SITE_URL else []
 if DEBUG:

@@ -9,6 +9,7 @@ and signs a checkpoint of the new tree.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -19,9 +20,12 @@ from django.db.models import Max
 from core import statements
 from core.canonical import canonical_json
 from core.clock import now_ms
+from ledger import log_state
 from ledger.merkle import leaf_hash, parents_closed_by, perfect_nodes, range_hash
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
 from ledger.notes import checkpoint_sign
+
+logger = logging.getLogger(__name__)
 
 # pg_advisory_xact_lock's key: "cairnlog" read as a big-endian 64-bit integer, signed.
 SEQUENCER_LOCK = int.from_bytes(b"cairnlog", "big", signed=True)
@@ -33,7 +37,8 @@ def log_writes(entries: Iterable[dict[str, Any]]) -> tuple[statements.Write, ...
 
     Every accepted write queues an entry, so these are plain SQL rather than the ORM's
     bulk_create, which cost twice as much CPU for a single row (SPEC §15's budget: the log must
-    not slow a contribution down noticeably)."""
+    not slow a contribution down noticeably). Refused while the log has gone back (§16.2)."""
+    log_state.writes_refused_if_rolled_back()
     at = now_ms()
     return statements.rows_inserted(
         QueuedEntry,
@@ -112,8 +117,13 @@ def _append(queued: list[QueuedEntry], size: int) -> int:
     return size + len(queued)
 
 
+def root_at(size: int) -> bytes:
+    """The root hash of the tree's first `size` entries."""
+    return range_hash(0, size, nodes_get(perfect_nodes(0, size)))
+
+
 def checkpoint_publish(size: int) -> Checkpoint:
-    root = range_hash(0, size, nodes_get(perfect_nodes(0, size)))
+    root = root_at(size)
     return statements.created(
         Checkpoint(
             tree_size=size,
@@ -124,21 +134,65 @@ def checkpoint_publish(size: int) -> Checkpoint:
     )
 
 
+class _GoneBack(Exception):
+    """Rolls the sequencer's transaction back: its tree does not extend what was promised."""
+
+    def __init__(self, identity: str, rollback: log_state.Rollback) -> None:
+        self.identity = identity
+        self.rollback = rollback
+
+
+def _sequence_batch(batch_size: int) -> tuple[int, str | None, Checkpoint] | None:
+    """One transaction of the sequencer: the entries it appended, the log's identity and the
+    latest checkpoint, which it signed when the tree grew; None when another sequencer is at
+    work. Raises `_GoneBack`, undoing the batch, when the grown tree does not extend a tree the
+    site signed or a witness holds."""
+    with transaction.atomic():
+        if not _sequencer_lock():
+            return None
+        size = tree_size()
+        queued = list(QueuedEntry.objects.order_by("id")[:batch_size])
+        if queued:
+            size = _append(queued, size)
+        identity = log_state.log_identity()
+        if identity is not None:
+            rollback = log_state.rollback_of(identity, size, root_at)
+            if rollback is not None:
+                raise _GoneBack(identity, rollback)
+        latest = Checkpoint.objects.order_by("-id").first()
+        if latest is None or latest.tree_size != size:
+            latest = checkpoint_publish(size)
+    return len(queued), identity, latest
+
+
 def log_sequence(*, batch_size: int = 1000) -> int:
     """Integrate queued entries in queue order and sign a checkpoint of the grown tree.
-    Returns how many entries this call appended (0 too when another sequencer is at work)."""
+    Returns how many entries this call appended (0 too when another sequencer is at work, or
+    when the log has gone back: then it says so on every run and signs nothing)."""
     appended = 0
+    identity = None
     while True:
-        with transaction.atomic():
-            if not _sequencer_lock():
-                return appended
-            size = tree_size()
-            queued = list(QueuedEntry.objects.order_by("id")[:batch_size])
-            if queued:
-                size = _append(queued, size)
-            latest = Checkpoint.objects.order_by("-id").first()
-            if latest is None or latest.tree_size != size:
-                checkpoint_publish(size)
-        appended += len(queued)
-        if len(queued) < batch_size:
+        try:
+            batch = _sequence_batch(batch_size)
+        except _GoneBack as gone:
+            log_state.rollback_kept(gone.identity, gone.rollback)
+            logger.error(
+                "the log has gone back: the database holds %s entries, which do not extend the "
+                "tree of %s entries %s %s; no checkpoint is signed and writes are refused",
+                gone.rollback.database_size,
+                gone.rollback.promised_size,
+                gone.rollback.promised_by,
+                "signed" if gone.rollback.promised_by == "the site" else "holds",
+            )
             return appended
+        if batch is None:
+            return appended
+        count, identity, latest = batch
+        if identity is not None:
+            log_state.signed_kept(identity, latest.tree_size, bytes.fromhex(latest.root_hash))
+        appended += count
+        if count < batch_size:
+            break
+    if identity is not None and log_state.rollback_found() is not None:
+        log_state.rollback_kept(identity, None)
+    return appended

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 
 from core import statements
+from ledger import log_state
 from ledger.merkle import consistency_ranges, nodes_for, range_hash
 from ledger.models import Checkpoint, Cosignature
 from ledger.services import nodes_get
@@ -65,7 +66,13 @@ def witness_quorum() -> int:
 
 
 class WitnessFailure(Exception):
-    """A witness that did not cosign; the message says what it did instead."""
+    """A witness that did not cosign; the message says what it did instead. `refused` when it
+    answered with a refusal rather than not at all."""
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.refused = 400 <= status < 500
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,7 @@ def _submit(
     if status == 409 and content_type == SIZE_CONTENT_TYPE and _DECIMAL.fullmatch(text.strip()):
         return _Conflict(int(text.strip()))
     if status != 200:
-        raise WitnessFailure(f"answered {status}: {text.strip()[:200]!r}")
+        raise WitnessFailure(f"answered {status}: {text.strip()[:200]!r}", status=status)
     try:
         signatures = signature_lines_parse(text)
     except (NoteError, ValueError):
@@ -166,7 +173,8 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
     if not witnesses:
         return 0
     latest = Checkpoint.objects.order_by("-id").first()
-    if latest is None:
+    identity = log_state.log_identity()
+    if latest is None or identity is None or log_state.rollback_found() is not None:
         return 0
     cosigned = set(latest.cosignatures.values_list("witness", flat=True))
     pending = [w for w in witnesses if w.key.text not in cosigned]
@@ -186,8 +194,10 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
         return executor.submit(_submit, witness, old, proofs[old], latest.note, body, deadline)
 
     sizes = _last_cosigned_sizes(pending)
-    asked: dict[Future[_Cosigned | _Conflict], tuple[Witness, bool]] = {
-        ask(w, sizes[w.key.text]): (w, False) for w in pending
+    # Each question with its witness and, when it is the retry from the size the witness
+    # named, that size: a retry refused for its proof means the witness holds another tree.
+    asked: dict[Future[_Cosigned | _Conflict], tuple[Witness, int | None]] = {
+        ask(w, sizes[w.key.text]): (w, None) for w in pending
     }
     try:
         while asked:
@@ -200,14 +210,24 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
                     answer = future.result()
                 except WitnessFailure as failure:
                     failures[witness.name] = str(failure)
+                    if failure.refused:
+                        log_state.witness_refusal_counted(identity, witness.name)
+                    if retried is not None and failure.status == 422:
+                        log_state.witness_fork_kept(identity, witness.name, retried)
                     continue
                 if isinstance(answer, _Cosigned):
                     _keep(latest, witness, answer)
+                    log_state.witness_kept(
+                        identity, witness.name, latest.tree_size, bytes.fromhex(latest.root_hash)
+                    )
                     added += 1
-                elif retried or answer.size > latest.tree_size:
+                    continue
+                log_state.witness_kept(identity, witness.name, answer.size, None)
+                if retried is not None or answer.size > latest.tree_size:
+                    log_state.witness_refusal_counted(identity, witness.name)
                     failures[witness.name] = f"holds a tree of size {answer.size} (409)"
                 else:
-                    asked[ask(witness, answer.size)] = (witness, True)
+                    asked[ask(witness, answer.size)] = (witness, answer.size)
     finally:
         executor.shutdown(wait=False, cancel_futures=True)
     for witness, _ in asked.values():

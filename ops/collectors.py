@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from core import replicas
+from ledger import log_state
 from ledger.selectors import log_stats
 from tasks.health import evaluation_lag, tasks_overdue, tasks_per_status
 
@@ -47,6 +48,20 @@ class DatabaseCollector(Collector):
             "How long the oldest entry not yet in the log has waited (SPEC §15.3: at most 60 s).",
             value=sequencer_lag,
         )
+        yield GaugeMetricFamily(
+            "cairn_log_rolled_back",
+            "1 while the database's log does not extend a tree the site signed or a witness "
+            "holds (SPEC §16.2): nothing is signed and writes are refused.",
+            value=0 if log_state.rollback_found() is None else 1,
+        )
+        refusals = CounterMetricFamily(
+            "cairn_log_witness_refusals",
+            "Checkpoints a witness refused to cosign.",
+            labels=["witness"],
+        )
+        for witness, count in sorted(log_state.witness_refusals().items()):
+            refusals.add_metric([witness], count)
+        yield refusals
 
 
 class ReplicaCollector(Collector):

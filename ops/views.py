@@ -17,6 +17,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from core import replicas
 from core.clock import format_instant
 from core.outages import is_outage
+from ledger import log_state
 from ops.collectors import DatabaseCollector, ReplicaCollector
 from tasks.sweeps import sweep_last_finished
 
@@ -43,12 +44,26 @@ def _checks() -> dict[str, dict]:
         return {
             "database": {"ok": False, "detail": "the database does not answer"},
             "sweep": {"ok": False, "detail": "unknown while the database does not answer"},
+            "log": {"ok": False, "detail": "unknown while the database does not answer"},
         }
     fresh = last_sweep is not None and timezone.now() - last_sweep <= SWEEP_MAX_AGE
     sweep = {"ok": fresh, "last_finished_at": format_instant(last_sweep) if last_sweep else None}
     if not fresh:
         sweep["detail"] = "no worker finished the evaluation sweep in the last two minutes"
-    return {"database": {"ok": True}, "sweep": sweep}
+    return {"database": {"ok": True}, "sweep": sweep, "log": _log_check()}
+
+
+def _log_check() -> dict:
+    rollback = log_state.rollback_found()
+    if rollback is None:
+        return {"ok": True}
+    return {
+        "ok": False,
+        "detail": rollback.message(),
+        "database_size": rollback.database_size,
+        "promised_size": rollback.promised_size,
+        "since": rollback.found_at,
+    }
 
 
 def _replicas_check() -> dict:

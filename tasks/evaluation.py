@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from core import statements
 from core.clock import format_instant, now_ms
+from ledger import log_state
 from ledger.entries import evaluation_entry
 from ledger.jobs import sequencing_nudge
 from ledger.notes import log_origin
@@ -139,6 +140,12 @@ def _evaluation_write(
     transaction.on_commit(sequencing_nudge)
 
 
+def _evaluations_held() -> bool:
+    """While the log has gone back (SPEC §16.2) no task is evaluated: contributions the database
+    lost may hold signed receipts, and an evaluation is final. Reads show what is stored."""
+    return log_state.rollback_found() is not None
+
+
 def task_evaluate(*, task_id: uuid.UUID) -> bool:
     """Evaluate a task whose deadline has passed. True when this call did it.
 
@@ -147,6 +154,8 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
     whose keys are pending is left to the worker (`task_evaluate_with_releases`): its reports
     cannot be opened before the keypers release their shares.
     """
+    if _evaluations_held():
+        return False
     with transaction.atomic():
         task = Task.objects.select_for_update().filter(pk=task_id).first()
         if (
@@ -171,6 +180,8 @@ def task_evaluate_with_releases(
     and no row lock waits on the network. Exactly once like `task_evaluate`: the task's row lock,
     under which its contributions' releases are also written, and the "still working" guard.
     """
+    if _evaluations_held():
+        return False
     with transaction.atomic():
         task = Task.objects.select_for_update().filter(pk=task_id).first()
         if task is None or task.status != TaskStatus.WORKING or not task.keys_pending:
@@ -304,7 +315,7 @@ def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
     list read calls this first and almost always finds nothing due, so one probe outside any
     transaction (`due_sql`) answers that case.
     """
-    if not tasks_due():
+    if not tasks_due() or _evaluations_held():
         return 0
     evaluated = 0
     while True:

@@ -116,6 +116,14 @@ def django_db_setup(django_db_setup) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _log_state_of_its_own(settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's log starts afresh in an emptied database, so it keeps its promises (SPEC
+    §16.2) in a file of its own, as do the processes it starts."""
+    settings.CAIRN_LOG_STATE = tmp_path / "log_state.json"
+    monkeypatch.setenv("CAIRN_LOG_STATE", str(settings.CAIRN_LOG_STATE))
+
+
+@pytest.fixture(autouse=True)
 def _read_cache_emptied() -> Iterator[None]:
     """Each test starts with no kept answers: the database is emptied between tests by a TRUNCATE,
     which no write announces, and a page's query (a first page, say) is the same in the next."""

@@ -200,3 +200,18 @@ class PrivatePostgres:
                 if time.monotonic() > give_up:
                     raise
                 time.sleep(0.2)
+
+    def crash(self) -> None:
+        """An immediate shutdown: the server's processes end at once, as when its host dies."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def promote(self) -> None:
+        """A standby becomes a primary that takes writes."""
+        self._run("pg_ctl", "-D", str(self.data), "-w", "promote")
+
+    def stream_stopped(self) -> None:
+        """A standby stops receiving the primary's WAL, falling behind it: an asynchronous
+        standby whose network to the primary failed."""
+        with open(self.data / "postgresql.auto.conf", "a") as conf:
+            conf.write("primary_conninfo = ''\n")
+        self._run("pg_ctl", "-D", str(self.data), "reload")

@@ -3,11 +3,13 @@ separate OS process, on one PostgreSQL database."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +21,13 @@ import psutil
 from tests.deploy.postgres import PrivatePostgres, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+_LOG_STATES = Path(tempfile.mkdtemp(prefix="cairn-log-states-"))
+
+
+def log_state_path(database_url: str) -> Path:
+    """The log state file (SPEC §16.2) of the site on `database_url`: one per database, shared
+    by its processes, as an operator keeps it beside the keys."""
+    return _LOG_STATES / (hashlib.sha256(database_url.encode()).hexdigest()[:16] + ".json")
 
 
 def cairn_env(database_url: str, **settings: str) -> dict[str, str]:
@@ -43,6 +52,7 @@ def cairn_env(database_url: str, **settings: str) -> dict[str, str]:
         "CAIRN_WORKERS": "2",
         "CAIRN_SIGNING_KEY": os.environ["CAIRN_SIGNING_KEY"],
         "CAIRN_SEAL_KEY": os.environ["CAIRN_SEAL_KEY"],
+        "CAIRN_LOG_STATE": str(log_state_path(database_url)),
         **settings,
     }
 

@@ -89,7 +89,9 @@ def test_a_deleted_contribution_is_proven_omitted_by_its_receipt(
     assert json.dumps(dropped, separators=(",", ":")) in checked.stdout
 
 
-def test_a_rewritten_log_leaf_fails_consistency_with_the_checkpoint_seen_before(verify, evaluated):
+def test_a_rewritten_log_leaf_fails_consistency_with_the_checkpoint_seen_before(
+    verify, evaluated, settings
+):
     assert verify("log").returncode == 0
     size = Leaf.objects.count()
     leaf = Leaf.objects.get(index=1)
@@ -97,7 +99,9 @@ def test_a_rewritten_log_leaf_fails_consistency_with_the_checkpoint_seen_before(
     leaf.entry = rfc8785.dumps(rewritten).decode()
     leaf.leaf_hash = leaf_hash(leaf.entry.encode()).hex()
     leaf.save()
-    # The attacker holds the site key too: it rebuilds the tree and signs the rewritten history.
+    # The attacker holds the site key and the site's files too: it forgets what the site signed,
+    # rebuilds the tree and signs the rewritten history.
+    settings.CAIRN_LOG_STATE.unlink()
     Node.objects.all().delete()
     nodes: dict = {}
     for row in Leaf.objects.order_by("index"):

@@ -1,0 +1,212 @@
+"""What the site has promised about its log, kept where a restore of the database cannot take it
+back (SPEC §16.2): the largest checkpoint it signed, and the largest tree each witness holds.
+
+A database can go back in time (an asynchronous standby promoted while behind, an older backup
+restored) while signed checkpoints and receipts live on with their readers. So the sequencer
+signs a tree only if it extends everything kept here, and when it does not, the site has gone
+back: it stops signing and refuses writes until the database extends them again, saying why.
+
+The state is a JSON file (`CAIRN_LOG_STATE`) beside the site's keys, one entry per log keyed by
+the hash of the log's first leaf. A restored or failed-over database keeps its first leaf, so it
+meets the state its log left; a new or emptied database starts a log of its own and is not held
+to another's promises.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from core.clock import format_instant, now_ms
+from core.errors import ErrorCode, Refusal
+from ledger.models import Leaf
+
+logger = logging.getLogger(__name__)
+RETRY_AFTER_S = 60
+
+
+@dataclass(frozen=True)
+class Rollback:
+    """The database's log does not extend a tree this site signed or a witness holds."""
+
+    database_size: int
+    promised_size: int
+    promised_by: str  # "the site" or a witness's name
+    found_at: str
+
+    def message(self) -> str:
+        return (
+            f"the database has gone back in time: its log does not extend the tree of "
+            f"{self.promised_size} entries that {self.promised_by} "
+            f"{'signed' if self.promised_by == 'the site' else 'holds'} (the database holds "
+            f"{self.database_size}); this site signs nothing and accepts no write until the "
+            f"keeper restores the lost data or starts a new log (docs/deployment.md)"
+        )
+
+
+@dataclass
+class Promised:
+    """A tree size and, when known, its root hash (hex). `differs` when a witness refused our
+    tree of that size: it holds another."""
+
+    size: int
+    root: str | None = None
+    differs: bool = False
+
+
+@dataclass
+class LogPromises:
+    signed: Promised | None = None
+    witnesses: dict[str, Promised] = field(default_factory=dict)
+    refusals: dict[str, int] = field(default_factory=dict)
+    rollback: Rollback | None = None
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> LogPromises:
+        signed = data.get("signed")
+        rollback = data.get("rollback")
+        return cls(
+            signed=Promised(**signed) if signed else None,
+            witnesses={k: Promised(**v) for k, v in data.get("witnesses", {}).items()},
+            refusals=dict(data.get("refusals", {})),
+            rollback=Rollback(**rollback) if rollback else None,
+        )
+
+
+def _path() -> Path:
+    return Path(settings.CAIRN_LOG_STATE)
+
+
+def _read() -> dict[str, LogPromises]:
+    try:
+        data = json.loads(_path().read_text())
+    except FileNotFoundError:
+        return {}
+    return {identity: LogPromises.of(log) for identity, log in data.get("logs", {}).items()}
+
+
+def _write(logs: dict[str, LogPromises]) -> None:
+    """Replace the file whole and durably: a crash leaves the old state or the new, never half."""
+    path = _path()
+    temporary = path.with_name(path.name + ".new")
+    text = json.dumps({"version": 1, "logs": {k: asdict(v) for k, v in logs.items()}}, indent=1)
+    with open(temporary, "w") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+@contextmanager
+def _changing(identity: str) -> Iterator[LogPromises]:
+    """The promises of one log, written back when the block ends; one writer at a time."""
+    path = _path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        logs = _read()
+        promises = logs.setdefault(identity, LogPromises())
+        before = asdict(promises)
+        yield promises
+        if asdict(promises) != before:
+            _write(logs)
+
+
+def log_identity() -> str | None:
+    """The hash of the log's first leaf (None while the log is empty)."""
+    return Leaf.objects.filter(index=0).values_list("leaf_hash", flat=True).first()
+
+
+def rollback_of(identity: str, size: int, root_at: Callable[[int], bytes]) -> Rollback | None:
+    """How a tree of `size` entries fails to extend what was promised, or None when it extends
+    every tree the site signed and every one a witness holds. `root_at(n)` is the root hash of
+    the tree's first n entries."""
+    promises = _read().get(identity)
+    if promises is None:
+        return None
+    kept = [("the site", promises.signed)] if promises.signed else []
+    kept += list(promises.witnesses.items())
+    for by, promised in kept:
+        if promised is None or promised.size == 0:
+            continue
+        extends = (
+            not promised.differs
+            and size >= promised.size
+            and (promised.root is None or root_at(promised.size).hex() == promised.root)
+        )
+        if not extends:
+            return Rollback(size, promised.size, by, format_instant(now_ms()))
+    return None
+
+
+def rollback_kept(identity: str, rollback: Rollback | None) -> None:
+    """Record the sequencer's finding, a rollback or none; the first finding's time is kept."""
+    with _changing(identity) as promises:
+        if rollback is not None and promises.rollback is not None:
+            rollback = Rollback(**{**asdict(rollback), "found_at": promises.rollback.found_at})
+        promises.rollback = rollback
+
+
+def signed_kept(identity: str, size: int, root: bytes) -> None:
+    with _changing(identity) as promises:
+        if promises.signed is None or size > promises.signed.size:
+            promises.signed = Promised(size, root.hex())
+
+
+def witness_kept(identity: str, witness: str, size: int, root: bytes | None) -> None:
+    """A tree the witness holds: one it cosigned (its root known) or the size its 409 named."""
+    with _changing(identity) as promises:
+        held = promises.witnesses.get(witness)
+        if held is None or size > held.size or (size == held.size and root is not None):
+            promises.witnesses[witness] = Promised(size, root.hex() if root else None)
+
+
+def witness_fork_kept(identity: str, witness: str, size: int) -> None:
+    """The witness holds a tree of `size` entries and refused the proof that ours extends it."""
+    with _changing(identity) as promises:
+        promises.witnesses[witness] = Promised(size, None, differs=True)
+
+
+def witness_refusal_counted(identity: str, witness: str) -> None:
+    with _changing(identity) as promises:
+        promises.refusals[witness] = promises.refusals.get(witness, 0) + 1
+
+
+def witness_refusals() -> dict[str, int]:
+    """Refusals by witness, over every log this site has kept promises of."""
+    counted: dict[str, int] = {}
+    for promises in _read().values():
+        for witness, count in promises.refusals.items():
+            counted[witness] = counted.get(witness, 0) + count
+    return counted
+
+
+def rollback_found() -> Rollback | None:
+    """The rollback the sequencer found in this database's log, if any. Reads the file, and the
+    database only when some log has gone back, so writes pay nothing while all is well."""
+    found = {k: v.rollback for k, v in _read().items() if v.rollback is not None}
+    if not found:
+        return None
+    return found.get(log_identity() or "")
+
+
+def writes_refused_if_rolled_back() -> None:
+    """Refuse a write that would log an entry while the log has gone back: its receipt would
+    promise an entry under a witnessed checkpoint that this site cannot sign."""
+    rollback = rollback_found()
+    if rollback is not None:
+        raise Refusal(ErrorCode.UNAVAILABLE, rollback.message(), retry_after=RETRY_AFTER_S)
