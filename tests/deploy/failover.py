@@ -327,3 +327,11 @@ def assert_all_logged(
             f"contributions {[r['contribution_id'] for r in missing[:3]]}"
         )
         time.sleep(1)
+
+
+def assert_never_rolled_back(site: str) -> None:
+    """The site's rollback guard (SPEC §16.2) found nothing to stop for: the database holds every
+    checkpoint the site signed and every tree its witness holds."""
+    checks = httpx.get(f"{site}/readyz", timeout=10).json()["checks"]
+    assert checks["log"] == {"ok": True}, checks
+    assert "cairn_log_rolled_back 0.0" in httpx.get(f"{site}/metrics", timeout=10).text

@@ -22,6 +22,7 @@ from tests.deploy.failover import (
     Load,
     assert_all_logged,
     assert_extends,
+    assert_never_rolled_back,
     checkpoint,
     postgres_folder,
     run_block,
@@ -103,6 +104,7 @@ def test_a_base_backup_and_the_wal_archive_restore_every_receipt(cleanup, tmp_pa
     after = wait_cosigned(web, witness, beyond=checkpoint(web, witness).size - 1)
     assert after.size > before.size
     assert_extends(web, before, after)
+    assert_never_rolled_back(web)
     print(
         f"after the restore: {len(after_restore.receipts)} more receipts, other answers "
         f"{dict(after_restore.other)}; witnessed checkpoint of {after.size} entries, extending "

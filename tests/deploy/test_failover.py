@@ -27,6 +27,7 @@ from tests.deploy.failover import (
     Load,
     assert_all_logged,
     assert_extends,
+    assert_never_rolled_back,
     checkpoint,
     run_block,
     site_cairn,
@@ -146,6 +147,7 @@ def test_a_synchronous_standby_promoted_mid_load_keeps_every_receipt(servers, tm
     witnessed.append(wait_cosigned(web, witness, beyond=checkpoint(web, witness).size - 1))
     for earlier in witnessed[:-1]:
         assert_extends(web, earlier, witnessed[-1])
+    assert_never_rolled_back(web)
     print(
         f"witnessed checkpoints of sizes {[c.size for c in witnessed]}: the last, after both "
         "failovers, extends each before"
