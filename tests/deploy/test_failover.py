@@ -56,11 +56,12 @@ def servers() -> Iterator[ExitStack]:
         yield stack
 
 
-def _wait_streaming(primary: PrivatePostgres, name: str) -> None:
+def _wait_replication(primary: PrivatePostgres, column: str, value: str) -> None:
+    """Until `primary`'s `pg_stat_replication` shows `value` in `column` for standby1."""
     give_up = time.monotonic() + 30
-    query = "SELECT state FROM pg_stat_replication WHERE application_name = %s"
-    while primary.sql(query, name) != [("streaming",)]:
-        assert time.monotonic() < give_up, f"{name} never streamed"
+    query = f"SELECT {column} FROM pg_stat_replication WHERE application_name = 'standby1'"
+    while (found := primary.sql(query)) != [(value,)]:
+        assert time.monotonic() < give_up, f"standby1's {column} is {found}, never {value}"
         time.sleep(0.2)
 
 
@@ -75,12 +76,10 @@ def _synchronous_standby(
         run_block(block, primary, PRIMARY="127.0.0.1", PGDATA=str(data))
 
     standby = started(stack, PrivatePostgres(made_by=copied, port=port))
-    _wait_streaming(primary, "standby1")
+    _wait_replication(primary, "state", "streaming")
     run_block(doc_block(DOCS, SYNCHRONOUS_BLOCK), primary)
-    (state,) = primary.sql(
-        "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'"
-    )
-    assert state == ("quorum",), "the standby is not synchronous"
+    # `ANY 1 (...)` makes each named standby a candidate of the quorum, once the reload is read.
+    _wait_replication(primary, "sync_state", "quorum")
     return standby
 
 
