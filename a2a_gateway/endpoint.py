@@ -239,12 +239,12 @@ async def http_reply(
     """The answer to any request for the endpoint or the card. `headers` are lower-cased;
     `body` yields the request body's chunks as they arrive."""
     if path not in ENDPOINT_PATHS:
-        return card_reply(method=method, site=origin, if_none_match=headers.get("if-none-match"))
+        return card_reply(method=method, site=origin)
     refused = method_refusal(method, ENDPOINT_METHODS)
     if refused is not None:
         return refused
     if method in CARD_METHODS:  # the endpoint documents itself with the card
-        return card_reply(method=method, site=origin, if_none_match=headers.get("if-none-match"))
+        return card_reply(method=method, site=origin)
     return await a2a_reply(
         path=path,
         headers=headers,
