@@ -87,9 +87,7 @@ class Shown:
         last_modified: datetime | None = None,
     ) -> Shown:
         """A schema, a skill or the Agent Card: it changes only with the code and the settings."""
-        return cls(
-            max_age_s=DOCUMENT_MAX_AGE_S, vary=vary, etag=etag, last_modified=last_modified
-        )
+        return cls(max_age_s=DOCUMENT_MAX_AGE_S, vary=vary, etag=etag, last_modified=last_modified)
 
 
 def mark_shown(response: Answer, shown: Shown) -> Answer:
