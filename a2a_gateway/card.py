@@ -35,8 +35,9 @@ from core.policy import cairn_version
 from core.schemas import model_schema
 from ledger.card_signing import JWKS_PATH, card_sign
 from ledger.entries import MAX_MERGE_DELAY
-from ledger.keypers import keyper_threshold, keypers_description
+from ledger.keypers import keyper_threshold, keypers_configured, keypers_description
 from ledger.witnesses import witness_quorum
+from tasks.payloads import SEALED_CONTRIBUTION_SCHEMA
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
 VERIFIABLE_EXTENSION_URI = "urn:cairn:verifiable:v1"
@@ -73,9 +74,15 @@ GRPC_DESCRIPTION = (
 
 
 def payload_schemas(operations: tuple[SendMessageOperation, ...]) -> dict[str, dict[str, Any]]:
-    """The JSON Schema of each SendMessage payload, generated from the model that validates it."""
+    """The JSON Schema of each SendMessage payload this site accepts, generated from the model
+    that validates it: the keyper-sealed contribution only where keypers are listed, as the
+    contribution's rules take it there alone (SPEC §8.1, §15.8)."""
+    sealed = bool(keypers_configured())
     return {
-        name: model_schema(model) for operation in operations for name, model in operation.payloads
+        name: model_schema(model)
+        for operation in operations
+        for name, model in operation.payloads
+        if sealed or name != SEALED_CONTRIBUTION_SCHEMA
     }
 
 
