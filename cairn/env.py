@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import ipaddress
 import os
 import re
 import secrets
@@ -117,6 +118,38 @@ def env_advertised_address(name: str, *, listening: str) -> str:
             "the Agent Card must name one that clients reach"
         )
     return listening
+
+
+def _address_host(address: str) -> str:
+    """The host of `host:port`, `[v6]:port` or a URL, without brackets."""
+    if "://" in address:
+        return urlsplit(address).hostname or ""
+    host = address.rpartition(":")[0] if address.count(":") == 1 or "]:" in address else address
+    return host.strip("[]").lower()
+
+
+def is_loopback(address: str) -> bool:
+    """Whether `address` (`host:port`, `[v6]:port` or a URL) names this machine only: a loopback
+    IP, or localhost."""
+    host = _address_host(address)
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def reachable_address(name: str, address: str, *, site_url: str, off: str) -> str:
+    """`address`, which the Agent Card lists, unless it names this machine only while the site is
+    reached from elsewhere (`site_url` not loopback): then no client of that site could use it,
+    so start-up stops saying what to set (SPEC §8.1). `off`: how to turn the server off instead."""
+    if address and site_url and is_loopback(address) and not is_loopback(site_url):
+        raise ImproperlyConfigured(
+            f"{name} must be set to an address clients of {site_url} reach: the Agent Card "
+            f"would list {address}, which only this machine reaches ({off})"
+        )
+    return address
 
 
 def _key_text(name: str, raw: str) -> str:
