@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import ipaddress
 import os
 import re
 import secrets
@@ -15,6 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, x25519
 from django.core.exceptions import ImproperlyConfigured
 
+from core.site import is_loopback
 from ledger.signed_note import COSIGNATURE_V1, NoteError, verifier_key_parse
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -118,26 +118,6 @@ def env_advertised_address(name: str, *, listening: str) -> str:
             "the Agent Card must name one that clients reach"
         )
     return listening
-
-
-def _address_host(address: str) -> str:
-    """The host of `host:port`, `[v6]:port` or a URL, without brackets."""
-    if "://" in address:
-        return urlsplit(address).hostname or ""
-    host = address.rpartition(":")[0] if address.count(":") == 1 or "]:" in address else address
-    return host.strip("[]").lower()
-
-
-def is_loopback(address: str) -> bool:
-    """Whether `address` (`host:port`, `[v6]:port` or a URL) names this machine only: a loopback
-    IP, or localhost."""
-    host = _address_host(address)
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def reachable_address(name: str, address: str, *, site_url: str, off: str) -> str:

@@ -153,6 +153,31 @@ def test_check_deploy_says_a_public_site_lists_a_loopback_grpc_url(tmp_path):
     assert "127.0.0.1:50051" in result.stderr and "CAIRN_GRPC_BIND empty" in result.stderr
 
 
+@pytest.mark.parametrize(("grpc", "warned"), [({}, True), ({"CAIRN_GRPC_BIND": ""}, False)])
+def test_check_deploy_warns_a_site_of_public_hosts_its_card_lists_loopback_grpc(
+    tmp_path, grpc, warned
+):
+    """Without CAIRN_SITE_URL the site's origin is each request's, so start-up cannot know it;
+    ALLOWED_HOSTS says which hosts other machines reach it by."""
+    result = run(
+        "manage.py",
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DEBUG="false",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="cairn.example,127.0.0.1",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        **grpc,
+    )
+    said = result.stdout + result.stderr
+    assert ("a2a_gateway.W001" in said) is warned, said
+    if warned:
+        assert result.returncode != 0
+        assert "127.0.0.1:50051" in said and "cairn.example" in said and "CAIRN_GRPC_URL" in said
+
+
 def test_a_bad_value_stops_the_asgi_and_wsgi_entry_points_the_same_way():
     served = run("-m", "uvicorn", "cairn.asgi:application", "--port", "0", SECRET_KEY="k")
     assert_one_line_naming(served, "CAIRN_SITE_URL (or ALLOWED_HOSTS)")
