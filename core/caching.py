@@ -9,9 +9,10 @@ status into the answer's `Cache-Control`, `Vary`, `ETag` and `Last-Modified`, an
 client's `If-None-Match` (or, without one, `If-Modified-Since`) already holds those bytes (304).
 A public read's answer is the same with or without a token, and so is its caching: A2A clients
 may send their token with every request. Only what the token chose is private: an answer no view
-marked as public, to a request that carried one (`mine`, a write's receipt, a token's refusal). Django's answers reach it through
-`core.middleware.CachingMiddleware` (a view marks its answer with `mark_shown`), the A2A door's
-own ASGI answers through its send; nothing else decides a caching header of these answers.
+marked as public, to a request that carried one (`mine`, a write's receipt, a token's refusal).
+Django's answers reach it through `core.middleware.CachingMiddleware` (a view marks its answer
+with `mark_shown`), the A2A door's own ASGI answers through its send; nothing else decides a
+caching header of these answers.
 """
 
 from __future__ import annotations
