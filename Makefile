@@ -5,6 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 HOST ?= 127.0.0.1
+# make run's gRPC server listens beside the web server, on the next port, so two clones served on
+# two ports never share one (CAIRN_GRPC_BIND in the environment wins; empty turns gRPC off).
+GRPC_PORT ?= $(shell expr $(PORT) + 1)
 CHROMIUM ?= /usr/bin/chromium
 # make test runs the tests in this many pytest-xdist processes side by side: most of their time
 # is spent waiting on servers, browsers and processes they start, so more than the cores help.
@@ -51,26 +54,41 @@ superuser:
 	@$(MAKE) --no-print-directory migrate
 	$(PY) manage.py createsuperuser $${DJANGO_SUPERUSER_PASSWORD:+--noinput}
 
-# Web (uvicorn, ASGI), the django-q2 worker and the gRPC binding's server together (the last
-# ends at once when CAIRN_GRPC_BIND is empty). It is a developer's server: DEBUG, and a task's
-# deadline may be as little as 30 s ahead, so the walk-through shows an evaluation within a minute
-# on this very server (a site's own minimum stays the setting's default, 30 minutes); the
-# environment wins over both. Ctrl-C, or SIGTERM to make or its process group,
-# stops all three. They run in the background so the shell's traps run at once (a foreground
-# command would defer them), and the shell waits for all to exit before it does, ignoring the
-# signals make and the group repeat meanwhile.
+# Web (uvicorn, ASGI), the django-q2 worker and the gRPC binding's server together, gRPC on
+# GRPC_PORT (PORT+1) unless CAIRN_GRPC_BIND says otherwise. It is a developer's server: DEBUG; a
+# task's deadline may be as little as 30 s ahead, so the walk-through shows an evaluation within
+# a minute on this very server (a site's own minimum stays the setting's default, 30 minutes);
+# and one address may register 1000 agents an hour, where a site's limit is 20, so the
+# walk-throughs can be run again and again. The environment wins over all three.
+# They run in the background so the shell's traps run at once (a foreground command would defer
+# them), and the shell checks every second that all three still run: when one ends (a port taken
+# by another clone, a bad setting), it says which and stops the others, so no card is left
+# pointing at a server that is not there. Ctrl-C, or SIGTERM to make or its process group, stops
+# all three; the shell then exits quietly and make ends by the signal itself. The shell waits for
+# all to exit before it does, ignoring the signals make and the group repeat meanwhile.
 run: migrate
-	@echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: make superuser, then /admin/)"
-	@echo "In another terminal, before the walk-throughs, MCP or the verifier:"
-	@echo "  export CAIRN_URL=http://$(HOST):$(PORT)"
-	@echo "Developer's settings: DEBUG=$${DEBUG:-true}, and a task's deadline may be $${CAIRN_TASK_DEADLINE_MIN_S:-30} s ahead (CAIRN_TASK_DEADLINE_MIN_S)"
-	@export DEBUG=$${DEBUG:-true} CAIRN_TASK_DEADLINE_MIN_S=$${CAIRN_TASK_DEADLINE_MIN_S:-30}; \
-	trap 'trap "" INT TERM; kill $$web $$worker $$grpc 2>/dev/null; wait' EXIT; \
-	trap 'exit 130' INT; trap 'exit 143' TERM; \
+	@export DEBUG=$${DEBUG:-true} CAIRN_TASK_DEADLINE_MIN_S=$${CAIRN_TASK_DEADLINE_MIN_S:-30} \
+	  CAIRN_REGISTRATIONS_PER_IP_PER_HOUR=$${CAIRN_REGISTRATIONS_PER_IP_PER_HOUR:-1000} \
+	  CAIRN_GRPC_BIND=$${CAIRN_GRPC_BIND-$(HOST):$(GRPC_PORT)}; \
+	echo "Cairn on http://$(HOST):$(PORT)/a2a  (keeper account: make superuser, then /admin/)"; \
+	echo "gRPC on $${CAIRN_GRPC_BIND:-nothing: it is off (CAIRN_GRPC_BIND is empty)}  (GRPC_PORT, PORT+1 by default; CAIRN_GRPC_BIND)"; \
+	echo "In another terminal, before the walk-throughs, MCP or the verifier:"; \
+	echo "  export CAIRN_URL=http://$(HOST):$(PORT)"; \
+	echo "Developer's settings: DEBUG=$$DEBUG, a task's deadline may be $$CAIRN_TASK_DEADLINE_MIN_S s ahead (CAIRN_TASK_DEADLINE_MIN_S), and one address may register $$CAIRN_REGISTRATIONS_PER_IP_PER_HOUR agents an hour (CAIRN_REGISTRATIONS_PER_IP_PER_HOUR)"; \
+	trap 'trap "" INT TERM; kill $$web $$worker $$grpc $$tick 2>/dev/null; wait' EXIT; \
+	trap 'exit 0' INT TERM; \
 	$(PY) manage.py qcluster & worker=$$!; \
-	$(PY) -m cairn.grpc & grpc=$$!; \
+	grpc=; if [ -n "$$CAIRN_GRPC_BIND" ]; then $(PY) -m cairn.grpc & grpc=$$!; fi; \
 	$(PY) -m cairn.serve --host $(HOST) --port $(PORT) & web=$$!; \
-	wait $$web
+	running() { kill -0 $$web 2>/dev/null && kill -0 $$worker 2>/dev/null && { [ -z "$$grpc" ] || kill -0 $$grpc 2>/dev/null; }; }; \
+	while running; do sleep 1 & tick=$$!; wait $$tick; done; \
+	for ended in "$$web the web server (python -m cairn.serve, on $(HOST):$(PORT))" \
+	  "$$worker the worker (manage.py qcluster)" \
+	  "$$grpc the gRPC server (python -m cairn.grpc, on $$CAIRN_GRPC_BIND)"; do \
+	  pid=$${ended%% *}; [ -n "$$pid" ] || continue; kill -0 $$pid 2>/dev/null && continue; \
+	  wait $$pid; echo "make run: $${ended#* } exited (status $$?): stopping Cairn" >&2; \
+	done; \
+	exit 1
 
 # The browser tests drive Chromium: say so before anything is set up or run.
 chromium:

@@ -81,15 +81,18 @@ def _with_caching(reply: Reply, method: str, headers: dict[str, str]) -> Reply:
         status=reply.status,
         shown=reply.shown,
         body=lambda: reply.body,
+        if_modified_since=headers.get("if-modified-since"),
     )
     if caching is None:
         return reply
-    replaced = {"cache-control"} if caching.etag is None else {"cache-control", "etag"}
     caching_headers = [("Cache-Control", caching.cache_control)]
     if caching.vary:
         caching_headers.append(("Vary", ", ".join(caching.vary)))
     if caching.etag is not None:
         caching_headers.append(("ETag", caching.etag))
+    if caching.last_modified is not None:
+        caching_headers.append(("Last-Modified", caching.last_modified))
+    replaced = {name.lower() for name, _ in caching_headers} - {"vary"}
     kept = [(name, value) for name, value in reply.headers if name.lower() not in replaced]
     cached = replace(reply, headers=(*kept, *caching_headers))
     return replace(cached, status=304, body=b"") if caching.not_modified else cached

@@ -5,6 +5,7 @@ as the SDK's card route serves it, at its well-known path and to a `GET` of the 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -23,17 +24,20 @@ from a2a.types import (
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 from django.conf import settings
 from django.core.signals import setting_changed
+from django.utils import timezone
 
-from a2a_gateway.etag import card_etag, if_none_match_hits
+from a2a_gateway.etag import card_etag
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
 from a2a_gateway.transport import ENDPOINT_PATH, Reply, json_bytes, method_refusal
+from core.caching import Shown
 from core.policy import cairn_version
 from core.schemas import model_schema
 from ledger.card_signing import JWKS_PATH, card_sign
 from ledger.entries import MAX_MERGE_DELAY
-from ledger.keypers import keyper_threshold, keypers_description
+from ledger.keypers import keyper_threshold, keypers_configured, keypers_description
 from ledger.witnesses import witness_quorum
+from tasks.payloads import SEALED_CONTRIBUTION_SCHEMA
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
 VERIFIABLE_EXTENSION_URI = "urn:cairn:verifiable:v1"
@@ -41,8 +45,6 @@ BEARER_SCHEME = "bearer"
 JSON = "application/json"
 CARD_PATH = "/.well-known/agent-card.json"
 CARD_METHODS = ("GET", "HEAD")
-# A2A 1.0 §8.6.1: a card may be cached; five minutes keeps a deploy's new card close behind.
-CARD_CACHE_CONTROL = "public, max-age=300"
 # Every binding the endpoint speaks (SPEC §8.1, §8.6), JSON-RPC 1.0 first. Declaring the 0.3 one
 # makes the SDK's serialiser write the 0.3 fields (`url`, `preferredTransport`, ...) a 0.3 client reads.
 INTERFACES = (
@@ -72,9 +74,15 @@ GRPC_DESCRIPTION = (
 
 
 def payload_schemas(operations: tuple[SendMessageOperation, ...]) -> dict[str, dict[str, Any]]:
-    """The JSON Schema of each SendMessage payload, generated from the model that validates it."""
+    """The JSON Schema of each SendMessage payload this site accepts, generated from the model
+    that validates it: the keyper-sealed contribution only where keypers are listed, as the
+    contribution's rules take it there alone (SPEC §8.1, §15.8)."""
+    sealed = bool(keypers_configured())
     return {
-        name: model_schema(model) for operation in operations for name, model in operation.payloads
+        name: model_schema(model)
+        for operation in operations
+        for name, model in operation.payloads
+        if sealed or name != SEALED_CONTRIBUTION_SCHEMA
     }
 
 
@@ -236,21 +244,20 @@ def agent_card_json(site: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=32)
-def _card_entity(site: str, variant: str) -> tuple[bytes, str]:
-    """The card's bytes and ETag, once per site, witnesses and process: the card depends only
-    on the code and those."""
+def _card_entity(site: str, variant: str) -> tuple[bytes, str, datetime]:
+    """The card's bytes, ETag and when this process built it, once per site, witnesses and
+    process: the card depends only on the code and those, so it cannot have changed since."""
     card = agent_card_json(site)
-    return json_bytes(card), card_etag(card)
+    return json_bytes(card), card_etag(card), timezone.now()
 
 
-def card_reply(*, method: str, site: str, if_none_match: str | None) -> Reply:
-    """The card as the SDK's card route serves it: a weak ETag, and 304 when the client has it;
-    cacheable for five minutes. A method other than `CARD_METHODS` gets 405."""
+def card_reply(*, method: str, site: str) -> Reply:
+    """The card as the SDK's card route serves it, a weak ETag its entity tag, and with the
+    `Last-Modified` A2A 1.0 §8.6.1 asks for: a public document (`core.caching`), kept five
+    minutes and revalidated with 304, with or without a token. A method other than
+    `CARD_METHODS` gets 405."""
     refused = method_refusal(method, CARD_METHODS)
     if refused is not None:
         return refused
-    body, etag = _card_entity(site, card_variant())
-    headers = (("ETag", etag), ("Cache-Control", CARD_CACHE_CONTROL))
-    if if_none_match and if_none_match_hits(if_none_match, etag):
-        return Reply(304, b"", headers)
-    return Reply(200, body, headers)
+    body, etag, built = _card_entity(site, card_variant())
+    return Reply(200, body, shown=Shown.document(etag=etag, last_modified=built))

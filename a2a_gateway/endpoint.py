@@ -33,7 +33,6 @@ from a2a_gateway.handler import AsSent
 from a2a_gateway.reads import DJANGO_SOURCE, Source
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
-    CHALLENGE_HEADERS,
     ENDPOINT_PATH,
     REQUEST_HANDLER,
     CairnContextBuilder,
@@ -48,6 +47,7 @@ from a2a_gateway.transport import (
     method_refusal,
     params_error,
     token_agent,
+    unauthenticated_reply,
     version_error,
 )
 from agents.models import Agent
@@ -66,13 +66,8 @@ DISPATCHER = JsonRpcDispatcher(
 )
 
 
-def _error(
-    request_id: Any,
-    error: A2AError | JSONParseError,
-    status: int = 200,
-    headers: tuple[tuple[str, str], ...] = (),
-) -> Reply:
-    return Reply(status, json_bytes(build_error_response(request_id, error)), headers)
+def _error(request_id: Any, error: A2AError | JSONParseError) -> Reply:
+    return Reply(200, json_bytes(build_error_response(request_id, error)))
 
 
 def _single_request(document: Any) -> tuple[Any, str] | None:
@@ -132,10 +127,11 @@ def _parsed(body: bytes | None) -> Any:
 
 
 def _token_refusal(request_id: Any, refused: TokenRefusal) -> Reply:
-    """A token refusal as a JSON-RPC error object: HTTP 401 with the challenge when no valid
-    token came (SPEC §8.2), else (an outage) with HTTP 200 as any JSON-RPC error."""
+    """A token refusal: HTTP 401 with the challenge when no valid token came (SPEC §8.2), the
+    same answer as on HTTP+JSON (`unauthenticated_reply`); else (an outage) a JSON-RPC error
+    object with HTTP 200, as any JSON-RPC error."""
     if refused.unauthenticated:
-        return _error(request_id, refused.error, status=401, headers=CHALLENGE_HEADERS)
+        return unauthenticated_reply(refused)
     return _error(request_id, refused.error)
 
 
@@ -239,12 +235,12 @@ async def http_reply(
     """The answer to any request for the endpoint or the card. `headers` are lower-cased;
     `body` yields the request body's chunks as they arrive."""
     if path not in ENDPOINT_PATHS:
-        return card_reply(method=method, site=origin, if_none_match=headers.get("if-none-match"))
+        return card_reply(method=method, site=origin)
     refused = method_refusal(method, ENDPOINT_METHODS)
     if refused is not None:
         return refused
     if method in CARD_METHODS:  # the endpoint documents itself with the card
-        return card_reply(method=method, site=origin, if_none_match=headers.get("if-none-match"))
+        return card_reply(method=method, site=origin)
     return await a2a_reply(
         path=path,
         headers=headers,

@@ -1,15 +1,11 @@
 """The Agent Card's ETag, as the SDK's card route makes it, written here because the SDK keeps it
-private; its revalidation is every answer's (`core.caching.if_none_match_hits`)."""
+private; its revalidation is every answer's (`core.caching`)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from typing import Any
-
-from core.caching import if_none_match_hits
-
-__all__ = ["card_etag", "if_none_match_hits"]
 
 
 def card_etag(card: dict[str, Any]) -> str:

@@ -175,12 +175,14 @@ async def token_agent(
 
 
 def unauthenticated_reply(refused: TokenRefusal) -> Reply:
-    """HTTP's 401 for a request without a valid token, with the challenge. The body is the
-    google.rpc.Status A2A 1.0 §11.6 writes for an HTTP error, `UNAUTHENTICATED` as in A2A's
-    §3.3.2, and carries no A2A ErrorInfo: authentication is not one of A2A's errors (gRPC's
-    UNAUTHENTICATED carries none either), and an SDK client reads an ErrorInfo's reason before the
-    status, so INVALID_REQUEST there made the Python client report a request to fix instead of
-    the HTTP 401 it reports on JSON-RPC."""
+    """HTTP's 401 for a request without a valid token, with the challenge, alike on JSON-RPC and
+    HTTP+JSON. The body is the google.rpc.Status A2A 1.0 §11.6 writes for an HTTP error,
+    `UNAUTHENTICATED` as in A2A's §3.3.2, and carries no A2A ErrorInfo: authentication is not one
+    of A2A's errors (gRPC's UNAUTHENTICATED carries none either). Both official clients then
+    report the HTTP 401 itself: an SDK client reads an ErrorInfo's reason before the status (an
+    INVALID_REQUEST there made the Python client report a request to fix), and the JavaScript
+    client reads a JSON-RPC error object by its code before the status (-32600 made it report a
+    malformed request)."""
     status = {"code": 401, "status": "UNAUTHENTICATED", "message": refused.error.message}
     return Reply(401, json_bytes({"error": status}), CHALLENGE_HEADERS)
 

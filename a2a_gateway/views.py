@@ -36,12 +36,7 @@ async def _chunks(request: HttpRequest) -> AsyncIterator[bytes]:
 @csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
 def agent_card(request: HttpRequest) -> HttpResponse:
     """`GET /.well-known/agent-card.json`: the card, served as the SDK's card route does."""
-    reply = card_reply(
-        method=request.method or "",
-        site=site_url(request),
-        if_none_match=request.headers.get("If-None-Match"),
-    )
-    return _response(reply)
+    return _response(card_reply(method=request.method or "", site=site_url(request)))
 
 
 @csrf_exempt

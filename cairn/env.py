@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, x25519
 from django.core.exceptions import ImproperlyConfigured
 
+from core.site import is_loopback
 from ledger.signed_note import COSIGNATURE_V1, NoteError, verifier_key_parse
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -117,6 +118,18 @@ def env_advertised_address(name: str, *, listening: str) -> str:
             "the Agent Card must name one that clients reach"
         )
     return listening
+
+
+def reachable_address(name: str, address: str, *, site_url: str, off: str) -> str:
+    """`address`, which the Agent Card lists, unless it names this machine only while the site is
+    reached from elsewhere (`site_url` not loopback): then no client of that site could use it,
+    so start-up stops saying what to set (SPEC §8.1). `off`: how to turn the server off instead."""
+    if address and site_url and is_loopback(address) and not is_loopback(site_url):
+        raise ImproperlyConfigured(
+            f"{name} must be set to an address clients of {site_url} reach: the Agent Card "
+            f"would list {address}, which only this machine reaches ({off})"
+        )
+    return address
 
 
 def _key_text(name: str, raw: str) -> str:

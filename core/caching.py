@@ -5,10 +5,14 @@ A public read says what its answer shows (`Shown`): one task, which never change
 evaluated and changes at its deadline while open; a list or a feed, which a new task may join at
 any moment; a call or a list of calls, answered or posted at any moment; or a document that changes only with the code and the settings (a schema, a skill).
 `answer_caching` turns that, the request's method, whether it carried a token and the answer's
-status into the answer's `Cache-Control`, `Vary` and `ETag`, and says when the client's
-`If-None-Match` already holds those bytes (304). Django's answers reach it through
-`core.middleware.CachingMiddleware` (a view marks its answer with `mark_shown`), the A2A door's
-own ASGI answers through its send; nothing else decides a caching header of these answers.
+status into the answer's `Cache-Control`, `Vary`, `ETag` and `Last-Modified`, and says when the
+client's `If-None-Match` (or, without one, `If-Modified-Since`) already holds those bytes (304).
+A public read's answer is the same with or without a token, and so is its caching: A2A clients
+may send their token with every request. Only what the token chose is private: an answer no view
+marked as public, to a request that carried one (`mine`, a write's receipt, a token's refusal).
+Django's answers reach it through `core.middleware.CachingMiddleware` (a view marks its answer
+with `mark_shown`), the A2A door's own ASGI answers through its send; nothing else decides a
+caching header of these answers.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import hashlib
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any, TypeVar
 
 from django.utils import timezone
@@ -33,7 +38,7 @@ DOCUMENT_MAX_AGE_S = 300
 REVALIDATE = "no-cache"
 # A write's answer, a refusal, an outage: no cache keeps them.
 NO_STORE = "no-store"
-# The answer to a request that carried a token: its agent's own, kept by nobody.
+# An answer the request's token chose: its agent's own, kept by nobody.
 PRIVATE = "private, no-store"
 TOKEN_HEADER = "Authorization"
 SAFE_METHODS = frozenset({"GET", "HEAD"})
@@ -47,13 +52,16 @@ Answer = TypeVar("Answer")
 class Shown:
     """What a public read's answer shows, as far as a cache goes: `final` (an evaluated task, the
     same bytes forever), else at most `max_age_s` seconds and never past `open_until`, the
-    earliest deadline of a task it shows open; and the request headers besides the token that
-    chose it (`vary`)."""
+    earliest deadline of a task it shows open; the request headers that chose it (`vary`); and,
+    for a document that names its own entity, its `etag` (else one from its bytes) and when it
+    last changed (`last_modified`)."""
 
     final: bool = False
     open_until: datetime | None = None
     max_age_s: int = SHORT_MAX_AGE_S
     vary: tuple[str, ...] = ()
+    etag: str | None = None
+    last_modified: datetime | None = None
 
     @classmethod
     def task(cls, open_until: datetime | None, *, vary: tuple[str, ...] = ()) -> Shown:
@@ -72,9 +80,15 @@ class Shown:
         return cls(vary=vary)
 
     @classmethod
-    def document(cls, *, vary: tuple[str, ...] = ()) -> Shown:
-        """A schema or a skill: it changes only with the code and the settings."""
-        return cls(max_age_s=DOCUMENT_MAX_AGE_S, vary=vary)
+    def document(
+        cls,
+        *,
+        vary: tuple[str, ...] = (),
+        etag: str | None = None,
+        last_modified: datetime | None = None,
+    ) -> Shown:
+        """A schema, a skill or the Agent Card: it changes only with the code and the settings."""
+        return cls(max_age_s=DOCUMENT_MAX_AGE_S, vary=vary, etag=etag, last_modified=last_modified)
 
 
 def mark_shown(response: Answer, shown: Shown) -> Answer:
@@ -116,14 +130,45 @@ def if_none_match_hits(header: str, etag: str) -> bool:
     return any(candidate.removeprefix("W/") == etag.removeprefix("W/") for candidate in candidates)
 
 
+def http_date(moment: datetime) -> str:
+    """`moment` as an HTTP-date (RFC 9110 §5.6.7), in whole seconds."""
+    return format_datetime(moment.astimezone(UTC).replace(microsecond=0), usegmt=True)
+
+
+def _modified_since(header: str, last_modified: datetime) -> bool:
+    """Whether the entity changed after the HTTP-date in an If-Modified-Since header; a header
+    that is not one is ignored (RFC 9110 §13.1.3), so the answer is given in full."""
+    try:
+        since = parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return True
+    if since.tzinfo is None:
+        return True
+    return last_modified.replace(microsecond=0) > since
+
+
+def _not_modified(
+    shown: Shown, etag: str, if_none_match: str | None, if_modified_since: str | None
+) -> bool:
+    """RFC 9110 §13.2.2: If-None-Match when sent, else If-Modified-Since when the entity has a
+    date."""
+    if if_none_match is not None:
+        return if_none_match_hits(if_none_match, etag)
+    if if_modified_since is not None and shown.last_modified is not None:
+        return not _modified_since(if_modified_since, shown.last_modified)
+    return False
+
+
 @dataclass(frozen=True)
 class Caching:
     """An answer's caching headers: `Cache-Control` replaces the answer's own, `vary` joins its
-    `Vary`, `etag` (when not None) is its `ETag`; `not_modified`: answer 304, without a body."""
+    `Vary`, `etag` and `last_modified` (when not None) are its `ETag` and `Last-Modified`;
+    `not_modified`: answer 304, without a body."""
 
     cache_control: str
     vary: tuple[str, ...] = ()
     etag: str | None = None
+    last_modified: str | None = None
     not_modified: bool = False
 
 
@@ -135,23 +180,25 @@ def answer_caching(
     status: int,
     shown: Shown | None,
     body: Callable[[], bytes],
+    if_modified_since: str | None = None,
 ) -> Caching | None:
     """The caching of one answer (SPEC §16.1), or None to leave it as its view made it (an answer
-    that shows nothing `Shown` describes: the card, a log tile, a page of the admin, ...).
+    that shows nothing `Shown` describes: a log tile, a page of the admin, ...).
 
     `token`: the request carried an `Authorization` header; `shown`: what a public read's answer
     shows (only a 200 is marked); `body`: the answer's bytes, asked only to tag a public read.
     """
+    if method in SAFE_METHODS and status == 200 and shown is not None:
+        etag = shown.etag or etag_of(body())
+        return Caching(
+            _freshness(shown, timezone.now()),
+            vary=shown.vary,
+            etag=etag,
+            last_modified=None if shown.last_modified is None else http_date(shown.last_modified),
+            not_modified=_not_modified(shown, etag, if_none_match, if_modified_since),
+        )
     if token:
         return Caching(PRIVATE, vary=(TOKEN_HEADER,))
     if method not in SAFE_METHODS or status >= 400:
         return Caching(NO_STORE)
-    if shown is None or status != 200:
-        return None
-    etag = etag_of(body())
-    return Caching(
-        _freshness(shown, timezone.now()),
-        vary=(*shown.vary, TOKEN_HEADER),
-        etag=etag,
-        not_modified=if_none_match is not None and if_none_match_hits(if_none_match, etag),
-    )
+    return None

@@ -30,6 +30,7 @@ class ErrorCode(StrEnum):
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     NOT_FOUND = "not_found"
     METHOD_NOT_ALLOWED = "method_not_allowed"
+    NOT_ACCEPTABLE = "not_acceptable"
     INVALID_QUERY = "invalid_query"
     INVALID_JSON = "invalid_json"
     PAYLOAD_TOO_LARGE = "payload_too_large"

@@ -104,6 +104,7 @@ class CachingMiddleware(ResponseMiddleware):
             status=response.status_code,
             shown=shown_by(response),
             body=lambda: response.content,
+            if_modified_since=request.headers.get("If-Modified-Since"),
         )
         if caching is None:
             return response
@@ -114,6 +115,8 @@ class CachingMiddleware(ResponseMiddleware):
             patch_vary_headers(response, caching.vary)
         if caching.etag is not None:
             response["ETag"] = caching.etag
+        if caching.last_modified is not None:
+            response["Last-Modified"] = caching.last_modified
         return response
 
 

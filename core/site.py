@@ -1,6 +1,10 @@
-"""This site's origin, the one rule every door uses to write absolute URLs."""
+"""This site's origin, the one rule every door uses to write absolute URLs, and whether an address
+is one only this machine reaches."""
 
 from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -11,3 +15,23 @@ def site_url(request: HttpRequest | None = None) -> str:
     if settings.CAIRN_SITE_URL or request is None:
         return settings.CAIRN_SITE_URL
     return f"{request.scheme}://{request.get_host()}"
+
+
+def _address_host(address: str) -> str:
+    """The host of `host:port`, `[v6]:port` or a URL, without brackets."""
+    if "://" in address:
+        return urlsplit(address).hostname or ""
+    host = address.rpartition(":")[0] if address.count(":") == 1 or "]:" in address else address
+    return host.strip("[]").lower()
+
+
+def is_loopback(address: str) -> bool:
+    """Whether `address` (`host:port`, `[v6]:port` or a URL) names this machine only: a loopback
+    IP, or localhost."""
+    host = _address_host(address)
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

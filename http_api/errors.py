@@ -34,6 +34,7 @@ STATUS_BY_CODE: dict[ErrorCode, int] = {
     ErrorCode.INVALID_JSON: 400,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.NOT_ACCEPTABLE: 406,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.UNAVAILABLE: 503,
@@ -63,6 +64,12 @@ def _as_refusal(exc: Exception) -> Refusal | None:
         return Refusal(ErrorCode.INVALID_JSON, "send the body as application/json")
     if isinstance(exc, exceptions.NotFound):
         return Refusal(ErrorCode.NOT_FOUND, "not found")
+    if isinstance(exc, exceptions.NotAcceptable):
+        return Refusal(
+            ErrorCode.NOT_ACCEPTABLE,
+            "every answer here is application/json: send an Accept header that admits it "
+            "(application/json, or */*), or none",
+        )
     return outage_refusal(exc)
 
 

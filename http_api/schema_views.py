@@ -132,7 +132,6 @@ _REFUSAL = _object(
 # Response shapes that are plain wrappers around the view models.
 _WRAPPERS: dict[str, dict[str, Any]] = {
     "Refusal": _REFUSAL,
-    "NotAcceptable": _object({"detail": {"type": "string"}}),
     "TaskList": _page("tasks", "TaskView"),
     "CallList": _page("calls", "CallView"),
     "TaskPosted": _object({"task": _ref("TaskView")}),
@@ -424,18 +423,10 @@ def _responses(route: _Route) -> dict[str, Any]:
     links = _LINKS.get(route.operation_id)
     if links:
         success["links"] = links
-    responses: dict[str, Any] = {
-        str(route.status): success,
-        "406": {
-            "description": (
-                "The `Accept` header admits no JSON: every answer here is `application/json`. "
-                "Refused before anything else is read, in the framework's own form."
-            ),
-            "content": _json(_ref("NotAcceptable")),
-        },
-    }
+    responses: dict[str, Any] = {str(route.status): success}
     by_status: dict[int, list[str]] = {}
-    for code in route.refusals:
+    # Every route answers JSON only, and says so before reading anything else.
+    for code in (ErrorCode.NOT_ACCEPTABLE, *route.refusals):
         by_status.setdefault(STATUS_BY_CODE[code], []).append(str(code))
     for status in sorted(by_status):
         codes = by_status[status]

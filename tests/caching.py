@@ -1,5 +1,5 @@
 """What a cache sees of an answer (SPEC §16.1), asserted alike on every door: a public read's
-headers and its 304, a token's answer, a write's."""
+headers and its 304, the same with a token, a token's own answer, a write's."""
 
 from __future__ import annotations
 
@@ -26,12 +26,34 @@ def vary_of(response: httpx.Response) -> set[str]:
 
 def cacheable(response: httpx.Response, *, vary: tuple[str, ...] = ()) -> str:
     """Assert a public read's answer: 200, a strong ETag from its bytes, no cookie, and a Vary
-    naming the token and `vary`; returns its Cache-Control."""
+    naming exactly `vary` (not the token: the answer is the same with or without one); returns
+    its Cache-Control."""
     assert response.status_code == 200, response.text
     assert response.headers["ETag"] == f'"{hashlib.sha256(response.content).hexdigest()}"'
-    assert vary_of(response) == {name.lower() for name in (*vary, "Authorization")}
+    assert vary_of(response) == {name.lower() for name in vary}
     assert "Set-Cookie" not in response.headers
     return response.headers["Cache-Control"]
+
+
+CACHING_HEADERS = ("ETag", "Cache-Control", "Vary", "Last-Modified")
+
+
+def same_with_a_token(
+    client: httpx.Client,
+    url: str,
+    first: httpx.Response,
+    token: str,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """Assert a public read asked with a token (every A2A client may send one) is answered as
+    `first` was without one: the same bytes and caching headers, and 304 on its ETag."""
+    with_token = {**(headers or {}), "Authorization": f"Bearer {token}"}
+    again = client.get(url, headers=with_token)
+    assert again.status_code == 200, again.text
+    assert again.content == first.content
+    for name in CACHING_HEADERS:
+        assert again.headers.get(name) == first.headers.get(name), name
+    revalidated(client, url, first, with_token)
 
 
 def revalidated(
@@ -39,12 +61,13 @@ def revalidated(
 ) -> httpx.Response:
     """Ask again with the first answer's ETag, plain and weak: each time a 304 with no body and
     the first answer's ETag, Cache-Control and Vary."""
-    for tag in (first.headers["ETag"], f'W/{first.headers["ETag"]}, "other"'):
+    etag = first.headers["ETag"]
+    for tag in (etag, f'W/{etag.removeprefix("W/")}, "other"'):
         again = client.get(url, headers={**(headers or {}), "If-None-Match": tag})
         assert again.status_code == 304, again.text
         assert again.content == b""
-        for name in ("ETag", "Cache-Control", "Vary"):
-            assert again.headers[name] == first.headers[name], name
+        for name in CACHING_HEADERS:
+            assert again.headers.get(name) == first.headers.get(name), name
     return again
 
 
@@ -64,7 +87,8 @@ def max_age_within(response: httpx.Response, deadline: str, asked_at: datetime) 
 
 
 def private(response: httpx.Response) -> None:
-    """Assert the answer to a request that carried a token: kept by nobody, revalidated never."""
+    """Assert an answer the request's token chose (`mine`, a write's receipt): kept by nobody,
+    revalidated never."""
     assert response.headers["Cache-Control"] == PRIVATE, response.headers
     assert "authorization" in vary_of(response)
     assert "ETag" not in response.headers

@@ -89,6 +89,17 @@ def error_of(response: httpx.Response, code: int, status: int = 200) -> dict[str
     return body["error"]
 
 
+def assert_unauthorized(response):
+    """HTTP+JSON's 401 on JSON-RPC too: a google.rpc.Status, not a JSON-RPC error object, which
+    the JS client would read by its code before the status (SPEC §8.2)."""
+    assert response.status_code == 401, response.text
+    assert response.headers["WWW-Authenticate"] == 'Bearer realm="cairn"'
+    body = response.json()
+    assert "jsonrpc" not in body and "id" not in body
+    assert body["error"]["code"] == 401 and body["error"]["status"] == "UNAUTHENTICATED"
+    assert "Bearer token" in body["error"]["message"]
+
+
 def message(
     payload: Any, *, task_id: str | None = None, message_id: str | None = None, **fields: Any
 ) -> dict:

@@ -1,8 +1,12 @@
 """What a cache may keep of the A2A door's answers (SPEC §16.1), on both of its adapters (the ASGI
 app and the Django view): the HTTP+JSON GetTask and ListTasks with their ETags and 304s, the
-deadline bound, a token's answers, and JSON-RPC, whose reads are POSTs."""
+deadline bound, the same reads with a token, a write's answer, JSON-RPC, whose reads are POSTs, and
+the Agent Card."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime, parsedate_to_datetime
 
 import httpx
 import pytest
@@ -18,6 +22,7 @@ from tests.caching import (
     max_age_within,
     private,
     revalidated,
+    same_with_a_token,
 )
 from tests.factories import deadline_in, open_task_payload, open_task_request
 
@@ -92,22 +97,19 @@ def test_every_adapter_answers_the_same_etag_for_the_same_bytes(
     assert all(cacheable(answer, vary=VARY) == IMMUTABLE for answer in answers)
 
 
-def test_any_answer_to_a_request_with_a_token_is_private(http, poster, make_agent, post_task):
-    task = post_task(poster)
-    url = f"/api/a2a/tasks/{task.id}"
-    public = http.get(url, headers=VERSION)
+def test_a_read_with_a_token_keeps_its_public_caching(http, poster, post_task, evaluated_id):
+    for url in (
+        f"/api/a2a/tasks/{post_task(poster).id}",
+        f"/api/a2a/tasks/{evaluated_id}",
+        "/api/a2a/tasks",
+    ):
+        public = http.get(url, headers=VERSION)
+        cacheable(public, vary=VARY)
+        same_with_a_token(http, url, public, poster.token, VERSION)
+        same_with_a_token(http, url, public, "cairn_not-a-token", VERSION)
 
-    for path in (url, "/api/a2a/tasks"):
-        read = http.get(
-            path,
-            headers={
-                **VERSION,
-                "Authorization": f"Bearer {poster.token}",
-                "If-None-Match": public.headers["ETag"],
-            },
-        )
-        assert read.status_code == 200, read.text
-        private(read)
+
+def test_a_write_with_a_token_is_private(http, make_agent):
     sent = rest(
         http,
         "POST",
@@ -151,12 +153,38 @@ def test_json_rpc_reads_are_posts_and_not_stored(rpc, poster, post_task, evaluat
         private(rpc(method, params, token=poster.token))
 
 
-def test_the_card_keeps_its_own_caching(http):
-    card = http.get("/.well-known/agent-card.json")
+@pytest.mark.parametrize("token", ["none", "unknown", "issued"])
+def test_the_card_is_public_with_a_token_or_without(http, poster, token):
+    """A2A 1.0 §8.6.1 and the TCK's CARD-CACHE-001: a client may send its token when it fetches
+    the card, which still comes with a max-age, its ETag and its Last-Modified."""
+    sent = {"none": None, "unknown": "cairn_not-a-token", "issued": poster.token}[token]
+    headers = {} if sent is None else {"Authorization": f"Bearer {sent}"}
+    card = http.get("/.well-known/agent-card.json", headers=headers)
     assert card.status_code == 200
     assert card.headers["Cache-Control"] == "public, max-age=300"
     assert card.headers["ETag"].startswith('W/"')
-    again = http.get(
-        "/.well-known/agent-card.json", headers={"If-None-Match": card.headers["ETag"]}
-    )
-    assert again.status_code == 304 and again.content == b""
+    assert "Vary" not in card.headers and "Set-Cookie" not in card.headers
+    assert parsedate_to_datetime(card.headers["Last-Modified"]) <= datetime.now(UTC)
+    revalidated(http, "/.well-known/agent-card.json", card, headers)
+
+
+def test_the_card_answers_if_modified_since(http):
+    url = "/.well-known/agent-card.json"
+    card = http.get(url)
+    last_modified = card.headers["Last-Modified"]
+    built = parsedate_to_datetime(last_modified)
+
+    def since(moment: datetime, **extra: str) -> httpx.Response:
+        since = format_datetime(moment.astimezone(UTC), usegmt=True)
+        return http.get(url, headers={"If-Modified-Since": since, **extra})
+
+    held = since(built)
+    assert held.status_code == 304 and held.content == b""
+    assert held.headers["Last-Modified"] == last_modified
+    assert held.headers["ETag"] == card.headers["ETag"]
+    assert since(built + timedelta(days=1)).status_code == 304
+    older = since(built - timedelta(seconds=1))
+    assert older.status_code == 200 and older.content == card.content
+    # If-None-Match, when sent, decides alone (RFC 9110 §13.2.2).
+    assert since(built, **{"If-None-Match": '"other"'}).status_code == 200
+    assert http.get(url, headers={"If-Modified-Since": "yesterday"}).status_code == 200

@@ -19,6 +19,7 @@ from a2a_gateway.checks import CHECK_SITE, agent_card_check
 from core.schemas import model_schema
 from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tests.a2a.conftest import as_json, run, sdk_client
+from tests.keypers import keypers_configure, keypers_made
 
 
 def test_the_card_is_served_at_the_well_known_path_and_at_the_endpoint(http, live_url):
@@ -92,14 +93,26 @@ def test_the_card_parses_into_the_sdk_agent_card_and_says_what_spec_8_1_says(htt
     ), "the 0.3 fields, for a 0.3 client"
 
 
-def test_the_extension_carries_the_payload_models_own_schemas(http):
+def _payload_schemas(http) -> dict:
     served = http.get("/.well-known/agent-card.json").json()
-
     extension, _verifiable = served["capabilities"]["extensions"]
     assert extension["uri"] == "urn:cairn:a2a:payloads:v1"
     assert extension.get("required", False) is False
-    schemas = as_json(extension["params"]["schemas"])
-    assert schemas == {
+    return as_json(extension["params"]["schemas"])
+
+
+def test_the_extension_carries_the_schemas_of_the_payloads_the_site_accepts(http):
+    """Without keypers the site refuses the sealed form (unknown_schema), so it is not offered."""
+    assert _payload_schemas(http) == {
+        "cairn.open_task/0.1": model_schema(OpenTaskPayload),
+        "cairn.task.contribution/0.1": model_schema(ContributionPayload),
+    }
+
+
+def test_a_site_with_keypers_offers_the_sealed_contribution_too(http, settings):
+    keypers_configure(settings, keypers_made(2), threshold=2)
+
+    assert _payload_schemas(http) == {
         "cairn.open_task/0.1": model_schema(OpenTaskPayload),
         "cairn.task.contribution/0.1": model_schema(ContributionPayload),
         "cairn.task.contribution.sealed/0.1": model_schema(SealedContributionPayload),

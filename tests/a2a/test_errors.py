@@ -7,7 +7,7 @@ import uuid
 
 from agents.services import agent_revoke
 from tasks.models import Task
-from tests.a2a.conftest import error_of, message, result_of, wait_past
+from tests.a2a.conftest import assert_unauthorized, error_of, message, result_of, wait_past
 from tests.factories import contribution_payload, deadline_in, open_task_payload, open_task_request
 
 HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
@@ -94,15 +94,6 @@ def test_an_unknown_method_is_method_not_found(rpc, subtests):
 
 
 # The token: HTTP 401 for SendMessage, after the envelope and method, before the version and params ------------
-
-
-def assert_unauthorized(response, request_id="req-1"):
-    assert response.status_code == 401, response.text
-    assert response.headers["WWW-Authenticate"] == 'Bearer realm="cairn"'
-    body = response.json()
-    assert body["jsonrpc"] == "2.0" and body["id"] == request_id
-    assert body["error"]["code"] == -32600
-    assert "Bearer token" in body["error"]["message"]
 
 
 def test_send_message_without_a_valid_token_is_401(http, make_agent):

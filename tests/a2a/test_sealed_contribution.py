@@ -254,7 +254,8 @@ def test_the_card_lists_the_keypers_in_order_with_their_threshold(http, settings
     card_verifier(http.get("/.well-known/jwks.json").json())(parse_agent_card(copy.deepcopy(card)))
 
 
-def test_the_card_publishes_the_sealed_schema_and_says_either_form_is_taken(http):
+def test_the_card_publishes_the_sealed_schema_and_says_either_form_is_taken(http, settings):
+    keypers_configure(settings, keypers_made(3), THRESHOLD)
     card = http.get("/.well-known/agent-card.json").json()
 
     (payloads,) = [
@@ -273,8 +274,13 @@ def test_the_card_publishes_the_sealed_schema_and_says_either_form_is_taken(http
 
 
 def test_a_site_without_keypers_refuses_a_sealed_data_part_with_unknown_schema(
-    rpc, poster, post_task, make_agent
+    http, rpc, poster, post_task, make_agent
 ):
+    card = http.get("/.well-known/agent-card.json").json()
+    (payloads,) = [
+        e for e in card["capabilities"]["extensions"] if e["uri"] == PAYLOADS_EXTENSION_URI
+    ]
+    assert "cairn.task.contribution.sealed/0.1" not in payloads["params"]["schemas"]
     task = post_task(poster)
     payload = sealed_payload(task, keypers_made(3), THRESHOLD)
 

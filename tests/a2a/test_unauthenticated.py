@@ -1,8 +1,9 @@
 """SPEC §8.2, §8.6: SendMessage without a valid token is HTTP's 401 with the challenge on both HTTP
-bindings, and the official Python client (`a2a-sdk` 1.3.0) reports it as the same kind of error
-whichever binding it speaks: an HTTP 401, never a request to fix (an HTTP+JSON 401 whose body
-named `INVALID_REQUEST` reached it as `InvalidRequestError`). Each client is made from the card
-the live server publishes and allowed one binding only."""
+bindings, and both official clients (`a2a-sdk` 1.3.0 and `@a2a-js/sdk` 1.3.0) report it as an
+HTTP 401 whichever binding they speak, never as a request to fix (an HTTP+JSON 401 whose body
+named `INVALID_REQUEST` reached the Python client as `InvalidRequestError`, and a JSON-RPC 401
+carrying -32600 reached the JS client as `RequestMalformedError`). Each client is made from the
+card the live server publishes and allowed one binding only."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from a2a.client.errors import A2AClientError
 from a2a.utils.constants import TransportProtocol
 
 from tasks.models import Task
-from tests.a2a.conftest import run, sdk_send
+from tests.a2a.conftest import JS_DIR, run, run_node, sdk_send
 from tests.factories import open_task_payload
 
 BINDINGS = (TransportProtocol.JSONRPC.value, TransportProtocol.HTTP_JSON.value)
@@ -46,4 +47,25 @@ def test_the_python_client_sees_an_http_401_on_both_bindings(live_url):
             assert answer.response.status_code == 401
             assert answer.response.headers["WWW-Authenticate"] == CHALLENGE
             assert "Bearer token" in answer.response.json()["error"]["message"]
+    assert Task.objects.count() == 0
+
+
+def test_the_js_client_sees_an_http_401_on_both_bindings(node, live_url):
+    flow = {"base": live_url, "tokens": TOKENS, "post": open_task_payload()}
+    seen = run_node(node, JS_DIR, "cairn_unauthenticated.mjs", flow)
+
+    for name in TOKENS:
+        # JSON-RPC: the client's own HTTP error, which names the status and the body, not one of
+        # A2A's errors by a JSON-RPC code.
+        rpc = seen["JSONRPC"][name]
+        assert rpc is not None and rpc["transport"] == "JsonRpcTransport", (name, rpc)
+        assert rpc["name"] == "Error", (name, rpc)
+        assert not rpc["isA2AError"] and rpc["code"] is None, (name, rpc)
+        assert "Status: 401" in rpc["message"] and "Bearer token" in rpc["message"], (name, rpc)
+        # HTTP+JSON: the transport's A2A error carrying the HTTP status, not one of A2A's errors
+        # by an ErrorInfo reason.
+        rest = seen["HTTP+JSON"][name]
+        assert rest is not None and rest["transport"] == "_RestTransport", (name, rest)
+        assert rest["name"] == "RestA2AErrorImpl", (name, rest)
+        assert rest["statusCode"] == 401 and "Bearer token" in rest["message"], (name, rest)
     assert Task.objects.count() == 0

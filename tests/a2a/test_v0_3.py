@@ -13,7 +13,7 @@ import httpx
 from a2a.client.card_resolver import parse_agent_card
 
 from ledger.card_signing import card_verifier
-from tests.a2a.conftest import error_of, result_of, wait_past
+from tests.a2a.conftest import assert_unauthorized, error_of, result_of, wait_past
 from tests.factories import contribution_payload, deadline_in, open_task_payload, open_task_request
 
 _ids = itertools.count(1)
@@ -113,9 +113,7 @@ def test_the_0_3_errors(http, poster, make_agent, post_task, settings, subtests)
 def test_message_send_needs_a_token(http):
     answer = send03(http, open_task_payload(), token="cairn_not-a-token")
 
-    error = error_of(answer, -32600, status=401)
-    assert "Bearer token" in error["message"]
-    assert answer.headers["WWW-Authenticate"] == 'Bearer realm="cairn"'
+    assert_unauthorized(answer)
 
 
 def test_a_0_3_method_is_served_without_a_version_or_with_0_3_and_refused_with_another(

@@ -17,6 +17,7 @@ from core.caching import (
     Shown,
     answer_caching,
     etag_of,
+    http_date,
     if_none_match_hits,
 )
 
@@ -52,7 +53,7 @@ def test_an_evaluated_task_is_kept_for_a_year_and_never_revalidated():
     assert answer is not None
     assert answer.cache_control == IMMUTABLE == "public, max-age=31536000, immutable"
     assert answer.etag == f'"{hashlib.sha256(BODY).hexdigest()}"'
-    assert "Authorization" in answer.vary and not answer.not_modified
+    assert answer.vary == () and not answer.not_modified
 
 
 @pytest.mark.parametrize(
@@ -93,15 +94,25 @@ def test_a_schema_or_a_skill_is_kept_five_minutes():
     assert caching(Shown.document()).cache_control == "public, max-age=300"
 
 
-def test_vary_names_the_headers_the_door_chose_by_and_the_token():
+def test_vary_names_the_headers_the_door_chose_by_not_the_token():
     answer = caching(Shown.task(None, vary=("A2A-Version",)))
-    assert answer is not None and answer.vary == ("A2A-Version", "Authorization")
+    assert answer is not None and answer.vary == ("A2A-Version",)
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+@pytest.mark.parametrize("shown", [Shown.task(None), open_for(60), Shown.document()])
+def test_a_public_read_is_cached_alike_with_a_token_or_without(method, shown):
+    public = caching(shown, method=method, if_none_match=etag_of(BODY))
+    assert caching(shown, method=method, token=True, if_none_match=etag_of(BODY)) == public
+    assert public is not None and public.cache_control.startswith("public, max-age=")
+    assert public.not_modified
 
 
 @pytest.mark.parametrize("method", ["GET", "HEAD", "POST", "PUT", "DELETE"])
-@pytest.mark.parametrize("shown", [None, Shown.task(None), Shown.document()])
-def test_any_answer_to_a_request_with_a_token_is_private_and_not_stored(method, shown):
-    answer = caching(shown, method=method, token=True, if_none_match=etag_of(BODY))
+@pytest.mark.parametrize("status", [200, 201, 401, 404])
+def test_an_answer_the_token_chose_is_private_and_not_stored(method, status):
+    """`mine`, a write's receipt, a token's refusal: no view marks them public."""
+    answer = caching(None, method=method, token=True, status=status, if_none_match=etag_of(BODY))
     assert answer is not None
     assert answer.cache_control == PRIVATE == "private, no-store"
     assert answer.vary == ("Authorization",)
@@ -121,7 +132,7 @@ def test_a_read_that_failed_is_no_store(status):
 
 
 def test_an_answer_that_shows_nothing_described_is_left_as_its_view_made_it():
-    assert caching(None) is None  # the card, a log tile, a page of the admin
+    assert caching(None) is None  # a log tile, a page of the admin
     assert caching(Shown.task(None), status=302) is None
 
 
@@ -150,3 +161,48 @@ def test_the_etag_is_strong_and_depends_only_on_the_bytes():
     assert etag_of(BODY) == etag_of(bytes(BODY)) and not etag_of(BODY).startswith("W/")
     assert etag_of(BODY) != etag_of(BODY + b"\n")
     assert if_none_match_hits(f"W/{etag_of(BODY)}", etag_of(BODY))
+
+
+# Built a fraction of a second past the HTTP-date it is sent as.
+BUILT = NOW - timedelta(hours=1) + timedelta(milliseconds=250)
+
+
+def document_since(header: str | None, *, if_none_match: str | None = None):
+    with time_machine.travel(NOW, tick=False):
+        return answer_caching(
+            method="GET",
+            token=False,
+            if_none_match=if_none_match,
+            status=200,
+            shown=Shown.document(etag='W/"card"', last_modified=BUILT),
+            body=lambda: BODY,
+            if_modified_since=header,
+        )
+
+
+def test_a_dated_document_carries_its_own_etag_and_last_modified():
+    answer = document_since(None)
+    assert answer is not None and not answer.not_modified
+    assert answer.etag == 'W/"card"' and answer.cache_control == "public, max-age=300"
+    assert answer.last_modified == http_date(BUILT) == "Fri, 01 May 2026 11:00:00 GMT"
+
+
+@pytest.mark.parametrize(
+    ("header", "not_modified"),
+    [
+        ("Fri, 01 May 2026 11:00:00 GMT", True),
+        ("Fri, 01 May 2026 11:30:00 GMT", True),
+        ("Fri, 01 May 2026 10:59:59 GMT", False),
+        ("Friday, 01-May-26 11:00:00 GMT", True),
+        ("not a date", False),
+        ("", False),
+    ],
+)
+def test_if_modified_since_is_answered_304_when_nothing_changed_after_it(header, not_modified):
+    answer = document_since(header)
+    assert answer is not None and answer.not_modified is not_modified
+
+
+def test_if_none_match_decides_alone_when_sent():
+    assert not document_since("Fri, 01 May 2026 11:30:00 GMT", if_none_match='"other"').not_modified
+    assert document_since("Fri, 01 May 2026 10:00:00 GMT", if_none_match='W/"card"').not_modified

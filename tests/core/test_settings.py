@@ -17,7 +17,8 @@ from cairn.env import env_seal_key, env_signing_key
 from tests.docs import doc_block
 
 ROOT = Path(__file__).resolve().parents[2]
-GOOD = {"SECRET_KEY": "k", "CAIRN_SITE_URL": "https://cairn.example"}
+PUBLIC_SITE = {"SECRET_KEY": "k", "CAIRN_SITE_URL": "https://cairn.example"}
+GOOD = {**PUBLIC_SITE, "CAIRN_GRPC_URL": "grpc.cairn.example:443"}
 PRIMARY = {"DATABASE_URL": "postgres://db.example/cairn"}
 
 
@@ -112,12 +113,82 @@ def assert_one_line_naming(result: subprocess.CompletedProcess, named: str) -> N
         ({**GOOD, "CAIRN_GRPC_BIND": "50051"}, "CAIRN_GRPC_BIND"),
         ({**GOOD, "CAIRN_GRPC_BIND": "::1:50051"}, "CAIRN_GRPC_BIND"),
         ({**GOOD, "CAIRN_GRPC_BIND": "127.0.0.1:70000"}, "CAIRN_GRPC_BIND"),
-        ({**GOOD, "CAIRN_GRPC_BIND": "0.0.0.0:50051"}, "CAIRN_GRPC_URL"),
+        ({**PUBLIC_SITE, "CAIRN_GRPC_BIND": "0.0.0.0:50051"}, "CAIRN_GRPC_URL"),
+        # A public site cannot list an address only its own machine reaches (SPEC §8.1).
+        (PUBLIC_SITE, "CAIRN_GRPC_URL must be set to an address clients of https://cairn.example"),
+        ({**PUBLIC_SITE, "CAIRN_GRPC_BIND": "[::1]:50051"}, "which only this machine reaches"),
+        ({**PUBLIC_SITE, "CAIRN_GRPC_URL": "localhost:50051"}, "CAIRN_GRPC_URL"),
         ({**GOOD, "CAIRN_GRPC_URL": "grpc.cairn.example :443"}, "CAIRN_GRPC_URL"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_one_line_naming_it(env, named):
     assert_one_line_naming(check(**env), named)
+
+
+@pytest.mark.parametrize(
+    "grpc",
+    [
+        {"CAIRN_GRPC_BIND": ""},
+        {"CAIRN_GRPC_URL": "grpc.cairn.example:443"},
+        {"CAIRN_GRPC_BIND": "0.0.0.0:50051", "CAIRN_GRPC_URL": "203.0.113.7:50051"},
+    ],
+)
+def test_a_public_site_starts_with_grpc_off_or_at_an_address_clients_reach(tmp_path, grpc):
+    result = check(**PUBLIC_SITE, **grpc, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_loopback_site_lists_the_loopback_grpc_default(tmp_path):
+    result = run(
+        "manage.py",
+        "shell",
+        "-c",
+        "from django.conf import settings; print(settings.CAIRN_GRPC_URL)",
+        SECRET_KEY="k",
+        CAIRN_SITE_URL="http://127.0.0.1:18777",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "127.0.0.1:50051"
+
+
+def test_check_deploy_says_a_public_site_lists_a_loopback_grpc_url(tmp_path):
+    result = run(
+        "manage.py",
+        "check",
+        "--deploy",
+        DEBUG="false",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        CAIRN_SITE_URL="https://cairn.example",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    )
+    assert_one_line_naming(result, "CAIRN_GRPC_URL")
+    assert "127.0.0.1:50051" in result.stderr and "CAIRN_GRPC_BIND empty" in result.stderr
+
+
+@pytest.mark.parametrize(("grpc", "warned"), [({}, True), ({"CAIRN_GRPC_BIND": ""}, False)])
+def test_check_deploy_warns_a_site_of_public_hosts_its_card_lists_loopback_grpc(
+    tmp_path, grpc, warned
+):
+    """Without CAIRN_SITE_URL the site's origin is each request's, so start-up cannot know it;
+    ALLOWED_HOSTS says which hosts other machines reach it by."""
+    result = run(
+        "manage.py",
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DEBUG="false",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="cairn.example,127.0.0.1",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        **grpc,
+    )
+    said = result.stdout + result.stderr
+    assert ("a2a_gateway.W001" in said) is warned, said
+    if warned:
+        assert result.returncode != 0
+        assert "127.0.0.1:50051" in said and "cairn.example" in said and "CAIRN_GRPC_URL" in said
 
 
 def test_a_bad_value_stops_the_asgi_and_wsgi_entry_points_the_same_way():
@@ -215,6 +286,7 @@ def test_django_finds_nothing_to_fix_in_a_production_site_behind_tls(tmp_path):
         DEBUG="false",
         SECRET_KEY=secrets.token_urlsafe(50),
         CAIRN_SITE_URL="https://cairn.example",
+        CAIRN_GRPC_URL="grpc.cairn.example:443",
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
     )
     assert result.returncode == 0, result.stderr

@@ -136,7 +136,7 @@ def test_an_evaluated_task_is_served_from_the_cache_with_cairn_stopped(client, s
         kept[url] = first.content
         with_token = client.get(url, headers={**headers, **token})
         assert with_token.headers["X-Cache-Status"] == "BYPASS"
-        assert with_token.headers["Cache-Control"] == "private, no-store"
+        assert with_token.headers["Cache-Control"] == IMMUTABLE
         unseen = client.get(path.format(id=read_with_a_token.id), headers={**headers, **token})
         assert unseen.status_code == 200 and state(unseen, read_with_a_token.id) == "evaluated"
         assert unseen.headers["X-Cache-Status"] == "BYPASS"

@@ -1,5 +1,5 @@
-"""SPEC §1, §6, §9, §12: everything under /api/ answers JSON — an unknown path, a wrong method, a
-body that is not JSON — and the schema index lists what /schemas/a2a/ publishes."""
+"""SPEC §1, §6, §9, §12: everything under /api/ answers JSON — an unknown path, a wrong method, an
+Accept that admits no JSON, a body that is not JSON — and the schema index lists what /schemas/a2a/ publishes."""
 
 from __future__ import annotations
 
@@ -40,6 +40,28 @@ def test_a_wrong_method_under_api_is_json_405_with_allow(api, subtests):
             error = refused(response, 405, "method_not_allowed")
             assert response.headers["Allow"] == allowed
             assert method in error["message"]
+
+
+def test_an_accept_that_admits_no_json_is_406_not_acceptable(
+    api, poster, post_task, make_call, subtests
+):
+    task, call = post_task(poster), make_call()
+    for method, path in (
+        ("GET", "/api/a2a-tasks"),
+        ("GET", f"/api/a2a-tasks/{task.pk}"),
+        ("GET", "/api/a2a-tasks/mine"),
+        ("POST", "/api/a2a-tasks"),
+        ("POST", f"/api/a2a-tasks/{task.pk}/contributions"),
+        ("GET", f"/api/a2a-calls/{call.pk}"),
+        ("POST", "/api/agent/register"),
+    ):
+        for accept in ("text/html", "application/xml, text/*;q=0.5"):
+            with subtests.test(method=method, path=path, accept=accept):
+                headers = {**bearer(poster.token), "Accept": accept}
+                response = api.request(method, path, content=b"{}", headers=headers)
+                error = refused(response, 406, "not_acceptable")
+                assert response.headers["Content-Type"] == "application/json"
+                assert "application/json" in error["message"]
 
 
 def test_the_bytes_that_are_not_json_are_400_invalid_json_on_every_write(

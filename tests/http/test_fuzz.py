@@ -73,7 +73,7 @@ def accepted_or_refused_by_a_rule(ctx: Any, response: Any, case: schemathesis.Ca
         return
     if meta is None or not meta.generation.mode.is_positive:
         return
-    error = response.json().get("error") if response.status_code != 406 else None
+    error = response.json().get("error")
     assert error is not None, f"a schema-valid request got {response.status_code}: {response.text}"
     cursor = (case.query or {}).get("cursor")
     if error["code"] == ErrorCode.INVALID_QUERY and listing and cursor:

@@ -17,6 +17,7 @@ from tests.caching import (
     max_age_within,
     private,
     revalidated,
+    same_with_a_token,
 )
 from tests.factories import contribution_payload, deadline_in, open_task_payload, open_task_request
 from tests.http.conftest import bearer
@@ -89,20 +90,28 @@ def test_a_write_answer_is_not_stored(api, poster, make_agent, post_task):
         private(written)
 
 
-def test_any_read_with_a_token_is_private(api, poster, post_task, evaluated_id):
-    url = f"/api/a2a-tasks/{evaluated_id}"
-    public = api.get(url)
+def test_a_public_read_with_a_token_keeps_its_public_caching(api, poster, post_task, evaluated_id):
+    for url in (
+        f"/api/a2a-tasks/{evaluated_id}",
+        f"/api/a2a-tasks/{post_task(poster).id}",
+        "/api/a2a-tasks",
+        SCHEMA_PATH,
+    ):
+        public = api.get(url)
+        cacheable(public, vary=() if url == SCHEMA_PATH else VARY)
+        same_with_a_token(api, url, public, poster.token)
+        # A token nobody issued is the same as none.
+        same_with_a_token(api, url, public, "cairn_not-a-token")
 
-    for read in (url, "/api/a2a-tasks", "/api/a2a-tasks/mine", f"{SCHEMA_PATH}"):
-        answer = api.get(
-            read, headers={**bearer(poster.token), "If-None-Match": public.headers["ETag"]}
-        )
-        assert answer.status_code == 200, (read, answer.text)
-        private(answer)
-    # A token nobody issued is the same as none for the answer, not for a cache.
-    stranger = api.get(url, headers=bearer("cairn_not-a-token"))
-    assert stranger.content == public.content
-    private(stranger)
+
+def test_what_the_token_chose_is_private(api, poster, post_task):
+    post_task(poster)
+    mine = api.get("/api/a2a-tasks/mine", headers=bearer(poster.token))
+    assert mine.status_code == 200 and mine.json()["tasks"]
+    private(mine)
+    refused = api.get("/api/a2a-tasks/mine", headers=bearer("cairn_not-a-token"))
+    assert refused.status_code == 401
+    private(refused)
 
 
 @pytest.mark.parametrize("path", ["", "?mode=open", "?mode=all&limit=1", "/{id}"])
@@ -115,7 +124,7 @@ def test_the_calls_and_a_call_are_kept_for_seconds(api, make_call, poster, path)
     assert call.title in first.text
     assert cacheable(first, vary=VARY) == SHORT
     revalidated(api, url, first)
-    private(api.get(url, headers=bearer(poster.token)))
+    same_with_a_token(api, url, first, poster.token)
 
 
 @pytest.mark.parametrize(

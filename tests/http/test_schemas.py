@@ -386,7 +386,7 @@ def test_openapi_refusals_carry_the_spec_statuses(openapi):
     for path, item in openapi["paths"].items():
         for method, operation in item.items():
             for status, response in operation["responses"].items():
-                if int(status) < 400 or status == "406":
+                if int(status) < 400:
                     continue
                 codes = response["content"]["application/json"]["schema"]["properties"]["error"][
                     "properties"
@@ -431,8 +431,7 @@ def test_openapi_lists_every_status_each_operation_answers(openapi, api, poster,
             picky = api.request(
                 method, url, headers={"Accept": "text/html", **bearer(poster.token)}
             )
-            assert picky.status_code == 406
-            assert list(picky.json()) == ["detail"]
+            refused(picky, 406, "not_acceptable")
             large = api.request(
                 method, url, content=b" " * (300 * 1024), headers=bearer(poster.token)
             )

@@ -2,7 +2,9 @@
 the process or to its whole process group, after one of its workers was killed and reincarnated)
 and of SIGINT, with the ORM broker and with Redis; a job it was running is finished, not cut in
 half. `make run` (web, worker and gRPC server) stops on one signal to its process group and on
-Ctrl-C, leaving no process.
+Ctrl-C, leaving no process and no error line of make's. Its gRPC server follows its web port, and
+every interface its card lists answers (SPEC §8.1); when one of its processes ends (a second
+clone's `make run` finding its ports taken), it says which and stops the others.
 
 Every process runs as an operator runs it, in its own session, on a throwaway SQLite site.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -21,10 +24,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import httpx
 import psutil
 import pytest
 import redis
+from a2a.types import a2a_pb2, a2a_pb2_grpc
 
 from tests.deploy.postgres import free_port
 from tests.deploy.processes import answering
@@ -288,3 +293,123 @@ def test_make_run_stops_on_one_signal(make_run, send):
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{url}/healthz", timeout=1)
     assert not grpc_serving(grpc_address)
+    # The shell exits quietly and make ends by the signal: no "make: *** ... Error 143".
+    assert "make: ***" not in started.text(), started.tail()
+    assert started.process.returncode in (-signal.SIGTERM, -signal.SIGINT), started.tail()
+
+
+def _two_free_ports() -> int:
+    """A free port whose next port is free too: `make run`'s web and gRPC ports."""
+    while True:
+        port = free_port()
+        with socket.socket() as next_one:
+            try:
+                next_one.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+
+
+def _interface_answers(interface: dict[str, str]) -> bool:
+    """One read through the interface, as a client of that binding sends it: ListTasks (A2A 1.0),
+    tasks/get of an unknown task (0.3, which has no list), answered with a result or an A2A
+    error, not a transport failure."""
+    url, binding, version = (
+        interface["url"],
+        interface["protocolBinding"],
+        interface["protocolVersion"],
+    )
+    if binding == "GRPC":
+        with grpc.insecure_channel(url) as channel:
+            listed = a2a_pb2_grpc.A2AServiceStub(channel).ListTasks(
+                a2a_pb2.ListTasksRequest(), metadata=(("a2a-version", "1.0"),), timeout=10
+            )
+        return isinstance(listed, a2a_pb2.ListTasksResponse)
+    if binding == "HTTP+JSON":
+        answer = httpx.get(f"{url}/tasks", headers={"A2A-Version": version}, timeout=10)
+        return answer.status_code == 200 and "tasks" in answer.json()
+    method, params = (
+        ("ListTasks", {}) if version == "1.0" else ("tasks/get", {"id": str(uuid.uuid4())})
+    )
+    answer = httpx.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        headers={"A2A-Version": version},
+        timeout=10,
+    ).json()
+    return "result" in answer or answer["error"]["code"] == -32001
+
+
+@pytest.fixture
+def make_run_on_its_own_ports(site: Site, tmp_path) -> Iterator[tuple[Started, int]]:
+    """`make run` on a free port other than the default, gRPC left to follow it."""
+    port = _two_free_ports()
+    env = {k: v for k, v in site.env.items() if k != "CAIRN_GRPC_BIND"}
+    started = _start(make_run_argv(port), env, tmp_path / "make-run.log")
+    try:
+        answering(f"http://127.0.0.1:{port}", started.process, seconds=60, log=started.tail)
+        started.wait_for(r"A2A gRPC binding serving on")
+        yield started, port
+    finally:
+        started.kill_group()
+
+
+def test_make_run_serves_grpc_beside_its_web_port_and_every_interface_on_its_card_answers(
+    make_run_on_its_own_ports,
+):
+    started, port = make_run_on_its_own_ports
+    url = f"http://127.0.0.1:{port}"
+    started.wait_for(rf"(?m)^gRPC on 127\.0\.0\.1:{port + 1} ")
+
+    interfaces = httpx.get(f"{url}/.well-known/agent-card.json").json()["supportedInterfaces"]
+    assert [(i["protocolBinding"], i["protocolVersion"], i["url"]) for i in interfaces] == [
+        ("JSONRPC", "1.0", f"{url}/api/a2a"),
+        ("HTTP+JSON", "1.0", f"{url}/api/a2a"),
+        ("GRPC", "1.0", f"127.0.0.1:{port + 1}"),
+        ("JSONRPC", "0.3", f"{url}/api/a2a"),
+    ]
+    assert all(_interface_answers(interface) for interface in interfaces)
+
+
+def test_make_run_lets_a_developer_register_more_than_a_site_and_says_so(
+    make_run_on_its_own_ports,
+):
+    """The walk-throughs register 14 agents, a site allows 20 an hour from one address: a
+    developer running them again and again is not stopped."""
+    started, port = make_run_on_its_own_ports
+    started.wait_for(
+        r"one address may register 1000 agents an hour \(CAIRN_REGISTRATIONS_PER_IP_PER_HOUR\)"
+    )
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+        answers = [client.post("/api/agent/register", json={}).status_code for _ in range(21)]
+    assert answers == [201] * 21
+
+
+def test_a_second_make_run_on_taken_ports_says_so_and_stops(
+    make_run_on_its_own_ports, site: Site, tmp_path
+):
+    """A second clone's `make run` on the same port: its gRPC server and its web server cannot
+    listen, so it stops, naming what ended, rather than serve a card that points at the first
+    clone's gRPC server. The first is untouched."""
+    first, port = make_run_on_its_own_ports
+    env = {k: v for k, v in site.env.items() if k != "CAIRN_GRPC_BIND"}
+    second = _start(make_run_argv(port), env, tmp_path / "second-make-run.log")
+    try:
+        second.process.wait(timeout=60)
+        assert second.process.returncode != 0, second.tail()
+        said = re.findall(
+            r"(?m)^make run: (.+) exited \(status \d+\): stopping Cairn$", second.text()
+        )
+        assert said and all(
+            name.startswith(("the web server", "the gRPC server", "the worker")) for name in said
+        ), second.tail()
+        give_up = time.monotonic() + PROMISED_S
+        while second.group() and time.monotonic() < give_up:
+            time.sleep(0.1)
+        assert not second.group(), second.tail()
+    finally:
+        second.kill_group()
+
+    url = f"http://127.0.0.1:{port}"
+    interfaces = httpx.get(f"{url}/.well-known/agent-card.json").json()["supportedInterfaces"]
+    assert all(_interface_answers(interface) for interface in interfaces), first.tail()

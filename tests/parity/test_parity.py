@@ -271,12 +271,12 @@ class A2ADoor(Door):
     @staticmethod
     def _result(response: httpx.Response) -> Any:
         """The call's result, or its error in §6's words: the binding's error code, and a token
-        refused with HTTP 401 (SPEC §8.2: the invalid-request code on a 401) is `unauthorized`."""
+        refused with HTTP 401 (SPEC §8.2: HTTP+JSON's UNAUTHENTICATED body) is `unauthorized`."""
         body = response.json()
+        if response.status_code == 401 and body["error"]["status"] == "UNAUTHENTICATED":
+            return error("unauthorized")
         if "error" in body:
             code = body["error"]["code"]
-            if response.status_code == 401 and code == -32600:
-                return error("unauthorized")
             return error(A2A_CODES.get(code, f"json-rpc {code}"))
         return body["result"]
 
