@@ -39,8 +39,10 @@ MCP keeps them in CAIRN_HOME/sealed/<contribution id>.json), is the report.json 
 
 Exit status: 0 only when everything checks (for `dispute`: the evaluation counts the contribution
 with this report, or its void is right); 1 when something does not check or cannot be checked, each
-failure saying what does not match; 3 (`dispute` only) when the output is proof of a wrongful void,
-an omission or an alteration, printed with the signed receipt as its evidence.
+failure saying what does not match (a log that went back in time first, as a ROLLBACK with both
+signed notes); 3 (`dispute` only) when the output is proof of a wrongful void, an omission or an
+alteration, printed with the signed receipt as its evidence; 75 when nothing failed but an entry is
+not yet witnessed while its merge delay (60 s) still runs: run again after the time printed.
 """
 
 from __future__ import annotations
@@ -106,10 +108,30 @@ NO_WITNESSES = (
 )
 # `dispute`'s exit status when its output proves the site wrong (1 is any other failure).
 PROOF = 3
+# The exit status when nothing failed but an entry checked is still within its merge delay and not
+# yet witnessed (sysexits' EX_TEMPFAIL: run again later).
+NOT_YET = 75
 
 
 class Failed(Exception):
     """A check that does not hold; its message says what does not match."""
+
+
+class RolledBack(Failed):
+    """Two checkpoints signed by the site where the later does not extend the earlier: the site's
+    log went back in time, which explains every entry-by-entry failure that would follow."""
+
+    def __init__(self, earlier: Checkpoint, later: Checkpoint, why: str) -> None:
+        notes = "\n".join(
+            f"      {line}"
+            for checkpoint in (earlier, later)
+            for line in [*checkpoint.text.rstrip("\n").split("\n"), ""]
+        )
+        super().__init__(
+            f"ROLLBACK: the site signed a tree of {earlier.size} entries, then a tree of "
+            f"{later.size} entries that does not extend it ({why}). Its log went back in time; "
+            f"both signed notes follow, the earlier first:\n{notes.rstrip()}"
+        )
 
 
 # --- RFC 9162 §2.1 -----------------------------------------------------------------------------
@@ -1179,14 +1201,18 @@ class Site:
         return len(checkpoint.cosigned) >= self.quorum
 
     def consistent(self, old: Checkpoint, new: Checkpoint) -> None:
-        """`new` extends `old` (or is the same tree); Failed otherwise."""
+        """`new` extends `old` (or is the same tree); RolledBack when the proof shows it does not,
+        Failed when the site serves no proof."""
         path: list[bytes] = []
         if 0 < old.size < new.size:
             proof = self.get_json(
                 "/api/log/proof/consistency", {"first": old.size, "second": new.size}
             )
             path = [bytes.fromhex(h) for h in proof["hashes"]]
-        check_consistency(old.size, new.size, old.root, new.root, path)
+        try:
+            check_consistency(old.size, new.size, old.root, new.root, path)
+        except Failed as failure:
+            raise RolledBack(old, new, str(failure)) from None
 
     def trusted_checkpoint(self, report: Report) -> Checkpoint:
         """The latest checkpoint carrying the pinned quorum, checked against the one kept from
@@ -1195,6 +1221,12 @@ class Site:
         if status != 200:
             raise Failed(f"the log has no checkpoint to check ({status})")
         latest = self.checkpoint(body.decode())
+        kept_file = self.home / "checkpoint"
+        kept = (
+            self.checkpoint(kept_file.read_text(encoding="utf-8")) if kept_file.is_file() else None
+        )
+        if kept is not None:
+            self.consistent(kept, latest)  # a rollback explains whatever fails after it
         trusted = latest
         if not self.witnesses:
             report.note(NO_WITNESSES)
@@ -1211,17 +1243,15 @@ class Site:
             if quorate is None:
                 raise Failed("no checkpoint of the log carries the witness quorum yet")
             trusted = quorate
-        kept_file = self.home / "checkpoint"
-        if kept_file.is_file():
-            kept = self.checkpoint(kept_file.read_text(encoding="utf-8"))
+        if kept is not None:
             if kept.size > trusted.size:  # what was kept carried the quorum too
                 raise Failed(
-                    f"the log shrank from {kept.size} to {trusted.size} entries since the "
-                    "checkpoint kept before: it rewrote its history"
+                    f"the site serves as witnessed a tree of {trusted.size} entries, older than "
+                    f"the witnessed one of {kept.size} kept before"
                 )
             self.consistent(kept, trusted)
             print(f"ok    the log of {trusted.size} entries extends the {kept.size} kept before")
-        if not kept_file.is_file() or kept.size < trusted.size:
+        if kept is None or kept.size < trusted.size:
             self.home.mkdir(parents=True, exist_ok=True)
             kept_file.write_text(trusted.text, encoding="utf-8")
         self.trusted = trusted
@@ -1838,9 +1868,12 @@ def _evaluation_entry(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[str]:
+def evaluation_problems(
+    view: dict[str, Any], logged: dict[str, Any], waiting: Waiting | None = None
+) -> list[str]:
     """The task's public evaluation against its logged entries: the task entry, exactly the
-    logged contributions (ids, commitments, received_at, in log order), the evaluation entry."""
+    logged contributions (ids, commitments, received_at, in log order), the evaluation entry.
+    With `waiting`, an entry not logged yet whose merge delay still runs goes there instead."""
     problems = []
     if logged["entry"] != _task_entry(view):
         problems.append("the task's entry in the log differs from the task as published")
@@ -1862,15 +1895,19 @@ def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[st
                 f"the evaluation shows contribution {contribution_id} with another "
                 f"{' and '.join(fields)} than the log"
             )
-    for contribution_id in published_ids.keys() - logged_ids.keys():
-        problems.append(
-            f"the evaluation counts contribution {contribution_id}, which is not logged"
-        )
-    if not problems and published != in_log:
+    unlogged = [e for i, e in published_ids.items() if i not in logged_ids]
+    for entry in unlogged:
+        if waiting is None or not waiting.still(entry):
+            problems.append(
+                f"the evaluation counts contribution {entry['contribution_id']}, which is not "
+                "logged"
+            )
+    if not problems and not unlogged and published != in_log:
         problems.append("the evaluation lists its contributions in another order than received")
     expected = _evaluation_entry(view)
     if logged["evaluation"] is None:
-        problems.append("the task's evaluation entry is not in the log")
+        if waiting is None or not waiting.still(expected):
+            problems.append("the task's evaluation entry is not in the log")
     elif logged["evaluation"]["entry"] != expected:
         problems.append("the published evaluation differs from the one its log entry commits to")
     return problems
@@ -2198,14 +2235,36 @@ def sealed_checks(
 # --- The commands ------------------------------------------------------------------------------
 
 
+class Waiting:
+    """Entries not yet under a witnessed checkpoint whose maximum merge delay still runs: not a
+    failure yet (§15.5), but nothing to call verified either."""
+
+    def __init__(self) -> None:
+        self.until: datetime | None = None
+
+    def still(self, entry: dict[str, Any]) -> bool:
+        """Whether the entry's merge delay still runs; if so, it is said to be not yet witnessed."""
+        now = datetime.now(UTC)
+        due = (entry_time(entry) or now) + MAX_MERGE_DELAY
+        if due <= now:
+            return False
+        print(f"WAIT  {describe(entry)} is not yet witnessed; run again after {format_time(due)}")
+        self.until = max(self.until or due, due)
+        return True
+
+
 class Report:
     def __init__(self) -> None:
         self.failures = 0
         self.notes: set[str] = set()
+        self.waiting = Waiting()
 
     def check(self, what: str, run: Any) -> Any:
         try:
             result = run()
+        except RolledBack as rollback:
+            self.fail(str(rollback))
+            return None
         except Failed as failure:
             self.fail(f"{what}: {failure}")
             return None
@@ -2220,6 +2279,17 @@ class Report:
         if message not in self.notes:
             self.notes.add(message)
             print(f"NOTE  {message}")
+
+
+def checkpoint_checked(report: Report, site: Site) -> Checkpoint | None:
+    """Every command's first check (§15.5), named for what it checks: without pinned witnesses
+    only the site's own signature and its consistency with the checkpoint kept before."""
+    what = (
+        "the latest witnessed checkpoint"
+        if site.witnesses
+        else "the site's signature on its latest checkpoint"
+    )
+    return cast(Checkpoint | None, report.check(what, lambda: site.trusted_checkpoint(report)))
 
 
 def rule_outcome(verdicts: list[str], min_independent: int) -> tuple[str, str | None]:
@@ -2290,12 +2360,10 @@ def command_task(site: Site, reference: str) -> int:
     report = Report()
     view = _load_task(site, reference)
     print(f"task {view['id']} on {site.url}")
+    trusted = checkpoint_checked(report, site)
     _view_checks(report, view)
     if view["evaluation"] is None:
         print("      the task is open: its contributions stay sealed until its deadline")
-    trusted = report.check(
-        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-    )
     if trusted is None:
         return _finish(report)
     served = site.get_json(f"/api/log/tasks/{view['id']}")["entries"]
@@ -2303,11 +2371,8 @@ def command_task(site: Site, reference: str) -> int:
     for item in served:
         entry = item["entry"]
         if item["index"] >= trusted.size:
-            at = entry_time(entry)
-            if at is not None and at + MAX_MERGE_DELAY < datetime.now(UTC):
+            if not report.waiting.still(entry):
                 report.fail(f"{describe(entry)} is past the merge delay and not yet witnessed")
-            else:
-                report.note(f"{describe(entry)} is not yet under a witnessed checkpoint")
             continue
         index = report.check(
             f"{describe(entry)} is in the log", lambda e=entry: site.included(e, trusted)
@@ -2324,11 +2389,12 @@ def command_task(site: Site, reference: str) -> int:
             )
     logged = rules.logged(view["id"], applied)
     if logged is None:
-        report.fail("the task's entry is not in the log")
+        if not report.waiting.still(_task_entry(view)):
+            report.fail("the task's entry is not in the log")
     else:
-        for problem in evaluation_problems(view, logged):
+        for problem in evaluation_problems(view, logged, report.waiting):
             report.fail(problem)
-        if view["evaluation"] is not None and not report.failures:
+        if view["evaluation"] is not None and not report.failures and not report.waiting.until:
             print("ok    the evaluation lists exactly the contributions logged for the task")
         sealed_checks(report, site, view, logged)
     return _finish(report)
@@ -2348,9 +2414,7 @@ def command_receipt(site: Site, file: str) -> int:
     report.check("the receipt is signed by the site key", signature)
     if report.failures:
         return _finish(report)  # nothing else in an unsigned receipt can be trusted
-    trusted = report.check(
-        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-    )
+    trusted = checkpoint_checked(report, site)
     keyper_sealed = claims.get("sealed") == "keypers"
     entry = {
         "type": CONTRIBUTION,
@@ -2363,9 +2427,8 @@ def command_receipt(site: Site, file: str) -> int:
         ),
         "received_at": claims["received_at"],
     }
-    due = instant(claims["received_at"]) + MAX_MERGE_DELAY
     if trusted is not None:
-        _receipt_in_log(report, site, receipt, entry, trusted, due)
+        _receipt_in_log(report, site, receipt, entry, trusted)
     view = site.get_json(f"/api/a2a-tasks/{claims['task_id']}")
     if view["evaluation"] is None:
         print("      the task is not evaluated yet: run this again after its deadline")
@@ -2434,7 +2497,6 @@ def _receipt_in_log(
     receipt: dict[str, Any],
     entry: dict[str, Any],
     trusted: Checkpoint,
-    due: datetime,
 ) -> None:
     try:
         index = site.included(entry, trusted)
@@ -2443,19 +2505,16 @@ def _receipt_in_log(
         logged = [
             i for i in served if i["entry"].get("contribution_id") == entry["contribution_id"]
         ]
-        report.failures += 1
         if logged and logged[0]["entry"] != entry:
             fields = [k for k in entry if logged[0]["entry"].get(k) != entry[k]]
+            report.failures += 1
             _evidence(
                 receipt,
                 "ALTERATION",
                 f"the log holds this contribution with another {' and '.join(fields)}",
             )
-        elif datetime.now(UTC) < due:
-            print(
-                f"FAIL  not witnessed yet: {failure} (the merge delay runs until {due:%H:%M:%S}Z)"
-            )
-        else:
+        elif not report.waiting.still(entry):
+            report.failures += 1
             _evidence(receipt, "OMISSION", f"{failure}, past the maximum merge delay")
         return
     print("ok    the contribution is in the log with the receipt's commitment and received_at")
@@ -2477,9 +2536,7 @@ def _evidence(receipt: dict[str, Any], kind: str, why: str) -> None:
 
 def command_log(site: Site, full: bool) -> int:
     report = Report()
-    trusted = report.check(
-        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-    )
+    trusted = checkpoint_checked(report, site)
     if trusted is None:
         return _finish(report)
     print(
@@ -2508,9 +2565,7 @@ def command_monitor(site: Site) -> int:
     when everything checks, so a failure is reported again on every run until it is explained.
     Nothing read is trusted before the root: the evaluations are checked after it matches."""
     report = Report()
-    trusted = report.check(
-        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-    )
+    trusted = checkpoint_checked(report, site)
     if trusted is None:
         return _finish(report)
     state_file = site.home / "monitor.json"
@@ -2548,7 +2603,11 @@ def command_monitor(site: Site) -> int:
     if tree.root() != trusted.root:
         report.fail("the entries served do not hash to the witnessed checkpoint's root")
         return _finish(report)
-    print(f"ok    {tree.size - start} new entries read, {tree.size} in all, root recomputed")
+    read = tree.size - start
+    print(
+        f"ok    {read} new {'entry' if read == 1 else 'entries'} read, {tree.size} in all, root "
+        "recomputed"
+    )
     for task_id in evaluated:
         _evaluation_monitored(report, site, rules, task_id)
     if not report.failures:
@@ -2621,9 +2680,7 @@ def command_seal(
             + "; ".join(f"{issue['path'] or 'the report'} {issue['message']}" for issue in issues)
         )
     print("ok    the report meets the rules the site applies when it opens it")
-    trusted = report.check(
-        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-    )
+    trusted = checkpoint_checked(report, site)
     if trusted is None:
         return _finish(report)
     task_entry = _task_entry(view)
@@ -2720,9 +2777,7 @@ def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
         report.check("the report and salt are those its commitment seals", sealed_under_it)
     trusted = None
     if not report.failures:
-        trusted = report.check(
-            "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-        )
+        trusted = checkpoint_checked(report, site)
     if trusted is None:
         return _finish(report)
     view = site.get_json(f"/api/a2a-tasks/{claims['task_id']}")
@@ -2879,8 +2934,17 @@ class Evidence:
 
 
 def _finish(report: Report) -> int:
-    print("verified" if not report.failures else f"NOT VERIFIED: {report.failures} check(s) failed")
-    return 0 if not report.failures else 1
+    if report.failures:
+        print(f"NOT VERIFIED: {report.failures} check(s) failed")
+        return 1
+    if report.waiting.until is not None:
+        print(
+            "NOT YET VERIFIED: nothing failed, but entries are still within their merge delay; "
+            f"run again after {format_time(report.waiting.until)}"
+        )
+        return NOT_YET
+    print("verified")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
