@@ -21,7 +21,7 @@ from http_api.inputs import query_issues
 from http_api.views import ApiView
 from ledger import selectors as log
 from ledger.keys import jwks
-from ledger.verifier import VERIFIER
+from ledger.verifier import VERIFIER, verifier_built
 
 _COUNT = re.compile(r"[0-9]{1,18}")
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
@@ -132,4 +132,4 @@ def jwks_view(request: HttpRequest) -> JsonResponse:
 
 @require_safe
 def verifier_file(request: HttpRequest) -> HttpResponse:
-    return script_response(VERIFIER, site_url(request))
+    return script_response(VERIFIER.name, verifier_built(), site_url(request))

@@ -8,9 +8,11 @@ from django.views.decorators.http import require_safe
 
 from core.scripts import script_response
 from core.site import site_url
-from mcp_door.local_file import LOCAL_SERVER, server_values
+from mcp_door.local_file import LOCAL_SERVER, local_server_built, server_values
 
 
 @require_safe
 def local_server_file(request: HttpRequest) -> HttpResponse:
-    return script_response(LOCAL_SERVER, site_url(request), server_values())
+    return script_response(
+        LOCAL_SERVER.name, local_server_built(), site_url(request), server_values()
+    )
