@@ -21,7 +21,6 @@ import ast
 import re
 import sys
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,15 +40,13 @@ class Part:
     needs: tuple[Path, ...]  # the site's modules it imports, in the order it names them
     defines: frozenset[str]
 
-    @property
-    def name(self) -> str:
-        return self.path.relative_to(ROOT).as_posix()
+    name: str  # its path in the repository
 
 
-def _site_module(module: str | None) -> Path | None:
+def _site_module(root: Path, module: str | None) -> Path | None:
     if not module:
         return None
-    path = ROOT.joinpath(*module.split(".")).with_suffix(".py")
+    path = root.joinpath(*module.split(".")).with_suffix(".py")
     return path if path.is_file() else None
 
 
@@ -65,11 +62,10 @@ def _defined(tree: ast.Module) -> set[str]:
     return names
 
 
-@cache
-def _part(path: Path) -> Part:
+def _part(root: Path, path: Path) -> Part:
     text = path.read_text(encoding="utf-8")
     tree = ast.parse(text, filename=str(path))
-    where = path.relative_to(ROOT).as_posix()
+    where = path.relative_to(root).as_posix()
     dropped: set[int] = set()
     needs: list[Path] = []
     preamble_end = 0
@@ -79,7 +75,7 @@ def _part(path: Path) -> Part:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if _site_module(alias.name) or alias.name.split(".")[0] == "django":
+                if _site_module(root, alias.name) or alias.name.split(".")[0] == "django":
                     raise BuildError(
                         f"{where}:{node.lineno}: `import {alias.name}` in a served file"
                     )
@@ -91,9 +87,9 @@ def _part(path: Path) -> Part:
         if node.module == "__future__":
             dropped |= lines
             continue
-        module = _site_module(node.module)
+        module = _site_module(root, node.module)
         if module is None:
-            if node.module and _site_module(f"{node.module}.{node.names[0].name}"):
+            if node.module and _site_module(root, f"{node.module}.{node.names[0].name}"):
                 raise BuildError(
                     f"{where}:{node.lineno}: import names from {node.module}'s modules, not the "
                     "modules themselves"
@@ -112,27 +108,28 @@ def _part(path: Path) -> Part:
         frozenset(dropped),
         tuple(dict.fromkeys(needs)),
         frozenset(_defined(tree)),
+        where,
     )
 
 
-def _in_order(main: Path) -> list[Part]:
+def _in_order(root: Path, source: Part) -> list[Part]:
     """Every site module the source needs, each after the modules it needs."""
     ordered: list[Part] = []
     visiting: set[Path] = set()
 
     def visit(path: Path) -> None:
         if path in visiting:
-            raise BuildError(f"{path.relative_to(ROOT)} imports itself through a cycle")
+            raise BuildError(f"{path.relative_to(root)} imports itself through a cycle")
         if any(part.path == path for part in ordered):
             return
         visiting.add(path)
-        part = _part(path)
+        part = _part(root, path)
         for needed in part.needs:
             visit(needed)
         visiting.discard(path)
         ordered.append(part)
 
-    for needed in _part(main).needs:
+    for needed in source.needs:
         visit(needed)
     return ordered
 
@@ -142,11 +139,12 @@ def _body(part: Part, start: int) -> str:
     return re.sub(r"\n{4,}", "\n\n\n", "".join(kept).strip("\n")) + "\n"
 
 
-def amalgamated(main: Path) -> str:
-    """The one file: the source's header and docstring, each site module it needs under a line
-    naming its path, then the source's own code."""
-    source = _part(main.resolve())
-    modules = _in_order(source.path)
+def amalgamated(main: Path, root: Path = ROOT) -> str:
+    """The one file: the source's header and docstring, each module of the repository at `root`
+    it needs under a line naming its path, then the source's own code."""
+    root = root.resolve()
+    source = _part(root, main.resolve())
+    modules = _in_order(root, source)
     seen: dict[str, str] = {}
     for part in [*modules, source]:
         for name in part.defines:

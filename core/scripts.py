@@ -5,11 +5,34 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from collections.abc import Callable, Mapping
 
 from django.http import HttpResponse
 
 URL_NAME = "DEFAULT_CAIRN_URL"
+# PEP 723's reference expression for a script's metadata block.
+_METADATA = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
+
+
+def script_dependencies(source: str) -> list[str]:
+    """The requirements a script's PEP 723 header names: what `uv run` installs, and what a person
+    who runs the file with their own Python installs (`requirements_response`), so they are
+    written once, in the header."""
+    for block in _METADATA.finditer(source):
+        if block["type"] == "script":
+            content = "".join(
+                line[2:] if line.startswith("# ") else line[1:]
+                for line in block["content"].splitlines(keepends=True)
+            )
+            return [str(item) for item in tomllib.loads(content).get("dependencies", [])]
+    raise RuntimeError("a served file must carry a PEP 723 script header")
+
+
+def requirements_response(source: str) -> HttpResponse:
+    """A script's requirements as a pip requirements file, for `pip install -r <URL>`."""
+    text = "".join(f"{requirement}\n" for requirement in script_dependencies(source))
+    return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 
 def _assignment(name: str) -> re.Pattern[str]:

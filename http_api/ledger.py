@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
-from core.scripts import script_response
+from core.scripts import requirements_response, script_response
 from core.site import site_url
 from http_api.inputs import query_issues
 from http_api.views import ApiView
@@ -133,3 +133,8 @@ def jwks_view(request: HttpRequest) -> JsonResponse:
 @require_safe
 def verifier_file(request: HttpRequest) -> HttpResponse:
     return script_response(VERIFIER.name, verifier_built(), site_url(request))
+
+
+@require_safe
+def verifier_requirements(request: HttpRequest) -> HttpResponse:
+    return requirements_response(verifier_built())

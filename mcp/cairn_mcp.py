@@ -37,7 +37,6 @@ Environment:
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
 import hashlib
 import json
@@ -74,7 +73,6 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
@@ -104,6 +102,15 @@ from ledger.keyper_seal import (
     seal,
 )
 from ledger.merkle import inclusion_verify, leaf_hash
+from ledger.pins import card_trust, keypers_differ, pins_completed
+from ledger.signed_note import (
+    COSIGNATURE_V1,
+    NoteError,
+    VerifierKey,
+    checkpoint_checked,
+    verifier_key_parse,
+)
+from tasks.report_checks import report_texts, source_in_task_issues
 
 # The server this file talks to when CAIRN_URL is not set. The site serving this file writes
 # its own URL here.
@@ -326,28 +333,12 @@ def report_issues(report: dict[str, Any], view: dict[str, Any]) -> tuple[str, li
         return "task_closed", [
             {"path": "", "code": "task_closed", "message": LOCAL_REFUSALS["task_closed"]}
         ]
-    sources = set(view.get("sources") or [])
-    issues = [
-        {
-            "path": f"source_urls[{index}]",
-            "code": "source_not_in_task",
-            "message": "is not one of the task's sources",
-        }
-        for index, url in enumerate(report["source_urls"])
-        if url not in sources
-    ]
+    sources = view.get("sources") or []
+    issues = [issue.as_dict() for issue in source_in_task_issues(report["source_urls"], sources)]
     if issues:
         return "source_not_in_task", issues
     issues = [issue.as_dict() for issue in screen(report_texts(report))]
     return ("private_content", issues) if issues else ("", [])
-
-
-def report_texts(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """Every free text of a report, with its path, for the privacy screen."""
-    texts = [("summary", report["summary"])]
-    for name in ("conditions", "attempts", "limitations"):
-        texts += [(f"{name}[{i}]", item) for i, item in enumerate(report[name])]
-    return texts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -702,36 +693,12 @@ def _untrusted(message: str) -> ToolRefusal:
     return ToolRefusal("log_unverified", f"nothing was sent: {message}")
 
 
-def _b64(text: str) -> bytes:
+def witness_key(text: str) -> VerifierKey:
+    """A pinned witness's C2SP `tlog-cosignature` verifier key."""
     try:
-        return base64.b64decode(text, validate=True)
-    except binascii.Error:
-        raise _untrusted(f"{text[:20]!r}... is not base64") from None
-
-
-def _key_id(name: str, kind: int, public: bytes) -> bytes:
-    return hashlib.sha256(name.encode() + b"\n" + bytes([kind]) + public).digest()[:4]
-
-
-@dataclass(frozen=True)
-class WitnessKey:
-    """A C2SP `tlog-cosignature` verifier key: `<name>+<key ID hex>+<base64(0x04 ‖ key)>`."""
-
-    text: str
-    name: str
-    key_id: bytes
-    public: bytes
-
-    @classmethod
-    def parsed(cls, text: str) -> WitnessKey:
-        parts = text.strip().split("+", 2)
-        if len(parts) != 3:
-            raise _untrusted(f"{text!r} is not a witness verifier key")
-        raw = _b64(parts[2])
-        key_id = _key_id(parts[0], 0x04, raw[1:])
-        if len(raw) != 33 or raw[0] != 0x04 or key_id.hex() != parts[1].lower():
-            raise _untrusted(f"the key of witness {parts[0]} is not a cosignature/v1 key")
-        return cls(text.strip(), parts[0], key_id, raw[1:])
+        return verifier_key_parse(text, type=COSIGNATURE_V1)
+    except NoteError as error:
+        raise _untrusted(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -740,14 +707,14 @@ class Trust:
     keypers and threshold; `sealing` whether the site's card lists keypers now."""
 
     site_keys: list[bytes]
-    witnesses: list[WitnessKey]
+    witnesses: list[VerifierKey]
     quorum: int
     witness_urls: dict[str, str]
     keypers: list[Keyper]
     threshold: int
     sealing: bool
 
-    def witness_named(self, name: str) -> WitnessKey | None:
+    def witness_named(self, name: str) -> VerifierKey | None:
         return next((w for w in self.witnesses if w.name == name), None)
 
 
@@ -762,38 +729,12 @@ class Checkpoint:
 def checkpoint_verified(text: str, trust: Trust) -> Checkpoint:
     """A checkpoint signed by a pinned site key, with the pinned witnesses' cosignatures that
     verify counted; a pinned key's signature that does not verify is refused."""
-    body, separator, rest = text.partition("\n\n")
-    lines = body.split("\n")
-    if not separator or len(lines) < 3 or not lines[1].isdigit():
-        raise _untrusted("the checkpoint is not a signed note")
-    origin, size, root = lines[0], int(lines[1]), _b64(lines[2])
-    signed, cosigners = False, set()
-    message = (body + "\n").encode()
-    for line in rest.splitlines():
-        dash, _, named = line.partition(" ")
-        name, _, stamp = named.partition(" ")
-        if dash != "\u2014" or not stamp:
-            continue
-        raw = _b64(stamp)
-        for public in trust.site_keys:
-            if name == origin and raw[:4] == _key_id(name, 0x01, public):
-                _verified(public, raw[4:], message, f"the checkpoint's signature by {name}")
-                signed = True
-        witness = trust.witness_named(name)
-        if witness is not None and raw[:4] == witness.key_id and len(raw) == 4 + 72:
-            cosigned = b"cosignature/v1\ntime %d\n" % int.from_bytes(raw[4:12], "big") + message
-            _verified(witness.public, raw[12:], cosigned, f"the cosignature by {name}")
-            cosigners.add(name)
-    if not signed:
-        raise _untrusted(f"the checkpoint carries no signature by a pinned key for {origin}")
-    return Checkpoint(origin, size, root, len(cosigners))
-
-
-def _verified(public: bytes, signature: bytes, message: bytes, what: str) -> None:
     try:
-        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
-    except InvalidSignature:
-        raise _untrusted(f"{what} does not verify") from None
+        checked = checkpoint_checked(text, trust.site_keys, trust.witnesses)
+    except NoteError as error:
+        raise _untrusted(str(error)) from None
+    body = checked.body
+    return Checkpoint(body.origin, body.tree_size, body.root, len(checked.cosigned))
 
 
 async def _get_json(http: httpx.AsyncClient, url: str) -> Any:
@@ -801,22 +742,6 @@ async def _get_json(http: httpx.AsyncClient, url: str) -> Any:
     if response.status_code != 200:
         raise _untrusted(f"{url} answered HTTP {response.status_code}")
     return response.json()
-
-
-def _card_trust(params: dict[str, Any]) -> dict[str, Any]:
-    """What the card's verifiable extension names, in the form cairn_verify.py pins it."""
-    witnesses = params.get("witnesses", [])
-    keypers = [
-        {"name": k["name"], "hpke_key": k["hpke_key"], "url": k["url"]}
-        for k in params.get("keypers", [])
-    ]
-    return {
-        "keys": [w["key"] for w in witnesses],
-        "quorum": int(params.get("witness_quorum", len(witnesses))),
-        "urls": {w["name"]: w["url"] for w in witnesses},
-        "keypers": keypers,
-        "keyper_threshold": int(params.get("keyper_threshold", 0)) if keypers else 0,
-    }
 
 
 async def card_params(config: Config, http: httpx.AsyncClient) -> dict[str, Any]:
@@ -833,28 +758,18 @@ async def trust_pinned(config: Config, http: httpx.AsyncClient) -> Trust:
     lists others, or another threshold, is refused: sealing to them would trust parties nobody
     pinned."""
     home = config.home / "verify" / urllib.parse.urlsplit(config.cairn_url).netloc.replace(":", "_")
-    card = _card_trust(await card_params(config, http))
+    card = card_trust(await card_params(config, http))
     jwks_file, pins_file = home / "jwks.json", home / "witnesses.json"
     jwks = _read_json(jwks_file)
     if jwks is None:
         jwks = await _get_json(http, f"{config.cairn_url}/.well-known/jwks.json")
         _pin(jwks_file, jwks)
-    pinned = _read_json(pins_file) or dict(card)
-    before = dict(pinned) if pins_file.exists() else None
-    names = {key.split("+", 1)[0] for key in pinned["keys"]}
-    pinned["urls"] = {
-        **{n: u for n, u in card["urls"].items() if n in names},
-        **pinned.get("urls", {}),
-    }
-    if not pinned.get("keypers") and card["keypers"]:
-        pinned["keypers"], pinned["keyper_threshold"] = card["keypers"], card["keyper_threshold"]
-    pinned.setdefault("keypers", [])
-    pinned.setdefault("keyper_threshold", 0)
+    stored = _read_json(pins_file) or dict(card)
+    before = dict(stored) if pins_file.exists() else None
+    pinned, _ = pins_completed(stored, card)
     if pinned != before:
         _pin(pins_file, pinned)
-    ours = [(k["name"], k["hpke_key"]) for k in pinned["keypers"]]
-    theirs = [(k["name"], k["hpke_key"]) for k in card["keypers"]]
-    if theirs and (ours != theirs or pinned["keyper_threshold"] != card["keyper_threshold"]):
+    if keypers_differ(pinned, card):
         raise ToolRefusal(
             "keypers_changed",
             f"the site's card lists other keypers or another threshold than pinned in {pins_file}: "
@@ -867,12 +782,12 @@ async def trust_pinned(config: Config, http: httpx.AsyncClient) -> Trust:
             for key in jwks.get("keys", [])
             if key.get("kty") == "OKP" and key.get("crv") == "Ed25519"
         ],
-        witnesses=[WitnessKey.parsed(key) for key in pinned["keys"]],
+        witnesses=[witness_key(key) for key in pinned["keys"]],
         quorum=int(pinned["quorum"]),
         witness_urls=pinned["urls"],
         keypers=[Keyper(**keyper) for keyper in pinned["keypers"]],
         threshold=int(pinned["keyper_threshold"]),
-        sealing=bool(theirs),
+        sealing=bool(card["keypers"]),
     )
 
 
@@ -1133,7 +1048,7 @@ async def _release_ask(
         share=str(release["share"]),
         released_at=str(release["released_at"]),
     )
-    public = Ed25519PublicKey.from_public_bytes(WitnessKey.parsed(keyper["witness_key"]).public)
+    public = Ed25519PublicKey.from_public_bytes(witness_key(keyper["witness_key"]).public)
     if answer.get("keyper") != keyper["name"] or not release_verify(
         claims, str(release["signature"]), public
     ):

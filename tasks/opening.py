@@ -26,7 +26,8 @@ from ledger.entries import MAX_MERGE_DELAY
 from ledger.keyper_seal import SealError, b64u_decode, key_combine, report_open
 from tasks.models import Task
 from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
-from tasks.rules import contribution_texts, source_in_task_issues
+from tasks.report_checks import source_in_task_issues
+from tasks.rules import contribution_texts
 
 # The two codes only an opening gives; the others are the refusal codes of §6.
 KEYS_UNAVAILABLE = "keys_unavailable"

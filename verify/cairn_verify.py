@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import binascii
 import contextlib
 import hashlib
 import itertools
@@ -70,7 +69,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from joserfc import jws
 from joserfc.errors import JoseError, SecurityWarning
@@ -93,6 +91,15 @@ from ledger.keyper_seal import (
     seal,
 )
 from ledger.merkle import consistency_verify, inclusion_verify, leaf_hash, node_hash
+from ledger.pins import card_trust, keypers_differ, pins_completed
+from ledger.signed_note import (
+    COSIGNATURE_V1,
+    NoteError,
+    VerifierKey,
+    checkpoint_checked,
+    verifier_key_parse,
+)
+from tasks.report_checks import report_texts, source_in_task_issues
 
 DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"
 MAX_MERGE_DELAY = timedelta(seconds=60)
@@ -198,34 +205,12 @@ class CompactRange:
 # --- Signed notes: checkpoints and witness cosignatures (C2SP) ---------------------------------
 
 
-def b64(text: str) -> bytes:
+def witness_key(text: str) -> VerifierKey:
+    """A pinned witness's C2SP `tlog-cosignature` verifier key."""
     try:
-        return base64.b64decode(text, validate=True)
-    except binascii.Error:
-        raise Failed(f"{text[:20]!r}... is not base64") from None
-
-
-@dataclass(frozen=True)
-class WitnessKey:
-    """A C2SP `tlog-cosignature` verifier key: `<name>+<key ID hex>+<base64(0x04 ‖ key)>`."""
-
-    text: str
-    name: str
-    key_id: bytes
-    public: bytes
-
-    @classmethod
-    def parsed(cls, text: str) -> WitnessKey:
-        parts = text.strip().split("+", 2)
-        if len(parts) != 3:
-            raise Failed(f"{text!r} is not a witness verifier key")
-        raw = b64(parts[2])
-        if len(raw) != 33 or raw[0] != 0x04:
-            raise Failed(f"the key of witness {parts[0]} is not a cosignature/v1 Ed25519 key")
-        key_id = hashlib.sha256(parts[0].encode() + b"\n" + raw[:1] + raw[1:]).digest()[:4]
-        if key_id.hex() != parts[1].lower():
-            raise Failed(f"the key of witness {parts[0]} names the wrong key ID")
-        return cls(text.strip(), parts[0], key_id, raw[1:])
+        return verifier_key_parse(text, type=COSIGNATURE_V1)
+    except NoteError as error:
+        raise Failed(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -240,19 +225,6 @@ class Checkpoint:
         """The quorum-th earliest cosignature time: when a quorum had seen this tree (§15.4)."""
         times = sorted(self.cosigned.values())
         return times[quorum - 1] if 0 < quorum <= len(times) else None
-
-
-def _signature_lines(text: str) -> tuple[str, list[tuple[str, bytes]]]:
-    body, separator, rest = text.partition("\n\n")
-    if not separator or len(body.split("\n")) < 3:
-        raise Failed("the checkpoint is not a signed note")
-    lines = []
-    for line in rest.splitlines():
-        dash, _, named = line.partition(" ")
-        name, _, stamp = named.partition(" ")
-        if dash == "\u2014" and name and stamp:
-            lines.append((name, b64(stamp)))
-    return body + "\n", lines
 
 
 # --- The rules a sealed report meets once opened (§4.1, §5, §15.8) ------------------------------
@@ -339,14 +311,6 @@ def report_shape_issues(report: Any) -> tuple[str, list[dict[str, str]]]:
     )
 
 
-def report_texts(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """Every free text of a report, with its path, for the privacy screen."""
-    texts = [("summary", report["summary"])]
-    for name in ("conditions", "attempts", "limitations"):
-        texts += [(f"{name}[{i}]", item) for i, item in enumerate(report[name])]
-    return texts
-
-
 def report_rules(report: Any, sources: list[str]) -> tuple[str, list[dict[str, str]]]:
     """The first rule the report breaks, in the site's order (shape, the task's sources, the
     privacy screen), with its issues; ("", []) when it breaks none. A report void for another
@@ -364,11 +328,7 @@ def _first_rule_broken(report: Any, sources: list[str]) -> tuple[str, list[dict[
     code, issues = report_shape_issues(report)
     if code:
         return code, issues
-    issues = [
-        _issue(f"source_urls[{index}]", "source_not_in_task", "is not one of the task's sources")
-        for index, url in enumerate(report["source_urls"])
-        if url not in sources
-    ]
+    issues = [issue.as_dict() for issue in source_in_task_issues(report["source_urls"], sources)]
     if issues:
         return "source_not_in_task", issues
     issues = [issue.as_dict() for issue in screen(report_texts(report))]
@@ -387,7 +347,7 @@ class Site:
         self._card: dict[str, Any] | None = None
         self.jwks = self._pinned_jwks()
         pinned = self._pinned_trust(witnesses_file)
-        self.witnesses = [WitnessKey.parsed(key) for key in pinned["keys"]]
+        self.witnesses = [witness_key(key) for key in pinned["keys"]]
         self.quorum = int(pinned["quorum"])
         if not 0 <= self.quorum <= len(self.witnesses) or (self.witnesses and self.quorum == 0):
             raise Failed(
@@ -431,28 +391,12 @@ class Site:
                     self._card = extension.get("params", {})
         return self._card
 
-    def _card_trust(self) -> dict[str, Any]:
-        """What the card names, in the form it is pinned in."""
-        params = self.card_params()
-        witnesses = params.get("witnesses", [])
-        keypers = [
-            {"name": k["name"], "hpke_key": k["hpke_key"], "url": k["url"]}
-            for k in params.get("keypers", [])
-        ]
-        return {
-            "keys": [w["key"] for w in witnesses],
-            "quorum": int(params.get("witness_quorum", len(witnesses))),
-            "urls": {w["name"]: w["url"] for w in witnesses},
-            "keypers": keypers,
-            "keyper_threshold": int(params.get("keyper_threshold", 0)) if keypers else 0,
-        }
-
     def _pinned_trust(self, witnesses_file: str | None) -> dict[str, Any]:
         """The witnesses, their URLs, the keypers and the threshold pinned for this site: from the
         file given, else as pinned before, else the card's. Keypers are pinned the first time the
         card names any; after that a card naming others, or another threshold, fails."""
         pinned_file = self.home / "witnesses.json"
-        card = self._card_trust()
+        card = card_trust(self.card_params())
         if witnesses_file is not None:
             pinned = _witnesses_file(Path(witnesses_file))
             self._card_names_them(pinned, card)
@@ -465,20 +409,12 @@ class Site:
                 "site's card"
             )
         before = dict(pinned)
-        names = {key.split("+", 1)[0] for key in pinned["keys"]}
-        pinned["urls"] = {
-            **{n: u for n, u in card["urls"].items() if n in names},
-            **pinned.get("urls", {}),
-        }
-        if not pinned.get("keypers") and card["keypers"]:
-            pinned["keypers"] = card["keypers"]
-            pinned["keyper_threshold"] = card["keyper_threshold"]
+        pinned, keypers_pinned_now = pins_completed(pinned, card)
+        if keypers_pinned_now:
             print(
                 f"pinned {len(card['keypers'])} keyper(s), threshold {card['keyper_threshold']}, "
                 "from the site's card"
             )
-        pinned.setdefault("keypers", [])
-        pinned.setdefault("keyper_threshold", 0)
         if pinned != before or witnesses_file is not None or not pinned_file.is_file():
             self._pin("witnesses.json", pinned)
         _same_keypers(pinned, card, pinned_file)
@@ -513,7 +449,7 @@ class Site:
                 return index, keyper
         return None
 
-    def witness_named(self, name: str) -> WitnessKey | None:
+    def witness_named(self, name: str) -> VerifierKey | None:
         return next((witness for witness in self.witnesses if witness.name == name), None)
 
     def keyper_grace(self) -> tuple[int, bool]:
@@ -526,7 +462,7 @@ class Site:
     def keypers_to_seal_to(self) -> tuple[list[Keyper], int]:
         """The pinned keypers and threshold, when the site takes sealed reports (its card lists
         keypers: the same, as checked when they were pinned)."""
-        if not self._card_trust()["keypers"]:
+        if not card_trust(self.card_params())["keypers"]:
             raise Failed("the site's card lists no keypers: it takes only the plain form")
         return self.keypers, self.keyper_threshold
 
@@ -552,29 +488,12 @@ class Site:
         """A checkpoint whose site signature verifies with a pinned key, with the times of the
         pinned witnesses' cosignatures that verify. A pinned key's signature that fails is an
         error; a checkpoint without the site's signature is refused."""
-        body, signatures = _signature_lines(text)
-        origin, size_line, root_line = body.split("\n")[:3]
-        if not size_line.isdigit():
-            raise Failed("the checkpoint's tree size is not a number")
-        size, root = int(size_line), b64(root_line)
-        signed = False
-        for name, raw in signatures:
-            for public in self.ed25519_keys():
-                if name != origin or raw[:4] != _key_id(name, 0x01, public):
-                    continue
-                try:
-                    Ed25519PublicKey.from_public_bytes(public).verify(raw[4:], body.encode())
-                except InvalidSignature:
-                    raise Failed(f"the checkpoint's signature by {name} does not verify") from None
-                signed = True
-        if not signed:
-            raise Failed(f"the checkpoint carries no signature by a pinned key for {origin}")
-        cosigned = {}
-        for witness in self.witnesses:
-            for name, raw in signatures:
-                if name == witness.name and raw[:4] == witness.key_id:
-                    cosigned[witness.text] = _cosignature_time(witness, body, raw[4:])
-        return Checkpoint(text, origin, size, root, cosigned)
+        try:
+            checked = checkpoint_checked(text, self.ed25519_keys(), self.witnesses)
+        except NoteError as error:
+            raise Failed(str(error)) from None
+        body = checked.body
+        return Checkpoint(text, body.origin, body.tree_size, body.root, checked.cosigned)
 
     def quorate(self, checkpoint: Checkpoint) -> bool:
         return len(checkpoint.cosigned) >= self.quorum
@@ -809,46 +728,30 @@ class Site:
         }
 
 
-def _key_id(name: str, kind: int, public: bytes) -> bytes:
-    return hashlib.sha256(name.encode() + b"\n" + bytes([kind]) + public).digest()[:4]
-
-
-def _cosignature_time(witness: WitnessKey, body: str, signature: bytes) -> int:
-    if len(signature) != 72:
-        raise Failed(f"the cosignature by {witness.name} is not a timestamped Ed25519 signature")
-    timestamp = int.from_bytes(signature[:8], "big")
-    message = f"cosignature/v1\ntime {timestamp}\n{body}".encode()
-    try:
-        Ed25519PublicKey.from_public_bytes(witness.public).verify(signature[8:], message)
-    except InvalidSignature:
-        raise Failed(f"the cosignature by witness {witness.name} does not verify") from None
-    return timestamp
-
-
 def http_get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=20) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-    except OSError as error:
-        raise Failed(f"cannot reach {url}: {error}") from None
+    return _http(urllib.request.Request(url))
 
 
 def http_post_json(url: str, body: Any) -> tuple[int, bytes]:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
+    return _http(
+        urllib.request.Request(
+            url,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
     )
+
+
+def _http(request: urllib.request.Request) -> tuple[int, bytes]:
+    """The status and body of any answer; Failed when nothing answers."""
     try:
         with urllib.request.urlopen(request, timeout=20) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
     except OSError as error:
-        raise Failed(f"cannot reach {url}: {error}") from None
+        raise Failed(f"cannot reach {request.full_url}: {error}") from None
 
 
 def _witnesses_file(path: Path) -> dict[str, Any]:
@@ -887,15 +790,11 @@ def _witnesses_file(path: Path) -> dict[str, Any]:
 def _same_keypers(pinned: dict[str, Any], card: dict[str, Any], where: Path) -> None:
     """A card naming other keypers (by name and key, in their order) or another threshold than
     those pinned fails: sealing to them would trust parties nobody pinned."""
-    if not pinned["keypers"] or not card["keypers"]:
-        return
-    ours = [(k["name"], k["hpke_key"]) for k in pinned["keypers"]]
-    theirs = [(k["name"], k["hpke_key"]) for k in card["keypers"]]
-    if ours != theirs or pinned["keyper_threshold"] != card["keyper_threshold"]:
+    if keypers_differ(pinned, card):
         raise Failed(
             f"the site's card names other keypers or another threshold than pinned in {where} "
-            f"(the card: {', '.join(n for n, _ in theirs)}, threshold "
-            f"{card['keyper_threshold']}; pinned: {', '.join(n for n, _ in ours)}, threshold "
+            f"(the card: {', '.join(k['name'] for k in card['keypers'])}, threshold "
+            f"{card['keyper_threshold']}; pinned: {', '.join(k['name'] for k in pinned['keypers'])}, threshold "
             f"{pinned['keyper_threshold']}); if the site's operator confirms the change, remove "
             "that file to pin the card's"
         )
@@ -1660,7 +1559,7 @@ class Report:
             print(f"NOTE  {message}")
 
 
-def checkpoint_checked(report: Report, site: Site) -> Checkpoint | None:
+def first_check(report: Report, site: Site) -> Checkpoint | None:
     """Every command's first check (§15.5), named for what it checks: without pinned witnesses
     only the site's own signature and its consistency with the checkpoint kept before."""
     what = (
@@ -1739,7 +1638,7 @@ def command_task(site: Site, reference: str) -> int:
     report = Report()
     view = _load_task(site, reference)
     print(f"task {view['id']} on {site.url}")
-    trusted = checkpoint_checked(report, site)
+    trusted = first_check(report, site)
     _view_checks(report, view)
     if view["evaluation"] is None:
         print("      the task is open: its contributions stay sealed until its deadline")
@@ -1793,7 +1692,7 @@ def command_receipt(site: Site, file: str) -> int:
     report.check("the receipt is signed by the site key", signature)
     if report.failures:
         return _finish(report)  # nothing else in an unsigned receipt can be trusted
-    trusted = checkpoint_checked(report, site)
+    trusted = first_check(report, site)
     keyper_sealed = claims.get("sealed") == "keypers"
     entry = {
         "type": CONTRIBUTION,
@@ -1915,7 +1814,7 @@ def _evidence(receipt: dict[str, Any], kind: str, why: str) -> None:
 
 def command_log(site: Site, full: bool) -> int:
     report = Report()
-    trusted = checkpoint_checked(report, site)
+    trusted = first_check(report, site)
     if trusted is None:
         return _finish(report)
     print(
@@ -1944,7 +1843,7 @@ def command_monitor(site: Site) -> int:
     when everything checks, so a failure is reported again on every run until it is explained.
     Nothing read is trusted before the root: the evaluations are checked after it matches."""
     report = Report()
-    trusted = checkpoint_checked(report, site)
+    trusted = first_check(report, site)
     if trusted is None:
         return _finish(report)
     state_file = site.home / "monitor.json"
@@ -2059,7 +1958,7 @@ def command_seal(
             + "; ".join(f"{issue['path'] or 'the report'} {issue['message']}" for issue in issues)
         )
     print("ok    the report meets the rules the site applies when it opens it")
-    trusted = checkpoint_checked(report, site)
+    trusted = first_check(report, site)
     if trusted is None:
         return _finish(report)
     task_entry = _task_entry(view)
@@ -2156,7 +2055,7 @@ def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
         report.check("the report and salt are those its commitment seals", sealed_under_it)
     trusted = None
     if not report.failures:
-        trusted = checkpoint_checked(report, site)
+        trusted = first_check(report, site)
     if trusted is None:
         return _finish(report)
     view = site.get_json(f"/api/a2a-tasks/{claims['task_id']}")

@@ -16,7 +16,8 @@ from core.payloads import parse_payload
 from ledger.verifier import VERIFIER
 from tasks.opening import report_rules_void
 from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
-from tasks.rules import contribution_texts, source_in_task_issues
+from tasks.report_checks import source_in_task_issues
+from tasks.rules import contribution_texts
 from tests.factories import OTHER_SOURCE, SOURCE, contribution_payload, contribution_report
 from tests.mcp.conftest import LOCAL_SERVER
 from tests.scripts import loaded_script

@@ -152,3 +152,13 @@ def test_the_task_page_names_every_package_the_verifier_needs(http, evaluated):
 
     assert re.findall(r"<code>([^<]+)</code>", note) == needed
     assert "pycryptodome" in needed
+
+
+def test_its_requirements_are_served_as_its_header_names_them(http):
+    served = http.get("/verify/cairn_verify.py").text
+    header = re.search(r"^# dependencies = \[(.*)\]$", served, re.MULTILINE)[1]
+
+    requirements = http.get("/verify/requirements.txt")
+
+    assert requirements.status_code == 200
+    assert requirements.text.splitlines() == [item.strip()[1:-1] for item in header.split(",")]

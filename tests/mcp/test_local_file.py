@@ -97,3 +97,11 @@ def test_the_downloaded_file_talks_to_its_site_without_configuration(
 
     assert status["cairn_url"] == live_url
     assert status["server_reachable"] is True
+
+
+def test_its_requirements_are_served_as_its_header_names_them(live_url):
+    served = httpx.get(live_url + "/mcp/cairn_mcp.py", timeout=20).text
+    requirements = httpx.get(live_url + "/mcp/requirements.txt", timeout=20)
+
+    assert requirements.status_code == 200
+    assert requirements.text.splitlines() == script_metadata(served)["dependencies"]
