@@ -680,9 +680,10 @@ async def send(
 
 # ---------------------------------------------------------------------------------------------
 # Whom to trust for the log, and the check before sealing: the task's entry and deadline under a
-# checkpoint a quorum of witnesses cosigned. A copy of what cairn_verify.py checks, with its pins
-# (CAIRN_HOME/verify/<host>/: the site keys, the witnesses, the keypers and their threshold), so
-# both trust the same parties: pinned on first use, or from `cairn_verify.py --witnesses FILE`.
+# checkpoint a quorum of witnesses cosigned, as cairn_verify.py checks it (ledger/signed_note.py),
+# with its pins (CAIRN_HOME/verify/<host>/: the site keys, the witnesses, the keypers and their
+# threshold; ledger/pins.py), so both trust the same parties: pinned on first use, or from
+# `cairn_verify.py --witnesses FILE`.
 # ---------------------------------------------------------------------------------------------
 
 VERIFIABLE_EXTENSION = "urn:cairn:verifiable:v1"
