@@ -4,8 +4,9 @@
   domain call every door makes; the contributor's sealing is the client's and is not counted);
 - the evaluation of a task of 10 sealed contributions once 3 local keypers' releases are in
   (`tasks.evaluation.task_evaluate_with_releases`: combine, open, check, rule, write);
-- the verifier opening 1,000 sealed items with its own copies (`verify/cairn_verify.py`: each
-  release's signature, the key from k shares, the ciphertext, the commitment).
+- the verifier opening 1,000 sealed items as it is served (`verify/cairn_verify.py` built by
+  `core.amalgam`: each release's signature, the key from k shares, the ciphertext, the
+  commitment).
 
     .venv/bin/python bench/keyper_cost.py [contributions]
 
@@ -18,6 +19,7 @@ import importlib.util
 import os
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from datetime import timedelta
@@ -30,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.amalgam import amalgamated  # noqa: E402
 from ledger.keyper_seal import keyper_public  # noqa: E402
 from ledger.signed_note import COSIGNATURE_V1, private_verifier_key  # noqa: E402
 
@@ -180,8 +183,10 @@ def main(count: int) -> None:
         f"({len(opened)} opened, outcome {task.outcome})"
     )
 
-    # 3. The verifier's own copies opening 1,000 sealed items.
-    spec = importlib.util.spec_from_file_location("cairn_verify", ROOT / "verify/cairn_verify.py")
+    # 3. The verifier, as served, opening 1,000 sealed items.
+    built = Path(tempfile.mkdtemp()) / "cairn_verify.py"
+    built.write_text(amalgamated(ROOT / "verify/cairn_verify.py"), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("cairn_verify", built)
     assert spec is not None and spec.loader is not None
     verify = importlib.util.module_from_spec(spec)
     sys.modules["cairn_verify"] = verify

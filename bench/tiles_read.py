@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import psycopg
 
@@ -127,9 +128,14 @@ PEAK = (
 def monitor(base_url: str, home: str) -> float:
     """Run the monitor to the end; its peak resident memory in MB (its own, from wait4 in a small
     process that starts it)."""
+    verifier = Path(home) / "cairn_verify.py"
+    with verifier.open("w", encoding="utf-8") as built:
+        subprocess.run(
+            [PY, "-m", "core.amalgam", "verify/cairn_verify.py"], stdout=built, check=True
+        )
     with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.run(
-            [PY, "-c", PEAK, PY, "verify/cairn_verify.py", "--url", base_url, "monitor"],
+            [PY, "-c", PEAK, PY, str(verifier), "--url", base_url, "monitor"],
             env={**os.environ, "CAIRN_HOME": home},
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from core.errors import ErrorCode, Issue
 
@@ -272,3 +273,18 @@ def screen_text(path: str, text: str) -> list[Issue]:
 def screen(fields: Iterable[tuple[str, str]]) -> list[Issue]:
     """A refusal lists every problem at once (SPEC §6), so no field stops the screen early."""
     return [issue for path, text in fields for issue in screen_text(path, text)]
+
+
+def texts_anywhere(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in a JSON value, with its JSON path, for the screen. A key is named by the
+    path of its object, which it may not be safe to echo; it is screened before anything under
+    it, so no issue's path names a key that the screen would refuse."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, member in value.items():
+            yield path, key
+            yield from texts_anywhere(member, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, member in enumerate(value):
+            yield from texts_anywhere(member, f"{path}[{index}]")

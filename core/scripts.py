@@ -5,34 +5,48 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from collections.abc import Callable, Mapping
-from functools import cache
-from pathlib import Path
 
 from django.http import HttpResponse
 
 URL_NAME = "DEFAULT_CAIRN_URL"
+# PEP 723's reference expression for a script's metadata block.
+_METADATA = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
+
+
+def script_dependencies(source: str) -> list[str]:
+    """The requirements a script's PEP 723 header names: what `uv run` installs, and what a person
+    who runs the file with their own Python installs (`requirements_response`), so they are
+    written once, in the header."""
+    for block in _METADATA.finditer(source):
+        if block["type"] == "script":
+            content = "".join(
+                line[2:] if line.startswith("# ") else line[1:]
+                for line in block["content"].splitlines(keepends=True)
+            )
+            return [str(item) for item in tomllib.loads(content).get("dependencies", [])]
+    raise RuntimeError("a served file must carry a PEP 723 script header")
+
+
+def requirements_response(source: str) -> HttpResponse:
+    """A script's requirements as a pip requirements file, for `pip install -r <URL>`."""
+    text = "".join(f"{requirement}\n" for requirement in script_dependencies(source))
+    return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 
 def _assignment(name: str) -> re.Pattern[str]:
     return re.compile(rf"^{name} = .*$", re.MULTILINE)
 
 
-@cache
-def _source(path: Path, names: tuple[str, ...]) -> str:
-    source = path.read_text(encoding="utf-8")
-    for name in names:
-        if len(_assignment(name).findall(source)) != 1:
-            raise RuntimeError(f"{path} must set {name} on exactly one line")
-    return source
-
-
-def script_for_site(path: Path, url: str, values: Mapping[str, str] | None = None) -> str:
-    """The file with `url` as its default server, and each name of `values` set to the Python
-    expression given for it. JSON's string escapes are valid Python, so the URL is written as a
-    literal whatever it holds."""
+def script_for_site(source: str, url: str, values: Mapping[str, str] | None = None) -> str:
+    """The built file (`core.amalgam`) with `url` as its default server, and each name of
+    `values` set to the Python expression given for it. JSON's string escapes are valid Python,
+    so the URL is written as a literal whatever it holds."""
     lines = {URL_NAME: json.dumps(url.rstrip("/")), **(values or {})}
-    source = _source(path, tuple(lines))
+    for name in lines:
+        if len(_assignment(name).findall(source)) != 1:
+            raise RuntimeError(f"a served file must set {name} on exactly one line")
     for name, expression in lines.items():
         source = _assignment(name).sub(_replacement(f"{name} = {expression}"), source)
     return source
@@ -43,10 +57,12 @@ def _replacement(line: str) -> Callable[[re.Match[str]], str]:
     return lambda _match: line
 
 
-def script_response(path: Path, url: str, values: Mapping[str, str] | None = None) -> HttpResponse:
+def script_response(
+    name: str, source: str, url: str, values: Mapping[str, str] | None = None
+) -> HttpResponse:
     """The file for `url`'s site, as Python to read in a browser or save and run, under its own name."""
     response = HttpResponse(
-        script_for_site(path, url, values), content_type="text/x-python; charset=utf-8"
+        script_for_site(source, url, values), content_type="text/x-python; charset=utf-8"
     )
-    response["Content-Disposition"] = f'inline; filename="{path.name}"'
+    response["Content-Disposition"] = f'inline; filename="{name}"'
     return response

@@ -15,13 +15,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
-from core.scripts import script_response
+from core.scripts import requirements_response, script_response
 from core.site import site_url
 from http_api.inputs import query_issues
 from http_api.views import ApiView
 from ledger import selectors as log
 from ledger.keys import jwks
-from ledger.verifier import VERIFIER
+from ledger.verifier import VERIFIER, verifier_built
 
 _COUNT = re.compile(r"[0-9]{1,18}")
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
@@ -132,4 +132,9 @@ def jwks_view(request: HttpRequest) -> JsonResponse:
 
 @require_safe
 def verifier_file(request: HttpRequest) -> HttpResponse:
-    return script_response(VERIFIER, site_url(request))
+    return script_response(VERIFIER.name, verifier_built(), site_url(request))
+
+
+@require_safe
+def verifier_requirements(request: HttpRequest) -> HttpResponse:
+    return requirements_response(verifier_built())

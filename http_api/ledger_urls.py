@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/log/proof/consistency", apis.ConsistencyProofApi.as_view(), name="log-consistency"),
     path("api/log/tile/<path:path>", TileApi.as_view(), name="log-tile"),
     path("verify/cairn_verify.py", apis.verifier_file, name="verifier"),
+    path("verify/requirements.txt", apis.verifier_requirements, name="verifier-requirements"),
     path("api/witness", witness.witness_view, name="witness"),
     path("api/witness/add-checkpoint", witness.add_checkpoint_view, name="witness-add-checkpoint"),
     path(

@@ -6,8 +6,8 @@ share is for: the site, the task, the task's log entry, the deadline, the commit
 ciphertext, the keyper and the threshold. A keyper that rebuilds `info` from the log's values, and
 not from what it is told, opens only the share it was given for that task and deadline.
 
-`verify/cairn_verify.py` and `mcp/cairn_mcp.py` carry a copy of these functions: each is one file a
-person runs without this package.
+The verifier and the local MCP server, each one file a person runs without this package, are built
+with this module's text in them (`core.amalgam`), so it imports nothing of Django.
 """
 
 from __future__ import annotations
@@ -132,11 +132,13 @@ def seal(
     deadline: str,
     keypers: list[Keyper],
     threshold: int,
+    salt: str | None = None,
 ) -> dict[str, Any]:
     """The `cairn.task.contribution.sealed/0.1` payload of `report` (the report without its
-    approval), approval included. The salt is the contributor's, made here and held only inside the
-    ciphertext until the keypers release the key."""
-    salt = b64u(secrets.token_bytes(32))
+    approval), approval included. The salt is the contributor's: given, so the contributor keeps
+    it to dispute a void, or made here; it travels only inside the ciphertext until the keypers
+    release the key."""
+    salt = b64u(secrets.token_bytes(32)) if salt is None else salt
     commitment = commitment_of(canonical_digest(report), salt)
     key = secrets.token_bytes(KEY_BYTES)
     nonce = secrets.token_bytes(NONCE_BYTES)

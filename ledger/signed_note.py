@@ -206,3 +206,34 @@ def cosignature_verify(body: str, signature: NoteSignature, key: VerifierKey) ->
         raise NoteError(f"the cosignature by {key.name} carries no valid timestamp")
     key.verify(_cosigned_message(body, timestamp), signature.signature[8:])
     return timestamp
+
+
+@dataclass(frozen=True)
+class CheckedCheckpoint:
+    body: CheckpointBody
+    cosigned: dict[str, int]  # each cosigning witness's key text → its timestamp
+
+
+def checkpoint_checked(
+    text: str, log_keys: list[bytes], witnesses: list[VerifierKey]
+) -> CheckedCheckpoint:
+    """A checkpoint signed by one of the log's Ed25519 keys (raw public keys, named by its
+    origin), with the timestamp of each of `witnesses`' cosignatures on it. A signature by one of
+    these keys that does not verify is an error, as is a checkpoint none of the log's keys signed:
+    what a reader who pinned the keys (the verifier, the local MCP server) accepts."""
+    note = note_parse(text)
+    body = checkpoint_body_parse(note.body)
+    signed = False
+    for public in log_keys:
+        key = verifier_key(body.origin, ED25519, public)
+        if note.signed_by(key) is not None:
+            note_signature_verify(note, key)
+            signed = True
+    if not signed:
+        raise NoteError(f"the checkpoint carries no signature by a pinned key for {body.origin}")
+    cosigned = {}
+    for witness in witnesses:
+        signature = note.signed_by(witness)
+        if signature is not None:
+            cosigned[witness.text] = cosignature_verify(note.body, signature, witness)
+    return CheckedCheckpoint(body, cosigned)

@@ -5,6 +5,7 @@
 #     "a2a-sdk~=1.3.0",
 #     "cryptography>=47",
 #     "httpx>=0.28.1,<1",
+#     "orjson>=3.10",
 #     "pycryptodome>=3.20",
 #     "rfc8785~=0.1.4",
 # ]
@@ -36,23 +37,19 @@ Environment:
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
 import hashlib
-import ipaddress
 import json
 import logging
-import math
 import os
 import re
 import secrets
 import sys
 import urllib.parse
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -76,12 +73,7 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from Crypto.Protocol.SecretSharing import Shamir
-from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from mcp import types
@@ -96,6 +88,29 @@ from pydantic import (
     WithJsonSchema,
     create_model,
 )
+
+from core.canonical import canonical_digest, canonical_json
+from core.json_input import ints_from_doubles
+from core.privacy import screen
+from ledger.keyper_seal import (
+    Keyper,
+    b64u,
+    b64u_decode,
+    ciphertext_digest,
+    release_claims,
+    release_verify,
+    seal,
+)
+from ledger.merkle import inclusion_verify, leaf_hash
+from ledger.pins import card_trust, keypers_differ, pins_completed
+from ledger.signed_note import (
+    COSIGNATURE_V1,
+    NoteError,
+    VerifierKey,
+    checkpoint_checked,
+    verifier_key_parse,
+)
+from tasks.report_checks import report_texts, source_in_task_issues
 
 # The server this file talks to when CAIRN_URL is not set. The site serving this file writes
 # its own URL here.
@@ -138,27 +153,6 @@ class ToolRefusal(Exception):
             if isinstance(issue, dict)
         ]
         return cls(error["code"], str(error.get("message", "")), issues)
-
-
-# ---------------------------------------------------------------------------------------------
-# Canonical digests (RFC 8785): what the person approves is what the server checks.
-# ---------------------------------------------------------------------------------------------
-
-
-def canonical_digest(value: Any) -> str:
-    return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
-
-
-def plain_json(value: Any) -> Any:
-    """Undo protobuf's number model (every number in a Struct is a double): integral doubles
-    become ints again, so views and digests are the JSON the server wrote."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: plain_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [plain_json(item) for item in value]
-    return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,28 +333,12 @@ def report_issues(report: dict[str, Any], view: dict[str, Any]) -> tuple[str, li
         return "task_closed", [
             {"path": "", "code": "task_closed", "message": LOCAL_REFUSALS["task_closed"]}
         ]
-    sources = set(view.get("sources") or [])
-    issues = [
-        {
-            "path": f"source_urls[{index}]",
-            "code": "source_not_in_task",
-            "message": "is not one of the task's sources",
-        }
-        for index, url in enumerate(report["source_urls"])
-        if url not in sources
-    ]
+    sources = view.get("sources") or []
+    issues = [issue.as_dict() for issue in source_in_task_issues(report["source_urls"], sources)]
     if issues:
         return "source_not_in_task", issues
-    issues = screen(report_texts(report))
+    issues = [issue.as_dict() for issue in screen(report_texts(report))]
     return ("private_content", issues) if issues else ("", [])
-
-
-def report_texts(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """Every free text of a report, with its path, for the privacy screen."""
-    texts = [("summary", report["summary"])]
-    for name in ("conditions", "attempts", "limitations"):
-        texts += [(f"{name}[{i}]", item) for i, item in enumerate(report[name])]
-    return texts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -650,7 +628,7 @@ VIEW_FIELDS = (
 
 def view_of(task: Task) -> dict[str, Any]:
     """The public view (SPEC §3.2) from an A2A Task: `metadata.cairn` plus the evaluation artifact."""
-    data = plain_json(MessageToDict(task))
+    data = ints_from_doubles(MessageToDict(task))
     public = data.get("metadata", {}).get("cairn", {})
     view = {name: public.get(name) for name in VIEW_FIELDS}
     view["evaluation"] = None
@@ -690,7 +668,7 @@ async def send(
         return events[0].task
     if kind == "message":
         parts = [
-            plain_json(MessageToDict(part.data))
+            ints_from_doubles(MessageToDict(part.data))
             for part in events[0].message.parts
             if part.HasField("data")
         ]
@@ -701,577 +679,11 @@ async def send(
 
 
 # ---------------------------------------------------------------------------------------------
-# Keyper sealing (SPEC §15.8): a copy of the site's ledger/keyper_seal.py
-# ---------------------------------------------------------------------------------------------
-# A test holds this copy to the site's module, input for input.
-
-SEALED_SCHEMA = "cairn.task.contribution.sealed/0.1"
-SCHEME = "cairn.seal/1"
-SUITE = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.AES_128_GCM)
-KEY_BYTES = 16
-NONCE_BYTES = 12
-
-
-class SealError(Exception):
-    """A seal that does not open: a wrong key or share, or bytes changed since sealing."""
-
-
-def b64u(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def b64u_decode(text: str) -> bytes:
-    """Strict: only the URL-safe alphabet, no padding, and the canonical last character."""
-    if not isinstance(text, str) or "=" in text:
-        raise ValueError("not base64url without padding")
-    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if b64u(data) != text:
-        raise ValueError("not base64url without padding")
-    return data
-
-
-def ciphertext_digest(ciphertext: bytes) -> str:
-    return "sha256:" + hashlib.sha256(ciphertext).hexdigest()
-
-
-def commitment_of(report_digest: str, salt: str) -> str:
-    """§15.2's commitment of a report digest and its salt."""
-    return canonical_digest({"report_digest": report_digest, "salt": salt})
-
-
-def report_aad(*, site: str, task_id: str, deadline: str, commitment: str) -> bytes:
-    return rfc8785.dumps(
-        {"site": site, "task_id": task_id, "deadline": deadline, "commitment": commitment}
-    )
-
-
-@dataclass(frozen=True)
-class ShareContext:
-    """Everything a share is bound to but its keyper and index: the `info` of each share."""
-
-    site: str
-    task_id: str
-    task_entry: int
-    deadline: str
-    commitment: str
-    ciphertext_digest: str
-    threshold: int
-
-    def info(self, *, keyper: str, index: int) -> bytes:
-        return rfc8785.dumps(
-            {
-                "scheme": SCHEME,
-                "site": self.site,
-                "task_id": self.task_id,
-                "task_entry": self.task_entry,
-                "deadline": self.deadline,
-                "commitment": self.commitment,
-                "ciphertext_digest": self.ciphertext_digest,
-                "keyper": keyper,
-                "index": index,
-                "threshold": self.threshold,
-            }
-        )
-
-
-@dataclass(frozen=True)
-class Keyper:
-    """A keyper as a site lists it: its witness name, HPKE key (base64url of the raw X25519
-    public key) and URL."""
-
-    name: str
-    hpke_key: str
-    url: str
-
-    def public_key(self) -> X25519PublicKey:
-        return X25519PublicKey.from_public_bytes(b64u_decode(self.hpke_key))
-
-
-def seal(
-    report: dict[str, Any],
-    *,
-    site: str,
-    task_id: str,
-    task_entry: int,
-    deadline: str,
-    keypers: list[Keyper],
-    threshold: int,
-    salt: str | None = None,
-) -> dict[str, Any]:
-    """The `cairn.task.contribution.sealed/0.1` payload of `report` (the report without its
-    approval), approval included. The salt is the contributor's: given, so the contributor keeps
-    it to dispute a void, or made here; it travels only inside the ciphertext until the keypers
-    release the key."""
-    salt = b64u(secrets.token_bytes(32)) if salt is None else salt
-    commitment = commitment_of(canonical_digest(report), salt)
-    key = secrets.token_bytes(KEY_BYTES)
-    nonce = secrets.token_bytes(NONCE_BYTES)
-    aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)
-    plaintext = rfc8785.dumps({"report": report, "salt": salt})
-    ciphertext = nonce + AESGCM(key).encrypt(nonce, plaintext, aad)
-    context = ShareContext(
-        site=site,
-        task_id=task_id,
-        task_entry=task_entry,
-        deadline=deadline,
-        commitment=commitment,
-        ciphertext_digest=ciphertext_digest(ciphertext),
-        threshold=threshold,
-    )
-    shares = []
-    for (index, share), keyper in zip(
-        Shamir.split(threshold, len(keypers), key), keypers, strict=True
-    ):
-        info = context.info(keyper=keyper.name, index=index)
-        sealed_share = SUITE.encrypt(share, keyper.public_key(), info=info)
-        shares.append({"keyper": keyper.name, "index": index, "sealed_share": b64u(sealed_share)})
-    return {
-        "schema": SEALED_SCHEMA,
-        "task_entry": task_entry,
-        "commitment": commitment,
-        "ciphertext": b64u(ciphertext),
-        "shares": shares,
-        "approval": {"public_output": True, "scope": "this_contribution", "commitment": commitment},
-    }
-
-
-# GF(2^128) as pycryptodome's Shamir writes its elements: bit i is x^i's coefficient, modulo
-# x^128 + x^7 + x^2 + x + 1.
-_GF_MODULUS = (1 << 128) | 0x87
-
-
-def _gf_mul(a: int, b: int) -> int:
-    product = 0
-    while b:
-        if b & 1:
-            product ^= a
-        b >>= 1
-        a <<= 1
-        if a >> 128:
-            a ^= _GF_MODULUS
-    return product
-
-
-def _gf_inverse(a: int) -> int:
-    """Extended Euclid over GF(2)[x]: u = g1·a and v = g2·a modulo the field's polynomial."""
-    u, v, g1, g2 = a, _GF_MODULUS, 1, 0
-    while u != 1:
-        shift = u.bit_length() - v.bit_length()
-        if shift < 0:
-            u, v, g1, g2, shift = v, u, g2, g1, -shift
-        u ^= v << shift
-        g1 ^= g2 << shift
-    return g1
-
-
-@lru_cache(maxsize=256)
-def _lagrange_at_zero(indices: tuple[int, ...]) -> tuple[int, ...]:
-    """Each share's weight in the secret, for shares of these indices: the same for every key a
-    set of keypers released, so computed once (its field inversions are most of a combine)."""
-    weights = []
-    for j, x_j in enumerate(indices):
-        numerator = denominator = 1
-        for m, x_m in enumerate(indices):
-            if m != j:
-                numerator = _gf_mul(numerator, x_m)
-                denominator = _gf_mul(denominator, x_j ^ x_m)
-        weights.append(_gf_mul(numerator, _gf_inverse(denominator)))
-    return tuple(weights)
-
-
-def shamir_combine(shares: list[tuple[int, bytes]]) -> bytes:
-    """pycryptodome's `Shamir.combine(shares)` (its default, `ssss=False`), the same secret from
-    the same shares, without its pure-Python field inversion on every call."""
-    if any(len(share) != KEY_BYTES for _, share in shares):
-        raise ValueError(f"a share is {KEY_BYTES} bytes")
-    weights = _lagrange_at_zero(tuple(index for index, _ in shares))
-    secret = 0
-    for (_, share), weight in zip(shares, weights, strict=True):
-        secret ^= _gf_mul(int.from_bytes(share, "big"), weight)
-    return secret.to_bytes(KEY_BYTES, "big")
-
-
-def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
-    """The key from the released shares (index, share). Any `threshold` of them give it; every
-    other released share must lie on the same polynomial, or SealError (`inconsistent_shares`)."""
-    if len({index for index, _ in shares}) != len(shares):
-        raise SealError("two released shares have the same index")
-    if len(shares) < threshold:
-        raise SealError(f"{len(shares)} shares released, {threshold} needed")
-    key = shamir_combine(shares[:threshold])
-    # k - 1 of the first shares and one more define a polynomial with the key's value at 0 only
-    # when that share lies on the first k's polynomial.
-    for extra in shares[threshold:]:
-        if shamir_combine([*shares[: threshold - 1], extra]) != key:
-            raise SealError("the released shares do not agree on one key")
-    return key
-
-
-def _json_as_the_site_reads_it(data: bytes) -> Any:
-    """JSON as the site's reader (orjson) takes it: UTF-8 without a byte order mark, no NaN or
-    infinity, no lone surrogate, and an integer beyond 64 bits read as a float."""
-
-    def refused(text: str) -> Any:
-        raise ValueError(f"{text} is not JSON")
-
-    def number(text: str) -> float:
-        value = float(text)
-        if math.isinf(value):
-            raise ValueError("a number too large for a double")
-        return value
-
-    def integer(text: str) -> int | float:
-        value = int(text)
-        return value if -(2**63) <= value < 2**64 else number(text)
-
-    value = json.loads(
-        data.decode("utf-8"), parse_constant=refused, parse_float=number, parse_int=integer
-    )
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            item.encode("utf-8")  # a lone surrogate raises
-        elif isinstance(item, list):
-            pending.extend(item)
-        elif isinstance(item, dict):
-            pending.extend(item)
-            pending.extend(item.values())
-    return value
-
-
-def report_open(
-    ciphertext: bytes, key: bytes, *, site: str, task_id: str, deadline: str, commitment: str
-) -> tuple[dict[str, Any], str]:
-    """The report and salt sealed in `ciphertext`; SealError when it does not open, or opens to
-    anything but `{"report": {...}, "salt": "..."}` whose commitment is the one logged."""
-    if len(ciphertext) < NONCE_BYTES + 16:
-        raise SealError("the ciphertext is too short to hold a nonce and a tag")
-    aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)
-    try:
-        plaintext = AESGCM(key).decrypt(ciphertext[:NONCE_BYTES], ciphertext[NONCE_BYTES:], aad)
-    except InvalidTag:
-        raise SealError("the ciphertext does not open with the released key") from None
-    try:
-        opened = _json_as_the_site_reads_it(plaintext)
-    except (ValueError, RecursionError):  # UnicodeError and JSONDecodeError are ValueErrors
-        raise SealError("the ciphertext opens to something that is not JSON") from None
-    if (
-        not isinstance(opened, dict)
-        or set(opened) != {"report", "salt"}
-        or not isinstance(opened["report"], dict)
-        or not isinstance(opened["salt"], str)
-    ):
-        raise SealError('the ciphertext does not open to {"report": {...}, "salt": "..."}')
-    report, salt = opened["report"], opened["salt"]
-    try:
-        opened_commitment = commitment_of(canonical_digest(report), salt)
-    except ValueError:  # JCS writes no integer beyond 2^53: such a report has no digest
-        raise SealError("the opened report cannot be written as canonical JSON") from None
-    if opened_commitment != commitment:
-        raise SealError("the opened report and salt do not match the logged commitment")
-    return report, salt
-
-
-def release_claims(
-    *,
-    keyper: str,
-    site: str,
-    task_id: str,
-    contribution_id: str,
-    index: int,
-    share: str,
-    released_at: str,
-) -> dict[str, Any]:
-    """What a keyper's release signature covers."""
-    return {
-        "keyper": keyper,
-        "site": site,
-        "task_id": task_id,
-        "contribution_id": contribution_id,
-        "index": index,
-        "share": share,
-        "released_at": released_at,
-    }
-
-
-def release_verify(claims: dict[str, Any], signature: str, public: Ed25519PublicKey) -> bool:
-    try:
-        public.verify(b64u_decode(signature), rfc8785.dumps(claims))
-    except (InvalidSignature, ValueError):
-        return False
-    return True
-
-
-# ---------------------------------------------------------------------------------------------
-# The privacy screen (SPEC §5): a copy of the site's core/privacy.py
-# ---------------------------------------------------------------------------------------------
-# A test holds this copy to the site's screen, text for text.
-
-# E-mail addresses
-
-_EMAIL = re.compile(
-    r"""
-      \b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@]*@      # a URL's userinfo is judged as a private URL
-    | \bgit@[a-z0-9.-]+:                          # an SSH remote such as git@github.com:owner/repo
-    | (?P<address>
-        (?<![\w.%+-])[a-z0-9][a-z0-9._%+-]*
-        @(?:[a-z0-9-]+\.)+[a-z]{2,}(?![\w-])
-      )
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
-
-
-def _has_email(text: str) -> bool:
-    """Userinfo and SSH remotes are consumed first so that only stand-alone addresses count."""
-    return any(match["address"] for match in _EMAIL.finditer(text))
-
-
-# Credentials
-
-_SECRET_ASSIGNMENT = re.compile(
-    r"""
-    (?<![a-z0-9])                       # DB_PASSWORD and client_secret, not mypassword
-    (?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key
-      |access[_-]?token|auth[_-]?token|private[_-]?key)
-    ["']?\s*
-    (?:=|:(?=\s*["']))                  # a bare colon is usually prose ("password: optional")
-    \s*["']?
-    (?!                                 # placeholders and code, not a literal secret:
-        (?:none|null|nil|undefined|true|false)\b
-      | [<{$%*.]                        # <your key>, ${VAR}, %(pw)s, ****, ...
-      | your | x{3,}
-      | [\w.]*[(\[]                     # getpass(), os.environ["KEY"]
-      | \w+\.\w                         # settings.API_KEY
-      | \w*(?:password|passwd|pass|secret|key|token)s?\b # password=password, api_key=API_KEY
-    )
-    [^\s"'`,;&)\]}=]{3,}
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
-
-# Private URLs
-
-_PRIVATE_HOST_NAME = r"(?:localhost|(?:[a-z0-9-]+\.)+(?:localhost|local|internal|lan))"
-
-# `threading.local` and `com.example.internal` are code, so a bare name only counts with a port.
-_PRIVATE_HOST = re.compile(
-    rf"""
-      ://(?:[^\s/?#@]*@)?{_PRIVATE_HOST_NAME}(?![\w-]|\.[\w-])
-    | (?<![\w.-]){_PRIVATE_HOST_NAME}:\d{{2,5}}\b
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
-
-_IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w]|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:.])", re.IGNORECASE)
-
-# Spelled out rather than `is_private`, which also covers the documentation ranges
-# (192.0.2.0/24, 2001:db8::/32) that examples are supposed to use.
-_PRIVATE_NETWORKS = tuple(
-    ipaddress.ip_network(network)
-    for network in (
-        "127.0.0.0/8",
-        "10.0.0.0/8",
-        "172.16.0.0/12",
-        "192.168.0.0/16",
-        "169.254.0.0/16",
-        "::1/128",
-        "fe80::/10",
-        "fc00::/7",
-    )
-)
-
-
-def _has_private_ip(text: str) -> bool:
-    """Candidates are parsed, so times (12:00:01), MAC addresses and `std::` never count."""
-    for match in (*_IPV4.finditer(text), *_IPV6.finditer(text)):
-        try:
-            address = ipaddress.ip_address(match[0])
-        except ValueError:
-            continue
-        if any(address in network for network in _PRIVATE_NETWORKS):
-            return True
-    return False
-
-
-_URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
-_SIGNATURE_PARAMETER = re.compile(
-    r"[?&](?:x-amz-signature|x-goog-signature|signature|sig|token|access_token)=[^\s&#]",
-    re.IGNORECASE,
-)
-
-
-def _has_signed_url(text: str) -> bool:
-    """Prose may name these parameters freely; only inside a URL do they carry a live signature."""
-    return any(_SIGNATURE_PARAMETER.search(url[0]) for url in _URL.finditer(text))
-
-
-# Raw logs
-
-_STACK_FRAME = re.compile(
-    r"""
-      ^[ \t]+at[ ]\S.*?:\d+(?::\d+)?\)?[ \t]*$    # JS/Java: "    at foo (file.js:10:5)"
-    | ^[ \t]*File[ ]"[^"\n]+",[ ]line[ ]\d+      # Python: '  File "x.py", line 3, in f'
-    """,
-    re.MULTILINE | re.VERBOSE,
-)
-
-_LOG_TIMESTAMP = re.compile(r"\s*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2})")
-
-
-def _has_stack_trace(text: str) -> bool:
-    """One frame-like line can be prose ("at the deadline"); two or more are a pasted trace."""
-    return sum(1 for _ in _STACK_FRAME.finditer(text)) >= 2
-
-
-def _has_timestamped_run(text: str) -> bool:
-    """A single timestamp is a fact; three lines in a row each opening with one are a log."""
-    run = 0
-    for line in text.splitlines():
-        run = run + 1 if _LOG_TIMESTAMP.match(line) else 0
-        if run >= 3:
-            return True
-    return False
-
-
-# The table
-
-
-@dataclass(frozen=True)
-class _Detector:
-    """`kind` is one of SPEC §5's five; a field gets one issue per kind, however many detectors
-    of that kind fire (a bearer JWT is one credential, a private IP in a URL one private URL)."""
-
-    kind: str
-    message: str
-    found: Callable[[str], object]
-
-
-def _pattern(regex: str, flags: int = 0) -> Callable[[str], object]:
-    return re.compile(regex, flags).search
-
-
-_EMAIL_KIND = "e-mail"
-_CREDENTIAL = "credential"
-_PRIVATE_URL = "private URL"
-_LOCAL_PATH = "local path"
-_RAW_LOG = "raw log"
-
-_DETECTORS = (
-    _Detector(_EMAIL_KIND, "looks like an e-mail address", _has_email),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a Cairn token)",
-        _pattern(r"\bcairn_(?=[A-Za-z0-9_-]{0,42}[A-Z0-9])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a PEM private key)",
-        _pattern(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a JSON Web Token)",
-        _pattern(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (an AWS access key)",
-        _pattern(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a GitHub token)",
-        _pattern(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a Slack token)",
-        _pattern(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a secret API key)",
-        _pattern(r"(?<![\w-])sk-[A-Za-z0-9_-]{20,}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a Google API key)",
-        _pattern(r"\bAIza[A-Za-z0-9_-]{35}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a bearer token)",
-        _pattern(r"\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{20,}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a password or secret with its value)",
-        _SECRET_ASSIGNMENT.search,
-    ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a local or internal host)",
-        _PRIVATE_HOST.search,
-    ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a loopback, private or link-local IP address)",
-        _has_private_ip,
-    ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a URL carrying a user name and password)",
-        _pattern(r"\b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@:]*:[^\s/?#@]+@", re.IGNORECASE),
-    ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a URL to a local file)",
-        _pattern(r"(?<![\w.+-])file:/", re.IGNORECASE),
-    ),
-    _Detector(_PRIVATE_URL, "looks like a private URL (a signed URL)", _has_signed_url),
-    _Detector(
-        _LOCAL_PATH,
-        "looks like a local file path (inside a home directory)",
-        _pattern(
-            r"(?<![\w.~/-])(?:/home/[\w.-]|/Users/[\w.-]|/root/)"
-            r"|\b(?i:[a-z]:[\\/]+users[\\/])"
-            r"|(?<![\w~/\\])~/(?=[A-Za-z._])"
-        ),
-    ),
-    _Detector(
-        _RAW_LOG,
-        "looks like a raw log (a Python traceback)",
-        _pattern(r"Traceback \(most recent call last\)"),
-    ),
-    _Detector(_RAW_LOG, "looks like a raw log (a stack trace)", _has_stack_trace),
-    _Detector(_RAW_LOG, "looks like a raw log (timestamped log lines)", _has_timestamped_run),
-)
-
-
-def screen_text(path: str, text: str) -> list[dict[str, str]]:
-    """One issue per kind found, naming the kind but never the text, which is the private part."""
-    issues: list[dict[str, str]] = []
-    kinds_found: set[str] = set()
-    for detector in _DETECTORS:
-        if detector.kind not in kinds_found and detector.found(text):
-            kinds_found.add(detector.kind)
-            issues.append({"path": path, "code": "private_content", "message": detector.message})
-    return issues
-
-
-def screen(fields: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
-    """A refusal lists every problem at once (SPEC §6), so no field stops the screen early."""
-    return [issue for path, text in fields for issue in screen_text(path, text)]
-
-
-# ---------------------------------------------------------------------------------------------
 # Whom to trust for the log, and the check before sealing: the task's entry and deadline under a
-# checkpoint a quorum of witnesses cosigned. A copy of what cairn_verify.py checks, with its pins
-# (CAIRN_HOME/verify/<host>/: the site keys, the witnesses, the keypers and their threshold), so
-# both trust the same parties: pinned on first use, or from `cairn_verify.py --witnesses FILE`.
+# checkpoint a quorum of witnesses cosigned, as cairn_verify.py checks it (ledger/signed_note.py),
+# with its pins (CAIRN_HOME/verify/<host>/: the site keys, the witnesses, the keypers and their
+# threshold; ledger/pins.py), so both trust the same parties: pinned on first use, or from
+# `cairn_verify.py --witnesses FILE`.
 # ---------------------------------------------------------------------------------------------
 
 VERIFIABLE_EXTENSION = "urn:cairn:verifiable:v1"
@@ -1282,64 +694,12 @@ def _untrusted(message: str) -> ToolRefusal:
     return ToolRefusal("log_unverified", f"nothing was sent: {message}")
 
 
-def leaf_hash(entry: bytes) -> bytes:
-    return hashlib.sha256(b"\x00" + entry).digest()
-
-
-def node_hash(left: bytes, right: bytes) -> bytes:
-    return hashlib.sha256(b"\x01" + left + right).digest()
-
-
-def root_from_inclusion(index: int, size: int, leaf: bytes, path: list[bytes]) -> bytes:
-    """RFC 9162 §2.1.3.2: the root the audit path leads to."""
-    if index >= size:
-        raise _untrusted(f"leaf index {index} is outside a tree of size {size}")
-    fn, sn, result = index, size - 1, leaf
-    for sibling in path:
-        if sn == 0:
-            raise _untrusted("the inclusion proof is longer than the tree is deep")
-        if fn & 1 or fn == sn:
-            result = node_hash(sibling, result)
-            while not (fn & 1 or fn == 0):
-                fn, sn = fn >> 1, sn >> 1
-        else:
-            result = node_hash(result, sibling)
-        fn, sn = fn >> 1, sn >> 1
-    if sn != 0:
-        raise _untrusted("the inclusion proof is shorter than the tree is deep")
-    return result
-
-
-def _b64(text: str) -> bytes:
+def witness_key(text: str) -> VerifierKey:
+    """A pinned witness's C2SP `tlog-cosignature` verifier key."""
     try:
-        return base64.b64decode(text, validate=True)
-    except binascii.Error:
-        raise _untrusted(f"{text[:20]!r}... is not base64") from None
-
-
-def _key_id(name: str, kind: int, public: bytes) -> bytes:
-    return hashlib.sha256(name.encode() + b"\n" + bytes([kind]) + public).digest()[:4]
-
-
-@dataclass(frozen=True)
-class WitnessKey:
-    """A C2SP `tlog-cosignature` verifier key: `<name>+<key ID hex>+<base64(0x04 ‖ key)>`."""
-
-    text: str
-    name: str
-    key_id: bytes
-    public: bytes
-
-    @classmethod
-    def parsed(cls, text: str) -> WitnessKey:
-        parts = text.strip().split("+", 2)
-        if len(parts) != 3:
-            raise _untrusted(f"{text!r} is not a witness verifier key")
-        raw = _b64(parts[2])
-        key_id = _key_id(parts[0], 0x04, raw[1:])
-        if len(raw) != 33 or raw[0] != 0x04 or key_id.hex() != parts[1].lower():
-            raise _untrusted(f"the key of witness {parts[0]} is not a cosignature/v1 key")
-        return cls(text.strip(), parts[0], key_id, raw[1:])
+        return verifier_key_parse(text, type=COSIGNATURE_V1)
+    except NoteError as error:
+        raise _untrusted(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -1348,14 +708,14 @@ class Trust:
     keypers and threshold; `sealing` whether the site's card lists keypers now."""
 
     site_keys: list[bytes]
-    witnesses: list[WitnessKey]
+    witnesses: list[VerifierKey]
     quorum: int
     witness_urls: dict[str, str]
     keypers: list[Keyper]
     threshold: int
     sealing: bool
 
-    def witness_named(self, name: str) -> WitnessKey | None:
+    def witness_named(self, name: str) -> VerifierKey | None:
         return next((w for w in self.witnesses if w.name == name), None)
 
 
@@ -1370,38 +730,12 @@ class Checkpoint:
 def checkpoint_verified(text: str, trust: Trust) -> Checkpoint:
     """A checkpoint signed by a pinned site key, with the pinned witnesses' cosignatures that
     verify counted; a pinned key's signature that does not verify is refused."""
-    body, separator, rest = text.partition("\n\n")
-    lines = body.split("\n")
-    if not separator or len(lines) < 3 or not lines[1].isdigit():
-        raise _untrusted("the checkpoint is not a signed note")
-    origin, size, root = lines[0], int(lines[1]), _b64(lines[2])
-    signed, cosigners = False, set()
-    message = (body + "\n").encode()
-    for line in rest.splitlines():
-        dash, _, named = line.partition(" ")
-        name, _, stamp = named.partition(" ")
-        if dash != "\u2014" or not stamp:
-            continue
-        raw = _b64(stamp)
-        for public in trust.site_keys:
-            if name == origin and raw[:4] == _key_id(name, 0x01, public):
-                _verified(public, raw[4:], message, f"the checkpoint's signature by {name}")
-                signed = True
-        witness = trust.witness_named(name)
-        if witness is not None and raw[:4] == witness.key_id and len(raw) == 4 + 72:
-            cosigned = b"cosignature/v1\ntime %d\n" % int.from_bytes(raw[4:12], "big") + message
-            _verified(witness.public, raw[12:], cosigned, f"the cosignature by {name}")
-            cosigners.add(name)
-    if not signed:
-        raise _untrusted(f"the checkpoint carries no signature by a pinned key for {origin}")
-    return Checkpoint(origin, size, root, len(cosigners))
-
-
-def _verified(public: bytes, signature: bytes, message: bytes, what: str) -> None:
     try:
-        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
-    except InvalidSignature:
-        raise _untrusted(f"{what} does not verify") from None
+        checked = checkpoint_checked(text, trust.site_keys, trust.witnesses)
+    except NoteError as error:
+        raise _untrusted(str(error)) from None
+    body = checked.body
+    return Checkpoint(body.origin, body.tree_size, body.root, len(checked.cosigned))
 
 
 async def _get_json(http: httpx.AsyncClient, url: str) -> Any:
@@ -1409,22 +743,6 @@ async def _get_json(http: httpx.AsyncClient, url: str) -> Any:
     if response.status_code != 200:
         raise _untrusted(f"{url} answered HTTP {response.status_code}")
     return response.json()
-
-
-def _card_trust(params: dict[str, Any]) -> dict[str, Any]:
-    """What the card's verifiable extension names, in the form cairn_verify.py pins it."""
-    witnesses = params.get("witnesses", [])
-    keypers = [
-        {"name": k["name"], "hpke_key": k["hpke_key"], "url": k["url"]}
-        for k in params.get("keypers", [])
-    ]
-    return {
-        "keys": [w["key"] for w in witnesses],
-        "quorum": int(params.get("witness_quorum", len(witnesses))),
-        "urls": {w["name"]: w["url"] for w in witnesses},
-        "keypers": keypers,
-        "keyper_threshold": int(params.get("keyper_threshold", 0)) if keypers else 0,
-    }
 
 
 async def card_params(config: Config, http: httpx.AsyncClient) -> dict[str, Any]:
@@ -1441,28 +759,18 @@ async def trust_pinned(config: Config, http: httpx.AsyncClient) -> Trust:
     lists others, or another threshold, is refused: sealing to them would trust parties nobody
     pinned."""
     home = config.home / "verify" / urllib.parse.urlsplit(config.cairn_url).netloc.replace(":", "_")
-    card = _card_trust(await card_params(config, http))
+    card = card_trust(await card_params(config, http))
     jwks_file, pins_file = home / "jwks.json", home / "witnesses.json"
     jwks = _read_json(jwks_file)
     if jwks is None:
         jwks = await _get_json(http, f"{config.cairn_url}/.well-known/jwks.json")
         _pin(jwks_file, jwks)
-    pinned = _read_json(pins_file) or dict(card)
-    before = dict(pinned) if pins_file.exists() else None
-    names = {key.split("+", 1)[0] for key in pinned["keys"]}
-    pinned["urls"] = {
-        **{n: u for n, u in card["urls"].items() if n in names},
-        **pinned.get("urls", {}),
-    }
-    if not pinned.get("keypers") and card["keypers"]:
-        pinned["keypers"], pinned["keyper_threshold"] = card["keypers"], card["keyper_threshold"]
-    pinned.setdefault("keypers", [])
-    pinned.setdefault("keyper_threshold", 0)
+    stored = _read_json(pins_file) or dict(card)
+    before = dict(stored) if pins_file.exists() else None
+    pinned, _ = pins_completed(stored, card)
     if pinned != before:
         _pin(pins_file, pinned)
-    ours = [(k["name"], k["hpke_key"]) for k in pinned["keypers"]]
-    theirs = [(k["name"], k["hpke_key"]) for k in card["keypers"]]
-    if theirs and (ours != theirs or pinned["keyper_threshold"] != card["keyper_threshold"]):
+    if keypers_differ(pinned, card):
         raise ToolRefusal(
             "keypers_changed",
             f"the site's card lists other keypers or another threshold than pinned in {pins_file}: "
@@ -1475,12 +783,12 @@ async def trust_pinned(config: Config, http: httpx.AsyncClient) -> Trust:
             for key in jwks.get("keys", [])
             if key.get("kty") == "OKP" and key.get("crv") == "Ed25519"
         ],
-        witnesses=[WitnessKey.parsed(key) for key in pinned["keys"]],
+        witnesses=[witness_key(key) for key in pinned["keys"]],
         quorum=int(pinned["quorum"]),
         witness_urls=pinned["urls"],
         keypers=[Keyper(**keyper) for keyper in pinned["keypers"]],
         threshold=int(pinned["keyper_threshold"]),
-        sealing=bool(theirs),
+        sealing=bool(card["keypers"]),
     )
 
 
@@ -1533,13 +841,13 @@ async def task_entry_witnessed(
             f"the checkpoint served as witnessed carries {checkpoint.cosigned} of the "
             f"{trust.quorum} cosignatures the pinned witnesses must give"
         )
-    leaf = leaf_hash(rfc8785.dumps(entry))
+    leaf = leaf_hash(canonical_json(entry))
     proof = await _get_json(
         http,
         f"{config.cairn_url}/api/log/proof/inclusion?leaf_hash={leaf.hex()}&tree_size={checkpoint.size}",
     )
     path = [bytes.fromhex(h) for h in proof["hashes"]]
-    if root_from_inclusion(proof["index"], checkpoint.size, leaf, path) != checkpoint.root:
+    if not inclusion_verify(proof["index"], checkpoint.size, leaf, path, checkpoint.root):
         raise _untrusted("the task's entry is not proven under the witnessed checkpoint")
     return checkpoint, int(proof["index"])
 
@@ -1703,7 +1011,7 @@ async def _release_ask(
         ("task_entry", kept["task_entry"]["entry"]),
         ("contribution_entry", contribution_entry),
     ):
-        text = rfc8785.dumps(entry)
+        text = canonical_json(entry)
         proof = await _get_json(
             http,
             f"{kept['cairn_url']}/api/log/proof/inclusion?leaf_hash={leaf_hash(text).hex()}"
@@ -1741,7 +1049,7 @@ async def _release_ask(
         share=str(release["share"]),
         released_at=str(release["released_at"]),
     )
-    public = Ed25519PublicKey.from_public_bytes(WitnessKey.parsed(keyper["witness_key"]).public)
+    public = Ed25519PublicKey.from_public_bytes(witness_key(keyper["witness_key"]).public)
     if answer.get("keyper") != keyper["name"] or not release_verify(
         claims, str(release["signature"]), public
     ):
@@ -1946,7 +1254,7 @@ async def tool_contribute(config: Config, args: ContributeArguments) -> dict[str
 
 
 def _receipt_of(task: Task) -> dict[str, Any] | None:
-    receipt = plain_json(MessageToDict(task.metadata)).get("cairn", {}).get("contribution")
+    receipt = ints_from_doubles(MessageToDict(task.metadata)).get("cairn", {}).get("contribution")
     return receipt if isinstance(receipt, dict) else None
 
 

@@ -1,8 +1,10 @@
-"""The local MCP server as this site serves it: `mcp/cairn_mcp.py` with the site's URL and the
-server's own schemas written in, so its previews check what the server's models check (SPEC §10).
+"""The local MCP server as this site serves it: `mcp/cairn_mcp.py` built into one file with the
+site's own modules (`core.amalgam`), with the site's URL and the server's own schemas written in,
+so its previews check what the server's models check (SPEC §10).
 
-The file in the repository holds the same schemas, so it runs as it is; `manage.py
-write_local_mcp` writes them there after a model changes, and a test fails until it has."""
+The source in the repository holds the same schemas, so a build from it with the standard library
+alone gives the served bytes but for the URL line; `manage.py write_local_mcp` writes them there
+after a model changes, and a test fails until it has."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 
+from core.amalgam import amalgamated
 from core.payloads import HIDDEN_CLASS
 from core.policy import A2A_TASK_STATES, MCP_TASK_STATUSES, cairn_version
 from core.scripts import script_for_site
@@ -69,6 +72,14 @@ def server_values() -> dict[str, str]:
     }
 
 
+@cache
+def local_server_built() -> str:
+    """The one file, as `python3 -m core.amalgam mcp/cairn_mcp.py` builds it."""
+    return amalgamated(LOCAL_SERVER)
+
+
 def repository_source() -> str:
-    """The repository's file as it should read: the server's schemas, the development default."""
-    return script_for_site(LOCAL_SERVER, REPOSITORY_URL, server_values())
+    """The repository's source as it should read: the server's schemas, the development default."""
+    return script_for_site(
+        LOCAL_SERVER.read_text(encoding="utf-8"), REPOSITORY_URL, server_values()
+    )

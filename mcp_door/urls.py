@@ -7,4 +7,5 @@ from mcp_door import views
 
 urlpatterns = [
     path("mcp/cairn_mcp.py", views.local_server_file, name="mcp-local-server"),
+    path("mcp/requirements.txt", views.local_server_requirements, name="mcp-local-requirements"),
 ]

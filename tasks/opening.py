@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -27,7 +26,8 @@ from ledger.entries import MAX_MERGE_DELAY
 from ledger.keyper_seal import SealError, b64u_decode, key_combine, report_open
 from tasks.models import Task
 from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
-from tasks.rules import contribution_texts, source_in_task_issues
+from tasks.report_checks import source_in_task_issues
+from tasks.rules import contribution_texts
 
 # The two codes only an opening gives; the others are the refusal codes of §6.
 KEYS_UNAVAILABLE = "keys_unavailable"
@@ -171,7 +171,7 @@ def _inconsistent(
         except (SealError, ValueError):
             continue
         try:
-            refuse_if(privacy.screen(_texts_anywhere(report)))
+            refuse_if(privacy.screen(privacy.texts_anywhere(report)))
         except Refusal as refusal:
             return Void(str(refusal.code), refusal.message)
     return Void(INCONSISTENT_SHARES, f"the released shares do not give one key: {reason}")
@@ -198,7 +198,7 @@ def report_rules_void(report: dict[str, Any], task: Task) -> Void | None:
     if void is None or void.code == ErrorCode.PRIVATE_CONTENT:
         return void
     try:
-        refuse_if(privacy.screen(_texts_anywhere(report)))
+        refuse_if(privacy.screen(privacy.texts_anywhere(report)))
     except Refusal as refusal:
         return Void(str(refusal.code), refusal.message)
     return void
@@ -224,21 +224,6 @@ def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:
     except Refusal as refusal:
         return Void(str(refusal.code), refusal.message)
     return None
-
-
-def _texts_anywhere(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """Every string in a JSON value, with its JSON path. A key is named by the path of its object,
-    which it may not be safe to echo; it is screened before anything under it, so no issue's path
-    names a key that the screen would refuse."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, member in value.items():
-            yield path, key
-            yield from _texts_anywhere(member, f"{path}.{key}" if path else key)
-    elif isinstance(value, list):
-        for index, member in enumerate(value):
-            yield from _texts_anywhere(member, f"{path}[{index}]")
 
 
 def sealed_item(

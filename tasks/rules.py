@@ -19,6 +19,7 @@ from tasks.payloads import (
     SealedApproval,
     SealedContributionPayload,
 )
+from tasks.report_checks import report_texts
 
 
 def _approval_issues(
@@ -173,19 +174,6 @@ def source_issues(sources: list[str]) -> list[Issue]:
     return issues
 
 
-def source_in_task_issues(source_urls: list[str], task_sources: list[str]) -> list[Issue]:
-    allowed = set(task_sources)
-    return [
-        Issue(
-            f"source_urls[{index}]",
-            ErrorCode.SOURCE_NOT_IN_TASK,
-            "is not one of the task's sources",
-        )
-        for index, url in enumerate(source_urls)
-        if url not in allowed
-    ]
-
-
 def deadline_issues(deadline_text: str, *, now: datetime) -> list[Issue]:
     deadline = parse_instant(deadline_text)
     earliest = now + timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MIN_S)
@@ -216,7 +204,4 @@ def open_task_texts(payload: OpenTaskPayload) -> list[tuple[str, str]]:
 
 
 def contribution_texts(payload: ContributionPayload) -> list[tuple[str, str]]:
-    texts = [("summary", payload.summary)]
-    for name in ("conditions", "attempts", "limitations"):
-        texts += [(f"{name}[{i}]", item) for i, item in enumerate(getattr(payload, name))]
-    return texts
+    return report_texts(dict(payload))

@@ -39,6 +39,7 @@ from tasks.payloads import (
     SealedContributionPayload,
 )
 from tasks.rendered import RENDERED_FIELDS, task_render
+from tasks.report_checks import source_in_task_issues
 from tasks.rules import (
     contribution_approval_issues,
     contribution_texts,
@@ -47,7 +48,6 @@ from tasks.rules import (
     open_task_approval_issues,
     open_task_texts,
     sealed_approval_issues,
-    source_in_task_issues,
     source_issues,
     task_entry_issues,
 )

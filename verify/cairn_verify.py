@@ -1,6 +1,6 @@
 # /// script
 # requires-python = ">=3.11"
-# dependencies = ["cryptography>=47", "joserfc>=1.0", "pycryptodome>=3.20", "rfc8785>=0.1.4"]
+# dependencies = ["cryptography>=47", "joserfc>=1.0", "orjson>=3.10", "pycryptodome>=3.20", "rfc8785>=0.1.4"]
 # ///
 """Check a Cairn site offline, trusting only the site key, witnesses and keypers pinned on first use (SPEC §15.5, §15.8).
 
@@ -39,21 +39,20 @@ MCP keeps them in CAIRN_HOME/sealed/<contribution id>.json), is the report.json 
 
 Exit status: 0 only when everything checks (for `dispute`: the evaluation counts the contribution
 with this report, or its void is right); 1 when something does not check or cannot be checked, each
-failure saying what does not match; 3 (`dispute` only) when the output is proof of a wrongful void,
-an omission or an alteration, printed with the signed receipt as its evidence.
+failure saying what does not match (a log that went back in time first, as a ROLLBACK with both
+signed notes); 3 (`dispute` only) when the output is proof of a wrongful void, an omission or an
+alteration, printed with the signed receipt as its evidence; 75 when nothing failed but an entry is
+not yet witnessed while its merge delay (60 s) still runs: run again after the time printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
-import binascii
 import contextlib
 import hashlib
-import ipaddress
 import itertools
 import json
-import math
 import os
 import re
 import secrets
@@ -67,20 +66,40 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-import rfc8785
-from Crypto.Protocol.SecretSharing import Shamir
-from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
 from joserfc import jws
 from joserfc.errors import JoseError, SecurityWarning
 from joserfc.jwk import KeySet, KeySetSerialization
+
+from core.canonical import canonical_digest, canonical_json
+from core.privacy import screen, texts_anywhere
+from ledger.keyper_seal import (
+    KEY_BYTES,
+    Keyper,
+    SealError,
+    b64u,
+    b64u_decode,
+    ciphertext_digest,
+    commitment_of,
+    key_combine,
+    release_claims,
+    release_verify,
+    report_open,
+    seal,
+)
+from ledger.merkle import consistency_verify, inclusion_verify, leaf_hash, node_hash
+from ledger.pins import card_trust, keypers_differ, pins_completed
+from ledger.signed_note import (
+    COSIGNATURE_V1,
+    NoteError,
+    VerifierKey,
+    checkpoint_checked,
+    verifier_key_parse,
+)
+from tasks.report_checks import report_texts, source_in_task_issues
 
 DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"
 MAX_MERGE_DELAY = timedelta(seconds=60)
@@ -106,80 +125,49 @@ NO_WITNESSES = (
 )
 # `dispute`'s exit status when its output proves the site wrong (1 is any other failure).
 PROOF = 3
+# The exit status when nothing failed but an entry checked is still within its merge delay and not
+# yet witnessed (sysexits' EX_TEMPFAIL: run again later).
+NOT_YET = 75
 
 
 class Failed(Exception):
     """A check that does not hold; its message says what does not match."""
 
 
+class RolledBack(Failed):
+    """Two checkpoints signed by the site where the later does not extend the earlier: the site's
+    log went back in time, which explains every entry-by-entry failure that would follow."""
+
+    def __init__(self, earlier: Checkpoint, later: Checkpoint, why: str) -> None:
+        notes = "\n".join(
+            f"      {line}"
+            for checkpoint in (earlier, later)
+            for line in [*checkpoint.text.rstrip("\n").split("\n"), ""]
+        )
+        super().__init__(
+            f"ROLLBACK: the site signed a tree of {earlier.size} entries, then a tree of "
+            f"{later.size} entries that does not extend it ({why}). Its log went back in time; "
+            f"both signed notes follow, the earlier first:\n{notes.rstrip()}"
+        )
+
+
 # --- RFC 9162 §2.1 -----------------------------------------------------------------------------
-
-
-def leaf_hash(entry: bytes) -> bytes:
-    return hashlib.sha256(b"\x00" + entry).digest()
-
-
-def node_hash(left: bytes, right: bytes) -> bytes:
-    return hashlib.sha256(b"\x01" + left + right).digest()
-
-
-def root_from_inclusion(index: int, size: int, leaf: bytes, path: list[bytes]) -> bytes:
-    """RFC 9162 §2.1.3.2: the root the audit path leads to, or Failed when it is malformed."""
-    if index >= size:
-        raise Failed(f"leaf index {index} is outside a tree of size {size}")
-    fn, sn, result = index, size - 1, leaf
-    for sibling in path:
-        if sn == 0:
-            raise Failed("the inclusion proof is longer than the tree is deep")
-        if fn & 1 or fn == sn:
-            result = node_hash(sibling, result)
-            while not (fn & 1 or fn == 0):
-                fn, sn = fn >> 1, sn >> 1
-        else:
-            result = node_hash(result, sibling)
-        fn, sn = fn >> 1, sn >> 1
-    if sn != 0:
-        raise Failed("the inclusion proof is shorter than the tree is deep")
-    return result
 
 
 def check_consistency(
     first: int, second: int, first_root: bytes, second_root: bytes, path: list[bytes]
 ) -> None:
-    """RFC 9162 §2.1.4.2: the tree of `second` leaves extends the tree of `first` unchanged."""
-    if first == second:
-        if path or first_root != second_root:
-            raise Failed(f"two different roots for the same tree size {first}")
+    """RFC 9162 §2.1.4.2 as the site checks it, each failure named for what it means here."""
+    if consistency_verify(first, second, first_root, second_root, path):
         return
     if first > second:
         raise Failed(f"the log shrank from {first} to {second} entries")
-    if first == 0:
-        if first_root != hashlib.sha256(b"").digest():
-            raise Failed("the empty tree seen before had a root other than the empty hash")
-        return
-    if not path:
-        raise Failed("the consistency proof is empty")
-    if first & (first - 1) == 0:
-        path = [first_root, *path]
-    fn, sn = first - 1, second - 1
-    while fn & 1:
-        fn, sn = fn >> 1, sn >> 1
-    fr = sr = path[0]
-    for c in path[1:]:
-        if sn == 0:
-            raise Failed("the consistency proof is longer than the tree is deep")
-        if fn & 1 or fn == sn:
-            fr, sr = node_hash(c, fr), node_hash(c, sr)
-            while not (fn & 1 or fn == 0):
-                fn, sn = fn >> 1, sn >> 1
-        else:
-            sr = node_hash(sr, c)
-        fn, sn = fn >> 1, sn >> 1
-    if sn != 0 or fr != first_root or sr != second_root:
-        raise Failed(
-            f"the tree of {second} entries does not extend the tree of {first} entries seen "
-            "before: the log rewrote its history"
-        )
+    if first == second:
+        raise Failed(f"two different roots for the same tree size {first}")
+    raise Failed(
+        f"the tree of {second} entries does not extend the tree of {first} entries seen "
+        "before: the log rewrote its history"
+    )
 
 
 @dataclass
@@ -217,38 +205,12 @@ class CompactRange:
 # --- Signed notes: checkpoints and witness cosignatures (C2SP) ---------------------------------
 
 
-def canonical_digest(value: Any) -> str:
-    return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
-
-
-def b64(text: str) -> bytes:
+def witness_key(text: str) -> VerifierKey:
+    """A pinned witness's C2SP `tlog-cosignature` verifier key."""
     try:
-        return base64.b64decode(text, validate=True)
-    except binascii.Error:
-        raise Failed(f"{text[:20]!r}... is not base64") from None
-
-
-@dataclass(frozen=True)
-class WitnessKey:
-    """A C2SP `tlog-cosignature` verifier key: `<name>+<key ID hex>+<base64(0x04 ‖ key)>`."""
-
-    text: str
-    name: str
-    key_id: bytes
-    public: bytes
-
-    @classmethod
-    def parsed(cls, text: str) -> WitnessKey:
-        parts = text.strip().split("+", 2)
-        if len(parts) != 3:
-            raise Failed(f"{text!r} is not a witness verifier key")
-        raw = b64(parts[2])
-        if len(raw) != 33 or raw[0] != 0x04:
-            raise Failed(f"the key of witness {parts[0]} is not a cosignature/v1 Ed25519 key")
-        key_id = hashlib.sha256(parts[0].encode() + b"\n" + raw[:1] + raw[1:]).digest()[:4]
-        if key_id.hex() != parts[1].lower():
-            raise Failed(f"the key of witness {parts[0]} names the wrong key ID")
-        return cls(text.strip(), parts[0], key_id, raw[1:])
+        return verifier_key_parse(text, type=COSIGNATURE_V1)
+    except NoteError as error:
+        raise Failed(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -263,582 +225,6 @@ class Checkpoint:
         """The quorum-th earliest cosignature time: when a quorum had seen this tree (§15.4)."""
         times = sorted(self.cosigned.values())
         return times[quorum - 1] if 0 < quorum <= len(times) else None
-
-
-def _signature_lines(text: str) -> tuple[str, list[tuple[str, bytes]]]:
-    body, separator, rest = text.partition("\n\n")
-    if not separator or len(body.split("\n")) < 3:
-        raise Failed("the checkpoint is not a signed note")
-    lines = []
-    for line in rest.splitlines():
-        dash, _, named = line.partition(" ")
-        name, _, stamp = named.partition(" ")
-        if dash == "\u2014" and name and stamp:
-            lines.append((name, b64(stamp)))
-    return body + "\n", lines
-
-
-# --- Keyper sealing (SPEC §15.8): a copy of the site's ledger/keyper_seal.py ---------------------
-# A test holds this copy to the site's module, input for input.
-
-SEALED_SCHEMA = "cairn.task.contribution.sealed/0.1"
-SCHEME = "cairn.seal/1"
-SUITE = Suite(KEM.X25519, KDF.HKDF_SHA256, AEAD.AES_128_GCM)
-KEY_BYTES = 16
-NONCE_BYTES = 12
-
-
-class SealError(Exception):
-    """A seal that does not open: a wrong key or share, or bytes changed since sealing."""
-
-
-def b64u(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def b64u_decode(text: str) -> bytes:
-    """Strict: only the URL-safe alphabet, no padding, and the canonical last character."""
-    if not isinstance(text, str) or "=" in text:
-        raise ValueError("not base64url without padding")
-    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if b64u(data) != text:
-        raise ValueError("not base64url without padding")
-    return data
-
-
-def ciphertext_digest(ciphertext: bytes) -> str:
-    return "sha256:" + hashlib.sha256(ciphertext).hexdigest()
-
-
-def commitment_of(report_digest: str, salt: str) -> str:
-    """§15.2's commitment of a report digest and its salt."""
-    return canonical_digest({"report_digest": report_digest, "salt": salt})
-
-
-def report_aad(*, site: str, task_id: str, deadline: str, commitment: str) -> bytes:
-    return rfc8785.dumps(
-        {"site": site, "task_id": task_id, "deadline": deadline, "commitment": commitment}
-    )
-
-
-@dataclass(frozen=True)
-class ShareContext:
-    """Everything a share is bound to but its keyper and index: the `info` of each share."""
-
-    site: str
-    task_id: str
-    task_entry: int
-    deadline: str
-    commitment: str
-    ciphertext_digest: str
-    threshold: int
-
-    def info(self, *, keyper: str, index: int) -> bytes:
-        return rfc8785.dumps(
-            {
-                "scheme": SCHEME,
-                "site": self.site,
-                "task_id": self.task_id,
-                "task_entry": self.task_entry,
-                "deadline": self.deadline,
-                "commitment": self.commitment,
-                "ciphertext_digest": self.ciphertext_digest,
-                "keyper": keyper,
-                "index": index,
-                "threshold": self.threshold,
-            }
-        )
-
-
-@dataclass(frozen=True)
-class Keyper:
-    """A keyper as a site lists it: its witness name, HPKE key (base64url of the raw X25519
-    public key) and URL."""
-
-    name: str
-    hpke_key: str
-    url: str
-
-    def public_key(self) -> X25519PublicKey:
-        return X25519PublicKey.from_public_bytes(b64u_decode(self.hpke_key))
-
-
-def seal(
-    report: dict[str, Any],
-    *,
-    site: str,
-    task_id: str,
-    task_entry: int,
-    deadline: str,
-    keypers: list[Keyper],
-    threshold: int,
-    salt: str | None = None,
-) -> dict[str, Any]:
-    """The `cairn.task.contribution.sealed/0.1` payload of `report` (the report without its
-    approval), approval included. The salt is the contributor's: given, so the contributor keeps
-    it to dispute a void, or made here; it travels only inside the ciphertext until the keypers
-    release the key."""
-    salt = b64u(secrets.token_bytes(32)) if salt is None else salt
-    commitment = commitment_of(canonical_digest(report), salt)
-    key = secrets.token_bytes(KEY_BYTES)
-    nonce = secrets.token_bytes(NONCE_BYTES)
-    aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)
-    plaintext = rfc8785.dumps({"report": report, "salt": salt})
-    ciphertext = nonce + AESGCM(key).encrypt(nonce, plaintext, aad)
-    context = ShareContext(
-        site=site,
-        task_id=task_id,
-        task_entry=task_entry,
-        deadline=deadline,
-        commitment=commitment,
-        ciphertext_digest=ciphertext_digest(ciphertext),
-        threshold=threshold,
-    )
-    shares = []
-    for (index, share), keyper in zip(
-        Shamir.split(threshold, len(keypers), key), keypers, strict=True
-    ):
-        info = context.info(keyper=keyper.name, index=index)
-        sealed_share = SUITE.encrypt(share, keyper.public_key(), info=info)
-        shares.append({"keyper": keyper.name, "index": index, "sealed_share": b64u(sealed_share)})
-    return {
-        "schema": SEALED_SCHEMA,
-        "task_entry": task_entry,
-        "commitment": commitment,
-        "ciphertext": b64u(ciphertext),
-        "shares": shares,
-        "approval": {"public_output": True, "scope": "this_contribution", "commitment": commitment},
-    }
-
-
-# GF(2^128) as pycryptodome's Shamir writes its elements: bit i is x^i's coefficient, modulo
-# x^128 + x^7 + x^2 + x + 1.
-_GF_MODULUS = (1 << 128) | 0x87
-
-
-def _gf_mul(a: int, b: int) -> int:
-    product = 0
-    while b:
-        if b & 1:
-            product ^= a
-        b >>= 1
-        a <<= 1
-        if a >> 128:
-            a ^= _GF_MODULUS
-    return product
-
-
-def _gf_inverse(a: int) -> int:
-    """Extended Euclid over GF(2)[x]: u = g1·a and v = g2·a modulo the field's polynomial."""
-    u, v, g1, g2 = a, _GF_MODULUS, 1, 0
-    while u != 1:
-        shift = u.bit_length() - v.bit_length()
-        if shift < 0:
-            u, v, g1, g2, shift = v, u, g2, g1, -shift
-        u ^= v << shift
-        g1 ^= g2 << shift
-    return g1
-
-
-@lru_cache(maxsize=256)
-def _lagrange_at_zero(indices: tuple[int, ...]) -> tuple[int, ...]:
-    """Each share's weight in the secret, for shares of these indices: the same for every key a
-    set of keypers released, so computed once (its field inversions are most of a combine)."""
-    weights = []
-    for j, x_j in enumerate(indices):
-        numerator = denominator = 1
-        for m, x_m in enumerate(indices):
-            if m != j:
-                numerator = _gf_mul(numerator, x_m)
-                denominator = _gf_mul(denominator, x_j ^ x_m)
-        weights.append(_gf_mul(numerator, _gf_inverse(denominator)))
-    return tuple(weights)
-
-
-def shamir_combine(shares: list[tuple[int, bytes]]) -> bytes:
-    """pycryptodome's `Shamir.combine(shares)` (its default, `ssss=False`), the same secret from
-    the same shares, without its pure-Python field inversion on every call."""
-    if any(len(share) != KEY_BYTES for _, share in shares):
-        raise ValueError(f"a share is {KEY_BYTES} bytes")
-    weights = _lagrange_at_zero(tuple(index for index, _ in shares))
-    secret = 0
-    for (_, share), weight in zip(shares, weights, strict=True):
-        secret ^= _gf_mul(int.from_bytes(share, "big"), weight)
-    return secret.to_bytes(KEY_BYTES, "big")
-
-
-def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
-    """The key from the released shares (index, share). Any `threshold` of them give it; every
-    other released share must lie on the same polynomial, or SealError (`inconsistent_shares`)."""
-    if len({index for index, _ in shares}) != len(shares):
-        raise SealError("two released shares have the same index")
-    if len(shares) < threshold:
-        raise SealError(f"{len(shares)} shares released, {threshold} needed")
-    key = shamir_combine(shares[:threshold])
-    # k - 1 of the first shares and one more define a polynomial with the key's value at 0 only
-    # when that share lies on the first k's polynomial.
-    for extra in shares[threshold:]:
-        if shamir_combine([*shares[: threshold - 1], extra]) != key:
-            raise SealError("the released shares do not agree on one key")
-    return key
-
-
-def _json_as_the_site_reads_it(data: bytes) -> Any:
-    """JSON as the site's reader (orjson) takes it: UTF-8 without a byte order mark, no NaN or
-    infinity, no lone surrogate, and an integer beyond 64 bits read as a float."""
-
-    def refused(text: str) -> Any:
-        raise ValueError(f"{text} is not JSON")
-
-    def number(text: str) -> float:
-        value = float(text)
-        if math.isinf(value):
-            raise ValueError("a number too large for a double")
-        return value
-
-    def integer(text: str) -> int | float:
-        value = int(text)
-        return value if -(2**63) <= value < 2**64 else number(text)
-
-    value = json.loads(
-        data.decode("utf-8"), parse_constant=refused, parse_float=number, parse_int=integer
-    )
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            item.encode("utf-8")  # a lone surrogate raises
-        elif isinstance(item, list):
-            pending.extend(item)
-        elif isinstance(item, dict):
-            pending.extend(item)
-            pending.extend(item.values())
-    return value
-
-
-def report_open(
-    ciphertext: bytes, key: bytes, *, site: str, task_id: str, deadline: str, commitment: str
-) -> tuple[dict[str, Any], str]:
-    """The report and salt sealed in `ciphertext`; SealError when it does not open, or opens to
-    anything but `{"report": {...}, "salt": "..."}` whose commitment is the one logged."""
-    if len(ciphertext) < NONCE_BYTES + 16:
-        raise SealError("the ciphertext is too short to hold a nonce and a tag")
-    aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)
-    try:
-        plaintext = AESGCM(key).decrypt(ciphertext[:NONCE_BYTES], ciphertext[NONCE_BYTES:], aad)
-    except InvalidTag:
-        raise SealError("the ciphertext does not open with the released key") from None
-    try:
-        opened = _json_as_the_site_reads_it(plaintext)
-    except (ValueError, RecursionError):  # UnicodeError and JSONDecodeError are ValueErrors
-        raise SealError("the ciphertext opens to something that is not JSON") from None
-    if (
-        not isinstance(opened, dict)
-        or set(opened) != {"report", "salt"}
-        or not isinstance(opened["report"], dict)
-        or not isinstance(opened["salt"], str)
-    ):
-        raise SealError('the ciphertext does not open to {"report": {...}, "salt": "..."}')
-    report, salt = opened["report"], opened["salt"]
-    try:
-        opened_commitment = commitment_of(canonical_digest(report), salt)
-    except ValueError:  # JCS writes no integer beyond 2^53: such a report has no digest
-        raise SealError("the opened report cannot be written as canonical JSON") from None
-    if opened_commitment != commitment:
-        raise SealError("the opened report and salt do not match the logged commitment")
-    return report, salt
-
-
-def release_claims(
-    *,
-    keyper: str,
-    site: str,
-    task_id: str,
-    contribution_id: str,
-    index: int,
-    share: str,
-    released_at: str,
-) -> dict[str, Any]:
-    """What a keyper's release signature covers."""
-    return {
-        "keyper": keyper,
-        "site": site,
-        "task_id": task_id,
-        "contribution_id": contribution_id,
-        "index": index,
-        "share": share,
-        "released_at": released_at,
-    }
-
-
-def release_verify(claims: dict[str, Any], signature: str, public: Ed25519PublicKey) -> bool:
-    try:
-        public.verify(b64u_decode(signature), rfc8785.dumps(claims))
-    except (InvalidSignature, ValueError):
-        return False
-    return True
-
-
-# --- The privacy screen (SPEC §5): a copy of the site's core/privacy.py --------------------------
-# A test holds this copy to the site's screen, text for text.
-
-# E-mail addresses
-
-_EMAIL = re.compile(
-    r"""
-      \b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@]*@      # a URL's userinfo is judged as a private URL
-    | \bgit@[a-z0-9.-]+:                          # an SSH remote such as git@github.com:owner/repo
-    | (?P<address>
-        (?<![\w.%+-])[a-z0-9][a-z0-9._%+-]*
-        @(?:[a-z0-9-]+\.)+[a-z]{2,}(?![\w-])
-      )
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
-
-
-def _has_email(text: str) -> bool:
-    """Userinfo and SSH remotes are consumed first so that only stand-alone addresses count."""
-    return any(match["address"] for match in _EMAIL.finditer(text))
-
-
-# Credentials
-
-_SECRET_ASSIGNMENT = re.compile(
-    r"""
-    (?<![a-z0-9])                       # DB_PASSWORD and client_secret, not mypassword
-    (?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key
-      |access[_-]?token|auth[_-]?token|private[_-]?key)
-    ["']?\s*
-    (?:=|:(?=\s*["']))                  # a bare colon is usually prose ("password: optional")
-    \s*["']?
-    (?!                                 # placeholders and code, not a literal secret:
-        (?:none|null|nil|undefined|true|false)\b
-      | [<{$%*.]                        # <your key>, ${VAR}, %(pw)s, ****, ...
-      | your | x{3,}
-      | [\w.]*[(\[]                     # getpass(), os.environ["KEY"]
-      | \w+\.\w                         # settings.API_KEY
-      | \w*(?:password|passwd|pass|secret|key|token)s?\b # password=password, api_key=API_KEY
-    )
-    [^\s"'`,;&)\]}=]{3,}
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
-
-# Private URLs
-
-_PRIVATE_HOST_NAME = r"(?:localhost|(?:[a-z0-9-]+\.)+(?:localhost|local|internal|lan))"
-
-# `threading.local` and `com.example.internal` are code, so a bare name only counts with a port.
-_PRIVATE_HOST = re.compile(
-    rf"""
-      ://(?:[^\s/?#@]*@)?{_PRIVATE_HOST_NAME}(?![\w-]|\.[\w-])
-    | (?<![\w.-]){_PRIVATE_HOST_NAME}:\d{{2,5}}\b
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
-
-_IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w]|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:.])", re.IGNORECASE)
-
-# Spelled out rather than `is_private`, which also covers the documentation ranges
-# (192.0.2.0/24, 2001:db8::/32) that examples are supposed to use.
-_PRIVATE_NETWORKS = tuple(
-    ipaddress.ip_network(network)
-    for network in (
-        "127.0.0.0/8",
-        "10.0.0.0/8",
-        "172.16.0.0/12",
-        "192.168.0.0/16",
-        "169.254.0.0/16",
-        "::1/128",
-        "fe80::/10",
-        "fc00::/7",
-    )
-)
-
-
-def _has_private_ip(text: str) -> bool:
-    """Candidates are parsed, so times (12:00:01), MAC addresses and `std::` never count."""
-    for match in (*_IPV4.finditer(text), *_IPV6.finditer(text)):
-        try:
-            address = ipaddress.ip_address(match[0])
-        except ValueError:
-            continue
-        if any(address in network for network in _PRIVATE_NETWORKS):
-            return True
-    return False
-
-
-_URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
-_SIGNATURE_PARAMETER = re.compile(
-    r"[?&](?:x-amz-signature|x-goog-signature|signature|sig|token|access_token)=[^\s&#]",
-    re.IGNORECASE,
-)
-
-
-def _has_signed_url(text: str) -> bool:
-    """Prose may name these parameters freely; only inside a URL do they carry a live signature."""
-    return any(_SIGNATURE_PARAMETER.search(url[0]) for url in _URL.finditer(text))
-
-
-# Raw logs
-
-_STACK_FRAME = re.compile(
-    r"""
-      ^[ \t]+at[ ]\S.*?:\d+(?::\d+)?\)?[ \t]*$    # JS/Java: "    at foo (file.js:10:5)"
-    | ^[ \t]*File[ ]"[^"\n]+",[ ]line[ ]\d+      # Python: '  File "x.py", line 3, in f'
-    """,
-    re.MULTILINE | re.VERBOSE,
-)
-
-_LOG_TIMESTAMP = re.compile(r"\s*\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2})")
-
-
-def _has_stack_trace(text: str) -> bool:
-    """One frame-like line can be prose ("at the deadline"); two or more are a pasted trace."""
-    return sum(1 for _ in _STACK_FRAME.finditer(text)) >= 2
-
-
-def _has_timestamped_run(text: str) -> bool:
-    """A single timestamp is a fact; three lines in a row each opening with one are a log."""
-    run = 0
-    for line in text.splitlines():
-        run = run + 1 if _LOG_TIMESTAMP.match(line) else 0
-        if run >= 3:
-            return True
-    return False
-
-
-# The table
-
-
-@dataclass(frozen=True)
-class _Detector:
-    """`kind` is one of SPEC §5's five; a field gets one issue per kind, however many detectors
-    of that kind fire (a bearer JWT is one credential, a private IP in a URL one private URL)."""
-
-    kind: str
-    message: str
-    found: Callable[[str], object]
-
-
-def _pattern(regex: str, flags: int = 0) -> Callable[[str], object]:
-    return re.compile(regex, flags).search
-
-
-_EMAIL_KIND = "e-mail"
-_CREDENTIAL = "credential"
-_PRIVATE_URL = "private URL"
-_LOCAL_PATH = "local path"
-_RAW_LOG = "raw log"
-
-_DETECTORS = (
-    _Detector(_EMAIL_KIND, "looks like an e-mail address", _has_email),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a Cairn token)",
-        _pattern(r"\bcairn_(?=[A-Za-z0-9_-]{0,42}[A-Z0-9])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a PEM private key)",
-        _pattern(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a JSON Web Token)",
-        _pattern(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (an AWS access key)",
-        _pattern(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a GitHub token)",
-        _pattern(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a Slack token)",
-        _pattern(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a secret API key)",
-        _pattern(r"(?<![\w-])sk-[A-Za-z0-9_-]{20,}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a Google API key)",
-        _pattern(r"\bAIza[A-Za-z0-9_-]{35}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a bearer token)",
-        _pattern(r"\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{20,}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a password or secret with its value)",
-        _SECRET_ASSIGNMENT.search,
-    ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a local or internal host)",
-        _PRIVATE_HOST.search,
-    ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a loopback, private or link-local IP address)",
-        _has_private_ip,
-    ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a URL carrying a user name and password)",
-        _pattern(r"\b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@:]*:[^\s/?#@]+@", re.IGNORECASE),
-    ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a URL to a local file)",
-        _pattern(r"(?<![\w.+-])file:/", re.IGNORECASE),
-    ),
-    _Detector(_PRIVATE_URL, "looks like a private URL (a signed URL)", _has_signed_url),
-    _Detector(
-        _LOCAL_PATH,
-        "looks like a local file path (inside a home directory)",
-        _pattern(
-            r"(?<![\w.~/-])(?:/home/[\w.-]|/Users/[\w.-]|/root/)"
-            r"|\b(?i:[a-z]:[\\/]+users[\\/])"
-            r"|(?<![\w~/\\])~/(?=[A-Za-z._])"
-        ),
-    ),
-    _Detector(
-        _RAW_LOG,
-        "looks like a raw log (a Python traceback)",
-        _pattern(r"Traceback \(most recent call last\)"),
-    ),
-    _Detector(_RAW_LOG, "looks like a raw log (a stack trace)", _has_stack_trace),
-    _Detector(_RAW_LOG, "looks like a raw log (timestamped log lines)", _has_timestamped_run),
-)
-
-
-def screen_text(path: str, text: str) -> list[dict[str, str]]:
-    """One issue per kind found, naming the kind but never the text, which is the private part."""
-    issues: list[dict[str, str]] = []
-    kinds_found: set[str] = set()
-    for detector in _DETECTORS:
-        if detector.kind not in kinds_found and detector.found(text):
-            kinds_found.add(detector.kind)
-            issues.append({"path": path, "code": "private_content", "message": detector.message})
-    return issues
-
-
-def screen(fields: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
-    """A refusal lists every problem at once (SPEC §6), so no field stops the screen early."""
-    return [issue for path, text in fields for issue in screen_text(path, text)]
 
 
 # --- The rules a sealed report meets once opened (§4.1, §5, §15.8) ------------------------------
@@ -925,14 +311,6 @@ def report_shape_issues(report: Any) -> tuple[str, list[dict[str, str]]]:
     )
 
 
-def report_texts(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """Every free text of a report, with its path, for the privacy screen."""
-    texts = [("summary", report["summary"])]
-    for name in ("conditions", "attempts", "limitations"):
-        texts += [(f"{name}[{i}]", item) for i, item in enumerate(report[name])]
-    return texts
-
-
 def report_rules(report: Any, sources: list[str]) -> tuple[str, list[dict[str, str]]]:
     """The first rule the report breaks, in the site's order (shape, the task's sources, the
     privacy screen), with its issues; ("", []) when it breaks none. A report void for another
@@ -940,7 +318,7 @@ def report_rules(report: Any, sources: list[str]) -> tuple[str, list[dict[str, s
     fields too, makes it void as private_content instead, which publishes neither."""
     code, issues = _first_rule_broken(report, sources)
     if code and code != "private_content":
-        anywhere = screen(_texts_anywhere(report))
+        anywhere = [issue.as_dict() for issue in screen(texts_anywhere(report))]
         if anywhere:
             return "private_content", anywhere
     return code, issues
@@ -950,28 +328,11 @@ def _first_rule_broken(report: Any, sources: list[str]) -> tuple[str, list[dict[
     code, issues = report_shape_issues(report)
     if code:
         return code, issues
-    issues = [
-        _issue(f"source_urls[{index}]", "source_not_in_task", "is not one of the task's sources")
-        for index, url in enumerate(report["source_urls"])
-        if url not in sources
-    ]
+    issues = [issue.as_dict() for issue in source_in_task_issues(report["source_urls"], sources)]
     if issues:
         return "source_not_in_task", issues
-    issues = screen(report_texts(report))
+    issues = [issue.as_dict() for issue in screen(report_texts(report))]
     return ("private_content", issues) if issues else ("", [])
-
-
-def _texts_anywhere(value: Any, path: str = "") -> Iterable[tuple[str, str]]:
-    """Every string in a JSON value with its path, each key screened before what is under it."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, member in value.items():
-            yield path, key
-            yield from _texts_anywhere(member, f"{path}.{key}" if path else key)
-    elif isinstance(value, list):
-        for index, member in enumerate(value):
-            yield from _texts_anywhere(member, f"{path}[{index}]")
 
 
 # --- The site, and what this verifier pinned of it ---------------------------------------------
@@ -986,7 +347,7 @@ class Site:
         self._card: dict[str, Any] | None = None
         self.jwks = self._pinned_jwks()
         pinned = self._pinned_trust(witnesses_file)
-        self.witnesses = [WitnessKey.parsed(key) for key in pinned["keys"]]
+        self.witnesses = [witness_key(key) for key in pinned["keys"]]
         self.quorum = int(pinned["quorum"])
         if not 0 <= self.quorum <= len(self.witnesses) or (self.witnesses and self.quorum == 0):
             raise Failed(
@@ -1030,28 +391,12 @@ class Site:
                     self._card = extension.get("params", {})
         return self._card
 
-    def _card_trust(self) -> dict[str, Any]:
-        """What the card names, in the form it is pinned in."""
-        params = self.card_params()
-        witnesses = params.get("witnesses", [])
-        keypers = [
-            {"name": k["name"], "hpke_key": k["hpke_key"], "url": k["url"]}
-            for k in params.get("keypers", [])
-        ]
-        return {
-            "keys": [w["key"] for w in witnesses],
-            "quorum": int(params.get("witness_quorum", len(witnesses))),
-            "urls": {w["name"]: w["url"] for w in witnesses},
-            "keypers": keypers,
-            "keyper_threshold": int(params.get("keyper_threshold", 0)) if keypers else 0,
-        }
-
     def _pinned_trust(self, witnesses_file: str | None) -> dict[str, Any]:
         """The witnesses, their URLs, the keypers and the threshold pinned for this site: from the
         file given, else as pinned before, else the card's. Keypers are pinned the first time the
         card names any; after that a card naming others, or another threshold, fails."""
         pinned_file = self.home / "witnesses.json"
-        card = self._card_trust()
+        card = card_trust(self.card_params())
         if witnesses_file is not None:
             pinned = _witnesses_file(Path(witnesses_file))
             self._card_names_them(pinned, card)
@@ -1064,20 +409,12 @@ class Site:
                 "site's card"
             )
         before = dict(pinned)
-        names = {key.split("+", 1)[0] for key in pinned["keys"]}
-        pinned["urls"] = {
-            **{n: u for n, u in card["urls"].items() if n in names},
-            **pinned.get("urls", {}),
-        }
-        if not pinned.get("keypers") and card["keypers"]:
-            pinned["keypers"] = card["keypers"]
-            pinned["keyper_threshold"] = card["keyper_threshold"]
+        pinned, keypers_pinned_now = pins_completed(pinned, card)
+        if keypers_pinned_now:
             print(
                 f"pinned {len(card['keypers'])} keyper(s), threshold {card['keyper_threshold']}, "
                 "from the site's card"
             )
-        pinned.setdefault("keypers", [])
-        pinned.setdefault("keyper_threshold", 0)
         if pinned != before or witnesses_file is not None or not pinned_file.is_file():
             self._pin("witnesses.json", pinned)
         _same_keypers(pinned, card, pinned_file)
@@ -1112,7 +449,7 @@ class Site:
                 return index, keyper
         return None
 
-    def witness_named(self, name: str) -> WitnessKey | None:
+    def witness_named(self, name: str) -> VerifierKey | None:
         return next((witness for witness in self.witnesses if witness.name == name), None)
 
     def keyper_grace(self) -> tuple[int, bool]:
@@ -1125,7 +462,7 @@ class Site:
     def keypers_to_seal_to(self) -> tuple[list[Keyper], int]:
         """The pinned keypers and threshold, when the site takes sealed reports (its card lists
         keypers: the same, as checked when they were pinned)."""
-        if not self._card_trust()["keypers"]:
+        if not card_trust(self.card_params())["keypers"]:
             raise Failed("the site's card lists no keypers: it takes only the plain form")
         return self.keypers, self.keyper_threshold
 
@@ -1151,42 +488,29 @@ class Site:
         """A checkpoint whose site signature verifies with a pinned key, with the times of the
         pinned witnesses' cosignatures that verify. A pinned key's signature that fails is an
         error; a checkpoint without the site's signature is refused."""
-        body, signatures = _signature_lines(text)
-        origin, size_line, root_line = body.split("\n")[:3]
-        if not size_line.isdigit():
-            raise Failed("the checkpoint's tree size is not a number")
-        size, root = int(size_line), b64(root_line)
-        signed = False
-        for name, raw in signatures:
-            for public in self.ed25519_keys():
-                if name != origin or raw[:4] != _key_id(name, 0x01, public):
-                    continue
-                try:
-                    Ed25519PublicKey.from_public_bytes(public).verify(raw[4:], body.encode())
-                except InvalidSignature:
-                    raise Failed(f"the checkpoint's signature by {name} does not verify") from None
-                signed = True
-        if not signed:
-            raise Failed(f"the checkpoint carries no signature by a pinned key for {origin}")
-        cosigned = {}
-        for witness in self.witnesses:
-            for name, raw in signatures:
-                if name == witness.name and raw[:4] == witness.key_id:
-                    cosigned[witness.text] = _cosignature_time(witness, body, raw[4:])
-        return Checkpoint(text, origin, size, root, cosigned)
+        try:
+            checked = checkpoint_checked(text, self.ed25519_keys(), self.witnesses)
+        except NoteError as error:
+            raise Failed(str(error)) from None
+        body = checked.body
+        return Checkpoint(text, body.origin, body.tree_size, body.root, checked.cosigned)
 
     def quorate(self, checkpoint: Checkpoint) -> bool:
         return len(checkpoint.cosigned) >= self.quorum
 
     def consistent(self, old: Checkpoint, new: Checkpoint) -> None:
-        """`new` extends `old` (or is the same tree); Failed otherwise."""
+        """`new` extends `old` (or is the same tree); RolledBack when the proof shows it does not,
+        Failed when the site serves no proof."""
         path: list[bytes] = []
         if 0 < old.size < new.size:
             proof = self.get_json(
                 "/api/log/proof/consistency", {"first": old.size, "second": new.size}
             )
             path = [bytes.fromhex(h) for h in proof["hashes"]]
-        check_consistency(old.size, new.size, old.root, new.root, path)
+        try:
+            check_consistency(old.size, new.size, old.root, new.root, path)
+        except Failed as failure:
+            raise RolledBack(old, new, str(failure)) from None
 
     def trusted_checkpoint(self, report: Report) -> Checkpoint:
         """The latest checkpoint carrying the pinned quorum, checked against the one kept from
@@ -1195,6 +519,12 @@ class Site:
         if status != 200:
             raise Failed(f"the log has no checkpoint to check ({status})")
         latest = self.checkpoint(body.decode())
+        kept_file = self.home / "checkpoint"
+        kept = (
+            self.checkpoint(kept_file.read_text(encoding="utf-8")) if kept_file.is_file() else None
+        )
+        if kept is not None:
+            self.consistent(kept, latest)  # a rollback explains whatever fails after it
         trusted = latest
         if not self.witnesses:
             report.note(NO_WITNESSES)
@@ -1211,17 +541,15 @@ class Site:
             if quorate is None:
                 raise Failed("no checkpoint of the log carries the witness quorum yet")
             trusted = quorate
-        kept_file = self.home / "checkpoint"
-        if kept_file.is_file():
-            kept = self.checkpoint(kept_file.read_text(encoding="utf-8"))
+        if kept is not None:
             if kept.size > trusted.size:  # what was kept carried the quorum too
                 raise Failed(
-                    f"the log shrank from {kept.size} to {trusted.size} entries since the "
-                    "checkpoint kept before: it rewrote its history"
+                    f"the site serves as witnessed a tree of {trusted.size} entries, older than "
+                    f"the witnessed one of {kept.size} kept before"
                 )
             self.consistent(kept, trusted)
             print(f"ok    the log of {trusted.size} entries extends the {kept.size} kept before")
-        if not kept_file.is_file() or kept.size < trusted.size:
+        if kept is None or kept.size < trusted.size:
             self.home.mkdir(parents=True, exist_ok=True)
             kept_file.write_text(trusted.text, encoding="utf-8")
         self.trusted = trusted
@@ -1256,7 +584,7 @@ class Site:
 
     def included(self, entry: dict[str, Any], checkpoint: Checkpoint) -> int:
         """The entry's index once its inclusion under the checkpoint is proven; Failed otherwise."""
-        leaf = leaf_hash(rfc8785.dumps(entry))
+        leaf = leaf_hash(canonical_json(entry))
         status, body = self.get(
             "/api/log/proof/inclusion", {"leaf_hash": leaf.hex(), "tree_size": checkpoint.size}
         )
@@ -1268,7 +596,7 @@ class Site:
             raise Failed(f"the inclusion proof for {describe(entry)} answered {status}")
         proof = json.loads(body)
         path = [bytes.fromhex(h) for h in proof["hashes"]]
-        if root_from_inclusion(proof["index"], checkpoint.size, leaf, path) != checkpoint.root:
+        if not inclusion_verify(proof["index"], checkpoint.size, leaf, path, checkpoint.root):
             raise Failed(
                 f"the inclusion proof of {describe(entry)} does not lead to the signed root"
             )
@@ -1334,7 +662,7 @@ class Site:
             if not page:
                 raise Failed(f"/api/log/entries served nothing from entry {start}")
             for item in page:
-                yield item["index"], rfc8785.dumps(item["entry"])
+                yield item["index"], canonical_json(item["entry"])
             start = page[-1]["index"] + 1
 
     def keyper_checkpoint_size(self, name: str, origin: str) -> int:
@@ -1355,7 +683,7 @@ class Site:
     def entry_proof(self, index: int, entry: dict[str, Any], size: int) -> dict[str, Any]:
         """An entry as a release request carries it: its index, JCS text and audit path to the
         tree of `size` entries, which the site serves."""
-        text = rfc8785.dumps(entry)
+        text = canonical_json(entry)
         proof = self.get_json(
             "/api/log/proof/inclusion", {"leaf_hash": leaf_hash(text).hex(), "tree_size": size}
         )
@@ -1400,46 +728,30 @@ class Site:
         }
 
 
-def _key_id(name: str, kind: int, public: bytes) -> bytes:
-    return hashlib.sha256(name.encode() + b"\n" + bytes([kind]) + public).digest()[:4]
-
-
-def _cosignature_time(witness: WitnessKey, body: str, signature: bytes) -> int:
-    if len(signature) != 72:
-        raise Failed(f"the cosignature by {witness.name} is not a timestamped Ed25519 signature")
-    timestamp = int.from_bytes(signature[:8], "big")
-    message = f"cosignature/v1\ntime {timestamp}\n{body}".encode()
-    try:
-        Ed25519PublicKey.from_public_bytes(witness.public).verify(signature[8:], message)
-    except InvalidSignature:
-        raise Failed(f"the cosignature by witness {witness.name} does not verify") from None
-    return timestamp
-
-
 def http_get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=20) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-    except OSError as error:
-        raise Failed(f"cannot reach {url}: {error}") from None
+    return _http(urllib.request.Request(url))
 
 
 def http_post_json(url: str, body: Any) -> tuple[int, bytes]:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
+    return _http(
+        urllib.request.Request(
+            url,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
     )
+
+
+def _http(request: urllib.request.Request) -> tuple[int, bytes]:
+    """The status and body of any answer; Failed when nothing answers."""
     try:
         with urllib.request.urlopen(request, timeout=20) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
     except OSError as error:
-        raise Failed(f"cannot reach {url}: {error}") from None
+        raise Failed(f"cannot reach {request.full_url}: {error}") from None
 
 
 def _witnesses_file(path: Path) -> dict[str, Any]:
@@ -1478,15 +790,11 @@ def _witnesses_file(path: Path) -> dict[str, Any]:
 def _same_keypers(pinned: dict[str, Any], card: dict[str, Any], where: Path) -> None:
     """A card naming other keypers (by name and key, in their order) or another threshold than
     those pinned fails: sealing to them would trust parties nobody pinned."""
-    if not pinned["keypers"] or not card["keypers"]:
-        return
-    ours = [(k["name"], k["hpke_key"]) for k in pinned["keypers"]]
-    theirs = [(k["name"], k["hpke_key"]) for k in card["keypers"]]
-    if ours != theirs or pinned["keyper_threshold"] != card["keyper_threshold"]:
+    if keypers_differ(pinned, card):
         raise Failed(
             f"the site's card names other keypers or another threshold than pinned in {where} "
-            f"(the card: {', '.join(n for n, _ in theirs)}, threshold "
-            f"{card['keyper_threshold']}; pinned: {', '.join(n for n, _ in ours)}, threshold "
+            f"(the card: {', '.join(k['name'] for k in card['keypers'])}, threshold "
+            f"{card['keyper_threshold']}; pinned: {', '.join(k['name'] for k in pinned['keypers'])}, threshold "
             f"{pinned['keyper_threshold']}); if the site's operator confirms the change, remove "
             "that file to pin the card's"
         )
@@ -1654,7 +962,7 @@ def _instant_or_as_is(value: Any) -> Any:
 
 
 def _jcs_leaf(entry: Any) -> bytes:
-    return leaf_hash(rfc8785.dumps(entry))
+    return leaf_hash(canonical_json(entry))
 
 
 def _id_key(text: str) -> int | str:
@@ -1838,9 +1146,12 @@ def _evaluation_entry(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[str]:
+def evaluation_problems(
+    view: dict[str, Any], logged: dict[str, Any], waiting: Waiting | None = None
+) -> list[str]:
     """The task's public evaluation against its logged entries: the task entry, exactly the
-    logged contributions (ids, commitments, received_at, in log order), the evaluation entry."""
+    logged contributions (ids, commitments, received_at, in log order), the evaluation entry.
+    With `waiting`, an entry not logged yet whose merge delay still runs goes there instead."""
     problems = []
     if logged["entry"] != _task_entry(view):
         problems.append("the task's entry in the log differs from the task as published")
@@ -1862,15 +1173,19 @@ def evaluation_problems(view: dict[str, Any], logged: dict[str, Any]) -> list[st
                 f"the evaluation shows contribution {contribution_id} with another "
                 f"{' and '.join(fields)} than the log"
             )
-    for contribution_id in published_ids.keys() - logged_ids.keys():
-        problems.append(
-            f"the evaluation counts contribution {contribution_id}, which is not logged"
-        )
-    if not problems and published != in_log:
+    unlogged = [e for i, e in published_ids.items() if i not in logged_ids]
+    for entry in unlogged:
+        if waiting is None or not waiting.still(entry):
+            problems.append(
+                f"the evaluation counts contribution {entry['contribution_id']}, which is not "
+                "logged"
+            )
+    if not problems and not unlogged and published != in_log:
         problems.append("the evaluation lists its contributions in another order than received")
     expected = _evaluation_entry(view)
     if logged["evaluation"] is None:
-        problems.append("the task's evaluation entry is not in the log")
+        if waiting is None or not waiting.still(expected):
+            problems.append("the task's evaluation entry is not in the log")
     elif logged["evaluation"]["entry"] != expected:
         problems.append("the published evaluation differs from the one its log entry commits to")
     return problems
@@ -2198,14 +1513,36 @@ def sealed_checks(
 # --- The commands ------------------------------------------------------------------------------
 
 
+class Waiting:
+    """Entries not yet under a witnessed checkpoint whose maximum merge delay still runs: not a
+    failure yet (§15.5), but nothing to call verified either."""
+
+    def __init__(self) -> None:
+        self.until: datetime | None = None
+
+    def still(self, entry: dict[str, Any]) -> bool:
+        """Whether the entry's merge delay still runs; if so, it is said to be not yet witnessed."""
+        now = datetime.now(UTC)
+        due = (entry_time(entry) or now) + MAX_MERGE_DELAY
+        if due <= now:
+            return False
+        print(f"WAIT  {describe(entry)} is not yet witnessed; run again after {format_time(due)}")
+        self.until = max(self.until or due, due)
+        return True
+
+
 class Report:
     def __init__(self) -> None:
         self.failures = 0
         self.notes: set[str] = set()
+        self.waiting = Waiting()
 
     def check(self, what: str, run: Any) -> Any:
         try:
             result = run()
+        except RolledBack as rollback:
+            self.fail(str(rollback))
+            return None
         except Failed as failure:
             self.fail(f"{what}: {failure}")
             return None
@@ -2220,6 +1557,17 @@ class Report:
         if message not in self.notes:
             self.notes.add(message)
             print(f"NOTE  {message}")
+
+
+def first_check(report: Report, site: Site) -> Checkpoint | None:
+    """Every command's first check (§15.5), named for what it checks: without pinned witnesses
+    only the site's own signature and its consistency with the checkpoint kept before."""
+    what = (
+        "the latest witnessed checkpoint"
+        if site.witnesses
+        else "the site's signature on its latest checkpoint"
+    )
+    return cast(Checkpoint | None, report.check(what, lambda: site.trusted_checkpoint(report)))
 
 
 def rule_outcome(verdicts: list[str], min_independent: int) -> tuple[str, str | None]:
@@ -2290,12 +1638,10 @@ def command_task(site: Site, reference: str) -> int:
     report = Report()
     view = _load_task(site, reference)
     print(f"task {view['id']} on {site.url}")
+    trusted = first_check(report, site)
     _view_checks(report, view)
     if view["evaluation"] is None:
         print("      the task is open: its contributions stay sealed until its deadline")
-    trusted = report.check(
-        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-    )
     if trusted is None:
         return _finish(report)
     served = site.get_json(f"/api/log/tasks/{view['id']}")["entries"]
@@ -2303,11 +1649,8 @@ def command_task(site: Site, reference: str) -> int:
     for item in served:
         entry = item["entry"]
         if item["index"] >= trusted.size:
-            at = entry_time(entry)
-            if at is not None and at + MAX_MERGE_DELAY < datetime.now(UTC):
+            if not report.waiting.still(entry):
                 report.fail(f"{describe(entry)} is past the merge delay and not yet witnessed")
-            else:
-                report.note(f"{describe(entry)} is not yet under a witnessed checkpoint")
             continue
         index = report.check(
             f"{describe(entry)} is in the log", lambda e=entry: site.included(e, trusted)
@@ -2324,11 +1667,12 @@ def command_task(site: Site, reference: str) -> int:
             )
     logged = rules.logged(view["id"], applied)
     if logged is None:
-        report.fail("the task's entry is not in the log")
+        if not report.waiting.still(_task_entry(view)):
+            report.fail("the task's entry is not in the log")
     else:
-        for problem in evaluation_problems(view, logged):
+        for problem in evaluation_problems(view, logged, report.waiting):
             report.fail(problem)
-        if view["evaluation"] is not None and not report.failures:
+        if view["evaluation"] is not None and not report.failures and not report.waiting.until:
             print("ok    the evaluation lists exactly the contributions logged for the task")
         sealed_checks(report, site, view, logged)
     return _finish(report)
@@ -2342,15 +1686,13 @@ def command_receipt(site: Site, file: str) -> int:
 
     def signature() -> None:
         payload = site.jws_payload(receipt.get("signature", ""))
-        if payload != rfc8785.dumps(claims):
+        if payload != canonical_json(claims):
             raise Failed("the receipt's fields differ from what its signature covers")
 
     report.check("the receipt is signed by the site key", signature)
     if report.failures:
         return _finish(report)  # nothing else in an unsigned receipt can be trusted
-    trusted = report.check(
-        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-    )
+    trusted = first_check(report, site)
     keyper_sealed = claims.get("sealed") == "keypers"
     entry = {
         "type": CONTRIBUTION,
@@ -2363,9 +1705,8 @@ def command_receipt(site: Site, file: str) -> int:
         ),
         "received_at": claims["received_at"],
     }
-    due = instant(claims["received_at"]) + MAX_MERGE_DELAY
     if trusted is not None:
-        _receipt_in_log(report, site, receipt, entry, trusted, due)
+        _receipt_in_log(report, site, receipt, entry, trusted)
     view = site.get_json(f"/api/a2a-tasks/{claims['task_id']}")
     if view["evaluation"] is None:
         print("      the task is not evaluated yet: run this again after its deadline")
@@ -2434,7 +1775,6 @@ def _receipt_in_log(
     receipt: dict[str, Any],
     entry: dict[str, Any],
     trusted: Checkpoint,
-    due: datetime,
 ) -> None:
     try:
         index = site.included(entry, trusted)
@@ -2443,19 +1783,16 @@ def _receipt_in_log(
         logged = [
             i for i in served if i["entry"].get("contribution_id") == entry["contribution_id"]
         ]
-        report.failures += 1
         if logged and logged[0]["entry"] != entry:
             fields = [k for k in entry if logged[0]["entry"].get(k) != entry[k]]
+            report.failures += 1
             _evidence(
                 receipt,
                 "ALTERATION",
                 f"the log holds this contribution with another {' and '.join(fields)}",
             )
-        elif datetime.now(UTC) < due:
-            print(
-                f"FAIL  not witnessed yet: {failure} (the merge delay runs until {due:%H:%M:%S}Z)"
-            )
-        else:
+        elif not report.waiting.still(entry):
+            report.failures += 1
             _evidence(receipt, "OMISSION", f"{failure}, past the maximum merge delay")
         return
     print("ok    the contribution is in the log with the receipt's commitment and received_at")
@@ -2477,9 +1814,7 @@ def _evidence(receipt: dict[str, Any], kind: str, why: str) -> None:
 
 def command_log(site: Site, full: bool) -> int:
     report = Report()
-    trusted = report.check(
-        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-    )
+    trusted = first_check(report, site)
     if trusted is None:
         return _finish(report)
     print(
@@ -2508,9 +1843,7 @@ def command_monitor(site: Site) -> int:
     when everything checks, so a failure is reported again on every run until it is explained.
     Nothing read is trusted before the root: the evaluations are checked after it matches."""
     report = Report()
-    trusted = report.check(
-        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-    )
+    trusted = first_check(report, site)
     if trusted is None:
         return _finish(report)
     state_file = site.home / "monitor.json"
@@ -2534,7 +1867,7 @@ def command_monitor(site: Site) -> int:
             leaf = leaf_hash(raw)
             tree.append(leaf)
             entry = json.loads(raw)
-            canonical = rfc8785.dumps(entry)
+            canonical = canonical_json(entry)
             if canonical != raw:
                 report.fail(f"entry {index} is not in its canonical (JCS) form")
                 leaf = leaf_hash(canonical)
@@ -2548,7 +1881,11 @@ def command_monitor(site: Site) -> int:
     if tree.root() != trusted.root:
         report.fail("the entries served do not hash to the witnessed checkpoint's root")
         return _finish(report)
-    print(f"ok    {tree.size - start} new entries read, {tree.size} in all, root recomputed")
+    read = tree.size - start
+    print(
+        f"ok    {read} new {'entry' if read == 1 else 'entries'} read, {tree.size} in all, root "
+        "recomputed"
+    )
     for task_id in evaluated:
         _evaluation_monitored(report, site, rules, task_id)
     if not report.failures:
@@ -2621,9 +1958,7 @@ def command_seal(
             + "; ".join(f"{issue['path'] or 'the report'} {issue['message']}" for issue in issues)
         )
     print("ok    the report meets the rules the site applies when it opens it")
-    trusted = report.check(
-        "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-    )
+    trusted = first_check(report, site)
     if trusted is None:
         return _finish(report)
     task_entry = _task_entry(view)
@@ -2698,7 +2033,7 @@ def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
     print(f"dispute for contribution {claims.get('contribution_id')} on {site.url}")
 
     def signature() -> None:
-        if site.jws_payload(receipt.get("signature", "")) != rfc8785.dumps(claims):
+        if site.jws_payload(receipt.get("signature", "")) != canonical_json(claims):
             raise Failed("the receipt's fields differ from what its signature covers")
         if claims.get("sealed") != "keypers":
             raise Failed("it is the receipt of a plain contribution: `receipt` checks it")
@@ -2720,9 +2055,7 @@ def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
         report.check("the report and salt are those its commitment seals", sealed_under_it)
     trusted = None
     if not report.failures:
-        trusted = report.check(
-            "the latest witnessed checkpoint", lambda: site.trusted_checkpoint(report)
-        )
+        trusted = first_check(report, site)
     if trusted is None:
         return _finish(report)
     view = site.get_json(f"/api/a2a-tasks/{claims['task_id']}")
@@ -2879,8 +2212,17 @@ class Evidence:
 
 
 def _finish(report: Report) -> int:
-    print("verified" if not report.failures else f"NOT VERIFIED: {report.failures} check(s) failed")
-    return 0 if not report.failures else 1
+    if report.failures:
+        print(f"NOT VERIFIED: {report.failures} check(s) failed")
+        return 1
+    if report.waiting.until is not None:
+        print(
+            "NOT YET VERIFIED: nothing failed, but entries are still within their merge delay; "
+            f"run again after {format_time(report.waiting.until)}"
+        )
+        return NOT_YET
+    print("verified")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

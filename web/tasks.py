@@ -21,6 +21,7 @@ from core.caching import Shown, mark_shown
 from core.clock import format_instant
 from core.policy import AGENT_LINK_REL, TASK_MODES
 from core.site import site_url
+from ledger.verifier import verifier_packages
 from tasks.models import Task
 from tasks.opening import grace_end
 from tasks.public_reads import task_feed_page_shown, task_page_shown, task_shown
@@ -165,7 +166,7 @@ def _task_page(task: Task) -> dict[str, Any]:
     display = task_display(stored_view(task))
     if task.keys_pending and task.deadline <= timezone.now():
         display["awaiting_keys_until"] = instant(format_instant(grace_end(task)))
-    return {"task": display, "agent_rel": AGENT_LINK_REL}
+    return {"task": display, "agent_rel": AGENT_LINK_REL, "verifier_packages": verifier_packages()}
 
 
 def _atom_summary(view: dict[str, Any]) -> str:

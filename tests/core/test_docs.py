@@ -26,7 +26,7 @@ NOT_RUN = {
     "tests read keys made by the same openssl commands",
     ("docs/deployment.md", "return 301 https://$host$request_uri;"): "a plain-http redirect on "
     "port 80, which a test cannot bind without root; Cairn's own answers do not depend on it",
-    ("docs/mcp.md", '~/.cairn/venv/bin/pip install "mcp~=2.3.0"'): "installs the local MCP "
+    ("docs/mcp.md", '/mcp/requirements.txt"'): "installs the local MCP "
     "server's dependencies from the package index; the uv route beside it is run",
     ("docs/walkthrough.md", 'cairn_verify.py" seal'): "needs a site with keypers; "
     "tests/ledger/test_verifier_seal.py runs the verifier's seal against one",

@@ -14,6 +14,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 
 from ledger.services import log_sequence
@@ -390,20 +391,42 @@ def test_the_json_rpc_call_with_curl_runs_as_printed(live_url, poster, post_task
     assert [found["id"] for found in result["tasks"]] == [str(task.pk)]
 
 
-def test_the_independent_copy_of_the_verifier_differs_only_in_its_url(
+def test_a_verifier_built_from_the_repository_differs_from_the_served_one_only_in_its_url(
     live_url, poster, post_task, tmp_path
 ):
     post_task(poster)
     log_sequence()
-    block = doc_block("docs/verify.md", "| diff - verify/cairn_verify.py")
-    compare, run = block.splitlines()
-    env = {"CAIRN_URL": live_url, "CAIRN_HOME": str(tmp_path / "home")}
+    block = doc_block("docs/verify.md", "python3 -m core.amalgam verify/cairn_verify.py >")
+    build, compare, run = block.splitlines()
+    env = {"CAIRN_URL": live_url, "CAIRN_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
 
+    built = _bash(build, ROOT, **env)
     # diff exits 1 when the files differ, as they do in the one line the block names
     compared = _run(["bash", "-c", compare], cwd=ROOT, **env)
     monitor = _bash(run, ROOT, **env)
 
+    assert built.returncode == 0, built.stderr
     changed = [line for line in compared.stdout.splitlines() if line[:1] in "<>"]
     assert compared.returncode == 1 and len(changed) == 2, compared.stdout + compared.stderr
     assert all("DEFAULT_CAIRN_URL = " in line for line in changed), changed
     assert monitor.returncode == 0, monitor.stdout + monitor.stderr
+
+
+def test_the_local_server_built_from_the_repository_is_the_served_one_but_for_its_url(
+    live_url, tmp_path
+):
+    command = re.search(
+        r"`(python3 -m core\.amalgam mcp/cairn_mcp\.py)`", doc_text("docs/verify.md")
+    )
+    built = _run(command[1].split(), cwd=ROOT)
+    served = httpx.get(f"{live_url}/mcp/cairn_mcp.py", timeout=20).text
+
+    assert built.returncode == 0, built.stderr
+    differ = [
+        (mine, theirs)
+        for mine, theirs in zip(built.stdout.splitlines(), served.splitlines(), strict=True)
+        if mine != theirs
+    ]
+    assert differ == [
+        ('DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"', f'DEFAULT_CAIRN_URL = "{live_url}"')
+    ]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,11 +16,13 @@ from joserfc.errors import SecurityWarning
 from joserfc.jwk import KeySet
 
 from ledger.services import log_sequence
+from ledger.verifier import VERIFIER
 from tasks.evaluation import task_evaluate
 from tasks.models import Task
 from tests.factories import contribution_payload, contribution_report
 from tests.ledger.keyper_processes import keyper_site  # noqa: F401  (a fixture)
 from tests.ledger.witness_processes import witness_processes, witnessed  # noqa: F401  (fixtures)
+from tests.scripts import loaded_script
 
 
 def signed_payload(token: str, jwks: dict[str, Any]) -> dict[str, Any]:
@@ -45,12 +45,7 @@ def receipt_verified(receipt: dict[str, Any], http: httpx.Client) -> None:
 
 def load_verifier():
     """The offline verifier as a module, from the one file that is served."""
-    path = Path(__file__).resolve().parents[2] / "verify" / "cairn_verify.py"
-    spec = importlib.util.spec_from_file_location("cairn_verify", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["cairn_verify"] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
+    return next(loaded_script(VERIFIER, "cairn_verify"))
 
 
 @pytest.fixture

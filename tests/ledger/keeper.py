@@ -152,3 +152,14 @@ def history_rebuilt(leaves: list[str], *, checkpoints_kept: bool = False) -> Non
     Leaf.objects.bulk_create(rows)
     Node.objects.bulk_create(Node(level=k[0], index=k[1], hash=v) for k, v in nodes.items())
     checkpoint_publish(len(leaves))
+
+
+def log_rolled_back(size: int) -> None:
+    """The log as a database restored to an earlier moment holds it (an older backup, or an
+    asynchronous standby promoted while behind): its first `size` entries, their subtrees, and the
+    checkpoints of at most that many entries; everything signed after is gone from the site."""
+    Leaf.objects.filter(index__gte=size).delete()
+    Checkpoint.objects.filter(tree_size__gt=size).delete()
+    for node in Node.objects.all():
+        if (node.index + 1) << node.level > size:
+            node.delete()

@@ -253,7 +253,7 @@ def test_the_monitor_reads_the_state_an_earlier_monitor_saved_and_holds_the_log_
     state_file.write_text(json.dumps(_state_kept_entry_by_entry(entries[:3])))
     run = verify("monitor")
     assert run.returncode == 0, run.stdout
-    assert "1 new entries read, 4 in all" in run.stdout
+    assert "1 new entry read, 4 in all" in run.stdout
     assert "its evaluation matches its logged contributions" in run.stdout
     assert json.loads(state_file.read_text())["version"] == 2, "saved in the compact form"
     assert "0 new entries read, 4 in all" in verify("monitor").stdout

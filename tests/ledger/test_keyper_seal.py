@@ -4,9 +4,13 @@ disagrees, not a changed ciphertext."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
+import rfc8785
 from Crypto.Protocol.SecretSharing import Shamir
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from core.canonical import canonical_digest
 from ledger.keyper_seal import (
@@ -19,8 +23,10 @@ from ledger.keyper_seal import (
     commitment_of,
     key_combine,
     keyper_public,
+    report_aad,
     report_open,
     seal,
+    shamir_combine,
     share_open,
 )
 
@@ -162,3 +168,33 @@ def test_base64url_is_read_strictly():
     for text in ("//4", "__4=", "__5"):
         with pytest.raises(ValueError):
             b64u_decode(text)
+
+
+def test_shares_combine_as_pycryptodomes_shamir_combines_them():
+    """SPEC §15.8 names pycryptodome's Shamir; the site combines without it, and must give its
+    secret from any shares: split ones, chosen subsets, and bytes from no split at all."""
+    rng = random.Random(15_8)
+    for _ in range(60):
+        threshold = rng.randint(1, 5)
+        shares = Shamir.split(threshold, rng.randint(threshold, 7), rng.randbytes(16))
+        chosen = rng.sample(shares, threshold)
+        arbitrary = [(index, rng.randbytes(16)) for index in rng.sample(range(256), threshold)]
+        for given in (chosen, arbitrary):
+            assert shamir_combine(given) == Shamir.combine(given)
+
+
+def test_a_report_jcs_cannot_write_is_not_opened():
+    """A report with an integer beyond 2^53 has no canonical form: the opening fails it as a seal
+    that does not open (invalid_payload), rather than crashing."""
+    plaintext = rfc8785.dumps({"report": {}, "salt": "c2FsdA"}).replace(
+        b"{}", b'{"a":9007199254740993}'
+    )
+    key, nonce = b"\x01" * 16, b"\x02" * 12
+    commitment = "sha256:" + "0" * 64
+    aad = report_aad(site=SITE, task_id=TASK, deadline=DEADLINE, commitment=commitment)
+    ciphertext = nonce + AESGCM(key).encrypt(nonce, plaintext, aad)
+
+    with pytest.raises(SealError, match="cannot be written as canonical JSON"):
+        report_open(
+            ciphertext, key, site=SITE, task_id=TASK, deadline=DEADLINE, commitment=commitment
+        )

@@ -143,3 +143,26 @@ def test_the_task_page_shows_the_one_command_that_verifies_it(http, live_url, ve
     assert args == ["task", str(task.id)]
     checked = verify(*args)
     assert checked.returncode == 0, checked.stdout
+
+
+def test_the_task_page_names_every_package_the_verifier_needs(http, evaluated):
+    task, _ = evaluated
+    served = http.get("/verify/cairn_verify.py").text
+    header = re.search(r"^# dependencies = \[(.*)\]$", served, re.MULTILINE)[1]
+    needed = [re.match(r'"([A-Za-z0-9_.-]+)', item.strip())[1] for item in header.split(",")]
+    page = http.get(f"/a2a/tasks/{task.id}").text
+
+    note = re.search(r"run it with Python 3.11 \(it needs (.*?)\)", page)[1]
+
+    assert re.findall(r"<code>([^<]+)</code>", note) == needed
+    assert "pycryptodome" in needed
+
+
+def test_its_requirements_are_served_as_its_header_names_them(http):
+    served = http.get("/verify/cairn_verify.py").text
+    header = re.search(r"^# dependencies = \[(.*)\]$", served, re.MULTILINE)[1]
+
+    requirements = http.get("/verify/requirements.txt")
+
+    assert requirements.status_code == 200
+    assert requirements.text.splitlines() == [item.strip()[1:-1] for item in header.split(",")]

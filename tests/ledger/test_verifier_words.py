@@ -1,5 +1,5 @@
-"""The offline verifier is one file that imports nothing of the server, so it states the request
-fields and the verdicts again. These tests hold its words to the server's: a field or verdict added
+"""The offline verifier is built only from modules that need no Django, and the payload models
+that name the request fields and the verdicts do, so it states them again. These tests hold its words to the server's: a field or verdict added
 to the payloads fails here until the verifier checks it too."""
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from tests.factories import (
 )
 from tests.ledger.keyper_processes import keyper_site  # noqa: F401  (a fixture)
 from tests.ledger.witness_processes import witness_processes, witnessed  # noqa: F401  (fixtures)
+from tests.scripts import built
 
 LOCAL_SERVER = Path(django_settings.BASE_DIR) / "mcp" / "cairn_mcp.py"
 LOCAL_VERSION_CLIENT = "cairn_mcp/0.1.0"
@@ -89,7 +90,7 @@ class LocalServer:
 
     home: Path
     env: dict[str, str]
-    script: Path = LOCAL_SERVER
+    script: Path
 
     @property
     def params(self) -> StdioServerParameters:
@@ -100,11 +101,13 @@ class LocalServer:
 def local_server(live_url: str, tmp_path: Path) -> Callable[..., LocalServer]:
     """`local_server("alice")`: the local server pointed at the live Cairn, with its own CAIRN_HOME."""
 
-    def make(name: str = "home", *, script: Path = LOCAL_SERVER, **env: str) -> LocalServer:
+    def make(name: str = "home", *, script: Path | None = None, **env: str) -> LocalServer:
         home = tmp_path / name
         environment = {"CAIRN_URL": live_url, "CAIRN_HOME": str(home), **env}
         return LocalServer(
-            home=home, env={k: v for k, v in environment.items() if v is not None}, script=script
+            home=home,
+            env={k: v for k, v in environment.items() if v is not None},
+            script=script or built(LOCAL_SERVER),
         )
 
     return make

@@ -15,6 +15,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from tests.mcp.conftest import LOCAL_SERVER, call, connected
+from tests.scripts import built
 
 # The reference reader of PEP 723 ("Inline script metadata").
 PEP_723 = r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$"
@@ -32,11 +33,13 @@ def script_metadata(source: str) -> dict:
 
 
 def test_the_file_compiles(tmp_path):
-    py_compile.compile(str(LOCAL_SERVER), cfile=str(tmp_path / "cairn_mcp.pyc"), doraise=True)
+    py_compile.compile(
+        str(built(LOCAL_SERVER)), cfile=str(tmp_path / "cairn_mcp.pyc"), doraise=True
+    )
 
 
 def test_its_header_names_its_dependencies_and_they_are_the_ones_tested():
-    metadata = script_metadata(LOCAL_SERVER.read_text(encoding="utf-8"))
+    metadata = script_metadata(built(LOCAL_SERVER).read_text(encoding="utf-8"))
 
     requirements = {Requirement(line).name: Requirement(line) for line in metadata["dependencies"]}
     assert set(requirements) == {
@@ -44,6 +47,7 @@ def test_its_header_names_its_dependencies_and_they_are_the_ones_tested():
         "a2a-sdk",
         "cryptography",
         "httpx",
+        "orjson",
         "pycryptodome",
         "rfc8785",
     }
@@ -61,7 +65,7 @@ def test_it_is_served_with_the_sites_url_filled_in(live_url, tmp_path):
     assert response.headers["Content-Type"] == "text/x-python; charset=utf-8"
     served = response.text
     assert DEFAULT_URL_LINE.search(served)["url"] == live_url
-    original = LOCAL_SERVER.read_text(encoding="utf-8")
+    original = built(LOCAL_SERVER).read_text(encoding="utf-8")
     assert DEFAULT_URL_LINE.sub("", served) == DEFAULT_URL_LINE.sub("", original)
     downloaded = tmp_path / "cairn_mcp.py"
     downloaded.write_text(served, encoding="utf-8")
@@ -93,3 +97,11 @@ def test_the_downloaded_file_talks_to_its_site_without_configuration(
 
     assert status["cairn_url"] == live_url
     assert status["server_reachable"] is True
+
+
+def test_its_requirements_are_served_as_its_header_names_them(live_url):
+    served = httpx.get(live_url + "/mcp/cairn_mcp.py", timeout=20).text
+    requirements = httpx.get(live_url + "/mcp/requirements.txt", timeout=20)
+
+    assert requirements.status_code == 200
+    assert requirements.text.splitlines() == script_metadata(served)["dependencies"]

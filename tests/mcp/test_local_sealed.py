@@ -27,14 +27,15 @@ from core.canonical import canonical_digest
 from core.clock import parse_instant
 from ledger.verifier import VERIFIER
 from tests.factories import contribution_report, deadline_in, open_task_payload, open_task_request
-from tests.mcp.conftest import LocalServer, call, connected
+from tests.mcp.conftest import LOCAL_SERVER, LocalServer, call, connected
+from tests.scripts import built
 
 DEADLINE_S = 60
 
 
 def verifier(site_url: str, home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(VERIFIER), "--url", site_url, *args],
+        [sys.executable, str(built(VERIFIER)), "--url", site_url, *args],
         env={"CAIRN_HOME": str(home), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
@@ -75,7 +76,9 @@ def test_reports_sealed_by_the_local_server_and_by_the_verifier_open_after_the_d
     task = posted.json()["task"]
     site.sequence()  # the task's entry and deadline under a checkpoint the keypers cosigned
     alice = LocalServer(
-        home=tmp_path / "alice", env={"CAIRN_URL": site.url, "CAIRN_HOME": str(tmp_path / "alice")}
+        home=tmp_path / "alice",
+        env={"CAIRN_URL": site.url, "CAIRN_HOME": str(tmp_path / "alice")},
+        script=built(LOCAL_SERVER),
     )
     report = contribution_report(
         summary="Sealed by the local MCP: the header is set on every call."

@@ -1,0 +1,55 @@
+"""What a reader of a site pins of its card's verifiable extension (SPEC §15.5, §15.7): the
+witnesses' keys, quorum and URLs, and the keypers and their threshold, in the form
+`CAIRN_HOME/verify/<host>/witnesses.json` keeps them.
+
+The verifier and the local MCP server keep the same pins, so both trust the same parties; both
+are built with this module's text in them (`core.amalgam`), so it imports nothing of Django.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def card_trust(params: dict[str, Any]) -> dict[str, Any]:
+    """What the params of the card's `urn:cairn:verifiable:v1` extension name, as pinned."""
+    witnesses = params.get("witnesses", [])
+    keypers = [
+        {"name": k["name"], "hpke_key": k["hpke_key"], "url": k["url"]}
+        for k in params.get("keypers", [])
+    ]
+    return {
+        "keys": [w["key"] for w in witnesses],
+        "quorum": int(params.get("witness_quorum", len(witnesses))),
+        "urls": {w["name"]: w["url"] for w in witnesses},
+        "keypers": keypers,
+        "keyper_threshold": int(params.get("keyper_threshold", 0)) if keypers else 0,
+    }
+
+
+def pins_completed(pinned: dict[str, Any], card: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The pins with what the card adds to them: the URLs of the pinned witnesses it names (a
+    URL pinned before wins), and its keypers and threshold the first time it lists any. Also
+    whether those keypers were pinned just now."""
+    names = {key.split("+", 1)[0] for key in pinned["keys"]}
+    completed = {
+        **pinned,
+        "urls": {**{n: u for n, u in card["urls"].items() if n in names}, **pinned.get("urls", {})},
+    }
+    keypers_pinned_now = not pinned.get("keypers") and bool(card["keypers"])
+    if keypers_pinned_now:
+        completed["keypers"] = card["keypers"]
+        completed["keyper_threshold"] = card["keyper_threshold"]
+    completed.setdefault("keypers", [])
+    completed.setdefault("keyper_threshold", 0)
+    return completed, keypers_pinned_now
+
+
+def keypers_differ(pinned: dict[str, Any], card: dict[str, Any]) -> bool:
+    """Whether a card listing keypers names others (by name and key, in their order) or another
+    threshold than those pinned: sealing to them would trust parties nobody pinned."""
+    ours = [(k["name"], k["hpke_key"]) for k in pinned["keypers"]]
+    theirs = [(k["name"], k["hpke_key"]) for k in card["keypers"]]
+    return bool(theirs) and (
+        ours != theirs or pinned["keyper_threshold"] != card["keyper_threshold"]
+    )
