@@ -21,12 +21,12 @@ from ledger.notes import log_origin
 from ledger.services import log_queue
 from tasks.changes import TaskChange, task_changed
 from tasks.counts import task_count_change
+from tasks.due import DUE
 from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.opening import KeyperSealed, grace_end, releases_from, sealed_item, sealed_opening
 from tasks.payloads import VERDICTS
 from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.sealing import Sealed, report_unsealed
-from tasks.selectors import tasks_due
 
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
 RULE = "cairn.rules/0.1"
@@ -149,12 +149,7 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
     """
     with transaction.atomic():
         task = Task.objects.select_for_update().filter(pk=task_id).first()
-        if (
-            task is None
-            or task.status != TaskStatus.WORKING
-            or task.keys_pending
-            or task.deadline > timezone.now()
-        ):
+        if task is None or not DUE.holds(task, timezone.now()):
             return False
         _evaluation_write(task, list(task.contributions.order_by("seq")), evaluated_at=now_ms())
     return True
@@ -203,11 +198,7 @@ def task_evaluated_if_due(task: Task) -> Task:
     one task, so none shows a task open past its deadline (SPEC §4.3). Lists call
     `tasks_evaluate_due` instead. A task whose keys are pending stays open until the worker has
     its keypers' releases (SPEC §15.8): a read never waits on a keyper."""
-    if (
-        task.status == TaskStatus.WORKING
-        and not task.keys_pending
-        and task.deadline <= timezone.now()
-    ):
+    if DUE.holds(task, timezone.now()):
         task_evaluate(task_id=task.pk)
         task.refresh_from_db()
     return task
@@ -266,7 +257,7 @@ def _batch_evaluate(batch_size: int) -> int:
     with transaction.atomic():
         batch = list(
             Task.objects.select_for_update(skip_locked=True)
-            .filter(status=TaskStatus.WORKING, keys_pending=False, deadline__lte=timezone.now())
+            .filter(DUE.q(timezone.now()))
             .defer(*_SET_BY_THE_EVALUATION)
             .order_by("deadline")[:batch_size]
         )
@@ -302,9 +293,9 @@ def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
 
     Rows another evaluator holds are skipped, not waited for: that evaluator is doing them. Every
     list read calls this first and almost always finds nothing due, so one probe outside any
-    transaction (`due_sql`) answers that case.
+    transaction (`DUE.any_sql`) answers that case.
     """
-    if not tasks_due():
+    if not DUE.any_now():
         return 0
     evaluated = 0
     while True:
