@@ -12,8 +12,8 @@ form. A refused read is aborted with the SDK's error, as the servicer aborts wit
 handler's; a read the pool could not make, or a database the pool does not serve, goes to the
 SDK's servicer, which answers it through the handler's own read. The wire
 forms: where JSON-RPC serves a stored text as it is, gRPC needs the Task in protobuf's wire
-format, and protobuf's JSON parser is pure Python (~350 µs a stored Task, ~170 µs a page's item:
-a page of 50 cost ~9 ms, ten times JSON-RPC's whole page), so each text is parsed once
+format, and protobuf's JSON parser is pure Python, slow enough that parsing a page's items at
+each read would cost more than the rest of the read; so each text is parsed once
 (`StoredForms`) and its wire form kept. A page is its items' wire forms, each a one-task
 `ListTasksResponse`, and its own fields', joined: protobuf reads serialised messages one after
 another as one message with the repeated field's items in that order, so the bytes are those

@@ -176,7 +176,10 @@ def _locked_state(origin: str) -> WitnessedLog:
             ignore_conflicts=True,
         )
     )
-    return WitnessedLog.objects.select_for_update().get(origin=origin)
+    [state] = statements.locked(
+        WitnessedLog, f"{statements.column(WitnessedLog, 'origin')} = %s", [origin]
+    )
+    return state
 
 
 def _check_consistent(submission: Submission, state: WitnessedLog) -> None:

@@ -1,7 +1,7 @@
 """When a task is due for evaluation: open, past its deadline, and not awaiting its keypers
 (SPEC §4.3, §15.8). The sweep, the evaluation, every door's read and the replica routing ask
-this one rule, as a check on a loaded task, as SQL over a table that holds a task's `status`,
-`deadline` and `keys_pending` (the tasks' own, or a door's copy of them), or as a filter.
+this one rule, as a check on a loaded task or as SQL over a table that holds a task's `status`,
+`deadline` and `keys_pending` (the tasks' own, or a door's copy of them).
 
 A task awaiting its keypers is past its deadline but not due: only the worker evaluates it, once
 the keypers have released their shares, and a read neither evaluates it nor waits on its row.
@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from django.db import connection
-from django.db.models import Model, Q
+from django.db.models import Model
 from django.utils import timezone
 
 from core import statements
@@ -44,10 +44,6 @@ class OpenPastDeadline:
             and task.deadline <= now
             and (self.awaiting_keys_too or not task.keys_pending)
         )
-
-    def q(self, now: datetime) -> Q:
-        open_past = Q(status=TaskStatus.WORKING, deadline__lte=now)
-        return open_past if self.awaiting_keys_too else open_past & Q(keys_pending=False)
 
     def sql(self, model: type[Model]) -> str:
         """The rule over `model`'s columns, as a boolean expression; its params are `params`."""

@@ -139,6 +139,14 @@ def _evaluation_write(
     transaction.on_commit(sequencing_nudge)
 
 
+def _task_locked(task_id: uuid.UUID) -> Task | None:
+    """The task, its row locked until the transaction ends; None when there is no such task."""
+    found = statements.locked(
+        Task, f"{statements.column(Task, 'id')} = %s", [statements.db_value(Task, "id", task_id)]
+    )
+    return found[0] if found else None
+
+
 def task_evaluate(*, task_id: uuid.UUID) -> bool:
     """Evaluate a task whose deadline has passed. True when this call did it.
 
@@ -148,7 +156,7 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
     cannot be opened before the keypers release their shares.
     """
     with transaction.atomic():
-        task = Task.objects.select_for_update().filter(pk=task_id).first()
+        task = _task_locked(task_id)
         if task is None or not DUE.holds(task, timezone.now()):
             return False
         _evaluation_write(task, list(task.contributions.order_by("seq")), evaluated_at=now_ms())
@@ -167,7 +175,7 @@ def task_evaluate_with_releases(
     under which its contributions' releases are also written, and the "still working" guard.
     """
     with transaction.atomic():
-        task = Task.objects.select_for_update().filter(pk=task_id).first()
+        task = _task_locked(task_id)
         if task is None or task.status != TaskStatus.WORKING or not task.keys_pending:
             return False
         contributions = list(task.contributions.order_by("seq"))
@@ -219,6 +227,9 @@ _SET_BY_THE_EVALUATION = (
     *EVALUATION_FIELDS,
     "poster",
 )
+_SWEEP_READS = tuple(
+    field.name for field in Task._meta.concrete_fields if field.name not in _SET_BY_THE_EVALUATION
+)
 # What the sweep reads of its batch's contributions: rows of the fields an evaluation reads
 # (`Counted`), not model objects, whose construction costs more than the read itself.
 _CONTRIBUTION_FIELDS_READ = (
@@ -255,11 +266,14 @@ def _collector_paused() -> Iterator[None]:
 def _batch_evaluate(batch_size: int) -> int:
     """Evaluate up to `batch_size` due tasks in one transaction; returns how many."""
     with transaction.atomic():
-        batch = list(
-            Task.objects.select_for_update(skip_locked=True)
-            .filter(DUE.q(timezone.now()))
-            .defer(*_SET_BY_THE_EVALUATION)
-            .order_by("deadline")[:batch_size]
+        batch = statements.locked(
+            Task,
+            DUE.sql(Task),
+            DUE.params(statements.db_value(Task, "deadline", timezone.now())),
+            names=_SWEEP_READS,
+            order_by=statements.column(Task, "deadline"),
+            limit=batch_size,
+            skip_locked=True,
         )
         contributions: dict[uuid.UUID, list[Counted]] = defaultdict(list)
         for contribution in (
