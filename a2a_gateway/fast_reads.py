@@ -5,37 +5,49 @@ The SDK's dispatcher would parse a read's params into a proto, ask the handler f
 the handler gets from the same read, as stored JSON) and write it back out with `MessageToDict`.
 Here the params are parsed the same way and the stored text is wrapped as it is: JSON-RPC in its
 envelope, HTTP+JSON as the body, and 0.3's tasks/get the Task's stored 0.3 form in JSON-RPC's
-envelope. Anything else returns None and goes to the
-dispatcher, which answers it in its own words: every refusal (the read raises the SDK's errors,
-which the dispatcher writes as its binding does), a request protobuf cannot read, and a read
-that failed (the database unreachable, say: the handler answers it as SPEC §16 says).
+envelope. A read the handler would refuse (an unknown task, bad params) raises the SDK's error
+here too, and each binding writes it as its dispatcher writes the handler's, so a refused read
+is read once; so does a read that failed (`handler.failure_error`). What returns None goes to
+the dispatcher, which answers it in its own words, having read nothing here: params protobuf or
+the 0.3 adapter's model cannot read, and a read the ASGI app's pool could not make
+(`read_pool.Unavailable`), which the handler makes again through Django's checked connections.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import orjson
 from a2a.compat.v0_3 import conversions
 from a2a.compat.v0_3 import types as types_v03
+from a2a.compat.v0_3.jsonrpc_adapter import _to_v03_jsonrpc_error
+from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes.common import serialize_list_tasks_response
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import GetTaskRequest, ListTasksRequest, ListTasksResponse
 from a2a.utils.constants import VERSION_HEADER
+from a2a.utils.errors import A2AError
 from a2a.utils.proto_utils import parse_params
-from google.protobuf.json_format import ParseDict
+from django.db import DatabaseError
+from google.protobuf.json_format import ParseDict, ParseError
+from pydantic import ValidationError
 from starlette.datastructures import QueryParams
 
+from a2a_gateway.handler import failure_error
+from a2a_gateway.read_pool import Unavailable
 from a2a_gateway.reads import (
     DJANGO_SOURCE,
     Source,
     StoredPage,
     StoredTask,
-    read_task,
     stored_read,
+    stored_task,
 )
+from a2a_gateway.transport import json_bytes
 from core.caching import Shown
 
+T = TypeVar("T")
 V0_3_GET_TASK = "tasks/get"
 FAST_METHODS = frozenset({"GetTask", "ListTasks", V0_3_GET_TASK})
 
@@ -59,14 +71,15 @@ def _in_envelope(request_id: Any, result: Any) -> bytes | None:
         return None
 
 
-async def _read(
-    request: GetTaskRequest | ListTasksRequest, sent_status: Any, source: Source
-) -> StoredTask | StoredPage | None:
-    """The stored read, or None when the dispatcher is to answer."""
+async def read_here(read: Awaitable[T]) -> T | None:
+    """The stored read, or None when the pool could not read; raises the SDK's error that
+    refuses it, or `failure_error`'s when the database failed it."""
     try:
-        return await stored_read(request, sent_status, source)
-    except Exception:  # a refusal or a failure: the dispatcher answers it in its own words
+        return await read
+    except Unavailable:
         return None
+    except DatabaseError as exc:
+        raise failure_error(exc, "read") from None
 
 
 def _result(read: StoredTask | StoredPage) -> Any:
@@ -77,14 +90,19 @@ def _result(read: StoredTask | StoredPage) -> Any:
 async def _v0_3_read(document: dict[str, Any], request_id: Any, source: Source) -> bytes | None:
     """The reply body to a 0.3 tasks/get: its request read as the SDK's 0.3 adapter reads it (its
     model, then its conversion to 1.0's GetTaskRequest, where a `historyLength` of 0 is none), the
-    stored 0.3 form of the Task in the same JSON-RPC envelope."""
+    stored 0.3 form of the Task in the same JSON-RPC envelope, or the error as the adapter writes
+    it."""
     try:
         parsed = types_v03.GetTaskRequest.model_validate(document)  # the adapter's model
-        request = conversions.to_core_get_task_request(parsed)
-        text = await read_task(request, source, "0.3")
-    except Exception:  # whatever the adapter would refuse, it refuses in its own words
+    except ValidationError:  # the adapter refuses it in its own words
         return None
-    return _in_envelope(request_id, orjson.Fragment(text))
+    request = conversions.to_core_get_task_request(parsed)
+    try:
+        read = await read_here(stored_task(request, source, "0.3"))
+    except A2AError as refused:
+        error = _to_v03_jsonrpc_error(refused).model_dump(by_alias=True)
+        return json_bytes({"jsonrpc": "2.0", "id": request_id, "error": error})
+    return None if read is None else _in_envelope(request_id, orjson.Fragment(read.text))
 
 
 async def fast_read(
@@ -99,10 +117,13 @@ async def fast_read(
         request = ParseDict(
             params, JsonRpcDispatcher.METHOD_TO_MODEL[method](), ignore_unknown_fields=True
         )
-    except Exception:  # whatever the SDK would refuse, it refuses in its own words
+    except ParseError:  # the SDK refuses it in its own words
         return None
     sent_status = params.get("status") if isinstance(params, dict) else None
-    read = await _read(request, sent_status, source)
+    try:
+        read = await read_here(stored_read(request, sent_status, source))
+    except A2AError as refused:
+        return json_bytes(build_error_response(request_id, refused))
     return None if read is None else _in_envelope(request_id, _result(read))
 
 
@@ -123,13 +144,13 @@ async def fast_rest_read(
 ) -> tuple[bytes, Shown] | None:
     """The body of an HTTP+JSON `GET /tasks/{id}` (`task_id`) or `GET /tasks` whose version the
     binding has checked, its query read as the SDK's REST dispatcher reads it into `request`:
-    the result as is, without an envelope, and what it shows; None when the
-    dispatcher is to answer it."""
+    the result as is, without an envelope, and what it shows; None when the dispatcher is to
+    answer it. Raises the SDK's error that refuses the read, for the binding to write."""
     try:
         parse_params(query, request)
-    except Exception:  # whatever the SDK would refuse, it refuses in its own words
+    except ParseError:  # the SDK refuses it in its own words
         return None
     if isinstance(request, GetTaskRequest) and task_id is not None:
         request.id = task_id  # the path's id wins over a query's, as in the SDK's dispatcher
-    read = await _read(request, sent_status, source)
+    read = await read_here(stored_read(request, sent_status, source))
     return None if read is None else (orjson.dumps(_result(read)), _shown(read))

@@ -66,6 +66,7 @@ def task_form(change: TaskChange) -> TaskForm:
         status=change.task.status,
         status_timestamp=change.task.status_timestamp,
         deadline=change.task.deadline,
+        keys_pending=change.task.keys_pending,
         task_json=task_json(task),
         list_item_json=listed,
         list_item_full_json=listed_full,

@@ -8,11 +8,12 @@ proto for proto.
 GetTask and ListTasks are answered as the ASGI app answers them over JSON-RPC
 (`a2a_gateway.fast_reads`): the read's statement on the read pool, on this server's event loop
 and outside Django's request signals, and the stored forms sent as they are, here in their wire
-form. Anything else (a refusal, a read that failed, a database the pool does not serve) goes to
-the SDK's servicer, which answers it in its own words through the handler's own read. The wire
+form. A refused read is aborted with the SDK's error, as the servicer aborts with the
+handler's; a read the pool could not make, or a database the pool does not serve, goes to the
+SDK's servicer, which answers it through the handler's own read. The wire
 forms: where JSON-RPC serves a stored text as it is, gRPC needs the Task in protobuf's wire
-format, and protobuf's JSON parser is pure Python (~350 µs a stored Task, ~170 µs a page's item:
-a page of 50 cost ~9 ms, ten times JSON-RPC's whole page), so each text is parsed once
+format, and protobuf's JSON parser is pure Python, slow enough that parsing a page's items at
+each read would cost more than the rest of the read; so each text is parsed once
 (`StoredForms`) and its wire form kept. A page is its items' wire forms, each a one-task
 `ListTasksResponse`, and its own fields', joined: protobuf reads serialised messages one after
 another as one message with the repeated field's items in that order, so the bytes are those
@@ -50,6 +51,7 @@ from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
 from a2a_gateway import read_pool
+from a2a_gateway.fast_reads import read_here
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE
 from a2a_gateway.reads import StoredPage, StoredTask, stored_read
 from a2a_gateway.transport import (
@@ -149,12 +151,12 @@ def _page_wire(page: StoredPage) -> bytes:
 
 async def stored_answer(request: GetTaskRequest | ListTasksRequest) -> bytes | None:
     """The answer's wire form from the stored forms, read on the pool; None when the servicer is
-    to answer (the pool cannot serve, or the read refused or failed)."""
+    to answer (the pool cannot serve, or could not read). Raises the SDK's error that refuses the
+    read, for the call to be aborted with it as the servicer aborts with the handler's."""
     if not read_pool.is_available():
         return None
-    try:
-        read = await stored_read(request, None, read_pool.POOL_SOURCE)
-    except Exception:  # a refusal or a failure: the servicer answers it in its own words
+    read = await read_here(stored_read(request, None, read_pool.POOL_SOURCE))
+    if read is None:
         return None
     return STORED_TASKS.wire(read.text) if isinstance(read, StoredTask) else _page_wire(read)
 
@@ -306,7 +308,11 @@ class A2ACalls(grpc.aio.ServerInterceptor):
     def _unary(self, method: str, behaviour: Behaviour, *, stored: bool) -> Behaviour:
         async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
             async with self._call(method, context) as outcome:
-                answer = await stored_answer(request) if stored else None
+                try:
+                    answer = await stored_answer(request) if stored else None
+                except A2AError as refused:
+                    await self.servicer.abort_context(refused, context)
+                    raise AssertionError("unreachable: an aborted call raises") from None
                 if answer is None:
                     await outcome.cycle.enter()
                     answer = await behaviour(request, context)

@@ -102,9 +102,18 @@ class AsSent:
         return cls(status=params.get("status"), data=data)
 
 
+def failure_error(exc: Exception, what: str) -> InternalError:
+    """A failure as a -32603 that says only what a client can act on (the database is
+    unavailable: retry), so no Python text leaks; `what` failed, for the log."""
+    outage = outage_refusal(exc)
+    if outage is not None:
+        return InternalError(message=outage.message)
+    logger.exception("A2A %s failed", what)
+    return InternalError()
+
+
 def _guarded(method: Method) -> Method:
-    """Let A2A errors through; turn anything else into a -32603 that says only what a client can
-    act on (the database is unavailable: retry), so no Python text leaks."""
+    """Let A2A errors through; turn anything else into `failure_error`'s -32603."""
 
     @functools.wraps(method)
     async def wrapper(self: RequestHandler, params: Any, context: ServerCallContext) -> Any:
@@ -113,11 +122,7 @@ def _guarded(method: Method) -> Method:
         except A2AError:
             raise
         except Exception as exc:
-            outage = outage_refusal(exc)
-            if outage is not None:
-                raise InternalError(message=outage.message) from None
-            logger.exception("A2A %s failed", method.__name__)
-            raise InternalError() from None
+            raise failure_error(exc, method.__name__) from None
 
     return wrapper  # type: ignore[return-value]
 

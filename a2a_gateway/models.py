@@ -14,8 +14,10 @@ class TaskForm(models.Model):
     status = models.CharField(max_length=10)
     # A2A's status.timestamp: creation while open, evaluation after. Pages are ordered by it.
     status_timestamp = models.DateTimeField()
-    # An open task past it is evaluated before it is shown (SPEC §4.3): GetTask checks it here.
+    # An open task past it and not awaiting its keypers is evaluated before it is shown
+    # (`tasks.due.DUE`): GetTask checks it here.
     deadline = models.DateTimeField()
+    keys_pending = models.BooleanField(default=False)
     # The GetTask result, and the task as a ListTasks page holds it without and with artifacts.
     task_json = models.TextField()
     list_item_json = models.TextField()

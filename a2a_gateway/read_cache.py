@@ -13,8 +13,7 @@ every write:
   notification drops those tasks' answers and every page. The notification is a small
   transaction of its own after the write's, committed without waiting for the disk: inside the
   write's transaction it would take PostgreSQL's lock that serialises the commits of every
-  notifying transaction, flush included (8 connections committing an upsert on the benchmark's
-  cluster: ~3,000 commits/s without a notification, ~420 with one inside, ~2,000 with one after).
+  notifying transaction, flush included, so concurrent writes would commit one at a time.
 - *The bound.* Every half second the listener notifies itself on its own channel. Its echo comes
   back through the same queue, after every notification committed before it was sent, so a kept
   answer is served only while the last echo handled was sent at most `SILENCE_S` (1.5 s) ago: a
@@ -35,7 +34,7 @@ Only a read that sees everything committed when its statement runs may be kept: 
 autocommit connections to the primary (`Source.reads_committed`). Django's connection may be
 inside a transaction of its own (and is, in a test), and SQLite has no notifications: those
 reads are never kept, so `make run`'s SQLite default serves every open task and page from the
-database as before. A transaction pooler (`CAIRN_DB_POOLER=transaction`) cannot hold a `LISTEN`,
+database. A transaction pooler (`CAIRN_DB_POOLER=transaction`) cannot hold a `LISTEN`,
 so behind one nothing is kept either.
 
 The kept answers are what the read returned, never a rendering of their own, and are bounded by

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from psycopg import AsyncConnection
@@ -171,11 +172,11 @@ class PoolSource:
         if replica is not None:
             try:
                 return await _rows_on(replica, sql, params)
-            except Exception as exc:  # the primary answers instead
+            except psycopg.Error as exc:  # the primary answers instead
                 replicas.failed(replica, exc)
         try:
             return await _rows_on(DEFAULT_DB_ALIAS, sql, params)
-        except Exception as exc:
+        except psycopg.Error as exc:
             logger.info("stored read failed, answered through Django: %s", type(exc).__name__)
             _unavailable_until = time.monotonic() + FAIL_FAST_S
             raise Unavailable from exc

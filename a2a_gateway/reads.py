@@ -3,24 +3,26 @@ request handler, answered with the bytes `a2a_gateway.forms` stored when the tas
 
 Each read checks its params once (a tenant, `historyLength`, the page size, the status, the
 cursor), runs one statement on the door's table, and serves the stored text. The statement also
-says whether what it read is due for evaluation (an open task past its deadline, SPEC §4.3);
-then the domain evaluates it (`tasks.evaluation`, the one call a read makes that writes) and the
-statement runs again, so no read shows a task open past its deadline and none renders a Task of
-its own. Refusals are the SDK's own A2A errors, which each binding writes in its own form.
+says whether what it read is due for evaluation (`tasks.due.DUE`: open past its deadline, not
+awaiting its keypers); then the domain evaluates it (`tasks.evaluation`, the one call a read
+makes that writes) and the statement runs again, so no read shows a task open past its deadline
+and none renders a Task of its own. Refusals are the SDK's own A2A errors, which each binding
+writes in its own form.
 
 Where the statement runs is the caller's (`Source`): on Django's connection, or on the ASGI
 app's own pool on the event loop (`a2a_gateway.read_pool`); both run the same text, on a replica
-where one serves (`core.replicas`). A replica may be behind: what it shows due, or a task it does
-not have, is read again on the primary (`Source.primary`), after the evaluation. What a read of
-the primary's committed rows returns for an open task or a page is kept in memory until a write
-changes it or a task it shows open reaches its deadline (`a2a_gateway.read_cache`).
+where one serves (`core.replicas`). A replica may be behind: a task it does not have, or what it
+shows open past its deadline (`tasks.due.PAST_DEADLINE`), is read again on the primary
+(`Source.primary`). What a read of the primary's committed rows returns for an open task or a
+page is kept in memory until a write changes it or a task it shows open reaches its deadline
+(`a2a_gateway.read_cache`).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -50,9 +52,9 @@ from core.cursors import keyset_cursor, keyset_position
 from core.errors import Refusal
 from core.policy import A2A_TASK_STATES, PAGE_CAP
 from tasks.counts import total_params, total_sql
+from tasks.due import DUE, PAST_DEADLINE
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import TaskStatus
-from tasks.selectors import due_params, due_sql
 
 MAX_PAGE_SIZE = PAGE_CAP
 MAX_REQUESTED_PAGE_SIZE = 100  # what A2A lets a client ask for
@@ -202,7 +204,7 @@ TASK_FORMS = {"1.0": "task_json", "0.3": "task_v0_3_json"}
 
 def _open_until_sql() -> str:
     """A task's deadline while it is open, else NULL: until when what a read shows of it holds
-    (`core.caching.Shown`). Its params: `working`, as `due_params` and `_task_params` give it."""
+    (`core.caching.Shown`). Its params: `working`, as `DUE.params` gives it."""
     status, deadline = (statements.column(TaskForm, name) for name in ("status", "deadline"))
     return f"CASE WHEN {status} = %(working)s THEN {deadline} END"
 
@@ -211,30 +213,32 @@ def _open_until_sql() -> str:
 PAGE_COLUMNS = ("task", "status_timestamp", "deadline")
 
 
+# Where a task's row and a page's first row say whether what they read is due (`DUE`) and
+# whether a replica may be behind the primary on it (`PAST_DEADLINE`).
+DUE_AT, PAST_DEADLINE_AT = 0, 1
+
+
 @cache
 def _task_sql(vendor: str, form: str) -> str:
-    status, deadline = (statements.column(TaskForm, name) for name in ("status", "deadline"))
     return (
-        f"SELECT {statements.column(TaskForm, form)}, {status}, "
-        f"({status} = %(working)s AND {deadline} <= %(now)s), {_open_until_sql()} "
+        f"SELECT {DUE.sql(TaskForm)}, {PAST_DEADLINE.sql(TaskForm)}, "
+        f"{statements.column(TaskForm, form)}, {statements.column(TaskForm, 'status')}, "
+        f"{_open_until_sql()} "
         f"FROM {statements.table(TaskForm)} WHERE {statements.column(TaskForm, 'task')} = %(pk)s"
     )
 
 
 def _task_params(key: uuid.UUID, now: datetime, source: Source) -> dict[str, Any]:
-    return {
-        "pk": source.prepare("task", key),
-        "working": TaskStatus.WORKING.value,
-        "now": source.prepare("deadline", now),
-    }
+    return {"pk": source.prepare("task", key), **DUE.params(source.prepare("deadline", now))}
 
 
 @cache
 def _page_sql(
     vendor: str, by_status: bool, by_context: bool, since: bool, after: bool, full: bool
 ) -> str:
-    """Whether anything is due, the filter's total and the page by keyset (one row more than the
-    page, to know whether another follows): one statement, one snapshot."""
+    """Whether any task is due, and whether any is open past its deadline, the filter's total and
+    the page by keyset (one row more than the page, to know whether another follows): one
+    statement, one snapshot."""
     status, stamp, pk = (
         statements.column(TaskForm, name) for name in ("status", "status_timestamp", "task")
     )
@@ -259,7 +263,7 @@ def _page_sql(
     page_filter = f"WHERE {' AND '.join(where)} " if where else ""
     listed = statements.column(TaskForm, "list_item_full_json" if full else "list_item_json")
     return (
-        f"SELECT {due_sql()}, {total}, page.{pk}, page.{stamp}, page.open_until, page.{listed} "
+        f"SELECT {DUE.any_sql()}, {PAST_DEADLINE.any_sql()}, {total}, page.{pk}, page.{stamp}, page.open_until, page.{listed} "
         f"FROM (SELECT 1 AS one) AS head LEFT JOIN ("
         f"SELECT {pk}, {stamp}, {_open_until_sql()} AS open_until, {listed} "
         f"FROM {table} {page_filter}"
@@ -270,7 +274,7 @@ def _page_sql(
 
 def _page_params(query: PageQuery, now: datetime, source: Source) -> dict[str, Any]:
     params: dict[str, Any] = {
-        **due_params(source.prepare("deadline", now)),
+        **DUE.params(source.prepare("deadline", now)),
         **total_params(None if query.status is None else [query.status]),
         "limit": query.page_size + 1,
     }
@@ -300,6 +304,25 @@ def _page_statement(query: PageQuery, now: datetime, source: Source) -> tuple[st
 # The reads
 
 
+async def _rows_settled(
+    source: Source, read: Callable[[Source], Awaitable[list[Row]]], key: uuid.UUID | None
+) -> list[Row]:
+    """The rows of `read`, whose first says whether what it read is due (`DUE_AT`) and whether
+    it is open past its deadline (`PAST_DEADLINE_AT`). What a replica does not have, or shows
+    open past its deadline, is read on the primary, which may have evaluated it since. What is
+    due is evaluated first (the task `key`, or every task due for None) and read again: a task
+    awaiting its keypers is not due, so no read evaluates it or waits on its row."""
+    rows = await read(source)
+    primary = source.primary()
+    if primary is not source and (not rows or rows[0][PAST_DEADLINE_AT]):
+        source = primary
+        rows = await read(source)
+    if rows and rows[0][DUE_AT]:
+        await source.evaluated(key)
+        rows = await read(source)
+    return rows
+
+
 @dataclass(frozen=True)
 class StoredTask:
     text: str  # the GetTask result's JSON
@@ -319,16 +342,12 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
     if ticket is not None and (cached := READ_CACHE.task(key, version)) is not None:
         return cached
     sql = _task_sql(connection.vendor, TASK_FORMS[version])
-    rows = await source.rows(sql, _task_params(key, timezone.now(), source))
-    if not rows or rows[0][2]:
-        primary = source.primary()
-        if rows:
-            await primary.evaluated(key)
-        if rows or primary is not source:
-            rows = await primary.rows(sql, _task_params(key, timezone.now(), primary))
+    rows = await _rows_settled(
+        source, lambda on: on.rows(sql, _task_params(key, timezone.now(), on)), key
+    )
     if not rows:
         raise TaskNotFoundError(message="no task has this id")
-    text, status, _, open_until = rows[0]
+    _, _, text, status, open_until = rows[0]
     if status != TaskStatus.WORKING:
         kept_forms.keep(key, text)
         return StoredTask(str(text), None)
@@ -362,23 +381,21 @@ async def read_page(request: ListTasksRequest, sent_status: Any, source: Source)
     ticket = READ_CACHE.ticket() if source.reads_committed else None
     if ticket is not None and (cached := READ_CACHE.page(query)) is not None:
         return cached
-    rows = await source.rows(*_page_statement(query, timezone.now(), source))
-    if rows and rows[0][0]:
-        primary = source.primary()
-        await primary.evaluated(None)
-        rows = await primary.rows(*_page_statement(query, timezone.now(), primary))
+    rows = await _rows_settled(
+        source, lambda on: on.rows(*_page_statement(query, timezone.now(), on)), None
+    )
     page = _page_of(query, rows, source)
     READ_CACHE.keep_page(ticket, query, page, page.tasks, page.open_until)
     return page
 
 
 def _page_of(query: PageQuery, rows: Sequence[Row], source: Source) -> StoredPage:
-    total = int(rows[0][1])
+    total = int(rows[0][2])
     width = len(PAGE_COLUMNS)
     listed = [
-        (*source.read_back(PAGE_COLUMNS, row[2 : 2 + width]), row[2 + width])
+        (*source.read_back(PAGE_COLUMNS, row[3 : 3 + width]), row[3 + width])
         for row in rows
-        if row[2] is not None
+        if row[3] is not None
     ]
     page = listed[: query.page_size]
     next_cursor = ""

@@ -26,7 +26,7 @@ from a2a.server.routes.rest_routes import create_rest_routes
 from a2a.types import GetTaskRequest, ListTasksRequest, SendMessageRequest, TaskState
 from a2a.utils.constants import A2A_JSON_MEDIA_TYPE
 from a2a.utils.error_handlers import build_rest_error_payload
-from a2a.utils.errors import InvalidParamsError
+from a2a.utils.errors import A2AError, InvalidParamsError
 from a2a.utils.errors import MethodNotFoundError as A2AMethodNotFoundError
 from a2a.utils.proto_utils import parse_params
 from google.protobuf.json_format import ParseDict, ParseError
@@ -236,9 +236,12 @@ async def rest_reply(
             if unreadable is not None:
                 return unreadable
             if fast_reads:
-                served = await fast_rest_read(
-                    model(), query, path_params.get("id"), as_sent.status, reads
-                )
+                try:
+                    served = await fast_rest_read(
+                        model(), query, path_params.get("id"), as_sent.status, reads
+                    )
+                except A2AError as read_refused:  # as the dispatcher writes the handler's
+                    return _error(read_refused)
                 if served is not None:
                     served_body, shown = served
                     return Reply(200, served_body, content_type=A2A_JSON_MEDIA_TYPE, shown=shown)

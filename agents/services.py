@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from agents.models import Agent, AuditEntry, Door, Operation
 from core import statements
@@ -69,16 +69,10 @@ def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
 
 
 def _address_lock(address_hash: str) -> None:
-    """Hold the address's lock until the transaction ends. SQLite needs none: its IMMEDIATE
-    transaction already holds the database's write lock. On PostgreSQL the lock is an advisory
-    one of the transaction (which a transaction pooler keeps), on 32 bits of the address's hash:
-    two addresses that share them only wait for each other."""
-    if connection.vendor != "postgresql":
-        return
+    """Hold the address's lock until the transaction ends (`statements.advisory_lock`), on 32
+    bits of the address's hash: two addresses that share them only wait for each other."""
     key = int.from_bytes(bytes.fromhex(address_hash[:8]), "big", signed=True)
-    statements.execute(
-        "SELECT pg_advisory_xact_lock(%s::integer, %s::integer)", [REGISTRATION_LOCK, key]
-    )
+    statements.advisory_lock(REGISTRATION_LOCK, key)
 
 
 # What a request's agent carries: every column (a door may show any of them).
@@ -121,14 +115,11 @@ def agent_revoke(*, agent: Agent) -> None:
 def agent_lock(agent: Agent) -> None:
     """Take the agent's row lock. Every write of one agent serialises on it, so its caps and
     operation ids hold however many requests it sends at once. Call inside a transaction."""
-    statements.execute(_agent_lock(), [statements.db_value(Agent, "id", agent.pk)])
-
-
-@statements.prepared
-def _agent_lock() -> str:
-    return (
-        f"SELECT 1 FROM {statements.table(Agent)} WHERE {statements.column(Agent, 'id')} = %s"
-        + statements.for_update()
+    statements.locked(
+        Agent,
+        f"{statements.column(Agent, 'id')} = %s",
+        [statements.db_value(Agent, "id", agent.pk)],
+        names=("id",),
     )
 
 

@@ -108,7 +108,7 @@ SELECT c.new, f.status, f.status_timestamp - c.shift, f.deadline - c.shift,
        pg_temp.moved(f.task_json, c.old, c.new, c.shift, c.instants),
        pg_temp.moved(f.list_item_json, c.old, c.new, c.shift, c.instants),
        pg_temp.moved(f.list_item_full_json, c.old, c.new, c.shift, c.instants),
-       pg_temp.moved(f.task_v0_3_json, c.old, c.new, c.shift, c.instants)
+       pg_temp.moved(f.task_v0_3_json, c.old, c.new, c.shift, c.instants), f.keys_pending
 FROM copy c JOIN a2a_gateway_taskform f ON f.task_id = c.old;
 
 UPDATE tasks_taskcount SET count = count * %(copies)s::int
@@ -123,7 +123,7 @@ def columns_match(conn: psycopg.Connection) -> None:
         "status_timestamp contributions_count outcome verdict evaluated_at evaluation poster_id "
         "rendered_version view_json keys_pending",
         "a2a_gateway_taskform": "task_id status status_timestamp deadline task_json "
-        "list_item_json list_item_full_json task_v0_3_json",
+        "list_item_json list_item_full_json task_v0_3_json keys_pending",
     }
     for table, names in expected.items():
         found = conn.execute(

@@ -54,9 +54,3 @@ def call_page(*, mode: str, limit: int, cursor: str | None) -> tuple[list[Call],
         matches, time_field="created_at", limit=limit, cursor=cursor, filter_key=f"calls:{mode}"
     )
     return calls, next_cursor or None
-
-
-def call_for_update(call_id: Any) -> Call:
-    """The call with its row locked until the transaction ends: read its answer count and status
-    only after this. Call inside a transaction."""
-    return Call.objects.select_for_update().get(pk=call_id)

@@ -13,7 +13,7 @@ from agents.services import WriteResult, audit_keeper_action
 from agents.writes import Performed, agent_write
 from calls.models import Call, CallResponse, CallStatus
 from calls.payloads import CALL_RESPONSE_SCHEMA, CallResponsePayload
-from calls.selectors import call_for_update, call_get, call_response_view
+from calls.selectors import call_get, call_response_view
 from core import privacy, statements
 from core.clock import now_ms
 from core.errors import ErrorCode, Issue, refuse_if
@@ -103,7 +103,7 @@ def call_answer(
 
     def perform(agent: Agent, checked: tuple[Call, CallResponsePayload]) -> Performed:
         call, parsed = checked
-        call = call_for_update(call.pk)
+        call = _call_locked(call.pk)
         refuse_if(_answer_state_issues(agent, call))
         response = statements.created(
             CallResponse(
@@ -134,3 +134,12 @@ def call_answer(
         check=check,
         perform=perform,
     )
+
+
+def _call_locked(call_id: Any) -> Call:
+    """The call with its row locked until the transaction ends: read its answer count and status
+    only after this. Call inside a transaction."""
+    [call] = statements.locked(
+        Call, f"{statements.column(Call, 'id')} = %s", [statements.db_value(Call, "id", call_id)]
+    )
+    return call

@@ -89,10 +89,13 @@ def prepared(build: Callable[[], str]) -> Callable[[], str]:
     return text
 
 
-def for_update() -> str:
-    """The row-lock clause where the database has one. SQLite has none: its write transaction
-    locks the whole database, which is why Django's `select_for_update` leaves it out there too."""
-    return " FOR UPDATE" if connection.features.has_select_for_update else ""
+def for_update(*, skip_locked: bool = False) -> str:
+    """The row-lock clause where the database has one; `skip_locked`: leave out the rows another
+    transaction holds rather than wait for them. SQLite has none: its write transaction locks
+    the whole database, which is why Django's `select_for_update` leaves it out there too."""
+    if not connection.features.has_select_for_update:
+        return ""
+    return " FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE"
 
 
 def _db() -> BaseDatabaseWrapper:
@@ -206,6 +209,62 @@ def instance(model: type[M], names: tuple[str, ...], row: Sequence[Any]) -> M:
     """A model object from a row of `names`, as a queryset would make it (fields not read are
     deferred)."""
     return model.from_db(connection.alias, list(names), python_values(model, names, row))
+
+
+def locked(
+    model: type[M],
+    where: str,
+    params: Params,
+    *,
+    names: Sequence[str] = (),
+    order_by: str = "",
+    limit: int | None = None,
+    skip_locked: bool = False,
+) -> list[M]:
+    """The rows of `model` that `where` selects (in `order_by`, at most `limit`), locked until
+    the transaction ends, as objects of `names` (every field when none; those left out are
+    deferred): the one way a service locks rows, on the primary, which its writes go to. Call
+    inside a transaction."""
+    read = tuple(names) or tuple(field.name for field in model._meta.concrete_fields)
+    sql = _locked_sql(model, where, read, order_by, limit, skip_locked, connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [instance(model, read, row) for row in cursor.fetchall()]
+
+
+@cache
+def _locked_sql(
+    model: type[Model],
+    where: str,
+    names: tuple[str, ...],
+    order_by: str,
+    limit: int | None,
+    skip_locked: bool,
+    vendor: str,
+) -> str:
+    sql = f"SELECT {columns(model, names)} FROM {table(model)} WHERE {where}"
+    if order_by:
+        sql += f" ORDER BY {order_by}"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return sql + for_update(skip_locked=skip_locked)
+
+
+def advisory_lock(*keys: int, wait: bool = True) -> bool:
+    """Hold the lock named by `keys` (one 64-bit key, or two 32-bit ones: a key space and a key
+    in it) until the transaction ends; `wait=False`: True only when no other transaction held
+    it. On PostgreSQL it is an advisory lock of the transaction, which a transaction pooler
+    keeps. SQLite needs none: its IMMEDIATE transaction already holds the database's write
+    lock."""
+    if connection.vendor != "postgresql":
+        return True
+    cast = "bigint" if len(keys) == 1 else "integer"
+    arguments = ", ".join(f"%s::{cast}" for _ in keys)
+    function = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {function}({arguments})", list(keys))
+        row = cursor.fetchone()
+    return wait or bool(row[0])
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 Sites' workers, verifiers and contributors call it, not browsers, so CSRF does not apply and no
 token is asked: anyone may ask, and the log's proofs are what a release rests on. Refusals are
-the JSON error body of every route (§6) with the keyper's own codes; a release asked too early
-is 425 `{"not_before": <instant>}` with `Retry-After`, as §15.8 writes it. While Cairn is no
-keyper (no `CAIRN_KEYPER_KEY`) both routes are unknown paths.
+the JSON error body of every route (§6), with the codes and statuses a witness's refusals have
+(`ledger.refusals`); a release asked too early is 425 `{"not_before": <instant>}` with
+`Retry-After`, as §15.8 writes it. While Cairn is no keyper (no `CAIRN_KEYPER_KEY`) both routes
+are unknown paths.
 """
 
 from __future__ import annotations
@@ -20,24 +21,11 @@ from django.views.decorators.http import require_POST, require_safe
 
 from core.clock import now_ms, parse_instant
 from core.errors import ErrorCode, Refusal
-from http_api.witness import body_within_limit, over_limit_reason
-from ledger.keyper import (
-    KeyperRefusal,
-    Refused,
-    keyper_description,
-    keyper_enabled,
-    keyper_release,
-)
+from http_api.witness import STATUS, body_within_limit, over_limit_reason
+from ledger.keyper import keyper_description, keyper_enabled, keyper_release
+from ledger.refusals import WitnessRefusal
 
 logger = logging.getLogger(__name__)
-
-STATUS = {
-    Refused.MALFORMED: 400,
-    Refused.DOES_NOT_OPEN: 403,
-    Refused.UNKNOWN_LOG: 404,
-    Refused.NOT_PROVEN: 422,
-    Refused.TOO_EARLY: 425,
-}
 
 View = Callable[[HttpRequest], HttpResponse]
 
@@ -53,7 +41,7 @@ def _when_keyper(view: View) -> View:
     return wrapped
 
 
-def _refused(refusal: KeyperRefusal) -> JsonResponse:
+def _refused(refusal: WitnessRefusal) -> JsonResponse:
     status = STATUS[refusal.kind]
     logger.info("keyper: refused a release (%s): %s", status, refusal.reason)
     if refusal.not_before is not None:
@@ -76,7 +64,7 @@ def release_view(request: HttpRequest) -> HttpResponse:
         return JsonResponse(refusal.as_body(), status=413)
     try:
         release = keyper_release(body)
-    except KeyperRefusal as refusal:
+    except WitnessRefusal as refusal:
         return _refused(refusal)
     response = HttpResponse(release, content_type="application/json")
     response["Cache-Control"] = "no-store"

@@ -19,9 +19,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from core.errors import ErrorCode, Refusal
 from core.policy import body_limit
+from ledger.refusals import Refused, WitnessRefusal
 from ledger.witness import (
-    Refused,
-    WitnessRefusal,
     add_checkpoint,
     cosigned_latest,
     origin_by_digest,
@@ -31,12 +30,16 @@ from ledger.witness import (
 
 logger = logging.getLogger(__name__)
 
+# The status of each refusal, at the witness's door and the keyper's (`ledger.refusals`).
 STATUS = {
     Refused.MALFORMED: 400,
     Refused.BAD_SIGNATURE: 403,
+    Refused.SHARE_DOES_NOT_OPEN: 403,
     Refused.UNKNOWN_LOG: 404,
     Refused.STALE_OLD_SIZE: 409,
     Refused.INCONSISTENT: 422,
+    Refused.NOT_PROVEN: 422,
+    Refused.TOO_EARLY: 425,
 }
 TEXT = "text/plain; charset=utf-8"
 

@@ -22,7 +22,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
-from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -41,11 +40,8 @@ _NAME_LENGTH = 64
 
 
 def one_login_at_a_time() -> None:
-    """Hold the logins' lock until the transaction ends. SQLite needs none: its IMMEDIATE
-    transaction already holds the database's write lock. On PostgreSQL the lock is an advisory
-    one of the transaction, which a transaction pooler keeps."""
-    if connection.vendor == "postgresql":
-        statements.execute("SELECT pg_advisory_xact_lock(%s::integer, 0)", [LOGIN_LOCK])
+    """Hold the logins' lock until the transaction ends (`statements.advisory_lock`)."""
+    statements.advisory_lock(LOGIN_LOCK, 0)
 
 
 class PasswordBackend(ModelBackend):

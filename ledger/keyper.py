@@ -14,7 +14,6 @@ with the instant it will release), a share that does not open (403).
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import re
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from ledger.keyper_seal import (
 )
 from ledger.merkle import inclusion_verify, leaf_hash
 from ledger.models import CosignedCheckpoint, KeyperRelease
+from ledger.refusals import Refused, WitnessRefusal
 from ledger.signed_note import MAX_PROOF_LINES
 from ledger.witness import (
     witness_enabled,
@@ -70,35 +70,6 @@ _FIELDS = (
     "contribution_entry",
 )
 _ENTRY_FIELDS = ("index", "entry", "proof")
-
-
-class Refused(enum.Enum):
-    """Why no share is released; the value is the refusal's code, the door gives its status."""
-
-    MALFORMED = "malformed"
-    UNKNOWN_LOG = "not_found"
-    NOT_PROVEN = "not_proven"
-    TOO_EARLY = "too_early"
-    DOES_NOT_OPEN = "share_does_not_open"
-
-
-class KeyperRefusal(Exception):
-    """A release the keyper does not make. `path` names the request's field at fault (malformed
-    requests); `not_before` is when it will release (too early)."""
-
-    def __init__(
-        self,
-        kind: Refused,
-        reason: str,
-        *,
-        path: str = "",
-        not_before: str | None = None,
-    ) -> None:
-        super().__init__(reason)
-        self.kind = kind
-        self.reason = reason
-        self.path = path
-        self.not_before = not_before
 
 
 @dataclass(frozen=True)
@@ -153,8 +124,8 @@ def keyper_description() -> dict[str, Any]:
     }
 
 
-def _malformed(path: str, message: str) -> KeyperRefusal:
-    return KeyperRefusal(Refused.MALFORMED, f"{path}: {message}" if path else message, path=path)
+def _malformed(path: str, message: str) -> WitnessRefusal:
+    return WitnessRefusal(Refused.MALFORMED, f"{path}: {message}" if path else message, path=path)
 
 
 def _object(value: Any, path: str, names: tuple[str, ...]) -> dict[str, Any]:
@@ -227,8 +198,8 @@ def release_request_parse(body: bytes) -> ReleaseRequest:
     )
 
 
-def _not_proven(reason: str, path: str = "") -> KeyperRefusal:
-    return KeyperRefusal(Refused.NOT_PROVEN, f"{path}: {reason}" if path else reason, path=path)
+def _not_proven(reason: str, path: str = "") -> WitnessRefusal:
+    return WitnessRefusal(Refused.NOT_PROVEN, f"{path}: {reason}" if path else reason, path=path)
 
 
 def _cosigned_root(origin: str, size: int) -> bytes:
@@ -355,15 +326,15 @@ def _release_kept(request: ReleaseRequest, share: bytes) -> bytes:
 
 def keyper_release(body: bytes) -> bytes:
     """Release this keyper's share of a sealed report's key (§15.8): the JSON answer's bytes,
-    the same every time for the same sealed share; KeyperRefusal says why not."""
+    the same every time for the same sealed share; WitnessRefusal says why not."""
     request = release_request_parse(body)
     if request.site not in witnessed_logs():
-        raise KeyperRefusal(Refused.UNKNOWN_LOG, f"this keyper does not follow {request.site}")
+        raise WitnessRefusal(Refused.UNKNOWN_LOG, f"this keyper does not follow {request.site}")
     logged = _logged(request)
     not_before = logged.deadline_at + MAX_MERGE_DELAY
     if now_ms() < not_before:
         when = format_instant(not_before)
-        raise KeyperRefusal(Refused.TOO_EARLY, f"released from {when}", not_before=when)
+        raise WitnessRefusal(Refused.TOO_EARLY, f"released from {when}", not_before=when)
     context = ShareContext(
         site=request.site,
         task_id=request.task_id,
@@ -382,5 +353,5 @@ def keyper_release(body: bytes) -> bytes:
             index=request.index,
         )
     except SealError as error:
-        raise KeyperRefusal(Refused.DOES_NOT_OPEN, str(error)) from None
+        raise WitnessRefusal(Refused.SHARE_DOES_NOT_OPEN, str(error)) from None
     return _release_kept(request, share)

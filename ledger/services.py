@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Max
 
 from core import statements
@@ -36,7 +36,7 @@ def log_writes(entries: Iterable[dict[str, Any]]) -> tuple[statements.Write, ...
     transaction (`statements.write_all`).
 
     Every accepted write queues an entry, so these are plain SQL rather than the ORM's
-    bulk_create, which cost twice as much CPU for a single row (SPEC §15's budget: the log must
+    bulk_create, which costs much more CPU for a single row (SPEC §15's budget: the log must
     not slow a contribution down noticeably). Refused while the log has gone back (§16.2)."""
     log_state.writes_refused_if_rolled_back()
     at = now_ms()
@@ -54,11 +54,7 @@ def log_queue(entries: Iterable[dict[str, Any]]) -> None:
 
 def _sequencer_lock() -> bool:
     """Take the sequencer's lock for this transaction, or say that another sequencer holds it."""
-    if connection.vendor != "postgresql":
-        return True  # SQLite: the IMMEDIATE transaction already holds the database's write lock
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [SEQUENCER_LOCK])
-        return bool(cursor.fetchone()[0])
+    return statements.advisory_lock(SEQUENCER_LOCK, wait=False)
 
 
 def tree_size() -> int:

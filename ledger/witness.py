@@ -17,7 +17,6 @@ cosigned (§15.8), and anyone can read the latest it cosigned of each log.
 from __future__ import annotations
 
 import base64
-import enum
 import hashlib
 import re
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from core import statements
 from ledger.merkle import EMPTY_ROOT, consistency_verify
 from ledger.models import CosignedCheckpoint, WitnessedLog
 from ledger.notes import site_host
+from ledger.refusals import Refused, WitnessRefusal
 from ledger.signed_note import (
     COSIGNATURE_V1,
     ED25519,
@@ -53,26 +53,6 @@ from ledger.signed_note import (
 _OLD_SIZE = re.compile(r"old (0|[1-9][0-9]{0,18})")
 _PROOF_LINE = re.compile(r"[A-Za-z0-9+/]{43}=")
 _LARGEST_SIZE = 2**63 - 1  # a tree size the database (a signed 64-bit column) can hold
-
-
-class Refused(enum.Enum):
-    """Why a checkpoint is not cosigned, in the protocol's terms; the door gives each its status."""
-
-    MALFORMED = "malformed"
-    UNKNOWN_LOG = "unknown_log"
-    BAD_SIGNATURE = "bad_signature"
-    STALE_OLD_SIZE = "stale_old_size"
-    INCONSISTENT = "inconsistent"
-
-
-class WitnessRefusal(Exception):
-    """A submission the witness does not cosign; `size` is its own for a stale old size."""
-
-    def __init__(self, kind: Refused, reason: str, *, size: int | None = None) -> None:
-        super().__init__(reason)
-        self.kind = kind
-        self.reason = reason
-        self.size = size
 
 
 @dataclass(frozen=True)
@@ -196,7 +176,10 @@ def _locked_state(origin: str) -> WitnessedLog:
             ignore_conflicts=True,
         )
     )
-    return WitnessedLog.objects.select_for_update().get(origin=origin)
+    [state] = statements.locked(
+        WitnessedLog, f"{statements.column(WitnessedLog, 'origin')} = %s", [origin]
+    )
+    return state
 
 
 def _check_consistent(submission: Submission, state: WitnessedLog) -> None:

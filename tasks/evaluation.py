@@ -22,12 +22,12 @@ from ledger.notes import log_origin
 from ledger.services import log_queue
 from tasks.changes import TaskChange, task_changed
 from tasks.counts import task_count_change
+from tasks.due import DUE
 from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.opening import KeyperSealed, grace_end, releases_from, sealed_item, sealed_opening
 from tasks.payloads import VERDICTS
 from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.sealing import Sealed, report_unsealed
-from tasks.selectors import tasks_due
 
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
 RULE = "cairn.rules/0.1"
@@ -146,6 +146,14 @@ def _evaluations_held() -> bool:
     return log_state.rollback_found() is not None
 
 
+def _task_locked(task_id: uuid.UUID) -> Task | None:
+    """The task, its row locked until the transaction ends; None when there is no such task."""
+    found = statements.locked(
+        Task, f"{statements.column(Task, 'id')} = %s", [statements.db_value(Task, "id", task_id)]
+    )
+    return found[0] if found else None
+
+
 def task_evaluate(*, task_id: uuid.UUID) -> bool:
     """Evaluate a task whose deadline has passed. True when this call did it.
 
@@ -157,13 +165,8 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
     if _evaluations_held():
         return False
     with transaction.atomic():
-        task = Task.objects.select_for_update().filter(pk=task_id).first()
-        if (
-            task is None
-            or task.status != TaskStatus.WORKING
-            or task.keys_pending
-            or task.deadline > timezone.now()
-        ):
+        task = _task_locked(task_id)
+        if task is None or not DUE.holds(task, timezone.now()):
             return False
         _evaluation_write(task, list(task.contributions.order_by("seq")), evaluated_at=now_ms())
     return True
@@ -183,7 +186,7 @@ def task_evaluate_with_releases(
     if _evaluations_held():
         return False
     with transaction.atomic():
-        task = Task.objects.select_for_update().filter(pk=task_id).first()
+        task = _task_locked(task_id)
         if task is None or task.status != TaskStatus.WORKING or not task.keys_pending:
             return False
         contributions = list(task.contributions.order_by("seq"))
@@ -214,11 +217,7 @@ def task_evaluated_if_due(task: Task) -> Task:
     one task, so none shows a task open past its deadline (SPEC §4.3). Lists call
     `tasks_evaluate_due` instead. A task whose keys are pending stays open until the worker has
     its keypers' releases (SPEC §15.8): a read never waits on a keyper."""
-    if (
-        task.status == TaskStatus.WORKING
-        and not task.keys_pending
-        and task.deadline <= timezone.now()
-    ):
+    if DUE.holds(task, timezone.now()):
         task_evaluate(task_id=task.pk)
         task.refresh_from_db()
     return task
@@ -238,6 +237,9 @@ def _status_changes(batch: list[Task]) -> dict[str, int]:
 _SET_BY_THE_EVALUATION = (
     *EVALUATION_FIELDS,
     "poster",
+)
+_SWEEP_READS = tuple(
+    field.name for field in Task._meta.concrete_fields if field.name not in _SET_BY_THE_EVALUATION
 )
 # What the sweep reads of its batch's contributions: rows of the fields an evaluation reads
 # (`Counted`), not model objects, whose construction costs more than the read itself.
@@ -275,11 +277,14 @@ def _collector_paused() -> Iterator[None]:
 def _batch_evaluate(batch_size: int) -> int:
     """Evaluate up to `batch_size` due tasks in one transaction; returns how many."""
     with transaction.atomic():
-        batch = list(
-            Task.objects.select_for_update(skip_locked=True)
-            .filter(status=TaskStatus.WORKING, keys_pending=False, deadline__lte=timezone.now())
-            .defer(*_SET_BY_THE_EVALUATION)
-            .order_by("deadline")[:batch_size]
+        batch = statements.locked(
+            Task,
+            DUE.sql(Task),
+            DUE.params(statements.db_value(Task, "deadline", timezone.now())),
+            names=_SWEEP_READS,
+            order_by=statements.column(Task, "deadline"),
+            limit=batch_size,
+            skip_locked=True,
         )
         contributions: dict[uuid.UUID, list[Counted]] = defaultdict(list)
         for contribution in (
@@ -313,9 +318,9 @@ def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
 
     Rows another evaluator holds are skipped, not waited for: that evaluator is doing them. Every
     list read calls this first and almost always finds nothing due, so one probe outside any
-    transaction (`due_sql`) answers that case.
+    transaction (`DUE.any_sql`) answers that case.
     """
-    if not tasks_due() or _evaluations_held():
+    if not DUE.any_now() or _evaluations_held():
         return 0
     evaluated = 0
     while True:

@@ -1,8 +1,9 @@
 """What every door shows of tasks to anyone: one task, a page of a list, a page of the feed. Each
 is read on a replica where one serves (`core.replicas.public_read`), unless what the replica
-holds could be behind what the primary decided: the task is not there yet, or is open past its
-deadline, or a page's filter holds a task due for evaluation. Then the primary answers, after the
-domain evaluated what is due, so no door shows a task open past its deadline (SPEC §4.3, §16.1).
+holds could be behind what the primary decided: the task is not there yet, or it or any task is
+open past its deadline (`tasks.due.PAST_DEADLINE`). Then the primary answers, after the domain
+evaluated what is due (`tasks.due.DUE`), so no door shows a task open past its deadline
+(SPEC §4.3, §16.1).
 """
 
 from __future__ import annotations
@@ -15,17 +16,16 @@ from django.utils import timezone
 
 from core.errors import ErrorCode, Refusal
 from core.replicas import public_read
+from tasks.due import PAST_DEADLINE
 from tasks.evaluation import task_evaluated_if_due, tasks_evaluate_due
-from tasks.models import Task, TaskStatus
-from tasks.selectors import TaskPage, task_feed_page, task_get, task_page, tasks_due
+from tasks.models import Task
+from tasks.selectors import TaskPage, task_feed_page, task_get, task_page
 
 
 def _settled(task: Task) -> Task | None:
     """The task as a replica holds it, unless it is open past its deadline: the primary may
-    have evaluated it already (or, its keys pending, may yet hold it open)."""
-    if task.status == TaskStatus.WORKING and task.deadline <= timezone.now():
-        return None
-    return task
+    have evaluated it already."""
+    return None if PAST_DEADLINE.holds(task, timezone.now()) else task
 
 
 def _on_replica(task_id: str | uuid.UUID) -> Task | None:
@@ -47,7 +47,7 @@ def task_shown(task_id: str | uuid.UUID) -> Task:
 def task_page_shown(**query: Any) -> TaskPage:
     """`task_page` of `query`, after the evaluation of what is due."""
     return public_read(
-        lambda: None if tasks_due() else task_page(**query),
+        lambda: None if PAST_DEADLINE.any_now() else task_page(**query),
         lambda: _evaluated_first(task_page, query),
     )
 
@@ -56,7 +56,7 @@ def task_feed_page_shown(*, mode: str, limit: int, cursor: str | None) -> TaskPa
     """`task_feed_page`, after the evaluation of what is due."""
     query: dict[str, Any] = {"mode": mode, "limit": limit, "cursor": cursor}
     return public_read(
-        lambda: None if tasks_due() else task_feed_page(**query),
+        lambda: None if PAST_DEADLINE.any_now() else task_feed_page(**query),
         lambda: _evaluated_first(task_feed_page, query),
     )
 

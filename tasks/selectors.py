@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Q
-from django.utils import timezone
 
 from agents.models import Agent
 from core import statements
@@ -231,82 +230,3 @@ def _task_for_write() -> str:
         f"SELECT {statements.columns(Task, _WRITE_FIELDS)} FROM {statements.table(Task)} "
         f"WHERE {statements.column(Task, 'id')} = %s"
     )
-
-
-@dataclass(frozen=True)
-class ContributorRecord:
-    """One agent's contributions, as a contribution's caps read them."""
-
-    to_task: int  # to the task being contributed to: 0 or 1
-    since: int  # received after the start of the daily cap's window
-
-
-def task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> ContributorRecord:
-    """Lock the task's row (Zulip's `access_…(lock=True)`), refresh into `task` what may have
-    changed since it was read (its status and count), and read the agent's own
-    contributions, in one statement. Call inside a transaction holding the agent's row lock: an
-    agent's contributions are only written under that lock, so the statement sees every one."""
-    row = statements.fetch_one(
-        _task_lock_for_contribution(),
-        [
-            statements.db_value(Contribution, "agent", agent.pk),
-            statements.db_value(Contribution, "agent", agent.pk),
-            statements.db_value(Contribution, "received_at", since),
-            statements.db_value(Task, "id", task.pk),
-        ],
-    )
-    assert row is not None, "tasks are never deleted"
-    *fields, to_task, since_count = row
-    for name, value in zip(_LOCKED_FIELDS, fields, strict=True):
-        setattr(task, name, value)
-    return ContributorRecord(to_task=to_task, since=since_count)
-
-
-_LOCKED_FIELDS = ("status", "contributions_count")
-
-
-@statements.prepared
-def _task_lock_for_contribution() -> str:
-    contributions = statements.table(Contribution)
-    tasks = statements.table(Task)
-    task_pk = f"{tasks}.{statements.column(Task, 'id')}"
-    by_agent = f"{statements.column(Contribution, 'agent')} = %s"
-    return (
-        f"SELECT {statements.columns(Task, _LOCKED_FIELDS)}, "
-        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
-        f"AND {statements.column(Contribution, 'task')} = {task_pk}), "
-        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
-        f"AND {statements.column(Contribution, 'received_at')} > %s) "
-        f"FROM {tasks} WHERE {task_pk} = %s" + statements.for_update()
-    )
-
-
-@statements.prepared
-def due_sql() -> str:
-    """Whether any open task is past its deadline (`due_params`), as a boolean expression: alone,
-    or inside a read's statement (the A2A door's reads, which then have the domain evaluate it first).
-    A task whose keys are pending is not due to a read: only the worker evaluates it, once the
-    keypers have released (SPEC §15.8).
-    The earliest such deadline up to now is read off the `task_due` index (status, deadline,
-    keys_pending), whatever the statistics say: the scan starts at the earliest open deadline and
-    stops at the first task whose keys are not pending, having passed at most the tasks still
-    waiting for their keys (their grace is minutes). Asked as "does any open task have `deadline
-    <= now`", PostgreSQL may plan a scan of the whole table."""
-    deadline, status = statements.column(Task, "deadline"), statements.column(Task, "status")
-    keys_pending = statements.column(Task, "keys_pending")
-    return (
-        f"(SELECT MIN({deadline}) FROM {statements.table(Task)} WHERE {status} = %(working)s "
-        f"AND {deadline} <= %(now)s AND NOT {keys_pending}) IS NOT NULL"
-    )
-
-
-def due_params(now: Any) -> dict[str, Any]:
-    """`due_sql`'s params; `now` as its connection takes a deadline (`statements.db_value`)."""
-    return {"working": TaskStatus.WORKING.value, "now": now}
-
-
-def tasks_due() -> bool:
-    """Whether any task is due for evaluation now (`due_sql`), where this context reads."""
-    now = statements.db_value(Task, "deadline", timezone.now())
-    due = statements.fetch_one("SELECT " + due_sql(), due_params(now))
-    return due is not None and bool(due[0])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -51,14 +51,7 @@ from tasks.rules import (
     source_issues,
     task_entry_issues,
 )
-from tasks.selectors import (
-    ContributorRecord,
-    receipt_claims,
-    receipt_view,
-    task_get_for_write,
-    task_lock_for_contribution,
-    task_log_index,
-)
+from tasks.selectors import receipt_claims, receipt_view, task_get_for_write, task_log_index
 
 TASK_POST = "task_post"
 CONTRIBUTION_SUBMIT = "contribution_submit"
@@ -148,6 +141,55 @@ def task_post(
         client=client,
         check=check,
         perform=perform,
+    )
+
+
+@dataclass(frozen=True)
+class ContributorRecord:
+    """One agent's contributions, as a contribution's caps read them."""
+
+    to_task: int  # to the task being contributed to: 0 or 1
+    since: int  # received after the start of the daily cap's window
+
+
+def _task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> ContributorRecord:
+    """Lock the task's row (Zulip's `access_…(lock=True)`), refresh into `task` what may have
+    changed since it was read (its status, count and whether its keys are pending), and read the
+    agent's own contributions, in one statement. Call inside a transaction holding the agent's row lock: an
+    agent's contributions are only written under that lock, so the statement sees every one."""
+    row = statements.fetch_one(
+        _task_lock_for_contribution_sql(),
+        [
+            statements.db_value(Contribution, "agent", agent.pk),
+            statements.db_value(Contribution, "agent", agent.pk),
+            statements.db_value(Contribution, "received_at", since),
+            statements.db_value(Task, "id", task.pk),
+        ],
+    )
+    assert row is not None, "tasks are never deleted"
+    *fields, to_task, since_count = row
+    values = statements.python_values(Task, _LOCKED_FIELDS, fields)
+    for name, value in zip(_LOCKED_FIELDS, values, strict=True):
+        setattr(task, name, value)
+    return ContributorRecord(to_task=to_task, since=since_count)
+
+
+_LOCKED_FIELDS = ("status", "contributions_count", "keys_pending")
+
+
+@statements.prepared
+def _task_lock_for_contribution_sql() -> str:
+    contributions = statements.table(Contribution)
+    tasks = statements.table(Task)
+    task_pk = f"{tasks}.{statements.column(Task, 'id')}"
+    by_agent = f"{statements.column(Contribution, 'agent')} = %s"
+    return (
+        f"SELECT {statements.columns(Task, _LOCKED_FIELDS)}, "
+        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
+        f"AND {statements.column(Contribution, 'task')} = {task_pk}), "
+        f"(SELECT COUNT(*) FROM {contributions} WHERE {by_agent} "
+        f"AND {statements.column(Contribution, 'received_at')} > %s) "
+        f"FROM {tasks} WHERE {task_pk} = %s" + statements.for_update()
     )
 
 
@@ -257,7 +299,7 @@ def contribution_submit(
 
     def perform(agent: Agent, checked: _Checked) -> Performed:
         task = checked.task
-        mine = task_lock_for_contribution(task, agent=agent, since=now_ms() - DAY)
+        mine = _task_lock_for_contribution(task, agent=agent, since=now_ms() - DAY)
         _refuse_if_closed(task)
         refuse_if(_contribution_state_issues(agent, task, mine))
         contribution = Contribution(

@@ -3,8 +3,8 @@ new ones: the ListTasks form that includes artifacts, and A2A 0.3's tasks/get re
 
 The forms before this were built by filling a template of the SDK's output, which wrote a
 number inside `metadata` as the view held it (`2`) where the SDK writes a double (`2.0`). Each
-task's stored §3.2 view is its source, as it is for every later write: the rows are written by
-the door's own hook, the one every change of a task goes through. On PostgreSQL the new
+task's stored §3.2 view is its source, as it is for every later write: the rows are built by
+the door's own `task_form`, which every change of a task goes through. On PostgreSQL the new
 columns stay in the row and are compressed with lz4, as the others are (0001).
 """
 
@@ -12,24 +12,35 @@ import json
 
 from django.db import migrations, models
 
-from a2a_gateway.forms import task_forms_written
+from a2a_gateway.forms import task_form
 from core import statements
 from tasks.changes import TaskChange
 from tasks.models import Task
 
 BATCH = 500
 NEW_FORMS = ("list_item_full_json", "task_v0_3_json")
-# What the hook reads of a task; the migration reads no other column, so a later field of the
-# model does not break it.
+# What the hook reads of a task, and the columns of the door's table it writes here: the
+# migration reads and writes no other, so a later field of either model does not break it.
 READ = ("id", "status", "status_timestamp", "deadline", "view_json")
+WRITTEN = (
+    "status",
+    "status_timestamp",
+    "deadline",
+    "task_json",
+    "list_item_json",
+    "list_item_full_json",
+    "task_v0_3_json",
+)
 
 
 def forms_written(apps, schema_editor):
-    rendered = Task.objects.exclude(view_json="").only(*READ).order_by("pk")
+    rendered = Task.objects.exclude(view_json="").order_by("pk").values_list(*READ)
     for start in range(0, rendered.count(), BATCH):
-        batch = list(rendered[start : start + BATCH])
-        changes = [TaskChange(task, json.loads(task.view_json)) for task in batch]
-        statements.write_all(*task_forms_written(changes))
+        tasks = [
+            Task(**dict(zip(READ, row, strict=True))) for row in rendered[start : start + BATCH]
+        ]
+        forms = [task_form(TaskChange(task, json.loads(task.view_json))) for task in tasks]
+        statements.write_all(*statements.updated_many(forms, WRITTEN))
 
 
 def column_in_row(apps, schema_editor):

@@ -1,6 +1,6 @@
 """`task_due` gains `keys_pending` as its last column (SPEC §15.8).
 
-A task whose keys are pending is not due to a read: the due probes (`tasks.selectors.due_sql`, the
+A task whose keys are pending is not due to a read: the due probes (`tasks.due.DUE`, the
 sweep's batch) skip it in the index itself, without a visit to its row. The column comes last so
 that the index still gives the open tasks in deadline order (the feed's open section).
 """

@@ -91,6 +91,7 @@ class _Row:
         self.pk = view["id"]
         self.status = "working" if view["state"] == "open" else "completed"
         self.status_timestamp = self.deadline = datetime(2026, 6, 1, tzinfo=UTC)
+        self.keys_pending = False
 
 
 def served_by_the_handler(text: str, *, listed: bool = False, include_artifacts: bool = False):

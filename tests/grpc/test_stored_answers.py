@@ -8,7 +8,14 @@ import uuid
 
 import orjson
 import pytest
-from a2a.types import GetTaskRequest, ListTasksRequest, ListTasksResponse, Task
+from a2a.types import (
+    GetTaskRequest,
+    InvalidParamsError,
+    ListTasksRequest,
+    ListTasksResponse,
+    Task,
+    TaskNotFoundError,
+)
 from asgiref.sync import async_to_sync
 from google.protobuf.json_format import ParseDict
 
@@ -50,9 +57,11 @@ def test_stored_answers_are_protobufs_own_bytes_for_the_stored_forms(
                     total_size=page.total,
                 )
                 assert await stored_answer(request) == expected.SerializeToString()
-            # A refusal is the servicer's to answer, in its own words.
-            assert await stored_answer(GetTaskRequest(id=str(uuid.uuid4()))) is None
-            assert await stored_answer(ListTasksRequest(page_size=101)) is None
+            # A refusal is the SDK's error, which the call is aborted with as the servicer would.
+            with pytest.raises(TaskNotFoundError):
+                await stored_answer(GetTaskRequest(id=str(uuid.uuid4())))
+            with pytest.raises(InvalidParamsError):
+                await stored_answer(ListTasksRequest(page_size=101))
         finally:
             await read_pool.close()
 

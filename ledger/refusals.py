@@ -1,0 +1,42 @@
+"""Why a witness does not cosign a checkpoint (SPEC §15.4) or a keyper does not release a share
+(§15.8): one vocabulary for both, since a keyper is a witness and the same case (a log it does
+not follow, a request it cannot read) is the same refusal at either door. The value is the code
+a refusal's body carries; the doors give each kind its status (`http_api.witness.STATUS`).
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Refused(enum.Enum):
+    MALFORMED = "malformed"
+    UNKNOWN_LOG = "not_found"
+    BAD_SIGNATURE = "bad_signature"
+    SHARE_DOES_NOT_OPEN = "share_does_not_open"
+    STALE_OLD_SIZE = "stale_old_size"
+    INCONSISTENT = "inconsistent"
+    NOT_PROVEN = "not_proven"
+    TOO_EARLY = "too_early"
+
+
+class WitnessRefusal(Exception):
+    """A checkpoint not cosigned, or a share not released. `path` names the request's field at
+    fault (a malformed release request); `not_before` is when a keyper will release (too early);
+    `size` is the witness's own size (a stale old size)."""
+
+    def __init__(
+        self,
+        kind: Refused,
+        reason: str,
+        *,
+        path: str = "",
+        not_before: str | None = None,
+        size: int | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+        self.path = path
+        self.not_before = not_before
+        self.size = size
