@@ -201,10 +201,6 @@ class PrivatePostgres:
                     raise
                 time.sleep(0.2)
 
-    def crash(self) -> None:
-        """An immediate shutdown: the server's processes end at once, as when its host dies."""
-        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
-
     def promote(self) -> None:
         """A standby becomes a primary that takes writes."""
         self._run("pg_ctl", "-D", str(self.data), "-w", "promote")

@@ -23,20 +23,25 @@ from tests.factories import contribution_payload, deadline_in, open_task_payload
 DATABASE = "cairn_rollback"
 
 
-@pytest.fixture
-def site(postgres: PrivatePostgres, tmp_path: Path) -> Iterator[Deployment]:
-    postgres.create_database(DATABASE)
-    url = postgres.url(DATABASE)
+def _started(postgres: PrivatePostgres, url: str, logs: Path) -> Deployment:
+    """A web process and a worker on `url`, its database migrated; checkpoints every second."""
     deployed = Deployment(
         broker="orm",
         postgres=postgres,
         database_url=url,
         env=cairn_env(url, CAIRN_LOG_INTERVAL_S="1"),
-        logs=tmp_path,
+        logs=logs,
     )
     deployed.manage("migrate", "--noinput")
     deployed.start_web()
     deployed.start_worker()
+    return deployed
+
+
+@pytest.fixture
+def site(postgres: PrivatePostgres, tmp_path: Path) -> Iterator[Deployment]:
+    postgres.create_database(DATABASE)
+    deployed = _started(postgres, postgres.url(DATABASE), tmp_path)
     yield deployed
     deployed.stop_all()
     with psycopg.connect(postgres.url("postgres"), autocommit=True) as conn:
@@ -203,17 +208,9 @@ def test_a_failover_to_an_asynchronous_standby_that_was_behind_stops_the_site(tm
         f"postgres://postgres@/{DATABASE}?host=127.0.0.1,127.0.0.1"
         f"&port={primary.port},{standby.port}&target_session_attrs=read-write"
     )
-    site = Deployment(
-        broker="orm",
-        postgres=primary,
-        database_url=url,
-        env=cairn_env(url, CAIRN_LOG_INTERVAL_S="1"),
-        logs=tmp_path,
-    )
+    site = None
     try:
-        site.manage("migrate", "--noinput")
-        site.start_web()
-        site.start_worker()
+        site = _started(primary, url, tmp_path)
         web = site.web_urls[0]
         tasks = _writes(web, 3)
         _signed_at_least(web, 6, site)
@@ -227,7 +224,7 @@ def test_a_failover_to_an_asynchronous_standby_that_was_behind_stops_the_site(tm
         _writes(web, 4)  # answered, receipts issued: on the primary alone
         signed_size = int(_signed_at_least(web, 14, site).splitlines()[1])
 
-        primary.crash()
+        primary.kill()
         standby.promote()
 
         give_up = time.monotonic() + 90
@@ -249,7 +246,8 @@ def test_a_failover_to_an_asynchronous_standby_that_was_behind_stops_the_site(tm
         assert "gone back" in refused.json()["error"]["message"]
         assert _checkpoint_size(web) < signed_size
     finally:
-        site.stop_all()
+        if site is not None:
+            site.stop_all()
         for server in (standby, primary):
             try:
                 server.stop()
