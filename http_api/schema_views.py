@@ -421,7 +421,9 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 def _responses(route: _Route) -> dict[str, Any]:
     success: dict[str, Any] = {"description": "Accepted" if route.method == "post" else "OK"}
     success["content"] = (
-        {"text/plain": {"schema": {"type": "string"}}} if route.text else _json(_ref(route.response))
+        {"text/plain": {"schema": {"type": "string"}}}
+        if route.text
+        else _json(_ref(route.response))
     )
     if route.parameters and "idempotency_key" in route.parameters:
         success["headers"] = {
