@@ -309,6 +309,41 @@ def test_the_printed_python_walkthrough_is_the_one_try_it_runs():
     assert printed + "\n" == (ROOT / "docs" / "cairn_walkthrough.py").read_text()
 
 
+def _reader_home(tmp_path: Path) -> dict[str, str]:
+    """A reader's own home folder, with this machine's pip and npm settings and caches (where the
+    package index is), so that the pages' `~/…` folders land in the test's folder."""
+    home = Path.home()
+    tools = {
+        "PIP_CONFIG_FILE": home / ".config" / "pip" / "pip.conf",
+        "PIP_CACHE_DIR": home / ".cache" / "pip",
+        "NPM_CONFIG_USERCONFIG": home / ".npmrc",
+        "npm_config_cache": home / ".npm",
+    }
+    return {
+        "HOME": str(tmp_path),
+        **{name: str(path) for name, path in tools.items() if path.exists()},
+    }
+
+
+def test_the_walkthroughs_folders_do_not_nest_when_made_in_order_in_one_terminal(tmp_path):
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    folders = [
+        next(
+            line for line in doc_block(WALKTHROUGH, marker).splitlines() if line.startswith("mkdir")
+        )
+        for marker in ('pip install "a2a-sdk==1.3.0"', "npm install @a2a-js/sdk@1.3.0")
+    ]
+
+    said = _bash("\n".join(f"{line} && pwd" for line in folders), clone, HOME=str(tmp_path))
+
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.splitlines() == [
+        str(tmp_path / "cairn-walkthrough" / "py"),
+        str(tmp_path / "cairn-walkthrough" / "js"),
+    ]
+
+
 def _in_order(set_up: str, script: str, run: str, saved_as: str) -> str:
     """A walk-through's three blocks as one shell script, in the order printed, with the reader's
     saving of the script in its place: after the block that makes the folder, before the run."""
@@ -339,14 +374,14 @@ def test_the_python_walkthrough_runs_block_by_block_in_the_order_printed(
     )
 
     # When a reader runs the page's blocks one after the other, in one shell
-    result = _bash(commands, tmp_path, CAIRN_URL=live_url)
+    result = _bash(commands, tmp_path, CAIRN_URL=live_url, **_reader_home(tmp_path))
 
     # Then the walk-through posts, contributes and reads the evaluation, on this one server
     assert result.returncode == 0, result.stdout + result.stderr
     lines = _after(result.stdout, "posted")
     assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[0]), result.stdout
     assert lines[3] == "TASK_STATE_COMPLETED resolved source_supported", result.stdout
-    assert len(list((tmp_path / "cairn-walkthrough-py" / "receipts").glob("*.json"))) == 2
+    assert len(list((tmp_path / "cairn-walkthrough/py/receipts").glob("*.json"))) == 2
 
 
 def test_the_js_walkthrough_runs_block_by_block_in_the_order_printed(
@@ -364,7 +399,11 @@ def test_the_js_walkthrough_runs_block_by_block_in_the_order_printed(
     )
 
     result = _bash(
-        commands, tmp_path, CAIRN_URL=live_url, PATH=f"{Path(node).parent}:{os.environ['PATH']}"
+        commands,
+        tmp_path,
+        CAIRN_URL=live_url,
+        PATH=f"{Path(node).parent}:{os.environ['PATH']}",
+        **_reader_home(tmp_path),
     )
 
     assert result.returncode == 0, result.stdout + result.stderr
@@ -372,7 +411,7 @@ def test_the_js_walkthrough_runs_block_by_block_in_the_order_printed(
     assert lines[0] == "card signature verified", result.stdout
     assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[1]), result.stdout
     assert lines[4].startswith("TASK_STATE_COMPLETED contested"), result.stdout
-    assert len(list((tmp_path / "cairn-walkthrough-js" / "receipts").glob("*.json"))) == 2
+    assert len(list((tmp_path / "cairn-walkthrough/js/receipts").glob("*.json"))) == 2
 
 
 def test_the_json_rpc_call_with_curl_runs_as_printed(live_url, poster, post_task, tmp_path):
