@@ -9,17 +9,23 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 
+from core.canonical import canonical_digest
 from ledger.services import log_sequence
 from tests.a2a.conftest import JS_DIR, node  # noqa: F401  (the Node.js fixture)
 from tests.deploy.postgres import free_port
 from tests.docs import ROOT, doc_block, doc_blocks, doc_text, pages
+from tests.factories import contribution_report
+from tests.mcp.conftest import Answer, call
 
 # This interpreter's folder holds python3 and uv, as a reader's PATH does after the set-up.
 TOOLS = str(Path(sys.executable).parent)
@@ -443,3 +449,75 @@ def test_the_independent_copy_of_the_verifier_differs_only_in_its_url(
     assert compared.returncode == 1 and len(changed) == 2, compared.stdout + compared.stderr
     assert all("DEFAULT_CAIRN_URL = " in line for line in changed), changed
     assert monitor.returncode == 0, monitor.stdout + monitor.stderr
+
+
+def test_any_mcp_clients_configuration_starts_the_server_for_consent_preview_contribute(
+    live_url, agents_cli, poster, post_task, tmp_path
+):
+    # Given the local server downloaded as printed, and an open task
+    env = {
+        "CAIRN_URL": live_url,
+        "HOME": str(tmp_path),
+        "PATH": f"{agents_cli}:{TOOLS}:/usr/bin:/bin",
+    }
+    downloaded = _bash(
+        doc_block("docs/mcp.md", 'cairn_mcp.py" -o ~/.cairn/cairn_mcp.py'), tmp_path, **env
+    )
+    assert downloaded.returncode == 0, downloaded.stderr
+    task = post_task(poster)
+
+    # When the page's command prints the configuration any MCP client takes
+    printed = _bash(doc_block("docs/mcp.md", '"mcpServers"'), tmp_path, **env)
+
+    # Then it names the server by full paths
+    assert printed.returncode == 0, printed.stderr
+    [(name, server)] = json.loads(printed.stdout)["mcpServers"].items()
+    assert name == "cairn"
+    assert server == {
+        "command": shutil.which("uv", path=env["PATH"]),
+        "args": ["run", "--script", str(tmp_path / ".cairn" / "cairn_mcp.py")],
+    }
+    # And a client that starts it so, in the person's environment (the address is the file's
+    # default), walks the page's flow: no write before consent, a preview that sends nothing, a
+    # changed report refused, and the approved digest sent
+    person = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    started = StdioServerParameters(**server, env={**person, "HOME": str(tmp_path)})
+    answers = anyio.run(_consent_preview_contribute, started, str(task.pk))
+    before_consent, preview, changed, sent = answers
+    assert before_consent.code == "consent_required"
+    assert preview.data["form"] == "plain" and preview.data["issues"] == []
+    assert preview.data["public_output_digest"] == canonical_digest(preview.data["report"])
+    assert changed.code == "preview_changed"
+    assert not sent.is_error, sent.data
+    receipt = sent.data["receipt"]
+    saved = tmp_path / ".cairn" / "receipts" / f"{receipt['contribution_id']}.json"
+    assert json.loads(saved.read_text()) == receipt
+
+
+async def _consent_preview_contribute(server: StdioServerParameters, task_id: str) -> list[Answer]:
+    report = contribution_report()
+    async with Client(server) as client:
+        digest = canonical_digest(report)
+        before_consent = await call(
+            client,
+            "cairn_a2a_contribute",
+            {"task_id": task_id, "report": report, "public_output_digest": digest},
+        )
+        await call(client, "cairn_local_set_consent", {"public_output": True})
+        preview = await call(client, "cairn_a2a_contribute", {"task_id": task_id, "report": report})
+        approved = preview.data["public_output_digest"]
+        changed = await call(
+            client,
+            "cairn_a2a_contribute",
+            {
+                "task_id": task_id,
+                "report": {**report, "summary": report["summary"] + "!"},
+                "public_output_digest": approved,
+            },
+        )
+        sent = await call(
+            client,
+            "cairn_a2a_contribute",
+            {"task_id": task_id, "report": report, "public_output_digest": approved},
+        )
+    return [before_consent, preview, changed, sent]
