@@ -521,3 +521,58 @@ def test_the_keepers_lists_are_usable_at_375_px(open_tab, task_with, settings):
         cells = tab.page.locator("#result_list tbody tr").first.locator("th, td")
         second = cells.nth(2 if cells.first.locator("input").count() else 1).bounding_box()
         assert second["x"] + second["width"] <= 375, (name, second)
+
+
+# The keeper's header, element by element: the site's name, the theme toggle and the user links;
+# which overlap, and the room between the name and the toggle when they share a line.
+ADMIN_HEADER = """(rootFontSize) => {
+  document.documentElement.style.fontSize = rootFontSize;
+  const parts = [...document.querySelectorAll(
+    '#header #site-name a, #header .theme-toggle, #header #user-tools a, #header #logout-form button'
+  )].filter((element) => element.offsetWidth).map((element) => ({
+    name: (element.closest('#site-name') ? 'site-name' : element.className || element.innerText).trim(),
+    box: element.getBoundingClientRect().toJSON(),
+  }));
+  const overlaps = [];
+  parts.forEach((a, i) => parts.slice(i + 1).forEach((b) => {
+    const wide = Math.min(a.box.right, b.box.right) - Math.max(a.box.left, b.box.left);
+    const high = Math.min(a.box.bottom, b.box.bottom) - Math.max(a.box.top, b.box.top);
+    if (wide > 1 && high > 1) overlaps.push([a.name, b.name]);
+  }));
+  const name = parts.find((part) => part.name === 'site-name').box;
+  const toggle = parts.find((part) => part.name === 'theme-toggle').box;
+  const sameLine = toggle.top < name.bottom && name.top < toggle.bottom;
+  return {
+    parts: parts.map((part) => part.name),
+    overlaps,
+    room: sameLine ? toggle.left - name.right : null,
+  };
+}"""
+
+# A phone's own text size, as its person set it larger.
+ROOT_FONT_SIZES = ["", "22px"]
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 320, "height": 700}, DESKTOP])
+def test_nothing_in_the_keepers_header_overlaps_the_title(open_tab, settings, viewport):
+    width = viewport["width"]
+    # The login page, before the keeper has logged in, then the keeper's pages
+    tab = open_tab(viewport=viewport)
+    headers = {}
+    for size in ROOT_FONT_SIZES:
+        tab.page.goto("/admin/login/")
+        headers[f"login {size}"] = tab.page.evaluate(ADMIN_HEADER, size)
+        tab.screenshot(f"admin-header-login-{width}{size}")
+    tab = _keeper_tab(open_tab, settings)
+    tab.page.set_viewport_size(viewport)
+    for path in ("/admin/", "/admin/calls/call/add/", "/admin/password_change/"):
+        for size in ROOT_FONT_SIZES:
+            tab.page.goto(path)
+            headers[f"{path} {size}"] = tab.page.evaluate(ADMIN_HEADER, size)
+            tab.screenshot(f"admin-header-{path.strip('/').replace('/', '-')}-{width}{size}")
+
+    for page, header in headers.items():
+        # Then nothing in the header covers anything else, and the toggle keeps its distance
+        # from the name, on the name's line or on a line of its own
+        assert header["overlaps"] == [], (page, header)
+        assert header["room"] is None or header["room"] >= 8, (page, header)
