@@ -1,7 +1,7 @@
 """`make run` with two keypers on this machine (SPEC §15.8): `python -m cairn.local_keypers -- make run`.
 
-Sealing against the keeper needs keypers, and a developer's `make run` lists none, so a sealed
-contribution could not be tried on one machine. This starts two more Cairns beside it, each a
+Sealing against the keeper needs keypers, which a developer's `make run` does not list. So that a
+sealed contribution can be tried on one machine, this starts two more Cairns beside it, each a
 witness of the site's log and a keyper for it, with its own SQLite database and keys in a folder
 of its own (made once, kept), then runs the command given (`make run`) with `CAIRN_WITNESSES` and
 `CAIRN_KEYPERS` naming them. Every key is on this machine, the keeper's own: the keypers show the
