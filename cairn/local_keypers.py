@@ -238,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     load_settings()
     from ledger.notes import log_verifier_key
 
-    keypers = [LocalKeyper(n, args.folder / str(n), port) for n, port in enumerate(ports, 1)]
+    folder = args.folder.resolve()
+    keypers = [LocalKeyper(n, folder / str(n), port) for n, port in enumerate(ports, 1)]
     return _serve(keypers, log_verifier_key().text, args.command)
 
 

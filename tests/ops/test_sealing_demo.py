@@ -5,6 +5,7 @@ SDK, the keypers' releases after the deadline, the opening, and the verifier's v
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,11 +29,31 @@ PAGE = "docs/sealing.md"
 TOOLS = str(Path(sys.executable).parent)
 
 
+@dataclass
+class RunKeypers:
+    """`make run-keypers` running: its process (a session of its own), its output, the keypers'
+    ports."""
+
+    process: subprocess.Popen
+    log: Path
+    keyper_ports: list[int]
+
+    @property
+    def printed(self) -> str:
+        return self.log.read_text()
+
+    def keyper_pid(self, number: int) -> int:
+        port = self.keyper_ports[number - 1]
+        [line] = [
+            line for line in _session(self.process.pid).splitlines() if f"--port {port}" in line
+        ]
+        return int(line.split()[0])
+
+
 @pytest.fixture
-def run_keypers(tmp_path) -> Iterator[tuple[str, list[int]]]:
+def run_keypers(tmp_path) -> Iterator[RunKeypers]:
     """The page's `make run-keypers` with the settings a clone has (none of the tests'), its own
-    SQLite file and keypers' folder, on free ports: what it printed once the site's worker is
-    ready, and the keypers' ports."""
+    SQLite file and keypers' folder, on free ports, once the site's worker is ready."""
     [command] = doc_block(PAGE, "make run-keypers").splitlines()
     assert command == "make run-keypers"
     settings_file = tmp_path / "cairn.env"
@@ -70,9 +92,10 @@ def run_keypers(tmp_path) -> Iterator[tuple[str, list[int]]]:
         give_up = time.monotonic() + 30
         while "ready for work" not in log.read_text() and time.monotonic() < give_up:
             time.sleep(0.2)
-        yield log.read_text(), keyper_ports
+        yield RunKeypers(process, log, keyper_ports)
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # it may have stopped by itself
+            os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -82,6 +105,9 @@ def run_keypers(tmp_path) -> Iterator[tuple[str, list[int]]]:
         give_up = time.monotonic() + 60
         while (left := _session(process.pid)) and time.monotonic() < give_up:
             time.sleep(0.5)
+        for line in left.splitlines():  # not left running after a failure
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line.split()[0]), signal.SIGKILL)
         assert left == "", f"still running after the stop:\n{left}"
 
 
@@ -103,7 +129,7 @@ def clone(tmp_path) -> Path:
 
 
 def test_a_sealed_report_goes_from_the_seal_to_the_verifiers_verdict_as_printed(run_keypers, clone):
-    printed, keyper_ports = run_keypers
+    printed, keyper_ports = run_keypers.printed, run_keypers.keyper_ports
     # The line `make run-keypers` printed for its site, the only thing the second shell is given
     [export] = EXPORT_LINE.findall(printed)
     assert "protect nothing" in printed and "protect nothing" in doc_text(PAGE)
@@ -146,3 +172,13 @@ def test_a_sealed_report_goes_from_the_seal_to_the_verifiers_verdict_as_printed(
     # And the verifier, redoing each opening from the published releases, verifies the task
     assert len(re.findall(r"(?m)^ok +keyper-sealed contribution .* signed releases", said)) == 2
     assert lines[-1] == "verified", said
+
+
+def test_when_a_keyper_ends_the_site_and_the_other_keyper_stop_saying_which(run_keypers):
+    # When the first keyper's process ends
+    os.kill(run_keypers.keyper_pid(1), signal.SIGKILL)
+
+    # Then make run-keypers stops, failing, and says which ended (the fixture then finds every
+    # process it started stopped)
+    assert run_keypers.process.wait(timeout=60) != 0
+    assert "keyper 1 ended: stopping the rest" in run_keypers.printed
