@@ -15,7 +15,7 @@ CHROMIUM ?= /usr/bin/chromium
 # server's 100.
 TEST_WORKERS ?= $(if $(DATABASE_URL),4,6)
 
-.PHONY: install run test migrate superuser chromium lint typecheck clients
+.PHONY: install run run-keypers test migrate superuser chromium lint typecheck clients
 
 # Serving needs the runtime dependencies only; make test, lint and typecheck add the test extras
 # (pytest, Playwright, mypy, ruff, stubs). Installing the extras marks the runtime stamp too, so
@@ -89,6 +89,17 @@ run: migrate
 	  wait $$pid; echo "make run: $${ended#* } exited (status $$?): stopping Cairn" >&2; \
 	done; \
 	exit 1
+
+# make run with two keypers on this machine, so a sealed contribution can be tried from start to
+# end (docs/sealing.md): each a Cairn of its own, on the site's port + 10 and + 11 unless
+# KEYPER_PORTS="p1,p2" says, its database and keys under KEYPERS_DIR. They hold the keeper's own
+# keys: they show the flow and protect nothing.
+# migrate has just installed and written what run needs: -o keeps the inner make from doing it again.
+KEYPER_PORTS ?=
+KEYPERS_DIR ?= var/keypers
+run-keypers: migrate
+	@$(PY) -m cairn.local_keypers --port $(PORT) --ports "$(KEYPER_PORTS)" --folder $(KEYPERS_DIR) -- \
+	  $(MAKE) --no-print-directory -o $(VENV)/.installed -o .env run
 
 # The browser tests drive Chromium: say so before anything is set up or run.
 chromium:

@@ -135,7 +135,7 @@ INSTALLED_APPS = [
     "a2a_gateway",
     "ops",
     "ledger",
-    "axes",
+    "keeper.site.LoginLockoutConfig",  # django-axes
 ]
 
 MIDDLEWARE = [

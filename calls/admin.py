@@ -15,6 +15,21 @@ class CallAdmin(admin.ModelAdmin):
     fields = ["title", "body", "kind", "status", "created_at", "closed_at", "responses_count"]
     readonly_fields = ["status", "created_at", "closed_at", "responses_count"]
     actions = ["close_calls"]
+    # What the keeper writes is what agents read, at /a2a/calls and on /api/a2a-calls.
+    help_texts = {
+        "kind": (
+            "What the call asks for, shown beside its title: a topic for a paper, a discussion of "
+            "a service, feedback on Cairn, or other. It changes nothing in how answers are taken."
+        ),
+        "body": (
+            "The question itself, in plain text, shown in full on the call's public page. Say what "
+            "an answer should hold: each agent answers once, with a text of its own and, if it "
+            "takes one, a stance (support, oppose, mixed or neutral)."
+        ),
+    }
+
+    def get_form(self, request: HttpRequest, obj=None, change: bool = False, **kwargs):
+        return super().get_form(request, obj, change, help_texts=self.help_texts, **kwargs)
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False

@@ -21,6 +21,7 @@ from http_api.inputs import query_issues
 from http_api.views import ApiView
 from ledger import selectors as log
 from ledger.keys import jwks
+from ledger.notes import log_verifier_key
 from ledger.verifier import VERIFIER, verifier_built
 
 _COUNT = re.compile(r"[0-9]{1,18}")
@@ -110,6 +111,19 @@ class CheckpointApi(ApiView):
             log.checkpoint_note(latest), content_type="text/plain; charset=utf-8"
         )
         response["Cache-Control"] = "no-cache"
+        return response
+
+
+class LogVerifierKeyApi(ApiView):
+    """The C2SP verifier key of the log's checkpoints (`<origin>+<key ID>+<key>`): what a witness
+    is configured with to follow this log, so it is set up from public answers alone."""
+
+    def get(self, request: Request) -> HttpResponse:
+        _query(request, ())
+        response = HttpResponse(
+            log_verifier_key().text + "\n", content_type="text/plain; charset=utf-8"
+        )
+        response["Cache-Control"] = "public, max-age=300"
         return response
 
 

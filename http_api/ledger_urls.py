@@ -9,6 +9,7 @@ from http_api.tiles import TileApi
 urlpatterns = [
     path(".well-known/jwks.json", apis.jwks_view, name="jwks"),
     path("api/log/checkpoint", apis.CheckpointApi.as_view(), name="log-checkpoint"),
+    path("api/log/vkey", apis.LogVerifierKeyApi.as_view(), name="log-vkey"),
     path("api/log/checkpoints", apis.CheckpointsApi.as_view(), name="log-checkpoints"),
     path("api/log/entries", apis.EntriesApi.as_view(), name="log-entries"),
     path("api/log/tasks/<uuid:task_id>", apis.TaskEntriesApi.as_view(), name="log-task"),

@@ -217,6 +217,7 @@ class _Route:
     body: str | None = None
     body_required: bool = True
     token: bool = False
+    text: bool = False
 
 
 _ROUTES: tuple[_Route, ...] = (
@@ -286,6 +287,12 @@ _ROUTES: tuple[_Route, ...] = (
             ErrorCode.CALL_CLOSED, ErrorCode.DUPLICATE_RESPONSE, ErrorCode.CALL_FULL,
         ),
         parameters=("call_id", "idempotency_key"), body="CallResponsePayload", token=True,
+    ),
+    _Route(
+        "/api/log/vkey", "get", "log_verifier_key",
+        "The C2SP verifier key of the log's checkpoints (`<origin>+<key ID>+<key>`, one line of "
+        "text): what a witness is configured with to follow this log.",
+        200, "LogVerifierKey", _READ, text=True,
     ),
 )  # fmt: skip
 
@@ -412,7 +419,11 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _responses(route: _Route) -> dict[str, Any]:
     success: dict[str, Any] = {"description": "Accepted" if route.method == "post" else "OK"}
-    success["content"] = _json(_ref(route.response))
+    success["content"] = (
+        {"text/plain": {"schema": {"type": "string"}}}
+        if route.text
+        else _json(_ref(route.response))
+    )
     if route.parameters and "idempotency_key" in route.parameters:
         success["headers"] = {
             REPLAYED_HEADER: {

@@ -1,9 +1,10 @@
 """The keeper's admin, branded as Cairn (SPEC §13). The models register themselves in each app's
-admin.py; this names the site, gives the change lists the page's full width, and checks logins
-one at a time (`keeper.logins`)."""
+admin.py; this names the site, gives the change lists the page's full width, leaves out what is
+not the keeper's, and checks logins one at a time (`keeper.logins`)."""
 
 from typing import Any
 
+from axes.apps import AppConfig as AxesConfig
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
 from django.db import transaction
@@ -33,11 +34,38 @@ class CairnAdminSite(admin.AdminSite):
             return super().login(request, extra_context)
 
 
+# What Django and the add-ons register that the keeper has no use for: the worker's queue, results
+# and schedules (the worker keeps them; /metrics watches it), groups (a keeper's account is a
+# superuser), and axes' logs of every login (the audit log keeps each one). Axes' access attempts
+# stay: deleting one lifts its lockout.
+NOT_THE_KEEPERS = (
+    "django_q.Schedule",
+    "django_q.Success",
+    "django_q.Failure",
+    "django_q.OrmQ",
+    "auth.Group",
+    "axes.AccessLog",
+    "axes.AccessFailureLog",
+)
+
+
+class LoginLockoutConfig(AxesConfig):
+    """django-axes, shown to the keeper under what it does."""
+
+    verbose_name = "Login lockout"
+
+
 class CairnAdminConfig(AdminConfig):
     default_site = "keeper.site.CairnAdminSite"
 
     def ready(self) -> None:
-        super().ready()
+        super().ready()  # every app's admin module has registered its models
+        from django.apps import apps
+
+        for label in NOT_THE_KEEPERS:
+            model = apps.get_model(label)
+            if admin.site.is_registered(model):
+                admin.site.unregister(model)
         from django.contrib.auth.signals import user_logged_in, user_login_failed
 
         from keeper import logins

@@ -39,8 +39,9 @@ AGENT_TEXTS: dict[str, tuple[str, str]] = {
 
 
 def mcp_install_commands(site: str) -> dict[str, str]:
-    """The one way to add Cairn's MCP servers to Claude Code and Codex. The join page and the
-    connection reference print these lines, and docs/mcp.md the same (a test holds them equal)."""
+    """The one way to add Cairn's MCP servers to Claude Code, Codex and any other MCP client. The
+    join page and the connection reference print these lines, and docs/mcp.md the same (a test
+    holds them equal)."""
     return {
         "mcp_install": (
             f"mkdir -p ~/.cairn && curl -fsSL {site}/mcp/cairn_mcp.py -o ~/.cairn/cairn_mcp.py\n"
@@ -48,6 +49,12 @@ def mcp_install_commands(site: str) -> dict[str, str]:
             "codex mcp add cairn -- uv run --script ~/.cairn/cairn_mcp.py"
         ),
         "mcp_hosted_install": f"claude mcp add -s user --transport http cairn-read {site}/api/mcp",
+        # Any other client's JSON configuration, with full paths: a client started from a
+        # desktop may not expand ~ nor have uv on its PATH.
+        "mcp_any_client": (
+            """printf '{"mcpServers": {"cairn": {"command": "%s", "args": ["run", "--script", "%s"]}}}\\n' """
+            '"$(command -v uv)" ~/.cairn/cairn_mcp.py'
+        ),
     }
 
 
@@ -58,6 +65,8 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
         "site": site,
         "card_url": f"{site}/.well-known/agent-card.json",
         "a2a_url": f"{site}/api/a2a",
+        # The card lists gRPC where this setting says it is served, and no gRPC when it is empty.
+        "grpc_url": settings.CAIRN_GRPC_URL,
         "register_url": f"{site}/api/agent/register",
         "tasks_api_url": f"{site}/api/a2a-tasks",
         "calls_api_url": f"{site}/api/a2a-calls",

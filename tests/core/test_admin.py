@@ -268,3 +268,33 @@ def test_the_audit_log_filters_by_door_and_client(admin_client, make_agent):
     assert http in by_door and a2a not in by_door
     everything = _listing(admin_client, "agents_auditentry")
     assert "none declared" in everything and f'href="/admin/tasks/task/{a2a}/change/"' in everything
+
+
+def test_the_keepers_index_lists_only_the_keepers_things(admin_client):
+    index = admin_client.get(reverse("admin:index"))
+
+    listed = {
+        app["name"]: sorted(model["name"] for model in app["models"])
+        for app in index.context["app_list"]
+    }
+    assert "Django Q" not in listed and "Axes" not in listed
+    # What the keeper uses: the site's own apps, the accounts, and the lockout to lift
+    assert listed["Authentication and Authorization"] == ["Users"]
+    assert listed["Login lockout"] == ["Access attempts"]
+    assert {"Source-review tasks", "Open calls", "Agents and audit"} <= set(listed)
+    # And what is left out is not served either
+    for path in ("/admin/django_q/schedule/", "/admin/auth/group/", "/admin/axes/accesslog/"):
+        assert admin_client.get(path).status_code == 404, path
+    assert admin_client.get("/admin/axes/accessattempt/").status_code == 200
+
+
+def test_the_call_form_says_what_kind_and_body_are(admin_client):
+    form = admin_client.get(reverse("admin:calls_call_add")).content.decode()
+
+    help_texts = dict(
+        re.findall(
+            r'<div class="help" id="id_(\w+)_helptext">\s*<div>(.*?)</div>', form, flags=re.S
+        )
+    )
+    assert "shown beside its title" in help_texts["kind"]
+    assert "shown in full on the call's public page" in help_texts["body"]

@@ -9,18 +9,24 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
+from mcp import Client, StdioServerParameters
 
+from core.canonical import canonical_digest
 from ledger.services import log_sequence
 from tests.a2a.conftest import JS_DIR, node  # noqa: F401  (the Node.js fixture)
 from tests.deploy.postgres import free_port
 from tests.docs import ROOT, doc_block, doc_blocks, doc_text, pages
+from tests.factories import contribution_report
+from tests.mcp.conftest import Answer, call
 
 # This interpreter's folder holds python3 and uv, as a reader's PATH does after the set-up.
 TOOLS = str(Path(sys.executable).parent)
@@ -313,6 +319,41 @@ def test_the_printed_python_walkthrough_is_the_one_try_it_runs():
     assert printed + "\n" == (ROOT / "docs" / "cairn_walkthrough.py").read_text()
 
 
+def _reader_home(tmp_path: Path) -> dict[str, str]:
+    """A reader's own home folder, with this machine's pip and npm settings and caches (where the
+    package index is), so that the pages' `~/…` folders land in the test's folder."""
+    home = Path.home()
+    tools = {
+        "PIP_CONFIG_FILE": home / ".config" / "pip" / "pip.conf",
+        "PIP_CACHE_DIR": home / ".cache" / "pip",
+        "NPM_CONFIG_USERCONFIG": home / ".npmrc",
+        "npm_config_cache": home / ".npm",
+    }
+    return {
+        "HOME": str(tmp_path),
+        **{name: str(path) for name, path in tools.items() if path.exists()},
+    }
+
+
+def test_the_walkthroughs_folders_do_not_nest_when_made_in_order_in_one_terminal(tmp_path):
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    folders = [
+        next(
+            line for line in doc_block(WALKTHROUGH, marker).splitlines() if line.startswith("mkdir")
+        )
+        for marker in ('pip install "a2a-sdk==1.3.0"', "npm install @a2a-js/sdk@1.3.0")
+    ]
+
+    said = _bash("\n".join(f"{line} && pwd" for line in folders), clone, HOME=str(tmp_path))
+
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.splitlines() == [
+        str(tmp_path / "cairn-walkthrough" / "py"),
+        str(tmp_path / "cairn-walkthrough" / "js"),
+    ]
+
+
 def _in_order(set_up: str, script: str, run: str, saved_as: str) -> str:
     """A walk-through's three blocks as one shell script, in the order printed, with the reader's
     saving of the script in its place: after the block that makes the folder, before the run."""
@@ -343,14 +384,14 @@ def test_the_python_walkthrough_runs_block_by_block_in_the_order_printed(
     )
 
     # When a reader runs the page's blocks one after the other, in one shell
-    result = _bash(commands, tmp_path, CAIRN_URL=live_url)
+    result = _bash(commands, tmp_path, CAIRN_URL=live_url, **_reader_home(tmp_path))
 
     # Then the walk-through posts, contributes and reads the evaluation, on this one server
     assert result.returncode == 0, result.stdout + result.stderr
     lines = _after(result.stdout, "posted")
     assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[0]), result.stdout
     assert lines[3] == "TASK_STATE_COMPLETED resolved source_supported", result.stdout
-    assert len(list((tmp_path / "cairn-walkthrough-py" / "receipts").glob("*.json"))) == 2
+    assert len(list((tmp_path / "cairn-walkthrough/py/receipts").glob("*.json"))) == 2
 
 
 def test_the_js_walkthrough_runs_block_by_block_in_the_order_printed(
@@ -368,7 +409,11 @@ def test_the_js_walkthrough_runs_block_by_block_in_the_order_printed(
     )
 
     result = _bash(
-        commands, tmp_path, CAIRN_URL=live_url, PATH=f"{Path(node).parent}:{os.environ['PATH']}"
+        commands,
+        tmp_path,
+        CAIRN_URL=live_url,
+        PATH=f"{Path(node).parent}:{os.environ['PATH']}",
+        **_reader_home(tmp_path),
     )
 
     assert result.returncode == 0, result.stdout + result.stderr
@@ -376,7 +421,7 @@ def test_the_js_walkthrough_runs_block_by_block_in_the_order_printed(
     assert lines[0] == "card signature verified", result.stdout
     assert re.fullmatch(r"posted \S+ TASK_STATE_WORKING", lines[1]), result.stdout
     assert lines[4].startswith("TASK_STATE_COMPLETED contested"), result.stdout
-    assert len(list((tmp_path / "cairn-walkthrough-js" / "receipts").glob("*.json"))) == 2
+    assert len(list((tmp_path / "cairn-walkthrough/js/receipts").glob("*.json"))) == 2
 
 
 def test_the_json_rpc_call_with_curl_runs_as_printed(live_url, poster, post_task, tmp_path):
@@ -410,6 +455,78 @@ def test_a_verifier_built_from_the_repository_differs_from_the_served_one_only_i
     assert compared.returncode == 1 and len(changed) == 2, compared.stdout + compared.stderr
     assert all("DEFAULT_CAIRN_URL = " in line for line in changed), changed
     assert monitor.returncode == 0, monitor.stdout + monitor.stderr
+
+
+def test_any_mcp_clients_configuration_starts_the_server_for_consent_preview_contribute(
+    live_url, agents_cli, poster, post_task, tmp_path
+):
+    # Given the local server downloaded as printed, and an open task
+    env = {
+        "CAIRN_URL": live_url,
+        "HOME": str(tmp_path),
+        "PATH": f"{agents_cli}:{TOOLS}:/usr/bin:/bin",
+    }
+    downloaded = _bash(
+        doc_block("docs/mcp.md", 'cairn_mcp.py" -o ~/.cairn/cairn_mcp.py'), tmp_path, **env
+    )
+    assert downloaded.returncode == 0, downloaded.stderr
+    task = post_task(poster)
+
+    # When the page's command prints the configuration any MCP client takes
+    printed = _bash(doc_block("docs/mcp.md", '"mcpServers"'), tmp_path, **env)
+
+    # Then it names the server by full paths
+    assert printed.returncode == 0, printed.stderr
+    [(name, server)] = json.loads(printed.stdout)["mcpServers"].items()
+    assert name == "cairn"
+    assert server == {
+        "command": shutil.which("uv", path=env["PATH"]),
+        "args": ["run", "--script", str(tmp_path / ".cairn" / "cairn_mcp.py")],
+    }
+    # And a client that starts it so, in the person's environment (the address is the file's
+    # default), walks the page's flow: no write before consent, a preview that sends nothing, a
+    # changed report refused, and the approved digest sent
+    person = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    started = StdioServerParameters(**server, env={**person, "HOME": str(tmp_path)})
+    answers = anyio.run(_consent_preview_contribute, started, str(task.pk))
+    before_consent, preview, changed, sent = answers
+    assert before_consent.code == "consent_required"
+    assert preview.data["form"] == "plain" and preview.data["issues"] == []
+    assert preview.data["public_output_digest"] == canonical_digest(preview.data["report"])
+    assert changed.code == "preview_changed"
+    assert not sent.is_error, sent.data
+    receipt = sent.data["receipt"]
+    saved = tmp_path / ".cairn" / "receipts" / f"{receipt['contribution_id']}.json"
+    assert json.loads(saved.read_text()) == receipt
+
+
+async def _consent_preview_contribute(server: StdioServerParameters, task_id: str) -> list[Answer]:
+    report = contribution_report()
+    async with Client(server) as client:
+        digest = canonical_digest(report)
+        before_consent = await call(
+            client,
+            "cairn_a2a_contribute",
+            {"task_id": task_id, "report": report, "public_output_digest": digest},
+        )
+        await call(client, "cairn_local_set_consent", {"public_output": True})
+        preview = await call(client, "cairn_a2a_contribute", {"task_id": task_id, "report": report})
+        approved = preview.data["public_output_digest"]
+        changed = await call(
+            client,
+            "cairn_a2a_contribute",
+            {
+                "task_id": task_id,
+                "report": {**report, "summary": report["summary"] + "!"},
+                "public_output_digest": approved,
+            },
+        )
+        sent = await call(
+            client,
+            "cairn_a2a_contribute",
+            {"task_id": task_id, "report": report, "public_output_digest": approved},
+        )
+    return [before_consent, preview, changed, sent]
 
 
 def test_the_local_server_built_from_the_repository_is_the_served_one_but_for_its_url(

@@ -4,21 +4,35 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import subprocess
 import uuid
 
 import pytest
 import rfc8785
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from core.canonical import canonical_digest
 from ledger.merkle import leaf_hash, node_hash
 from ledger.models import Leaf
+from ledger.notes import log_verifier_key
 from ledger.selectors import inclusion_proof, log_stats
 from ledger.services import log_queue, log_sequence
+from ledger.signed_note import (
+    ED25519,
+    Note,
+    NoteError,
+    checkpoint_body_parse,
+    note_parse,
+    note_sign,
+    note_signature_verify,
+    verifier_key_parse,
+)
 from tasks.evaluation import task_evaluate
 from tasks.models import Task
+from tests.docs import doc_block
 from tests.ledger.conftest import load_verifier
 
 verifier = load_verifier()
@@ -226,3 +240,41 @@ def test_log_stats_count_the_entries_and_the_oldest_wait(db, time_machine):
     assert log_stats() == (3, 7.0)
     log_sequence()
     assert log_stats() == (4, 0.0)
+
+
+def test_the_served_verifier_key_verifies_the_served_checkpoint(http, poster, post_task):
+    # Given a log with a signed checkpoint
+    post_task(poster)
+    log_sequence()
+
+    # When a witness's operator reads the log's verifier key from the site, with no token
+    served = http.get("/api/log/vkey")
+
+    # Then it is one line of text, the C2SP key whose name is the checkpoints' origin
+    assert served.status_code == 200
+    assert served.headers["content-type"] == "text/plain; charset=utf-8"
+    key = verifier_key_parse(served.text, type=ED25519)
+    assert served.text == key.text + "\n"
+    # And the served checkpoint's signature by that key verifies
+    note = note_parse(http.get("/api/log/checkpoint").text)
+    assert checkpoint_body_parse(note.body).origin == key.name
+    note_signature_verify(note, key)
+    # And a note signed by another key under the same name does not
+    forged = note_sign(note.body, key.name, Ed25519PrivateKey.generate())
+    with pytest.raises(NoteError):
+        note_signature_verify(Note(note.body, [forged]), key)
+
+
+def test_the_witness_pages_command_configures_a_witness_from_the_served_key(http, live_url):
+    block = doc_block("docs/witnesses.md", "/api/log/vkey")
+
+    said = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", f'{block}\nprintf %s "$CAIRN_WITNESSED_LOGS"'],
+        env={"PATH": os.environ["PATH"], "CAIRN_URL": live_url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert said.returncode == 0, said.stderr
+    assert said.stdout == log_verifier_key().text

@@ -137,7 +137,7 @@ def test_the_task_page_shows_the_one_command_that_verifies_it(http, live_url, ve
     page = http.get(f"/a2a/tasks/{task.id}").text
 
     command = re.search(r'<pre class="verify-command"><code>([^<]+)</code></pre>', page)[1]
-    runner, run, script_url, *args = command.split()
+    runner, run, script_url, *args = command.replace("\\\n", " ").split()
 
     assert (runner, run, script_url) == ("uv", "run", f"{live_url}/verify/cairn_verify.py")
     assert args == ["task", str(task.id)]

@@ -338,43 +338,78 @@ def test_the_keepers_lists_read_at_1280_px(open_tab, task_with, make_agent, sett
     assert tab.page.title() == "Select call to change | Cairn keeper"
 
 
-# Every code block on a page: whether it lies inside the screen, and whether its text runs past
-# its box (on a phone a block that scrolls sideways reads as cut off, so none may).
-CODE_BLOCKS = """() => [...document.querySelectorAll('pre')].map((pre) => {
+# Every code block on a page, the reports' folded ones unfolded: whether it lies inside the screen,
+# whether any of its lines wrapped or may break inside a word (a command or a digest broken in two
+# reads wrong, so none may; the text to paste to an agent is prose, wrapped between words), and
+# whether a block wider than its box scrolls sideways to its end rather than cutting lines off.
+CODE_BLOCKS = """() => {
+document.querySelectorAll('details').forEach((details) => { details.open = true; });
+return [...document.querySelectorAll('pre')].map((pre) => {
   const box = pre.getBoundingClientRect();
+  const style = getComputedStyle(pre);
+  const lines = pre.innerText.replace(/\\n$/, '').split('\\n').length;
+  const inner = pre.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+  const overflows = pre.scrollWidth > pre.clientWidth + 1;
+  pre.scrollLeft = pre.scrollWidth;
+  const reached = pre.scrollLeft + pre.clientWidth >= pre.scrollWidth - 1;
+  pre.scrollLeft = 0;
+  const code = getComputedStyle(pre.querySelector('code') || pre);
   return {
     text: pre.innerText.slice(0, 40),
+    prose: pre.classList.contains('paste'),
+    report: Boolean(pre.closest('details')),
+    breaksWords: code.overflowWrap !== 'normal' || code.wordBreak !== 'normal',
     inside: box.left >= -0.5 && box.right <= window.innerWidth + 0.5,
-    cut: pre.scrollWidth > pre.clientWidth + 1,
+    wrapped: Math.round(inner / parseFloat(style.lineHeight)) > lines,
+    overflows,
+    reached,
   };
-})"""
+});
+}"""
 
 
-def test_every_pages_code_blocks_fit_a_320_px_screen(open_tab, task_with, settings):
-    # Given pages with code blocks: a call's curl command, a task's verify command, the join page
+def _code_pages(call_id, opened_id, evaluated_id) -> list[str]:
+    return [
+        "/a2a",
+        "/a2a/calls",
+        f"/a2a/calls/{call_id}",
+        f"/a2a/tasks/{opened_id}",
+        f"/a2a/tasks/{evaluated_id}",
+        "/a2a/join",
+        "/a2a/no-such-page",
+    ]
+
+
+@pytest.mark.parametrize("width", [320, 375, 1280])
+def test_no_code_block_breaks_a_line_and_a_wide_one_scrolls_to_its_end(
+    open_tab, task_with, settings, width
+):
+    # Given pages with code blocks: a call's curl command, a task's verify command and digest
+    # snippet, the join page's commands
     call = call_create(title="What should Cairn review next?", body="Name one.", kind="feedback")
     opened = task_with()
     evaluated = task_with(deadline_s=1.2, reports=(_supported(), _supported()))
     evaluated.wait_past_deadline()
     settings.DEBUG = True
-    tab = open_tab(viewport={"width": 320, "height": 700})
+    tab = open_tab(viewport={"width": width, "height": 800})
 
     seen = 0
-    for path in (
-        "/a2a",
-        "/a2a/calls",
-        f"/a2a/calls/{call.id}",
-        f"/a2a/tasks/{opened.id}",
-        f"/a2a/tasks/{evaluated.id}",
-        "/a2a/join",
-        "/a2a/no-such-page",
-    ):
+    for path in _code_pages(call.id, opened.id, evaluated.id):
         response = tab.page.goto(path)
         assert response.status == (404 if "no-such" in path else 200), path
-        # When the page is shown 320 px wide, then every code block wraps inside its box
+        # When the page is shown `width` px wide, then no line of any code block wraps, and the
+        # text to paste to an agent (prose) wraps only between words
         blocks = tab.page.evaluate(CODE_BLOCKS)
-        assert [b for b in blocks if not b["inside"] or b["cut"]] == [], (path, blocks)
-        assert tab.scroll_width() <= 320, path
+        wrapped = [b for b in blocks if (b["wrapped"] and not b["prose"]) or b["breaksWords"]]
+        assert wrapped == [], (path, blocks)
+        assert [b for b in blocks if not b["inside"]] == [], (path, blocks)
+        # And a block wider than the screen scrolls sideways to its end, inside its own box
+        assert [b for b in blocks if b["overflows"] and not b["reached"]] == [], (path, blocks)
+        assert tab.scroll_width() <= width, path
+        # And on a desktop the task page's own blocks (not the reports agents wrote) show whole
+        if width == 1280 and "/tasks/" in path:
+            assert [b for b in blocks if b["overflows"] and not b["report"]] == [], (path, blocks)
+        tab.screenshot(f"code-{path.strip('/').replace('/', '-')[:40]}-{width}")
         seen += len(blocks)
     assert seen >= 5
 
@@ -486,3 +521,58 @@ def test_the_keepers_lists_are_usable_at_375_px(open_tab, task_with, settings):
         cells = tab.page.locator("#result_list tbody tr").first.locator("th, td")
         second = cells.nth(2 if cells.first.locator("input").count() else 1).bounding_box()
         assert second["x"] + second["width"] <= 375, (name, second)
+
+
+# The keeper's header, element by element: the site's name, the theme toggle and the user links;
+# which overlap, and the room between the name and the toggle when they share a line.
+ADMIN_HEADER = """(rootFontSize) => {
+  document.documentElement.style.fontSize = rootFontSize;
+  const parts = [...document.querySelectorAll(
+    '#header #site-name a, #header .theme-toggle, #header #user-tools a, #header #logout-form button'
+  )].filter((element) => element.offsetWidth).map((element) => ({
+    name: (element.closest('#site-name') ? 'site-name' : element.className || element.innerText).trim(),
+    box: element.getBoundingClientRect().toJSON(),
+  }));
+  const overlaps = [];
+  parts.forEach((a, i) => parts.slice(i + 1).forEach((b) => {
+    const wide = Math.min(a.box.right, b.box.right) - Math.max(a.box.left, b.box.left);
+    const high = Math.min(a.box.bottom, b.box.bottom) - Math.max(a.box.top, b.box.top);
+    if (wide > 1 && high > 1) overlaps.push([a.name, b.name]);
+  }));
+  const name = parts.find((part) => part.name === 'site-name').box;
+  const toggle = parts.find((part) => part.name === 'theme-toggle').box;
+  const sameLine = toggle.top < name.bottom && name.top < toggle.bottom;
+  return {
+    parts: parts.map((part) => part.name),
+    overlaps,
+    room: sameLine ? toggle.left - name.right : null,
+  };
+}"""
+
+# A phone's own text size, as its person set it larger.
+ROOT_FONT_SIZES = ["", "22px"]
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 320, "height": 700}, DESKTOP])
+def test_nothing_in_the_keepers_header_overlaps_the_title(open_tab, settings, viewport):
+    width = viewport["width"]
+    # The login page, before the keeper has logged in, then the keeper's pages
+    tab = open_tab(viewport=viewport)
+    headers = {}
+    for size in ROOT_FONT_SIZES:
+        tab.page.goto("/admin/login/")
+        headers[f"login {size}"] = tab.page.evaluate(ADMIN_HEADER, size)
+        tab.screenshot(f"admin-header-login-{width}{size}")
+    tab = _keeper_tab(open_tab, settings)
+    tab.page.set_viewport_size(viewport)
+    for path in ("/admin/", "/admin/calls/call/add/", "/admin/password_change/"):
+        for size in ROOT_FONT_SIZES:
+            tab.page.goto(path)
+            headers[f"{path} {size}"] = tab.page.evaluate(ADMIN_HEADER, size)
+            tab.screenshot(f"admin-header-{path.strip('/').replace('/', '-')}-{width}{size}")
+
+    for page, header in headers.items():
+        # Then nothing in the header covers anything else, and the toggle keeps its distance
+        # from the name, on the name's line or on a line of its own
+        assert header["overlaps"] == [], (page, header)
+        assert header["room"] is None or header["room"] >= 8, (page, header)

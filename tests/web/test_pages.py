@@ -399,3 +399,30 @@ def test_duration_words(seconds, words):
 def test_time_left_reads_as_a_countdown():
     assert time_left(deadline_in(2 * 3600 + 14 * 60 + 30)) == "closes in 2 h 14 min"
     assert time_left(deadline_in(-10)) == "closing now"
+
+
+# --- the join page ----------------------------------------------------------------------------
+
+JOIN_BINDINGS = {"JSON-RPC": "JSONRPC", "HTTP+JSON": "HTTP+JSON", "gRPC": "GRPC"}
+
+
+@pytest.mark.parametrize("grpc_url", ["127.0.0.1:50999", ""], ids=["grpc-on", "grpc-off"])
+def test_the_join_page_names_every_a2a_1_0_binding_the_card_lists(http, settings, grpc_url):
+    settings.CAIRN_GRPC_URL = grpc_url
+    card = http.get("/.well-known/agent-card.json").json()
+
+    section = http.get("/a2a/join").text.split('<section id="a2a"')[1].split("</section>")[0]
+
+    named = {
+        (JOIN_BINDINGS[label], url.removesuffix("/…"))
+        for label, url in re.findall(
+            r"<dt>(JSON-RPC|HTTP\+JSON|gRPC)</dt><dd><code>(?:POST )?([^<]+)</code>", section
+        )
+    }
+    listed = {
+        (interface["protocolBinding"], interface["url"])
+        for interface in card["supportedInterfaces"]
+        if interface["protocolVersion"] == "1.0"
+    }
+    assert named == listed
+    assert ("GRPC", grpc_url) in named if grpc_url else "gRPC" not in section

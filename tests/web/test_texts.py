@@ -139,6 +139,7 @@ def test_paste_in_texts_point_at_the_skills_and_keep_the_person_in_charge(http, 
 
 def test_the_configured_site_url_wins_over_the_request(http, settings):
     settings.CAIRN_SITE_URL = "https://cairn.example"
+    settings.CAIRN_GRPC_URL = "grpc.cairn.example:443"  # the card lists it, and so do the texts
 
     for path in [*MARKDOWN, *PLAIN, "/a2a/join"]:
         text = http.get(path).text
@@ -183,7 +184,7 @@ def test_the_mcp_page_and_the_join_page_give_the_same_mcp_commands(http, live_ur
     shown = re.findall(r"<pre><code>(.*?)</code></pre>", page, flags=re.S)
     reference = http.get("/skills/cairn/references/connection.md").text
 
-    assert len(readme) == 2
+    assert len(readme) == 3
     for block in readme:
         assert block in shown
         assert block in reference

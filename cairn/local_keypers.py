@@ -1,0 +1,247 @@
+"""`make run` with two keypers on this machine (SPEC §15.8): `python -m cairn.local_keypers -- make run`.
+
+Sealing against the keeper needs keypers, which a developer's `make run` does not list. So that a
+sealed contribution can be tried on one machine, this starts two more Cairns beside it, each a
+witness of the site's log and a keyper for it, with its own SQLite database and keys in a folder
+of its own (made once, kept), then runs the command given (`make run`) with `CAIRN_WITNESSES` and
+`CAIRN_KEYPERS` naming them. Every key is on this machine, the keeper's own: the keypers show the
+flow and protect nothing. The protection needs keypers the keeper does not run.
+
+The command runs in a process group of its own, so Ctrl-C or SIGTERM here stops it as a whole
+(`make run` stops its three processes on SIGTERM), then the keypers; when any of them ends, the
+rest are stopped, naming which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from cairn.startup import load_settings
+from ledger.keyper_seal import keyper_public
+from ledger.signed_note import COSIGNATURE_V1, private_verifier_key
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYPERS = 2
+START_S = 120
+STOP_S = 20
+
+
+def _pem(key: Ed25519PrivateKey | X25519PrivateKey) -> str:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+def _kept(path: Path, make: str) -> str:
+    """A key file made once (mode 0600) and reused, so a keyper keeps its name's keys."""
+    if not path.is_file():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(make)
+    return path.read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class LocalKeyper:
+    """One keyper: a Cairn on `port` whose database and keys are in `folder`."""
+
+    number: int
+    folder: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def name(self) -> str:
+        """Its witness name, as it makes it from its own `CAIRN_SITE_URL`."""
+        return f"127.0.0.1:{self.port}/cairn/witness"
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "web.log"
+
+    def keys(self) -> tuple[Ed25519PrivateKey, X25519PrivateKey]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        witness = _kept(self.folder / "witness_key.pem", _pem(Ed25519PrivateKey.generate()))
+        keyper = _kept(self.folder / "keyper_key.pem", _pem(X25519PrivateKey.generate()))
+        _kept(self.folder / "signing_key.pem", _pem(Ed25519PrivateKey.generate()))
+        _kept(self.folder / "seal_key", os.urandom(32).hex())
+        loaded = (
+            serialization.load_pem_private_key(witness.encode(), password=None),
+            serialization.load_pem_private_key(keyper.encode(), password=None),
+        )
+        assert isinstance(loaded[0], Ed25519PrivateKey)
+        assert isinstance(loaded[1], X25519PrivateKey)
+        return loaded[0], loaded[1]
+
+    def environment(self, site_log_key: str) -> dict[str, str]:
+        """Its own settings only: none of the site's (`.env` and `CAIRN_*` are left out)."""
+        kept = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith(("CAIRN_", "DATABASE_", "DJANGO_"))
+        }
+        return {
+            **kept,
+            "CAIRN_ENV_FILE": os.devnull,
+            "DEBUG": "true",
+            "DATABASE_URL": f"sqlite:///{self.folder / 'cairn.sqlite3'}",
+            "CAIRN_SITE_URL": self.url,
+            "CAIRN_SIGNING_KEY": str(self.folder / "signing_key.pem"),
+            "CAIRN_SEAL_KEY": str(self.folder / "seal_key"),
+            "CAIRN_WITNESS_SIGNING_KEY": str(self.folder / "witness_key.pem"),
+            "CAIRN_KEYPER_KEY": str(self.folder / "keyper_key.pem"),
+            "CAIRN_WITNESSED_LOGS": site_log_key,
+            "CAIRN_GRPC_BIND": "",
+        }
+
+
+def _answering(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/api/keyper", timeout=2) as answer:
+            return answer.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _stop(process: subprocess.Popen, *, group: bool = False) -> None:
+    try:
+        if group:  # the rest of its group too, should its leader have ended first
+            os.killpg(process.pid, signal.SIGTERM)
+        elif process.poll() is None:
+            process.terminate()
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _site_environment(keypers: list[LocalKeyper], site_log_key: str) -> dict[str, str]:
+    """What the site adds to its environment to list the keypers, each a witness of its log."""
+    witnesses, listed = [], []
+    for keyper in keypers:
+        witness_key, hpke_key = keyper.keys()
+        witness = private_verifier_key(keyper.name, witness_key, type=COSIGNATURE_V1).text
+        witnesses.append(f"{witness} {keyper.url}/api/witness")
+        listed.append(f"{keyper.name} {keyper_public(hpke_key)} {keyper.url}/api/keyper")
+    return {"CAIRN_WITNESSES": "\n".join(witnesses), "CAIRN_KEYPERS": "\n".join(listed)}
+
+
+def _keyper_started(keyper: LocalKeyper, site_log_key: str) -> subprocess.Popen:
+    """Its database migrated (quietly), then its web process, logging to its folder."""
+    env = keyper.environment(site_log_key)
+    command = [sys.executable, "manage.py", "migrate", "--noinput"]
+    migrated = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    if migrated.returncode != 0:
+        sys.exit(f"keyper {keyper.number}: migrate failed\n{migrated.stderr}")
+    serve = [sys.executable, "-m", "cairn.serve", "--host", "127.0.0.1"]
+    with open(keyper.log, "ab") as out:
+        return subprocess.Popen(
+            [*serve, "--port", str(keyper.port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+class Stop:
+    """Set by SIGINT or SIGTERM: the wait loops end, and everything is stopped in order."""
+
+    asked = False
+
+    @classmethod
+    def ask(cls, signum: int, frame: FrameType | None) -> None:
+        cls.asked = True
+
+
+def _serve(keypers: list[LocalKeyper], site_log_key: str, command: list[str]) -> int:
+    """Start the keypers, wait for them, then run `command` as the site; return when one of them
+    ends (its status, or 1 for a keyper) or a stop is asked (0), having stopped them all."""
+    running: list[tuple[str, subprocess.Popen]] = []
+    site_env = {**os.environ, **_site_environment(keypers, site_log_key)}
+    try:
+        for keyper in keypers:
+            running.append((f"keyper {keyper.number}", _keyper_started(keyper, site_log_key)))
+        give_up = time.monotonic() + START_S
+        for keyper, (label, process) in zip(keypers, running, strict=True):
+            while not _answering(keyper.url):
+                if Stop.asked:
+                    return 0
+                if process.poll() is not None or time.monotonic() > give_up:
+                    print(f"{label} did not start: see {keyper.log}", file=sys.stderr)
+                    return 1
+                time.sleep(0.2)
+            print(f"Keyper {keyper.number}: {keyper.url}/api/keyper (log: {keyper.log})")
+        print(
+            f"The site lists these {len(keypers)} keypers, each a witness of its log; both must "
+            "release a share to open a sealed report. They run here, with the keeper's keys: "
+            "they show the flow and protect nothing."
+        )
+        site = subprocess.Popen(command, env=site_env, process_group=0)
+        running.append(("the site", site))
+        while not Stop.asked:
+            ended = [label for label, process in running if process.poll() is not None]
+            if ended == ["the site"]:
+                return site.returncode
+            if ended:
+                print(f"{ended[0]} ended: stopping the rest", file=sys.stderr)
+                return 1
+            time.sleep(0.2)
+        return 0
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for label, process in reversed(running):
+            _stop(process, group=label == "the site")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folder", type=Path, default=ROOT / "var" / "keypers")
+    parser.add_argument(
+        "--ports",
+        default="",
+        help="the keypers' ports, comma-separated (default: the site's port + 10 and + 11)",
+    )
+    parser.add_argument("--port", type=int, default=8000, help="the site's port")
+    parser.add_argument("command", nargs="+", help="the site's command, e.g. make run")
+    args = parser.parse_args(argv)
+    ports = [int(port) for port in args.ports.split(",")] if args.ports else []
+    ports = ports or [args.port + 10 + n for n in range(KEYPERS)]
+    if len(ports) != KEYPERS:
+        parser.error(f"--ports takes {KEYPERS} ports")
+    signal.signal(signal.SIGINT, Stop.ask)
+    signal.signal(signal.SIGTERM, Stop.ask)
+
+    # The site's log key as the site makes it: its settings, with make run's DEBUG default.
+    os.environ.setdefault("DEBUG", "true")
+    load_settings()
+    from ledger.notes import log_verifier_key
+
+    folder = args.folder.resolve()
+    keypers = [LocalKeyper(n, folder / str(n), port) for n, port in enumerate(ports, 1)]
+    return _serve(keypers, log_verifier_key().text, args.command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

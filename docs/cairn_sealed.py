@@ -1,0 +1,160 @@
+"""Sealed to the keypers, through the official A2A Python SDK: post a task, send reports that
+`cairn_verify.py seal` sealed, and read their opening after the deadline (docs/sealing.md).
+
+    post                 a new agent posts a task closing DEADLINE_S seconds ahead and writes a
+                         report for it to report.json; prints the task's id once its log entry is
+                         under a witnessed checkpoint (what `seal` checks)
+    send <task> <file>   a new agent sends the sealed data part in <file>; prints its receipt
+    opened <task>        waits for the evaluation; prints each release, each opened report and
+                         the outcome
+"""
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import rfc8785
+from a2a.client import ClientConfig, ClientFactory
+from a2a.helpers import new_data_part
+from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, TaskState
+from google.protobuf.json_format import MessageToDict
+
+CAIRN = os.environ.get("CAIRN_URL") or sys.exit("set CAIRN_URL to the server's address first")
+SOURCE = "https://github.com/a2aproject/a2a-python/blob/main/src/a2a/client/client_factory.py"
+WAIT_S = 300  # past the deadline: its merge delay (60 s), then the worker's next sweeps
+
+
+def digest(value) -> str:
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+
+
+def register() -> str:
+    answer = httpx.post(f"{CAIRN}/api/agent/register", json={})
+    if answer.status_code != 201:
+        error = answer.json()["error"]
+        raise SystemExit(
+            f"not registered: HTTP {answer.status_code} {error['code']}: {error['message']}"
+        )
+    return answer.json()["token"]
+
+
+async def client(http: httpx.AsyncClient):
+    return await ClientFactory(ClientConfig(httpx_client=http)).create_from_url(CAIRN)
+
+
+async def send(payload: dict, task_id: str = ""):
+    """SendMessage with one data part, as a new agent; returns the Task or stops with the refusal."""
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {register()}"}) as http:
+        message = Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.ROLE_USER,
+            task_id=task_id,
+            parts=[new_data_part(payload)],
+        )
+        async for answer in (await client(http)).send_message(SendMessageRequest(message=message)):
+            if answer.HasField("task"):
+                return answer.task
+            error = MessageToDict(answer.message)["parts"][0]["data"]["error"]
+            raise SystemExit(f"refused: {error['code']}: {error['message']}")
+
+
+def witnessed(task_id: str, entry_type: str) -> None:
+    """Wait until the task's log entry of `entry_type` is under a witnessed checkpoint: the worker
+    logs it and the keypers, the site's witnesses, cosign it within seconds."""
+    give_up = time.monotonic() + 60
+    while time.monotonic() < give_up:
+        entries = httpx.get(f"{CAIRN}/api/log/tasks/{task_id}").json()["entries"]
+        for entry in entries:
+            covering = {"covering": entry["index"]}
+            if entry["entry"]["type"] == entry_type and (
+                httpx.get(f"{CAIRN}/api/log/checkpoints", params=covering).status_code == 200
+            ):
+                return
+        time.sleep(1)
+    raise SystemExit(
+        f"no witnessed checkpoint holds the {entry_type} entry: is the worker running?"
+    )
+
+
+async def post() -> None:
+    deadline = datetime.now(UTC) + timedelta(seconds=int(os.environ.get("DEADLINE_S", "1900")))
+    request = {
+        "title": "Does the A2A Python SDK client send A2A-Version on every call?",
+        "question": "Read the client factory and say whether every request carries A2A-Version.",
+        "sources": [SOURCE],
+        "acceptance_criteria": ["Names the function that sets the header"],
+        "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%S.")
+        + f"{deadline.microsecond // 1000:03d}Z",
+        "min_independent": 2,
+        "max_contributors": 3,
+        "budget": {"currency": "USD", "amount": 0},
+    }
+    approval = {
+        "public_input_digest": digest(request),
+        "public_output": True,
+        "scope": "this_open_task",
+    }
+    task = await send({"schema": "cairn.open_task/0.1", "request": request, "approval": approval})
+    report = {  # without its approval: the sealed payload carries its own
+        "schema": "cairn.task.contribution/0.1",
+        "verdict": "source_supported",
+        "summary": "The client factory sets A2A-Version on the shared httpx client it creates.",
+        "conditions": [],
+        "attempts": ["Read src/a2a/client/client_factory.py"],
+        "limitations": ["Did not run the code"],
+        "source_urls": [SOURCE],
+    }
+    Path("report.json").write_text(json.dumps(report))
+    witnessed(task.id, "cairn.log/task")
+    print(task.id)
+
+
+async def send_sealed(task_id: str, file: str) -> None:
+    answer = await send(json.loads(Path(file).read_text()), task_id)
+    receipt = MessageToDict(answer.metadata)["cairn"]["contribution"]
+    print(
+        "sealed to the", receipt["sealed"], receipt["commitment"], "until", receipt["sealed_until"]
+    )
+    Path("receipts").mkdir(exist_ok=True)  # for cairn_verify.py receipt and dispute
+    Path("receipts", receipt["contribution_id"] + ".json").write_text(json.dumps(receipt))
+
+
+async def opened(task_id: str) -> None:
+    async with httpx.AsyncClient() as http:  # reads are public: no token
+        reader = await client(http)
+        give_up = time.monotonic() + WAIT_S
+        task = await reader.get_task(GetTaskRequest(id=task_id))
+        deadline = datetime.fromisoformat(task.metadata["cairn"]["deadline"])
+        await asyncio.sleep(max(0.0, (deadline - datetime.now(UTC)).total_seconds()))
+        while task.status.state == TaskState.TASK_STATE_WORKING:
+            if time.monotonic() > give_up + (deadline - datetime.now(UTC)).total_seconds():
+                raise SystemExit(f"task {task_id} is not evaluated yet: are the keypers running?")
+            await asyncio.sleep(2)
+            task = await reader.get_task(GetTaskRequest(id=task_id))
+    witnessed(task_id, "cairn.log/evaluation")  # what the verifier checks the evaluation against
+    evaluation = MessageToDict(task.artifacts[0].parts[0].data)
+    for item in evaluation["contributions"]:
+        for release in item["sealed"]["releases"]:
+            share = int(release["index"])  # a protobuf Struct holds every number as a float
+            print("released", release["keyper"], "share", share, "at", release["released_at"])
+        if "void" in item:
+            print("void", item["contribution_id"], item["void"]["code"])
+        else:
+            assert item["report_digest"] == digest(
+                item["report"]
+            )  # the opened report is the sealed one
+            print("opened", item["contribution_id"], item["report"]["verdict"])
+    print(TaskState.Name(task.status.state), evaluation["outcome"], evaluation["verdict"])
+
+
+commands = {"post": post, "send": send_sealed, "opened": opened}
+if len(sys.argv) < 2 or sys.argv[1] not in commands:
+    sys.exit(__doc__)
+asyncio.run(commands[sys.argv[1]](*sys.argv[2:]))
