@@ -246,9 +246,9 @@ def agent_card(
 
 @lru_cache(maxsize=32)
 def _card_text(site: str, variant: str) -> str:
-    # Built once per site and process: the card depends only on the code, the site key and the
-    # configured witnesses and gRPC address, and generating the payload schemas is the costly
-    # part of it.
+    # Built once per site and process: the card depends only on the code, the site key, the
+    # configured witnesses and gRPC address and the logs started, and generating the payload
+    # schemas is the costly part of it.
     variant_of = json.loads(variant)
     built_from = json.loads(variant_of["configured"])
     card = agent_card(site, built_from["witnessing"], built_from["grpc_url"], variant_of["started"])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from core import statements
 from core.canonical import canonical_json
 from core.clock import now_ms
 from ledger import log_state
@@ -81,11 +82,13 @@ def log_restart() -> Restarted:
         # the next number is past every one, so no origin ever names two logs.
         started = [int(log["number"]) for log in log_state.logs_started()]
         number = max([previous.number, *started]) + 1
-        row = Log.objects.create(
-            number=number,
-            origin=origin_numbered(number),
-            start=previous.start + lost_from,
-            created_at=now_ms(),
+        row = statements.created(
+            Log(
+                number=number,
+                origin=origin_numbered(number),
+                start=previous.start + lost_from,
+                created_at=now_ms(),
+            )
         )
         log = LogRef(row.number, row.origin, row.start)
         entry = {
