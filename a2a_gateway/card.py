@@ -36,6 +36,9 @@ from core.schemas import model_schema
 from ledger.card_signing import JWKS_PATH, card_sign
 from ledger.entries import MAX_MERGE_DELAY
 from ledger.keypers import keyper_threshold, keypers_configured, keypers_description
+from ledger.log_state import logs_started
+from ledger.logs import LOG_PATH
+from ledger.notes import log_origin
 from ledger.witnesses import witness_quorum
 from tasks.payloads import SEALED_CONTRIBUTION_SCHEMA
 
@@ -119,11 +122,26 @@ def witnessing() -> dict[str, Any]:
 
 
 @lru_cache(maxsize=1)
+def _configured() -> str:
+    return json.dumps({"witnessing": witnessing(), "grpc_url": settings.CAIRN_GRPC_URL})
+
+
 def card_variant() -> str:
     """What the card is built from besides the code, the site and its key: the configured
-    witnesses, keypers and gRPC address, as a key for the caches of the built card. Kept until
-    those settings change."""
-    return json.dumps({"witnessing": witnessing(), "grpc_url": settings.CAIRN_GRPC_URL})
+    witnesses, keypers and gRPC address (kept until those settings change), and the logs the
+    keeper started (SPEC §16.2: kept beside the keys, read without the database), as a key for
+    the caches of the built card."""
+    return json.dumps({"configured": _configured(), "started": logs_started()})
+
+
+def logs_listed(site: str, started: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Every log of the site, oldest first: its origin, checkpoint URL and tile base URL."""
+    logs = [(LOG_PATH, log_origin())]
+    logs += [(f"{LOG_PATH}/{log['number']}", log["origin"]) for log in started]
+    return [
+        {"origin": origin, "checkpoint": f"{site}{path}/checkpoint", "tiles": f"{site}{path}/tile/"}
+        for path, origin in logs
+    ]
 
 
 def _witnessing_changed(*, setting: str, **kwargs: Any) -> None:
@@ -135,7 +153,7 @@ def _witnessing_changed(*, setting: str, **kwargs: Any) -> None:
         "CAIRN_KEYPER_GRACE_S",
         "CAIRN_GRPC_URL",
     ):
-        card_variant.cache_clear()
+        _configured.cache_clear()
 
 
 setting_changed.connect(_witnessing_changed)
@@ -162,11 +180,16 @@ def supported_interfaces(site: str, grpc_url: str) -> list[AgentInterface]:
 
 
 def agent_card(
-    site: str, witnesses: dict[str, Any] | None = None, grpc_url: str | None = None
+    site: str,
+    witnesses: dict[str, Any] | None = None,
+    grpc_url: str | None = None,
+    started: list[dict[str, Any]] | None = None,
 ) -> AgentCard:
     """The card: one skill per operation the request handler dispatches, the payload schemas in
-    one extension. `grpc_url`: where the gRPC binding is served ("" when it is off)."""
+    one extension. `grpc_url`: where the gRPC binding is served ("" when it is off); `started`:
+    the logs the keeper started after log 0."""
     witnesses = witnessing() if witnesses is None else witnesses
+    logs = logs_listed(site, logs_started() if started is None else started)
     grpc_url = settings.CAIRN_GRPC_URL if grpc_url is None else grpc_url
     operations = CairnRequestHandler.operations  # the registry the handler dispatches through
     return AgentCard(
@@ -202,10 +225,11 @@ def agent_card(
                     required=False,
                     params={
                         "jwks": f"{site}{JWKS_PATH}",
-                        "checkpoint": f"{site}/api/log/checkpoint",
+                        "checkpoint": logs[-1]["checkpoint"],
                         "verifier": f"{site}/verify/cairn_verify.py",
                         "max_merge_delay_s": int(MAX_MERGE_DELAY.total_seconds()),
                         **witnesses,
+                        "logs": logs,
                     },
                 ),
             ],
@@ -230,11 +254,12 @@ def agent_card(
 
 @lru_cache(maxsize=32)
 def _card_text(site: str, variant: str) -> str:
-    # Built once per site and process: the card depends only on the code, the site key and the
-    # configured witnesses and gRPC address, and generating the payload schemas is the costly
-    # part of it.
-    built_from = json.loads(variant)
-    card = agent_card(site, built_from["witnessing"], built_from["grpc_url"])
+    # Built once per site and process: the card depends only on the code, the site key, the
+    # configured witnesses and gRPC address and the logs started, and generating the payload
+    # schemas is the costly part of it.
+    variant_of = json.loads(variant)
+    built_from = json.loads(variant_of["configured"])
+    card = agent_card(site, built_from["witnessing"], built_from["grpc_url"], variant_of["started"])
     return json.dumps(agent_card_to_dict(card_sign(card, site=site)))
 
 

@@ -21,6 +21,7 @@ from http_api.inputs import query_issues
 from http_api.views import ApiView
 from ledger import selectors as log
 from ledger.keys import jwks
+from ledger.logs import log_numbered
 from ledger.notes import log_verifier_key
 from ledger.verifier import VERIFIER, verifier_built
 
@@ -66,27 +67,29 @@ def _range(request: Request, low: str, high: str, *, minimum: int) -> tuple[int,
 class EntriesApi(ApiView):
     """`GET /api/log/entries?start=&end=`: at most 1,000 entries, `end` exclusive."""
 
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request, log_number: int = 0) -> Response:
         start, end = _range(request, "start", "end", minimum=0)
-        return Response({"entries": log.entries_range(start=start, end=end)})
+        entries = log.entries_range(start=start, end=end, log=log_numbered(log_number))
+        return Response({"entries": entries})
 
 
 class TaskEntriesApi(ApiView):
     """`GET /api/log/tasks/<task_id>`: one task's entries under the latest checkpoint."""
 
-    def get(self, request: Request, task_id: uuid.UUID) -> Response:
+    def get(self, request: Request, task_id: uuid.UUID, log_number: int = 0) -> Response:
         _query(request, ())
-        return Response({"entries": log.entries_of_task(task_id)})
+        return Response({"entries": log.entries_of_task(task_id, log_numbered(log_number))})
 
 
 class InclusionProofApi(ApiView):
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request, log_number: int = 0) -> Response:
         query = _query(request, ("leaf_hash", "tree_size"))
         if not _HASH.fullmatch(query["leaf_hash"]):
             raise _invalid("leaf_hash", "must be a SHA-256 hash as 64 hex characters")
         proof = log.inclusion_proof(
             leaf_hash=query["leaf_hash"].lower(),
             tree_size=_count(query, "tree_size", minimum=1),
+            log=log_numbered(log_number),
         )
         return Response(
             {"index": proof.index, "tree_size": proof.tree_size, "hashes": proof.hashes}
@@ -94,17 +97,18 @@ class InclusionProofApi(ApiView):
 
 
 class ConsistencyProofApi(ApiView):
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request, log_number: int = 0) -> Response:
         first, second = _range(request, "first", "second", minimum=1)
-        return Response({"hashes": log.consistency_proof(first=first, second=second)})
+        hashes = log.consistency_proof(first=first, second=second, log=log_numbered(log_number))
+        return Response({"hashes": hashes})
 
 
 class CheckpointApi(ApiView):
     """The latest signed checkpoint with its witnesses' cosignatures, as one signed note's text."""
 
-    def get(self, request: Request) -> HttpResponse:
+    def get(self, request: Request, log_number: int = 0) -> HttpResponse:
         _query(request, ())
-        latest = log.checkpoint_latest()
+        latest = log.checkpoint_latest(log_numbered(log_number))
         if latest is None:
             raise Refusal(ErrorCode.NOT_FOUND, "the log has no checkpoint yet")
         response = HttpResponse(
@@ -131,9 +135,10 @@ class CheckpointsApi(ApiView):
     """`GET /api/log/checkpoints?covering=<index>`: the witnessed checkpoints a reader of entry
     `index` needs, the earliest holding it and the latest."""
 
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request, log_number: int = 0) -> Response:
         index = _count(_query(request, ("covering",)), "covering", minimum=0)
-        notes = [log.checkpoint_note(c) for c in log.checkpoints_covering(index=index)]
+        covering = log.checkpoints_covering(index=index, log=log_numbered(log_number))
+        notes = [log.checkpoint_note(c) for c in covering]
         return Response({"checkpoints": notes})
 
 

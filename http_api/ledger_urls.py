@@ -1,21 +1,53 @@
-"""Verifiability's public routes (SPEC §1, §15)."""
+"""Verifiability's public routes (SPEC §1, §15). Log 0's routes are under `api/log/`; a log the
+keeper started after the database went back (§16.2) has the same routes under `api/log/<n>/`."""
 
-from django.urls import path
+from django.urls import URLPattern, path, register_converter
 
 from http_api import keyper, witness
 from http_api import ledger as apis
 from http_api.tiles import TileApi
 
+
+class LogNumber:
+    """A later log's number: 1, 2, …, written without leading zeros, so each log has one URL."""
+
+    regex = "[1-9][0-9]{0,8}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+register_converter(LogNumber, "log")
+
+_LOG_ROUTES = [
+    ("checkpoint", apis.CheckpointApi, "log-checkpoint"),
+    ("checkpoints", apis.CheckpointsApi, "log-checkpoints"),
+    ("entries", apis.EntriesApi, "log-entries"),
+    ("tasks/<uuid:task_id>", apis.TaskEntriesApi, "log-task"),
+    ("proof/inclusion", apis.InclusionProofApi, "log-inclusion"),
+    ("proof/consistency", apis.ConsistencyProofApi, "log-consistency"),
+    ("tile/<path:path>", TileApi, "log-tile"),
+]
+
+
+def _log_routes() -> list[URLPattern]:
+    return [
+        route
+        for tail, view, name in _LOG_ROUTES
+        for route in (
+            path(f"api/log/{tail}", view.as_view(), name=name),
+            path(f"api/log/<log:log_number>/{tail}", view.as_view(), name=f"{name}-numbered"),
+        )
+    ]
+
+
 urlpatterns = [
     path(".well-known/jwks.json", apis.jwks_view, name="jwks"),
-    path("api/log/checkpoint", apis.CheckpointApi.as_view(), name="log-checkpoint"),
     path("api/log/vkey", apis.LogVerifierKeyApi.as_view(), name="log-vkey"),
-    path("api/log/checkpoints", apis.CheckpointsApi.as_view(), name="log-checkpoints"),
-    path("api/log/entries", apis.EntriesApi.as_view(), name="log-entries"),
-    path("api/log/tasks/<uuid:task_id>", apis.TaskEntriesApi.as_view(), name="log-task"),
-    path("api/log/proof/inclusion", apis.InclusionProofApi.as_view(), name="log-inclusion"),
-    path("api/log/proof/consistency", apis.ConsistencyProofApi.as_view(), name="log-consistency"),
-    path("api/log/tile/<path:path>", TileApi.as_view(), name="log-tile"),
+    *_log_routes(),
     path("verify/cairn_verify.py", apis.verifier_file, name="verifier"),
     path("verify/requirements.txt", apis.verifier_requirements, name="verifier-requirements"),
     path("api/witness", witness.witness_view, name="witness"),

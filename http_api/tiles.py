@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from core.errors import ErrorCode, Issue, Refusal
 from http_api.inputs import query_none
 from http_api.views import ApiView
+from ledger.logs import log_numbered
 from ledger.tiles import MAX_LEVEL, TILE_WIDTH, entry_bundle, hash_tile
 
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -86,13 +87,14 @@ class TileApi(ApiView):
         response["Cache-Control"] = "no-store"
         return response
 
-    def get(self, request: Request, path: str) -> HttpResponse:
+    def get(self, request: Request, path: str, log_number: int = 0) -> HttpResponse:
         query_none(request)
         level, index, width = _parsed(path)
+        log = log_numbered(log_number)
         tile = (
-            entry_bundle(index=index, width=width)
+            entry_bundle(index=index, width=width, log=log)
             if level is None
-            else hash_tile(level=level, index=index, width=width)
+            else hash_tile(level=level, index=index, width=width, log=log)
         )
         response = HttpResponse(tile.data, content_type="application/octet-stream")
         response["Cache-Control"] = IMMUTABLE if tile.full else PARTIAL

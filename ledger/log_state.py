@@ -9,7 +9,8 @@ back: it stops signing and refuses writes until the database extends them again,
 The state is a JSON file (`CAIRN_LOG_STATE`) beside the site's keys, one entry per log keyed by
 the hash of the log's first leaf. A restored or failed-over database keeps its first leaf, so it
 meets the state its log left; a new or emptied database starts a log of its own and is not held
-to another's promises.
+to another's promises, and so does a log the keeper restarted (`manage.py log_restart`), whose
+first leaf records the promises of the log before it.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Subquery, Value
+from django.db.models.functions import Coalesce
 
 from core.clock import format_instant, now_ms
 from core.errors import ErrorCode, Refusal
-from ledger.models import Leaf
+from ledger.models import Leaf, Log
 
 logger = logging.getLogger(__name__)
 RETRY_AFTER_S = 60
@@ -61,11 +64,15 @@ class Promised:
     size: int
     root: str | None = None
     differs: bool = False
+    note: str | None = None  # the checkpoint's text, when the site made it
 
 
 @dataclass
 class LogPromises:
     signed: Promised | None = None
+    # The largest checkpoint that carried the witness quorum, its cosignatures in its note: the
+    # promise a restarted log's first entry records, though the database lost it.
+    witnessed: Promised | None = None
     witnesses: dict[str, Promised] = field(default_factory=dict)
     refusals: dict[str, int] = field(default_factory=dict)
     rollback: Rollback | None = None
@@ -73,9 +80,11 @@ class LogPromises:
     @classmethod
     def of(cls, data: dict[str, Any]) -> LogPromises:
         signed = data.get("signed")
+        witnessed = data.get("witnessed")
         rollback = data.get("rollback")
         return cls(
             signed=Promised(**signed) if signed else None,
+            witnessed=Promised(**witnessed) if witnessed else None,
             witnesses={k: Promised(**v) for k, v in data.get("witnesses", {}).items()},
             refusals=dict(data.get("refusals", {})),
             rollback=Rollback(**rollback) if rollback else None,
@@ -86,19 +95,26 @@ def _path() -> Path:
     return Path(settings.CAIRN_LOG_STATE)
 
 
-def _read() -> dict[str, LogPromises]:
+def _read_all() -> tuple[dict[str, LogPromises], list[dict[str, Any]]]:
+    """The promises by log identity, and the logs the keeper started (`manage.py log_restart`)."""
     try:
         data = json.loads(_path().read_text())
     except FileNotFoundError:
-        return {}
-    return {identity: LogPromises.of(log) for identity, log in data.get("logs", {}).items()}
+        return {}, []
+    logs = {identity: LogPromises.of(log) for identity, log in data.get("logs", {}).items()}
+    return logs, list(data.get("started", []))
 
 
-def _write(logs: dict[str, LogPromises]) -> None:
+def _read() -> dict[str, LogPromises]:
+    return _read_all()[0]
+
+
+def _write(logs: dict[str, LogPromises], started: list[dict[str, Any]]) -> None:
     """Replace the file whole and durably: a crash leaves the old state or the new, never half."""
     path = _path()
     temporary = path.with_name(path.name + ".new")
-    text = json.dumps({"version": 1, "logs": {k: asdict(v) for k, v in logs.items()}}, indent=1)
+    kept = {"version": 1, "logs": {k: asdict(v) for k, v in logs.items()}, "started": started}
+    text = json.dumps(kept, indent=1)
     with open(temporary, "w") as file:
         file.write(text)
         file.flush()
@@ -112,23 +128,49 @@ def _write(logs: dict[str, LogPromises]) -> None:
 
 
 @contextmanager
-def _changing(identity: str) -> Iterator[LogPromises]:
-    """The promises of one log, written back when the block ends; one writer at a time."""
+def _locked() -> Iterator[None]:
+    """One writer of the file at a time."""
     path = _path()
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        logs = _read()
+        yield
+
+
+@contextmanager
+def _changing(identity: str) -> Iterator[LogPromises]:
+    """The promises of one log, written back when the block ends."""
+    with _locked():
+        logs, started = _read_all()
         promises = logs.setdefault(identity, LogPromises())
         before = asdict(promises)
         yield promises
         if asdict(promises) != before:
-            _write(logs)
+            _write(logs, started)
+
+
+def log_started_kept(number: int, origin: str) -> None:
+    """A log the keeper started: its readers must be told of it (the card lists it) even if the
+    database goes back to before it."""
+    with _locked():
+        logs, started = _read_all()
+        if all(log["number"] != number for log in started):
+            _write(logs, [*started, {"number": number, "origin": origin}])
+
+
+def logs_started() -> list[dict[str, Any]]:
+    """The logs the keeper started, oldest first: `{"number", "origin"}` each."""
+    return sorted(_read_all()[1], key=lambda log: int(log["number"]))
 
 
 def log_identity() -> str | None:
-    """The hash of the log's first leaf (None while the log is empty)."""
-    return Leaf.objects.filter(index=0).values_list("leaf_hash", flat=True).first()
+    """The hash of the current log's first leaf (None while the log is empty)."""
+    start = Coalesce(Subquery(Log.objects.order_by("-number").values("start")[:1]), Value(0))
+    return Leaf.objects.filter(index=start).values_list("leaf_hash", flat=True).first()
+
+
+def promises_of(identity: str) -> LogPromises | None:
+    return _read().get(identity)
 
 
 def rollback_of(identity: str, size: int, root_at: Callable[[int], bytes]) -> Rollback | None:
@@ -161,10 +203,18 @@ def rollback_kept(identity: str, rollback: Rollback | None) -> None:
         promises.rollback = rollback
 
 
-def signed_kept(identity: str, size: int, root: bytes) -> None:
+def signed_kept(identity: str, size: int, root: bytes, note: str) -> None:
     with _changing(identity) as promises:
         if promises.signed is None or size > promises.signed.size:
-            promises.signed = Promised(size, root.hex())
+            promises.signed = Promised(size, root.hex(), note=note)
+
+
+def witnessed_kept(identity: str, size: int, root: bytes, note: str) -> None:
+    """A checkpoint that now carries the witness quorum, `note` with its cosignatures."""
+    with _changing(identity) as promises:
+        held = promises.witnessed
+        if held is None or size > held.size or (size == held.size and note != held.note):
+            promises.witnessed = Promised(size, root.hex(), note=note)
 
 
 def witness_kept(identity: str, witness: str, size: int, root: bytes | None) -> None:

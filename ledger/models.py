@@ -19,6 +19,20 @@ class QueuedEntry(models.Model):
         ordering = ["id"]
 
 
+class Log(models.Model):
+    """A log started after the database went back (SPEC §16.2), with an origin of its own; log 0,
+    the first, has no row. Its leaf i is stored as `Leaf` `start + i`: leaf indices stay one
+    sequence across logs, each log a contiguous run of it after the last leaf of the one before."""
+
+    number = models.PositiveIntegerField(primary_key=True)
+    origin = models.CharField(max_length=255, unique=True)
+    start = models.BigIntegerField(unique=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["number"]
+
+
 class Leaf(models.Model):
     index = models.BigIntegerField(primary_key=True)
     leaf_hash = models.CharField(max_length=64, db_index=True)
@@ -34,20 +48,25 @@ class Leaf(models.Model):
 
 
 class Node(models.Model):
-    """The hash of the perfect subtree over leaves [index·2^level, (index+1)·2^level)."""
+    """The hash of the perfect subtree over leaves [index·2^level, (index+1)·2^level) of log
+    `log`, counted from that log's first leaf."""
 
+    log = models.PositiveIntegerField(default=0)
     level = models.PositiveSmallIntegerField()
     index = models.BigIntegerField()
     hash = models.BinaryField(max_length=32)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["level", "index"], name="node_once")]
+        constraints = [
+            models.UniqueConstraint(fields=["log", "level", "index"], name="node_once_per_log")
+        ]
 
 
 class Checkpoint(models.Model):
     """A signed note (C2SP tlog-checkpoint) naming a tree size and its root hash."""
 
     id = models.BigAutoField(primary_key=True)
+    log = models.PositiveIntegerField(default=0)
     tree_size = models.BigIntegerField()
     root_hash = models.CharField(max_length=64)
     note = models.TextField()
@@ -57,7 +76,7 @@ class Checkpoint(models.Model):
         ordering = ["-id"]
         get_latest_by = "id"
         # The earliest checkpoint holding an entry is found by walking tree sizes upward.
-        indexes = [models.Index(fields=["tree_size"], name="checkpoint_tree_size")]
+        indexes = [models.Index(fields=["log", "tree_size"], name="checkpoint_log_tree_size")]
 
 
 class Cosignature(models.Model):

@@ -32,16 +32,19 @@ def site_host() -> str:
 
 
 def log_origin() -> str:
+    """Log 0's origin, which also names the site to its keypers (SPEC §15.8)."""
     return f"{site_host()}/cairn/log"
 
 
-def log_verifier_key() -> VerifierKey:
-    """The key a witness is configured with to follow this site's log."""
-    return private_verifier_key(log_origin(), site_private_key(), type=ED25519)
+def log_verifier_key(origin: str | None = None) -> VerifierKey:
+    """The key a witness is configured with to follow this site's log (log 0 unless `origin`
+    names a later one)."""
+    return private_verifier_key(origin or log_origin(), site_private_key(), type=ED25519)
 
 
-def checkpoint_sign(tree_size: int, root: bytes) -> str:
-    """The signed note for a tree of `tree_size` leaves whose root hash is `root`."""
-    origin = log_origin()
+def checkpoint_sign(tree_size: int, root: bytes, origin: str | None = None) -> str:
+    """The signed note for a tree of `tree_size` leaves whose root hash is `root`, of the log
+    `origin` (log 0 unless said)."""
+    origin = origin or log_origin()
     body = checkpoint_body_text(origin, tree_size, root)
     return body + "\n" + note_sign(body, origin, site_private_key()).line

@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from core.errors import ErrorCode, Issue, Refusal
+from ledger.logs import LogRef, log_first
 from ledger.merkle import consistency_ranges, inclusion_ranges, nodes_for, range_hash
 from ledger.models import Checkpoint, Cosignature, Leaf, QueuedEntry
 from ledger.services import nodes_get
@@ -21,8 +22,11 @@ from ledger.witnesses import witness_quorum, witnesses_configured
 MAX_ENTRIES = 1000
 
 
-def checkpoint_latest() -> Checkpoint | None:
-    return Checkpoint.objects.order_by("-id").first()
+def checkpoint_latest(log: LogRef | None = None) -> Checkpoint | None:
+    """The latest checkpoint of `log`; here and below, log 0 when no log is named, as its routes
+    have always been served."""
+    log = log or log_first()
+    return Checkpoint.objects.filter(log=log.number).order_by("-id").first()
 
 
 def checkpoint_note(checkpoint: Checkpoint) -> str:
@@ -32,13 +36,14 @@ def checkpoint_note(checkpoint: Checkpoint) -> str:
     return checkpoint.note + "".join(lines)
 
 
-def _quorate() -> QuerySet[Checkpoint]:
-    """The checkpoints cosigned by at least the quorum of distinct configured witnesses (every
+def _quorate(log: LogRef) -> QuerySet[Checkpoint]:
+    """The checkpoints of `log` cosigned by at least the quorum of distinct configured witnesses (every
     checkpoint when no witness is configured). The count is a subquery per checkpoint, so a
     query walking an index in order stops at the first quorate one."""
+    checkpoints = Checkpoint.objects.filter(log=log.number)
     quorum = witness_quorum()
     if quorum == 0:
-        return Checkpoint.objects.all()
+        return checkpoints
     cosigned = (
         Cosignature.objects.filter(
             checkpoint=OuterRef("pk"), witness__in=[w.key.text for w in witnesses_configured()]
@@ -48,21 +53,26 @@ def _quorate() -> QuerySet[Checkpoint]:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    return Checkpoint.objects.annotate(cosigned=Coalesce(Subquery(cosigned), 0)).filter(
+    return checkpoints.annotate(cosigned=Coalesce(Subquery(cosigned), 0)).filter(
         cosigned__gte=quorum
     )
 
 
-def checkpoints_covering(*, index: int) -> list[Checkpoint]:
+def checkpoint_quorate_latest(log: LogRef) -> Checkpoint | None:
+    return _quorate(log).order_by("-id").first()
+
+
+def checkpoints_covering(*, index: int, log: LogRef | None = None) -> list[Checkpoint]:
     """The earliest checkpoint carrying the witness quorum whose tree holds entry `index`, then
     the latest carrying it (once when they are the same); `not_found` when none holds it yet."""
-    earliest = _quorate().filter(tree_size__gt=index).order_by("tree_size", "id").first()
+    log = log or log_first()
+    earliest = _quorate(log).filter(tree_size__gt=index).order_by("tree_size", "id").first()
     if earliest is None:
         raise Refusal(
             ErrorCode.NOT_FOUND,
             f"no checkpoint carrying the witness quorum holds entry {index} yet",
         )
-    latest = _quorate().order_by("-id").first()
+    latest = checkpoint_quorate_latest(log)
     return [earliest] if latest is None or latest.pk == earliest.pk else [earliest, latest]
 
 
@@ -81,31 +91,41 @@ def checkpoint_witnessed_at(checkpoint: Checkpoint) -> datetime | None:
     return times[quorum - 1] if len(times) == quorum else None
 
 
-def _checkpointed_size() -> int:
-    latest = checkpoint_latest()
+def checkpointed_size(log: LogRef) -> int:
+    latest = checkpoint_latest(log)
     return 0 if latest is None else latest.tree_size
 
 
-def entries_range(*, start: int, end: int) -> list[dict[str, Any]]:
+def _leaves(log: LogRef, start: int, end: int) -> QuerySet[Leaf]:
+    """The leaves [start, end) of `log`, counted from its first."""
+    return Leaf.objects.filter(index__gte=log.start + start, index__lt=log.start + end)
+
+
+def entries_range(*, start: int, end: int, log: LogRef | None = None) -> list[dict[str, Any]]:
     """Leaves [start, end), `end` cut to the checkpointed tree and to `MAX_ENTRIES` of them."""
-    end = min(end, _checkpointed_size(), start + MAX_ENTRIES)
-    leaves = Leaf.objects.filter(index__gte=start, index__lt=end).order_by("index")
-    return [_served(leaf) for leaf in leaves]
+    log = log or log_first()
+    end = min(end, checkpointed_size(log), start + MAX_ENTRIES)
+    return [_served(log, leaf) for leaf in _leaves(log, start, end).order_by("index")]
 
 
-def _served(leaf: Leaf) -> dict[str, Any]:
-    return {"index": leaf.index, "leaf_hash": leaf.leaf_hash, "entry": json.loads(leaf.entry)}
+def _served(log: LogRef, leaf: Leaf) -> dict[str, Any]:
+    return {
+        "index": leaf.index - log.start,
+        "leaf_hash": leaf.leaf_hash,
+        "entry": json.loads(leaf.entry),
+    }
 
 
-def entries_of_task(task_id: uuid.UUID) -> list[dict[str, Any]]:
+def entries_of_task(task_id: uuid.UUID, log: LogRef | None = None) -> list[dict[str, Any]]:
     """One task's entries under the latest checkpoint, in log order: a convenience for a reader
     of one task; the monitor reads the whole log instead of trusting it (§15.3)."""
-    leaves = Leaf.objects.filter(task_id=task_id, index__lt=_checkpointed_size()).order_by("index")
-    return [_served(leaf) for leaf in leaves]
+    log = log or log_first()
+    leaves = _leaves(log, 0, checkpointed_size(log)).filter(task_id=task_id).order_by("index")
+    return [_served(log, leaf) for leaf in leaves]
 
 
-def _refuse_beyond(name: str, size: int) -> None:
-    latest = _checkpointed_size()
+def _refuse_beyond(log: LogRef, name: str, size: int) -> None:
+    latest = checkpointed_size(log)
     if size > latest:
         message = f"must be at most the latest checkpoint's tree size ({latest})"
         raise Refusal(
@@ -115,8 +135,8 @@ def _refuse_beyond(name: str, size: int) -> None:
         )
 
 
-def _hashes(ranges: list[tuple[int, int]]) -> list[str]:
-    nodes = nodes_get(nodes_for(ranges))
+def _hashes(log: LogRef, ranges: list[tuple[int, int]]) -> list[str]:
+    nodes = nodes_get(nodes_for(ranges), log=log.number)
     return [range_hash(start, end, nodes).hex() for start, end in ranges]
 
 
@@ -127,25 +147,28 @@ class InclusionProof:
     hashes: list[str]
 
 
-def inclusion_proof(*, leaf_hash: str, tree_size: int) -> InclusionProof:
+def inclusion_proof(*, leaf_hash: str, tree_size: int, log: LogRef | None = None) -> InclusionProof:
     """The audit path of the leaf in the tree of `tree_size` leaves; `not_found` when the leaf is
     not (yet) in that tree."""
-    _refuse_beyond("tree_size", tree_size)
-    leaf = Leaf.objects.filter(leaf_hash=leaf_hash, index__lt=tree_size).order_by("index").first()
+    log = log or log_first()
+    _refuse_beyond(log, "tree_size", tree_size)
+    leaf = _leaves(log, 0, tree_size).filter(leaf_hash=leaf_hash).order_by("index").first()
     if leaf is None:
         raise Refusal(
             ErrorCode.NOT_FOUND, f"no leaf with that hash in the tree of size {tree_size}"
         )
+    index = leaf.index - log.start
     return InclusionProof(
-        index=leaf.index,
+        index=index,
         tree_size=tree_size,
-        hashes=_hashes(inclusion_ranges(leaf.index, tree_size)),
+        hashes=_hashes(log, inclusion_ranges(index, tree_size)),
     )
 
 
-def consistency_proof(*, first: int, second: int) -> list[str]:
-    _refuse_beyond("second", second)
-    return _hashes(consistency_ranges(first, second))
+def consistency_proof(*, first: int, second: int, log: LogRef | None = None) -> list[str]:
+    log = log or log_first()
+    _refuse_beyond(log, "second", second)
+    return _hashes(log, consistency_ranges(first, second))
 
 
 def log_stats() -> tuple[int, float]:

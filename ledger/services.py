@@ -21,6 +21,7 @@ from core import statements
 from core.canonical import canonical_json
 from core.clock import now_ms
 from ledger import log_state
+from ledger.logs import LogRef, log_current
 from ledger.merkle import leaf_hash, parents_closed_by, perfect_nodes, range_hash
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
 from ledger.notes import checkpoint_sign
@@ -57,13 +58,15 @@ def _sequencer_lock() -> bool:
     return statements.advisory_lock(SEQUENCER_LOCK, wait=False)
 
 
-def tree_size() -> int:
-    last = Leaf.objects.aggregate(last=Max("index"))["last"]
-    return 0 if last is None else last + 1
+def tree_size(log: LogRef) -> int:
+    """The size of the database's tree of `log`, the current one (an earlier log's leaves run on
+    into the next's)."""
+    last = Leaf.objects.filter(index__gte=log.start).aggregate(last=Max("index"))["last"]
+    return 0 if last is None else last + 1 - log.start
 
 
-def nodes_get(keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
-    """The stored nodes named by `keys`, in one query."""
+def nodes_get(keys: Iterable[tuple[int, int]], *, log: int) -> dict[tuple[int, int], bytes]:
+    """The stored nodes of log number `log` named by `keys`, in one query."""
     keys = set(keys)
     if not keys:
         return {}
@@ -72,7 +75,7 @@ def nodes_get(keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         by_level.setdefault(level, []).append(index)
     query = Node.objects.none()
     for level, indexes in by_level.items():
-        query = query | Node.objects.filter(level=level, index__in=indexes)
+        query = query | Node.objects.filter(log=log, level=level, index__in=indexes)
     return {(node.level, node.index): bytes(node.hash) for node in query}
 
 
@@ -84,9 +87,11 @@ def entry_task_id(entry: str) -> uuid.UUID | None:
         return None
 
 
-def _append(queued: list[QueuedEntry], size: int) -> int:
-    """Append `queued` after leaf `size - 1`, storing every node it completes. Returns the new size."""
-    nodes = nodes_get(perfect_nodes(0, size))  # the frontier: every left sibling still to come
+def _append(queued: list[QueuedEntry], size: int, log: LogRef) -> int:
+    """Append `queued` after leaf `size - 1` of `log`, storing every node it completes, and
+    delete them from the queue. Returns the new size. `queued` may lead with entries never
+    queued (no id), as a restart entry is."""
+    nodes = nodes_get(perfect_nodes(0, size), log=log.number)  # the frontier: left siblings
     at = now_ms()
     leaves, new_nodes = [], []
     for offset, item in enumerate(queued):
@@ -94,7 +99,7 @@ def _append(queued: list[QueuedEntry], size: int) -> int:
         leaf = leaf_hash(item.entry.encode())
         leaves.append(
             Leaf(
-                index=index,
+                index=log.start + index,
                 leaf_hash=leaf.hex(),
                 entry=item.entry,
                 task_id=entry_task_id(item.entry),
@@ -104,27 +109,31 @@ def _append(queued: list[QueuedEntry], size: int) -> int:
         )
         for key, value in parents_closed_by(index, leaf, nodes):
             nodes[key] = value
-            new_nodes.append(Node(level=key[0], index=key[1], hash=value))
+            new_nodes.append(Node(log=log.number, level=key[0], index=key[1], hash=value))
     statements.write_all(
         *statements.objects_inserted(leaves),
         *statements.objects_inserted(new_nodes),
-        *statements.deleted(QueuedEntry, [item.id for item in queued]),
+        *statements.deleted(QueuedEntry, [item.id for item in queued if item.id is not None]),
     )
     return size + len(queued)
 
 
-def root_at(size: int) -> bytes:
-    """The root hash of the tree's first `size` entries."""
-    return range_hash(0, size, nodes_get(perfect_nodes(0, size)))
+def root_at(size: int, log: LogRef) -> bytes:
+    """The root hash of the first `size` entries of `log`."""
+    return range_hash(0, size, nodes_get(perfect_nodes(0, size), log=log.number))
 
 
-def checkpoint_publish(size: int) -> Checkpoint:
-    root = root_at(size)
+def checkpoint_publish(size: int, log: LogRef | None = None) -> Checkpoint:
+    """Sign and keep a checkpoint of the first `size` entries of `log`, the current one unless
+    named."""
+    log = log or log_current()
+    root = root_at(size, log)
     return statements.created(
         Checkpoint(
+            log=log.number,
             tree_size=size,
             root_hash=root.hex(),
-            note=checkpoint_sign(size, root),
+            note=checkpoint_sign(size, root, log.origin),
             created_at=now_ms(),
         )
     )
@@ -146,18 +155,19 @@ def _sequence_batch(batch_size: int) -> tuple[int, str | None, Checkpoint] | Non
     with transaction.atomic():
         if not _sequencer_lock():
             return None
-        size = tree_size()
+        log = log_current()
+        size = tree_size(log)
         queued = list(QueuedEntry.objects.order_by("id")[:batch_size])
         if queued:
-            size = _append(queued, size)
+            size = _append(queued, size, log)
         identity = log_state.log_identity()
         if identity is not None:
-            rollback = log_state.rollback_of(identity, size, root_at)
+            rollback = log_state.rollback_of(identity, size, lambda n: root_at(n, log))
             if rollback is not None:
                 raise _GoneBack(identity, rollback)
-        latest = Checkpoint.objects.order_by("-id").first()
+        latest = Checkpoint.objects.filter(log=log.number).order_by("-id").first()
         if latest is None or latest.tree_size != size:
-            latest = checkpoint_publish(size)
+            latest = checkpoint_publish(size, log)
     return len(queued), identity, latest
 
 
@@ -185,7 +195,9 @@ def log_sequence(*, batch_size: int = 1000) -> int:
             return appended
         count, identity, latest = batch
         if identity is not None:
-            log_state.signed_kept(identity, latest.tree_size, bytes.fromhex(latest.root_hash))
+            log_state.signed_kept(
+                identity, latest.tree_size, bytes.fromhex(latest.root_hash), latest.note
+            )
         appended += count
         if count < batch_size:
             break

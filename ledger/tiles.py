@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.errors import ErrorCode, Refusal
-from ledger.models import Checkpoint, Leaf, Node
+from ledger.logs import LogRef, log_first
+from ledger.models import Leaf, Node
+from ledger.selectors import checkpointed_size
 
 TILE_HEIGHT = 8
 TILE_WIDTH = 1 << TILE_HEIGHT
@@ -25,15 +27,12 @@ class Tile:
     full: bool
 
 
-def _checkpointed_size() -> int:
-    size = Checkpoint.objects.order_by("-id").values_list("tree_size", flat=True).first()
-    return 0 if size is None else size
-
-
-def _first(level: int, index: int, width: int) -> int:
+def _first(log: LogRef, level: int, index: int, width: int) -> int:
     """The index of the tile's first hash among the tree's level-`8·level` nodes, after refusing a
     tile the checkpointed tree does not hold `width` hashes of (it may never: `not_found` either way)."""
-    hashes = _checkpointed_size() >> (TILE_HEIGHT * level)  # complete subtrees of 256^level leaves
+    hashes = checkpointed_size(log) >> (
+        TILE_HEIGHT * level
+    )  # complete subtrees of 256^level leaves
     first = index * TILE_WIDTH
     if hashes < first + width:
         raise Refusal(
@@ -43,21 +42,24 @@ def _first(level: int, index: int, width: int) -> int:
     return first
 
 
-def hash_tile(*, level: int, index: int, width: int) -> Tile:
-    """Tile `index` of level `level`, its first `width` hashes (`width` 256 for a full tile)."""
-    first = _first(level, index, width)
+def hash_tile(*, level: int, index: int, width: int, log: LogRef | None = None) -> Tile:
+    """Tile `index` of level `level` of `log` (log 0 unless named), its first `width` hashes
+    (`width` 256 for a full tile)."""
+    log = log or log_first()
+    first = _first(log, level, index, width)
     hashes = Node.objects.filter(
-        level=TILE_HEIGHT * level, index__gte=first, index__lt=first + width
+        log=log.number, level=TILE_HEIGHT * level, index__gte=first, index__lt=first + width
     ).order_by("index")
     return Tile(
         b"".join(bytes(h) for h in hashes.values_list("hash", flat=True)), width == TILE_WIDTH
     )
 
 
-def entry_bundle(*, index: int, width: int) -> Tile:
+def entry_bundle(*, index: int, width: int, log: LogRef | None = None) -> Tile:
     """Entry bundle `index`, its first `width` entries, each as a big-endian uint16 length and
     the entry's JCS bytes (the exact bytes its leaf hash is of)."""
-    first = _first(0, index, width)
+    log = log or log_first()
+    first = log.start + _first(log, 0, index, width)
     entries = Leaf.objects.filter(index__gte=first, index__lt=first + width).order_by("index")
     parts = []
     for text in entries.values_list("entry", flat=True):

@@ -26,6 +26,7 @@ from django.conf import settings
 
 from core import statements
 from ledger import log_state
+from ledger.logs import LogRef, log_current
 from ledger.merkle import consistency_ranges, nodes_for, range_hash
 from ledger.models import Checkpoint, Cosignature
 from ledger.services import nodes_get
@@ -141,19 +142,21 @@ def _submit(
     return _Cosigned(ours[0].line, signed_at)
 
 
-def _consistency(old: int, size: int) -> list[bytes]:
+def _consistency(old: int, size: int, log: LogRef) -> list[bytes]:
     ranges = consistency_ranges(old, size) if old < size else []
-    nodes = nodes_get(nodes_for(ranges))
+    nodes = nodes_get(nodes_for(ranges), log=log.number)
     return [range_hash(start, end, nodes) for start, end in ranges]
 
 
-def _last_cosigned_sizes(witnesses: list[Witness]) -> dict[str, int]:
+def _last_cosigned_sizes(witnesses: list[Witness], log: LogRef) -> dict[str, int]:
     """The tree size of the latest checkpoint each witness cosigned, by key (0 when it never
     did): the `old` each expects. Checkpoint ids grow with tree sizes, so a witness's newest
     cosignature is its largest. Usually they all cosigned the same recent checkpoint and one
     query finds them all; any other is looked up on its own."""
     keys = [w.key.text for w in witnesses]
-    newest = Cosignature.objects.filter(witness__in=keys).order_by("-checkpoint_id")
+    newest = Cosignature.objects.filter(witness__in=keys, checkpoint__log=log.number).order_by(
+        "-checkpoint_id"
+    )
     sizes: dict[str, int] = {}
     for key, size in newest.values_list("witness", "checkpoint__tree_size")[: len(keys)]:
         sizes.setdefault(key, size)
@@ -172,7 +175,8 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
     witnesses = witnesses_configured()
     if not witnesses:
         return 0
-    latest = Checkpoint.objects.order_by("-id").first()
+    log = log_current()
+    latest = Checkpoint.objects.filter(log=log.number).order_by("-id").first()
     identity = log_state.log_identity()
     if latest is None or identity is None or log_state.rollback_found() is not None:
         return 0
@@ -190,10 +194,10 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
 
     def ask(witness: Witness, old: int) -> Future[_Cosigned | _Conflict]:
         if old not in proofs:
-            proofs[old] = _consistency(old, latest.tree_size)
+            proofs[old] = _consistency(old, latest.tree_size, log)
         return executor.submit(_submit, witness, old, proofs[old], latest.note, body, deadline)
 
-    sizes = _last_cosigned_sizes(pending)
+    sizes = _last_cosigned_sizes(pending, log)
     # Each question with its witness and, when it is the retry from the size the witness
     # named, that size: a retry refused for its proof means the witness holds another tree.
     asked: dict[Future[_Cosigned | _Conflict], tuple[Witness, int | None]] = {
@@ -236,7 +240,19 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
         logger.warning(
             "witness %s did not cosign checkpoint %s: %s", name, latest.tree_size, reason
         )
+    if added:
+        _witnessed_kept(identity, latest, {w.key.text for w in witnesses})
     return added
+
+
+def _witnessed_kept(identity: str, checkpoint: Checkpoint, configured: set[str]) -> None:
+    """Keep the checkpoint beside the site's keys once it carries the quorum (SPEC §16.2)."""
+    cosigned = list(checkpoint.cosignatures.order_by("id").values_list("witness", "line"))
+    if sum(witness in configured for witness, _ in cosigned) >= witness_quorum():
+        note = checkpoint.note + "".join(line for _, line in cosigned)
+        log_state.witnessed_kept(
+            identity, checkpoint.tree_size, bytes.fromhex(checkpoint.root_hash), note
+        )
 
 
 def _keep(checkpoint: Checkpoint, witness: Witness, cosigned: _Cosigned) -> None:

@@ -1,7 +1,9 @@
 """SPEC §16.2: a database that goes back in time is caught, never silent. A site's database is
 restored from a dump taken before its last writes, as an operator restoring last night's backup
 would: the site keeps serving what it holds, signs no checkpoint that contradicts one it signed,
-refuses writes saying why, and `/readyz`, `/metrics` and the worker's log all name the rollback.
+refuses writes saying why, and `/readyz`, `/metrics` and the worker's log all name the rollback;
+then the keeper's command, as docs/deployment.md prints it, starts a new log and the site takes
+writes again.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import psycopg
 import pytest
 
 from tests.deploy.postgres import BIN_DIR, PrivatePostgres
-from tests.deploy.processes import Deployment, cairn_env
+from tests.deploy.processes import ROOT, Deployment, cairn_env
+from tests.docs import doc_block
 from tests.factories import contribution_payload, deadline_in, open_task_payload, open_task_request
 
 DATABASE = "cairn_rollback"
@@ -170,6 +173,56 @@ def test_a_restore_from_an_older_dump_stops_the_site_saying_why(
     assert (
         httpx.get(f"{url}/api/log/tile/entries/000.p/{signed_size}", timeout=10).status_code == 404
     )
+
+    old_urls = [f"{url}/api/log/checkpoint", f"{url}/api/log/tile/entries/000.p/{kept}"]
+    old = [httpx.get(served, timeout=10).content for served in old_urls]
+    printed = _log_restarted(site)
+    database_size = log_check["database_size"]
+    assert f"lost_from {database_size}: the previous checkpoint held {signed_size}" in printed
+
+    give_up = time.monotonic() + 60
+    while not httpx.get(f"{url}/readyz", timeout=10).json()["checks"]["log"]["ok"]:
+        assert time.monotonic() < give_up, f"the new log never took over\n{site.tails()}"
+        time.sleep(0.5)
+    _writes(url, 1)  # a task and a contribution, after the restart entry
+    give_up = time.monotonic() + 60
+    while _log_size(f"{url}/api/log/1/checkpoint") < 3:
+        assert time.monotonic() < give_up, f"the new log is not signed\n{site.tails()}"
+        time.sleep(0.5)
+    restarted = httpx.get(f"{url}/api/log/1/entries?start=0&end=1", timeout=10).json()
+    (restart,) = restarted["entries"]
+    assert restart["entry"]["lost_from"] == database_size
+    assert restart["entry"]["previous_checkpoint"] == signed
+    assert [httpx.get(served, timeout=10).content for served in old_urls] == old
+    card = httpx.get(f"{url}/.well-known/agent-card.json", timeout=10).json()
+    (verifiable,) = [
+        e for e in card["capabilities"]["extensions"] if e["uri"] == "urn:cairn:verifiable:v1"
+    ]
+    assert [log["checkpoint"] for log in verifiable["params"]["logs"]] == [
+        f"{url}/api/log/checkpoint",
+        f"{url}/api/log/1/checkpoint",
+    ]
+
+
+def _log_size(checkpoint_url: str) -> int:
+    answer = httpx.get(checkpoint_url, timeout=10)
+    return int(answer.text.splitlines()[1]) if answer.status_code == 200 else 0
+
+
+def _log_restarted(site: Deployment) -> str:
+    """Run the keeper's command as docs/deployment.md prints it, with the worker running: it is
+    refused, saying so, while a sequencer run holds the lock, and run again."""
+    command = doc_block("docs/deployment.md", "manage.py log_restart")
+    give_up = time.monotonic() + 60
+    while True:
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=ROOT, env=site.env, capture_output=True, text=True
+        )
+        if done.returncode == 0:
+            return done.stdout
+        assert "the sequencer is at work" in done.stderr, done.stderr
+        assert time.monotonic() < give_up, done.stderr
+        time.sleep(0.2)
 
 
 def _replayed(primary: PrivatePostgres, standby: PrivatePostgres) -> None:

@@ -166,7 +166,7 @@ def log_signed(note: str, log_key: str) -> tuple[int, bytes]:
 
 class Witness:
     def __init__(
-        self, name: str, seed: bytes, log_key: str, state: Path, stall: float = 0.0
+        self, name: str, seed: bytes, log_keys: list[str], state: Path, stall: float = 0.0
     ) -> None:
         self.name = name
         self.private = Ed25519PrivateKey.from_private_bytes(seed)
@@ -174,7 +174,7 @@ class Witness:
             serialization.Encoding.Raw, serialization.PublicFormat.Raw
         )
         self.key_id = key_id(name, COSIGNATURE_TYPE, self.public)
-        self.log_name, self.log_key_id, self.log_public = vkey_parse(log_key)
+        self.logs = {name: (kid, public) for name, kid, public in map(vkey_parse, log_keys)}
         self.state = state
         self.stall = stall
         self.lock = threading.Lock()
@@ -201,15 +201,14 @@ class Witness:
         if len(lines) < 4:
             raise Refused(400, "the checkpoint has fewer than three lines")
         origin, size_text, root_text = lines[0], lines[1], lines[2]
-        if origin != self.log_name:
+        if origin not in self.logs:
             raise Refused(404, f"unknown log {origin!r}")
+        log_key_id, log_public = self.logs[origin]
         verified = False
         for name, raw in signatures:
-            if name == self.log_name and raw[:4] == self.log_key_id:
+            if name == origin and raw[:4] == log_key_id:
                 try:
-                    Ed25519PublicKey.from_public_bytes(self.log_public).verify(
-                        raw[4:], text.encode()
-                    )
+                    Ed25519PublicKey.from_public_bytes(log_public).verify(raw[4:], text.encode())
                 except InvalidSignature:
                     raise Refused(403, "the log's signature does not verify") from None
                 verified = True
@@ -282,7 +281,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", required=True)
     parser.add_argument("--seed", required=True, help="the Ed25519 private key, 64 hex")
-    parser.add_argument("--log-key", required=True)
+    parser.add_argument("--log-key", required=True, action="append", help="once per log followed")
     parser.add_argument("--state", required=True, type=Path)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--stall", type=float, default=0.0)

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from ledger.card_signing import card_verifier
+from ledger.notes import log_origin
 
 
 def _protected(signature: dict) -> dict:
@@ -56,6 +57,13 @@ def test_the_card_declares_the_verifiable_extension(http, live_url):
         "max_merge_delay_s": 60,
         "witnesses": [],
         "witness_quorum": 0,
+        "logs": [
+            {
+                "origin": log_origin(),
+                "checkpoint": f"{live_url}/api/log/checkpoint",
+                "tiles": f"{live_url}/api/log/tile/",
+            }
+        ],
     }
     assert http.get(extension["params"]["verifier"]).status_code == 200
 

@@ -45,9 +45,12 @@ class WitnessProcess:
     def configured(self) -> dict[str, str]:
         return {"name": self.name, "key": self.key, "url": self.url}
 
-    def start(self, *, stall: float = 0.0) -> WitnessProcess:
+    def start(self, *, stall: float = 0.0, origins: tuple[str, ...] = ()) -> WitnessProcess:
+        """Start it following the site's log 0 and the logs `origins` names."""
         command = [sys.executable, str(SPEC_WITNESS), "--name", self.name, "--seed", self.seed]
-        command += ["--log-key", log_verifier_key().text, "--state", str(self.state)]
+        for key in [log_verifier_key(), *map(log_verifier_key, origins)]:
+            command += ["--log-key", key.text]
+        command += ["--state", str(self.state)]
         command += ["--port", str(self.port), "--stall", str(stall)]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
@@ -64,9 +67,9 @@ class WitnessProcess:
     def submit(self, body: str) -> httpx.Response:
         return httpx.post(f"{self.url}/add-checkpoint", content=body.encode(), timeout=10)
 
-    def cosigned_size(self) -> int:
+    def cosigned_size(self, origin: str = "localhost/cairn/log") -> int:
         logs = json.loads(self.state.read_text()) if self.state.exists() else {}
-        return int(logs.get("localhost/cairn/log", {"size": 0})["size"])
+        return int(logs.get(origin, {"size": 0})["size"])
 
 
 @pytest.fixture

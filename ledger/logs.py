@@ -1,0 +1,61 @@
+"""The site's logs (SPEC §16.2): log 0 from the start, and a new one, with an origin of its own,
+each time the keeper restarts the log after the database lost entries the site had signed.
+
+Only the current (latest) log grows; every earlier one keeps being served as it was, at its own
+routes. Log 0 has no row, so a site that never restarted reads and writes exactly as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.errors import ErrorCode, Refusal
+from ledger.models import Log
+from ledger.notes import log_origin, site_host
+
+LOG_PATH = "/api/log"
+
+
+@dataclass(frozen=True)
+class LogRef:
+    number: int
+    origin: str
+    start: int  # the `Leaf.index` of its first leaf
+
+    @property
+    def path(self) -> str:
+        """Where its routes are served: `/api/log` for log 0, as ever, `/api/log/<n>` after."""
+        return LOG_PATH if self.number == 0 else f"{LOG_PATH}/{self.number}"
+
+
+def log_first() -> LogRef:
+    return LogRef(0, log_origin(), 0)
+
+
+def origin_numbered(number: int) -> str:
+    return log_origin() if number == 0 else f"{site_host()}/cairn/log/{number}"
+
+
+def _ref(row: Log) -> LogRef:
+    return LogRef(row.number, row.origin, row.start)
+
+
+def log_current() -> LogRef:
+    """The log that grows: the latest started."""
+    row = Log.objects.order_by("-number").first()
+    return log_first() if row is None else _ref(row)
+
+
+def log_numbered(number: int) -> LogRef:
+    """Log `number`; `not_found` when the site never started it."""
+    if number == 0:
+        return log_first()
+    row = Log.objects.filter(number=number).first()
+    if row is None:
+        raise Refusal(ErrorCode.NOT_FOUND, f"this site has no log {number}")
+    return _ref(row)
+
+
+def logs_all() -> list[LogRef]:
+    """Every log, oldest first."""
+    return [log_first(), *(_ref(row) for row in Log.objects.order_by("number"))]

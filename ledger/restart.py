@@ -1,0 +1,110 @@
+"""The way out after the database went back (SPEC §16.2): a new log that says what was lost.
+
+The old log cannot be signed again: its readers and witnesses hold a longer tree than the
+database does. So the keeper starts a new log, with a new origin, whose first entry names the old
+log's last witnessed checkpoint and the first index the database no longer holds; the queued
+entries the database still has (writes answered before it went back, never integrated) follow it.
+Every entry between `lost_from` and that checkpoint's size is, from then on, visibly dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from core import statements
+from core.canonical import canonical_json
+from core.clock import now_ms
+from ledger import log_state
+from ledger.logs import LogRef, log_current, origin_numbered
+from ledger.models import Checkpoint, Log, QueuedEntry
+from ledger.selectors import checkpoint_note, checkpoint_quorate_latest
+from ledger.services import _append, _sequencer_lock, checkpoint_publish, tree_size
+from ledger.signed_note import note_parse
+from ledger.witnesses import witness_quorum
+
+RESTART = "cairn.log/restart"
+
+
+class RestartRefused(Exception):
+    """The log may not be restarted now; the message says why."""
+
+
+@dataclass(frozen=True)
+class Restarted:
+    log: LogRef
+    previous: LogRef
+    previous_checkpoint: str
+    previous_size: int
+    lost_from: int
+    logged_again: int
+    checkpoint: Checkpoint
+
+
+def _previous_checkpoint(identity: str, log: LogRef) -> str:
+    """The old log's last checkpoint a witness quorum cosigned (without witnesses, the last the
+    site signed), as kept beside the keys; the database's own when the state file lacks it."""
+    promises = log_state.promises_of(identity)
+    kept = None
+    if promises is not None:
+        kept = promises.witnessed if witness_quorum() else promises.signed
+    if kept is not None and kept.note is not None:
+        return kept.note
+    stored = checkpoint_quorate_latest(log)
+    if stored is None:
+        raise RestartRefused(f"no checkpoint of {log.origin} is known to have been published")
+    return checkpoint_note(stored)
+
+
+def _size(note: str) -> int:
+    return int(note_parse(note).body.split("\n")[1])
+
+
+def log_restart() -> Restarted:
+    """Start the next log, first entry the restart entry, then every queued entry in queue
+    order, and sign its first checkpoint. Refused unless the sequencer found the current log gone
+    back, and while a sequencer is at work."""
+    with transaction.atomic():
+        if not _sequencer_lock():
+            raise RestartRefused("the sequencer is at work: stop the worker, then run this again")
+        identity = log_state.log_identity()
+        rollback = log_state.rollback_found()
+        if identity is None or rollback is None:
+            raise RestartRefused(
+                "the log has not gone back: the sequencer signs it as it is, and a new log "
+                "would only hide it (see /readyz and the sequencer's log)"
+            )
+        previous = log_current()
+        lost_from = tree_size(previous)
+        note = _previous_checkpoint(identity, previous)
+        # A database restored to before an earlier restart holds fewer logs than were started:
+        # the next number is past every one, so no origin ever names two logs.
+        started = [int(log["number"]) for log in log_state.logs_started()]
+        number = max([previous.number, *started]) + 1
+        row = statements.created(
+            Log(
+                number=number,
+                origin=origin_numbered(number),
+                start=previous.start + lost_from,
+                created_at=now_ms(),
+            )
+        )
+        log = LogRef(row.number, row.origin, row.start)
+        entry = {
+            "type": RESTART,
+            "previous_origin": previous.origin,
+            "previous_checkpoint": note,
+            "lost_from": lost_from,
+        }
+        restart = QueuedEntry(entry=canonical_json(entry).decode(), queued_at=row.created_at)
+        queued = list(QueuedEntry.objects.order_by("id"))
+        size = _append([restart, *queued], 0, log)
+        checkpoint = checkpoint_publish(size, log)
+    log_state.log_started_kept(log.number, log.origin)
+    new_identity = log_state.log_identity()
+    assert new_identity is not None
+    log_state.signed_kept(
+        new_identity, checkpoint.tree_size, bytes.fromhex(checkpoint.root_hash), checkpoint.note
+    )
+    return Restarted(log, previous, note, _size(note), lost_from, len(queued), checkpoint)
