@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import copy
 import hashlib
 import itertools
 import json
@@ -119,6 +120,8 @@ REQUEST_FIELDS = (
     "budget",
 )
 TASK, CONTRIBUTION, EVALUATION = "cairn.log/task", "cairn.log/contribution", "cairn.log/evaluation"
+RESTART = "cairn.log/restart"
+LOG_PATH = "/api/log"
 NO_WITNESSES = (
     "no witnesses are pinned for this site: a split view (another history shown to others) or a "
     "late entry cannot be ruled out"
@@ -149,6 +152,31 @@ class RolledBack(Failed):
             f"{later.size} entries that does not extend it ({why}). Its log went back in time; "
             f"both signed notes follow, the earlier first:\n{notes.rstrip()}"
         )
+
+
+@dataclass(frozen=True)
+class LogServed:
+    """One of the site's logs, as its card lists them oldest first (§16.2)."""
+
+    place: int  # its place in the card's list, from 0
+    origin: str | None  # None on a site whose card lists no logs: its one log
+    path: str  # where its routes are served
+
+    @property
+    def kept_name(self) -> str:
+        """The file the last checkpoint kept of this log is in: log 0's as it always was."""
+        return "checkpoint" if self.place == 0 else f"checkpoint.{self.place}"
+
+
+@dataclass(frozen=True)
+class Restart:
+    """A log started after the site lost entries of the one before: entries `lost_from` up to
+    `lost_to` of `previous` were promised under a signed checkpoint and are gone."""
+
+    previous: LogServed
+    checkpoint: Checkpoint  # the previous log's largest checkpoint known: the proof of the loss
+    lost_from: int
+    lost_to: int
 
 
 # --- RFC 9162 §2.1 -----------------------------------------------------------------------------
@@ -357,6 +385,9 @@ class Site:
         self.keypers = [Keyper(**keyper) for keyper in pinned["keypers"]]
         self.keyper_threshold = int(pinned["keyper_threshold"])
         self._keypers_make_sense()
+        self.logs = self._pinned_logs()
+        self.log_path = self.logs[-1].path
+        self.restarts: list[Restart] = []
         self.trusted: Checkpoint | None = None
 
     def get(self, path: str, query: dict[str, Any] | None = None) -> tuple[int, bytes]:
@@ -419,6 +450,136 @@ class Site:
             self._pin("witnesses.json", pinned)
         _same_keypers(pinned, card, pinned_file)
         return pinned
+
+    def _pinned_logs(self) -> list[LogServed]:
+        """The site's logs, oldest first, as its card lists them; their origins are pinned with
+        the keys on first use, and a later card must keep every one pinned, in its place."""
+        listed = self.card_params().get("logs")
+        if not isinstance(listed, list) or not listed:
+            return [LogServed(0, None, LOG_PATH)]
+        logs = []
+        for place, log in enumerate(listed):
+            path = urllib.parse.urlsplit(str(log.get("checkpoint", ""))).path
+            if not path.endswith("/checkpoint") or not isinstance(log.get("origin"), str):
+                raise Failed(f"the site's card lists a log it does not say how to read: {log}")
+            logs.append(LogServed(place, log["origin"], path.removesuffix("/checkpoint")))
+        origins = [str(log["origin"]) for log in listed]
+        pinned_file = self.home / "logs.json"
+        pinned = (
+            json.loads(pinned_file.read_text(encoding="utf-8")) if pinned_file.is_file() else []
+        )
+        if origins[: len(pinned)] != pinned:
+            raise Failed(
+                f"the site's card lists the logs {origins}, which drop or reorder the ones pinned "
+                f"before, {pinned}: a log the site started cannot be taken back"
+            )
+        if len(origins) > len(pinned):
+            self._pin("logs.json", origins)
+            print(f"pinned the site's logs: {', '.join(origins[len(pinned) :])}")
+        return logs
+
+    def on_log(self, log: LogServed, trusted: Checkpoint | None) -> Site:
+        """This site as seen through another of its logs, trusting that log's checkpoint."""
+        other = copy.copy(self)
+        other.log_path, other.trusted = log.path, trusted
+        return other
+
+    def _kept(self, log: LogServed) -> Checkpoint | None:
+        kept_file = self.home / log.kept_name
+        if not kept_file.is_file():
+            return None
+        return self.checkpoint(kept_file.read_text(encoding="utf-8"))
+
+    def _served_witnessed(self, log: LogServed) -> Checkpoint | None:
+        """An earlier log's latest checkpoint carrying the quorum, as the site serves it still
+        (two such checkpoints of one origin are consistent, or the witnesses broke their word)."""
+        status, body = self.get(f"{log.path}/checkpoint")
+        if status != 200:
+            raise Failed(f"{log.origin} has no checkpoint to check ({status})")
+        served = self.on_log(log, None)
+        latest = self.checkpoint(body.decode())
+        if not self.witnesses or self.quorate(latest):
+            return latest
+        return served._latest_quorate(latest)
+
+    def restarts_checked(self, report: Report, trusted: Checkpoint) -> None:
+        """Each log after the first begins with a restart entry (§16.2): signed by the site for
+        the log before, cosigned by the pinned quorum, agreeing with what this verifier kept of
+        that log. The entries it says are lost are said plainly; an old log that is only frozen
+        is no failure."""
+        for log in self.logs[1:]:
+            previous = self.logs[log.place - 1]
+            reading = self.on_log(log, trusted if log is self.logs[-1] else None)
+            if reading.trusted is None:
+                reading.trusted = self._served_witnessed(log)
+            assert reading.trusted is not None
+            first = self.get_json(f"{log.path}/entries", {"start": 0, "end": 1})["entries"]
+            if not first or first[0]["index"] != 0:
+                raise Failed(f"{log.origin} serves no first entry")
+            entry = first[0]["entry"]
+            where = f"the first entry of {log.origin}"
+            if entry.get("type") != RESTART or entry.get("previous_origin") != previous.origin:
+                raise Failed(f"{where} is not a restart entry naming {previous.origin}")
+            if reading.included(entry, reading.trusted) != 0:
+                raise Failed(f"{where} is not at index 0 of its log")
+            try:
+                noted = self.checkpoint(str(entry.get("previous_checkpoint")))
+            except Failed as failure:
+                raise Failed(
+                    f"{where}: its previous checkpoint is not signed by the site key ({failure})"
+                ) from None
+            if noted.origin != previous.origin:
+                raise Failed(f"{where}: its previous checkpoint is of {noted.origin}")
+            if self.witnesses and not self.quorate(noted):
+                raise Failed(
+                    f"{where}: its previous checkpoint carries {len(noted.cosigned)} of the "
+                    f"{self.quorum} cosignatures required"
+                )
+            lost_from = entry.get("lost_from")
+            if not isinstance(lost_from, int) or lost_from < 0:
+                raise Failed(f"{where}: lost_from is not an index")
+            largest = self._previous_agrees(previous, noted)
+            lost_to = max(largest.size, lost_from)
+            self.restarts.append(Restart(previous, largest, lost_from, lost_to))
+            if lost_to > lost_from:
+                print(
+                    f"LOST  the site restarted its log as {log.origin}: entries {lost_from} to "
+                    f"{lost_to - 1} of {previous.origin} (lost_from {lost_from}, its tree of "
+                    f"{lost_to} entries) are lost; a receipt for one of them not logged again is "
+                    "dropped by the site"
+                )
+
+    def _previous_agrees(self, previous: LogServed, noted: Checkpoint) -> Checkpoint:
+        """What this verifier kept of the previous log agrees with the restart's checkpoint (the
+        same tree, or a proof the site still serves), or with the witnessed checkpoint the old log
+        still serves; the larger of the two known trees is returned."""
+        kept = self._kept(previous)
+        if kept is None or kept.size == noted.size:
+            if kept is not None and kept.root != noted.root:
+                raise RolledBack(kept, noted, "two different roots for the same tree size")
+            return noted
+        earlier, later = (kept, noted) if kept.size < noted.size else (noted, kept)
+        old = self.on_log(previous, None)
+        status, body = self.get(
+            f"{previous.path}/proof/consistency", {"first": earlier.size, "second": later.size}
+        )
+        if status == 200:
+            path = [bytes.fromhex(h) for h in json.loads(body)["hashes"]]
+            try:
+                check_consistency(earlier.size, later.size, earlier.root, later.root, path)
+            except Failed as failure:
+                raise RolledBack(earlier, later, str(failure)) from None
+            return later
+        if kept.size > noted.size:
+            return kept  # seen witnessed by this verifier: lost all the same
+        served = self._served_witnessed(previous)
+        if served is None or served.size < kept.size:
+            raise Failed(
+                f"the checkpoint of {previous.origin} kept before ({kept.size} entries) cannot be "
+                f"shown consistent with the restart's ({noted.size} entries)"
+            )
+        old.consistent(kept, served)
+        return later
 
     def _card_names_them(self, pinned: dict[str, Any], card: dict[str, Any]) -> None:
         missing = [key.split("+", 1)[0] for key in pinned["keys"] if key not in card["keys"]]
@@ -504,7 +665,7 @@ class Site:
         path: list[bytes] = []
         if 0 < old.size < new.size:
             proof = self.get_json(
-                "/api/log/proof/consistency", {"first": old.size, "second": new.size}
+                f"{self.log_path}/proof/consistency", {"first": old.size, "second": new.size}
             )
             path = [bytes.fromhex(h) for h in proof["hashes"]]
         try:
@@ -515,11 +676,11 @@ class Site:
     def trusted_checkpoint(self, report: Report) -> Checkpoint:
         """The latest checkpoint carrying the pinned quorum, checked against the one kept from
         the last run, and kept in its place. Every command starts here."""
-        status, body = self.get("/api/log/checkpoint")
+        status, body = self.get(f"{self.log_path}/checkpoint")
         if status != 200:
             raise Failed(f"the log has no checkpoint to check ({status})")
         latest = self.checkpoint(body.decode())
-        kept_file = self.home / "checkpoint"
+        kept_file = self.home / self.logs[-1].kept_name
         kept = (
             self.checkpoint(kept_file.read_text(encoding="utf-8")) if kept_file.is_file() else None
         )
@@ -553,16 +714,17 @@ class Site:
             self.home.mkdir(parents=True, exist_ok=True)
             kept_file.write_text(trusted.text, encoding="utf-8")
         self.trusted = trusted
+        self.restarts_checked(report, trusted)
         return trusted
 
     def _latest_quorate(self, latest: Checkpoint) -> Checkpoint | None:
         if latest.size == 0:
             return None
-        status, body = self.get("/api/log/checkpoints", {"covering": 0})
+        status, body = self.get(f"{self.log_path}/checkpoints", {"covering": 0})
         if status == 404:
             return None
         if status != 200:
-            raise Failed(f"/api/log/checkpoints answered {status}")
+            raise Failed(f"{self.log_path}/checkpoints answered {status}")
         found = self.checkpoint(json.loads(body)["checkpoints"][-1])
         if not self.quorate(found):
             raise Failed(
@@ -574,7 +736,9 @@ class Site:
     def _unwitnessed_are_recent(self, start: int, end: int) -> None:
         """Entries past the witnessed tree must still be within their merge delay."""
         now = datetime.now(UTC)
-        for item in self.get_json("/api/log/entries", {"start": start, "end": end})["entries"]:
+        for item in self.get_json(f"{self.log_path}/entries", {"start": start, "end": end})[
+            "entries"
+        ]:
             at = entry_time(item["entry"])
             if at is not None and at + MAX_MERGE_DELAY < now:
                 raise Failed(
@@ -586,7 +750,8 @@ class Site:
         """The entry's index once its inclusion under the checkpoint is proven; Failed otherwise."""
         leaf = leaf_hash(canonical_json(entry))
         status, body = self.get(
-            "/api/log/proof/inclusion", {"leaf_hash": leaf.hex(), "tree_size": checkpoint.size}
+            f"{self.log_path}/proof/inclusion",
+            {"leaf_hash": leaf.hex(), "tree_size": checkpoint.size},
         )
         if status == 404:
             raise Failed(
@@ -607,11 +772,11 @@ class Site:
         (§15.2): the earliest quorate checkpoint holding it says when a quorum saw it."""
         at = entry_time(entry)
         assert at is not None and self.trusted is not None
-        status, body = self.get("/api/log/checkpoints", {"covering": index})
+        status, body = self.get(f"{self.log_path}/checkpoints", {"covering": index})
         if status == 404:
             raise Failed(f"{describe(entry)} is under no witnessed checkpoint")
         if status != 200:
-            raise Failed(f"/api/log/checkpoints answered {status}")
+            raise Failed(f"{self.log_path}/checkpoints answered {status}")
         earliest = self.checkpoint(json.loads(body)["checkpoints"][0])
         if earliest.size <= index or not self.quorate(earliest):
             raise Failed(f"the checkpoint served as witnessing entry {index} does not hold it")
@@ -634,7 +799,7 @@ class Site:
         expected, tile = start, start // 256
         while tile * 256 < end:
             width = min(256, end - tile * 256)
-            path = f"/api/log/tile/entries/{tile_path(tile)}" + (
+            path = f"{self.log_path}/tile/entries/{tile_path(tile)}" + (
                 f".p/{width}" if width < 256 else ""
             )
             status, body = self.get(path)
@@ -658,9 +823,11 @@ class Site:
 
     def _entries_by_page(self, start: int, end: int) -> Iterator[tuple[int, bytes]]:
         while start < end:
-            page = self.get_json("/api/log/entries", {"start": start, "end": end})["entries"]
+            page = self.get_json(f"{self.log_path}/entries", {"start": start, "end": end})[
+                "entries"
+            ]
             if not page:
-                raise Failed(f"/api/log/entries served nothing from entry {start}")
+                raise Failed(f"{self.log_path}/entries served nothing from entry {start}")
             for item in page:
                 yield item["index"], canonical_json(item["entry"])
             start = page[-1]["index"] + 1
@@ -685,7 +852,8 @@ class Site:
         tree of `size` entries, which the site serves."""
         text = canonical_json(entry)
         proof = self.get_json(
-            "/api/log/proof/inclusion", {"leaf_hash": leaf_hash(text).hex(), "tree_size": size}
+            f"{self.log_path}/proof/inclusion",
+            {"leaf_hash": leaf_hash(text).hex(), "tree_size": size},
         )
         if proof["index"] != index:
             raise Failed(
@@ -1644,27 +1812,11 @@ def command_task(site: Site, reference: str) -> int:
         print("      the task is open: its contributions stay sealed until its deadline")
     if trusted is None:
         return _finish(report)
-    served = site.get_json(f"/api/log/tasks/{view['id']}")["entries"]
-    rules, applied = LogRules(), []
-    for item in served:
-        entry = item["entry"]
-        if item["index"] >= trusted.size:
-            if not report.waiting.still(entry):
-                report.fail(f"{describe(entry)} is past the merge delay and not yet witnessed")
-            continue
-        index = report.check(
-            f"{describe(entry)} is in the log", lambda e=entry: site.included(e, trusted)
-        )
-        if index is not None and index != item["index"]:
-            report.fail(f"{describe(entry)} was served at index {item['index']}, proven at {index}")
-        applied.append((item["index"], entry))
-        for problem in rules.apply(item["index"], entry, _jcs_leaf(entry)):
-            report.fail(f"the log's rules: {problem}")
-        if entry.get("type") == CONTRIBUTION and site.witnesses:
-            report.check(
-                f"{describe(entry)} was witnessed within the merge delay",
-                lambda i=item["index"], e=entry: site.witnessed_in_time(i, e),
-            )
+    rules, applied = LogRules(), list[tuple[int, dict[str, Any]]]()
+    for reading, kept_to, offset in chain_read(site, trusted):
+        served = reading.get_json(f"{reading.log_path}/tasks/{view['id']}")["entries"]
+        current = reading is site
+        _task_logged_in(report, reading, (kept_to, offset, current), served, rules, applied)
     logged = rules.logged(view["id"], applied)
     if logged is None:
         if not report.waiting.still(_task_entry(view)):
@@ -1676,6 +1828,54 @@ def command_task(site: Site, reference: str) -> int:
             print("ok    the evaluation lists exactly the contributions logged for the task")
         sealed_checks(report, site, view, logged)
     return _finish(report)
+
+
+def chain_read(site: Site, trusted: Checkpoint) -> list[tuple[Site, int, int]]:
+    """The site through each of its logs, oldest first (§16.2), with how much of it holds (an
+    earlier log up to the index it lost from) and where it stands in the chain (the entries of
+    the logs before it that hold), so the log's rules run across the chain as over one log."""
+    readings, offset = [], 0
+    for restart in site.restarts:
+        old_trusted = site._served_witnessed(restart.previous)
+        if old_trusted is not None:
+            kept_to = min(restart.lost_from, old_trusted.size)
+            readings.append((site.on_log(restart.previous, old_trusted), kept_to, offset))
+        offset += restart.lost_from
+    return [*readings, (site, trusted.size, offset)]
+
+
+def _task_logged_in(
+    report: Report,
+    site: Site,
+    place: tuple[int, int, bool],
+    served: list[dict[str, Any]],
+    rules: LogRules,
+    applied: list[tuple[int, dict[str, Any]]],
+) -> None:
+    """A task's entries served by one log, each proven in it and run through the rules; `place`
+    is how much of the log holds, its offset in the chain, and whether it is the current log."""
+    kept_to, offset, current = place
+    trusted = site.trusted
+    assert trusted is not None
+    for item in served:
+        entry = item["entry"]
+        if item["index"] >= kept_to:
+            if current and not report.waiting.still(entry):
+                report.fail(f"{describe(entry)} is past the merge delay and not yet witnessed")
+            continue
+        index = report.check(
+            f"{describe(entry)} is in the log", lambda e=entry: site.included(e, trusted)
+        )
+        if index is not None and index != item["index"]:
+            report.fail(f"{describe(entry)} was served at index {item['index']}, proven at {index}")
+        applied.append((offset + item["index"], entry))
+        for problem in rules.apply(offset + item["index"], entry, _jcs_leaf(entry)):
+            report.fail(f"the log's rules: {problem}")
+        if entry.get("type") == CONTRIBUTION and site.witnesses:
+            report.check(
+                f"{describe(entry)} was witnessed within the merge delay",
+                lambda i=item["index"], e=entry: site.witnessed_in_time(i, e),
+            )
 
 
 def command_receipt(site: Site, file: str) -> int:
@@ -1706,7 +1906,14 @@ def command_receipt(site: Site, file: str) -> int:
         "received_at": claims["received_at"],
     }
     if trusted is not None:
-        _receipt_in_log(report, site, receipt, entry, trusted)
+        holding = _log_holding(site, entry, trusted)
+        if holding is None:
+            dropped = _restart_lost(site, entry)
+            if dropped is not None:
+                return _dropped(report, receipt, dropped)
+        holding = holding or site
+        assert holding.trusted is not None
+        _receipt_in_log(report, holding, receipt, entry, holding.trusted)
     view = site.get_json(f"/api/a2a-tasks/{claims['task_id']}")
     if view["evaluation"] is None:
         print("      the task is not evaluated yet: run this again after its deadline")
@@ -1779,7 +1986,7 @@ def _receipt_in_log(
     try:
         index = site.included(entry, trusted)
     except Failed as failure:
-        served = site.get_json(f"/api/log/tasks/{entry['task_id']}")["entries"]
+        served = site.get_json(f"{site.log_path}/tasks/{entry['task_id']}")["entries"]
         logged = [
             i for i in served if i["entry"].get("contribution_id") == entry["contribution_id"]
         ]
@@ -1804,6 +2011,54 @@ def _receipt_in_log(
         except Failed as failure:
             report.failures += 1
             _evidence(receipt, "LATE ENTRY", str(failure))
+
+
+def _log_holding(site: Site, entry: dict[str, Any], trusted: Checkpoint) -> Site | None:
+    """The site seen through the log that holds the entry (SPEC §16.2): the current log, where
+    an entry logged again after a restart is found too, else an earlier log below the index it
+    lost from; None when none does."""
+    with contextlib.suppress(Failed):
+        site.included(entry, trusted)
+        return site
+    for restart in reversed(site.restarts):
+        old_trusted = site._served_witnessed(restart.previous)
+        if old_trusted is None:
+            continue
+        old = site.on_log(restart.previous, old_trusted)
+        with contextlib.suppress(Failed):
+            if old.included(entry, old_trusted) < restart.lost_from:
+                print(f"      the contribution is in the earlier log {restart.previous.origin}")
+                return old
+    return None
+
+
+def _restart_lost(site: Site, entry: dict[str, Any]) -> Restart | None:
+    """The restart that lost an entry found in no log: one that says it lost entries, whose
+    checkpoint holding them was cosigned after the entry's time (without witnesses, any)."""
+    at = entry_time(entry)
+    for restart in site.restarts:
+        seen = max(restart.checkpoint.cosigned.values(), default=None)
+        if restart.lost_to > restart.lost_from and (
+            seen is None or at is None or at.timestamp() < seen + 1  # whole seconds
+        ):
+            return restart
+    return None
+
+
+def _dropped(report: Report, receipt: dict[str, Any], restart: Restart) -> int:
+    report.failures += 1
+    origin = restart.previous.origin
+    print(
+        f"FAIL  DROPPED BY THE SITE: the site signed this receipt, then restarted its log, "
+        f"recording entries {restart.lost_from} to {restart.lost_to - 1} of {origin} as lost, "
+        "and logged this contribution again in none of its logs."
+    )
+    print("      This receipt is signed by the site key; anyone can check it with cairn_verify.py:")
+    print("      " + json.dumps(receipt, separators=(",", ":")))
+    print(f"      The checkpoint of {origin} the site signed before it lost them:")
+    for line in restart.checkpoint.text.rstrip("\n").split("\n"):
+        print(f"      {line}")
+    return _finish(report)
 
 
 def _evidence(receipt: dict[str, Any], kind: str, why: str) -> None:
@@ -1856,43 +2111,78 @@ def command_monitor(site: Site) -> int:
         return _finish(report)
     tree = CompactRange.loaded(saved["tree"]) if saved else CompactRange()
     rules = LogRules.loaded(saved.get("rules"), saved.get("version", 1))
+    readings = chain_read(site, trusted)
+    paths = [reading.log_path for reading, _, _ in readings]
+    at = saved.get("log", paths[0])
     del saved
-    if tree.size > trusted.size:
-        report.fail(f"the monitor read {tree.size} entries before; the log now has {trusted.size}")
+    if at not in paths:
+        report.fail(f"the monitor read the log at {at} before; the site's card no longer lists it")
         return _finish(report)
-    start = tree.size
     evaluated: dict[str, None] = {}  # each task once, however many evaluation entries it has
-    try:
-        for index, raw in site.entries(start, trusted.size):
-            leaf = leaf_hash(raw)
-            tree.append(leaf)
-            entry = json.loads(raw)
-            canonical = canonical_json(entry)
-            if canonical != raw:
-                report.fail(f"entry {index} is not in its canonical (JCS) form")
-                leaf = leaf_hash(canonical)
-            for problem in rules.apply(index, entry, leaf):
-                report.fail(f"the log's rules: {problem}")
-            if entry.get("type") == EVALUATION:
-                evaluated[str(entry["task_id"])] = None
-    except Failed as failure:
-        report.fail(str(failure))
-        return _finish(report)
-    if tree.root() != trusted.root:
-        report.fail("the entries served do not hash to the witnessed checkpoint's root")
-        return _finish(report)
-    read = tree.size - start
-    print(
-        f"ok    {read} new {'entry' if read == 1 else 'entries'} read, {tree.size} in all, root "
-        "recomputed"
-    )
+    for reading, kept_to, offset in readings[paths.index(at) :]:
+        if reading.log_path != at:
+            tree, at = CompactRange(), reading.log_path
+        place = (kept_to, offset, reading is site)
+        if not _log_monitored(report, reading, place, tree, rules, evaluated):
+            return _finish(report)
     for task_id in evaluated:
         _evaluation_monitored(report, site, rules, task_id)
     if not report.failures:
         for task_id in evaluated:
             rules.tasks[task_id].checked()
-        _monitor_save(state_file, tree, rules)
+        _monitor_save(state_file, tree, rules, at)
     return _finish(report)
+
+
+def _log_monitored(
+    report: Report,
+    site: Site,
+    place: tuple[int, int, bool],
+    tree: CompactRange,
+    rules: LogRules,
+    evaluated: dict[str, None],
+) -> bool:
+    """The entries of one log of the chain not read before, through the tree and the rules (an
+    earlier log's up to the index it lost from); False when the monitor must stop there."""
+    kept_to, offset, current = place
+    trusted = site.trusted
+    assert trusted is not None
+    if tree.size > trusted.size:
+        if current:
+            report.fail(
+                f"the monitor read {tree.size} entries before; the log now has {trusted.size}"
+            )
+            return False
+        return True  # read before the site lost them: the restart says so
+    start = tree.size
+    try:
+        for index, raw in site.entries(start, trusted.size):
+            leaf = leaf_hash(raw)
+            tree.append(leaf)
+            if index >= kept_to:
+                continue
+            entry = json.loads(raw)
+            canonical = canonical_json(entry)
+            if canonical != raw:
+                report.fail(f"entry {index} is not in its canonical (JCS) form")
+                leaf = leaf_hash(canonical)
+            for problem in rules.apply(offset + index, entry, leaf):
+                report.fail(f"the log's rules: {problem}")
+            if entry.get("type") == EVALUATION:
+                evaluated[str(entry["task_id"])] = None
+    except Failed as failure:
+        report.fail(str(failure))
+        return False
+    if tree.root() != trusted.root:
+        report.fail("the entries served do not hash to the witnessed checkpoint's root")
+        return False
+    read = tree.size - start
+    of = f" ({site.log_path})" if site.restarts or not current else ""
+    print(
+        f"ok    {read} new {'entry' if read == 1 else 'entries'} read, {tree.size} in all, root "
+        f"recomputed{of}"
+    )
+    return True
 
 
 def _evaluation_monitored(report: Report, site: Site, rules: LogRules, task_id: str) -> None:
@@ -1905,9 +2195,14 @@ def _evaluation_monitored(report: Report, site: Site, rules: LogRules, task_id: 
     view = site.get_json(f"/api/a2a-tasks/{task_id}")
     logged = rules.logged_as_published(task_id, view)
     if logged is None:
-        served = site.get_json(f"/api/log/tasks/{task_id}")["entries"]
+        assert site.trusted is not None
+        served = [
+            (offset + item["index"], item["entry"])
+            for reading, _, offset in chain_read(site, site.trusted)
+            for item in reading.get_json(f"{reading.log_path}/tasks/{task_id}")["entries"]
+        ]
         try:
-            logged = rules.logged(task_id, ((item["index"], item["entry"]) for item in served))
+            logged = rules.logged(task_id, served)
         except Failed as failure:
             report.fail(f"task {task_id}: {failure}")
             return
@@ -1922,13 +2217,16 @@ def _evaluation_monitored(report: Report, site: Site, rules: LogRules, task_id: 
         print(f"ok    task {task_id}: its evaluation matches its logged contributions")
 
 
-def _monitor_save(state_file: Path, tree: CompactRange, rules: LogRules) -> None:
+def _monitor_save(state_file: Path, tree: CompactRange, rules: LogRules, log: str) -> None:
     """Written a task at a time to a file beside it, then put in its place: a run stopped while
     saving leaves the state before it."""
     state_file.parent.mkdir(parents=True, exist_ok=True)
     writing = state_file.with_name(state_file.name + ".new")
     with writing.open("w", encoding="utf-8") as out:
-        out.write(f'{{"version":{MONITOR_STATE},"tree":{json.dumps(tree.saved())},"rules":')
+        out.write(
+            f'{{"version":{MONITOR_STATE},"log":{json.dumps(log)},'
+            f'"tree":{json.dumps(tree.saved())},"rules":'
+        )
         for part in rules.saved_json():
             out.write(part)
         out.write("}")
@@ -2106,7 +2404,7 @@ def _logged_task(
 ) -> dict[str, Any] | None:
     """The task's entries as the log's rules read them, each proven under the checkpoint."""
     rules, applied = LogRules(), []
-    for item in site.get_json(f"/api/log/tasks/{task_id}")["entries"]:
+    for item in site.get_json(f"{site.log_path}/tasks/{task_id}")["entries"]:
         if item["index"] >= trusted.size:
             continue
         index = report.check(
