@@ -37,6 +37,10 @@ checks go to stderr) and keeps the report and its salt in CAIRN_HOME/sealed/ (mo
 file, or any JSON object with the report and salt (`{"report": {...}, "salt": "..."}`, as the local
 MCP keeps them in CAIRN_HOME/sealed/<contribution id>.json), is the report.json of `dispute`.
 
+A site that lost logged entries and restarted its log (SPEC §16.2) lists every log on its card;
+their origins are pinned too, and every command follows the chain: each restart is checked, its
+lost entries are said (LOST), and a receipt for one of them is reported as DROPPED BY THE SITE.
+
 Exit status: 0 only when everything checks (for `dispute`: the evaluation counts the contribution
 with this report, or its void is right); 1 when something does not check or cannot be checked, each
 failure saying what does not match (a log that went back in time first, as a ROLLBACK with both
@@ -455,7 +459,13 @@ class Site:
         """The site's logs, oldest first, as its card lists them; their origins are pinned with
         the keys on first use, and a later card must keep every one pinned, in its place."""
         listed = self.card_params().get("logs")
+        pinned_file = self.home / "logs.json"
+        pinned = (
+            json.loads(pinned_file.read_text(encoding="utf-8")) if pinned_file.is_file() else []
+        )
         if not isinstance(listed, list) or not listed:
+            if pinned:
+                raise Failed(f"the site's card no longer lists its logs; pinned before: {pinned}")
             return [LogServed(0, None, LOG_PATH)]
         logs = []
         for place, log in enumerate(listed):
@@ -464,10 +474,6 @@ class Site:
                 raise Failed(f"the site's card lists a log it does not say how to read: {log}")
             logs.append(LogServed(place, log["origin"], path.removesuffix("/checkpoint")))
         origins = [str(log["origin"]) for log in listed]
-        pinned_file = self.home / "logs.json"
-        pinned = (
-            json.loads(pinned_file.read_text(encoding="utf-8")) if pinned_file.is_file() else []
-        )
         if origins[: len(pinned)] != pinned:
             raise Failed(
                 f"the site's card lists the logs {origins}, which drop or reorder the ones pinned "

@@ -101,6 +101,13 @@ def test_after_a_restart_exactly_the_lost_receipts_are_dropped_and_both_logs_are
     # The task's entry and two contributions in the old log, the third in the new.
     assert runs["task"].stdout.count("is in the log") == 4, runs["task"].stdout
 
+    # A card that drops a log this verifier pinned (here: the pins name one more before it).
+    (pins,) = (tmp_path / "home" / "verify").glob("*/logs.json")
+    pins.write_text(json.dumps(["elsewhere/cairn/log", log_origin(), origin_numbered(1)]))
+    dropped = verify("log")
+    assert dropped.returncode == 1, dropped.stdout
+    assert "which drop or reorder the ones pinned before" in dropped.stdout
+
 
 @pytest.mark.django_db(transaction=True)
 def test_a_restart_whose_previous_checkpoint_the_site_did_not_sign_fails(
