@@ -2124,6 +2124,12 @@ def command_monitor(site: Site) -> int:
     if at not in paths:
         report.fail(f"the monitor read the log at {at} before; the site's card no longer lists it")
         return _finish(report)
+    reading, kept_to, _ = readings[paths.index(at)]
+    if reading is not site and tree.size > kept_to:
+        # What it read past the index the site lost from may be logged again in the new log:
+        # the rules start over from what every log still holds.
+        print(f"      the monitor read entries of {at} the site has since lost: it reads again")
+        tree, rules, at = CompactRange(), LogRules(), paths[0]
     evaluated: dict[str, None] = {}  # each task once, however many evaluation entries it has
     for reading, kept_to, offset in readings[paths.index(at) :]:
         if reading.log_path != at:
@@ -2154,12 +2160,8 @@ def _log_monitored(
     trusted = site.trusted
     assert trusted is not None
     if tree.size > trusted.size:
-        if current:
-            report.fail(
-                f"the monitor read {tree.size} entries before; the log now has {trusted.size}"
-            )
-            return False
-        return True  # read before the site lost them: the restart says so
+        report.fail(f"the monitor read {tree.size} entries before; the log now has {trusted.size}")
+        return False
     start = tree.size
     try:
         for index, raw in site.entries(start, trusted.size):

@@ -13,11 +13,15 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
+from core.canonical import canonical_json
 from ledger import log_state
 from ledger.jobs import sequence_log
 from ledger.logs import origin_numbered
+from ledger.models import QueuedEntry
 from ledger.notes import log_origin
+from ledger.selectors import entries_range
 from tests.ledger.test_rollback import _database_back_at
 
 
@@ -49,16 +53,18 @@ def test_after_a_restart_exactly_the_lost_receipts_are_dropped_and_both_logs_are
     assert pinned.returncode == 0, pinned.stdout
     assert f"pinned the site's logs: {log_origin()}" in pinned.stdout
     lost_task = post_task(poster)
-    lost = {
-        "lost c": _kept(tmp_path, "lost-c", contribute(make_agent("c"), lost_task)),
-        "lost d": _kept(tmp_path, "lost-d", contribute(make_agent("d"), lost_task)),
-    }
+    lost = {"lost c": _kept(tmp_path, "lost-c", contribute(make_agent("c"), lost_task))}
+    receipts["queued in the backup"] = _kept(tmp_path, "d", contribute(make_agent("d"), lost_task))
     sequence_log()
     monitored = verify("monitor")
     assert monitored.returncode == 0, monitored.stdout  # it kept the witnessed tree of 6
+    task_entry, _, queued_entry = (e["entry"] for e in entries_range(start=3, end=6))
 
-    # A backup taken at 3 entries is restored; a write answered before the sequencer sees it.
+    # A backup taken at 3 entries is restored, which still had two of the entries lost queued;
+    # then a write is answered before the sequencer sees that the log went back.
     _database_back_at(3)
+    for entry in (task_entry, queued_entry):
+        QueuedEntry.objects.create(entry=canonical_json(entry).decode(), queued_at=timezone.now())
     receipts["logged again"] = _kept(tmp_path, "again", contribute(make_agent("e"), older))
     sequence_log()
     assert log_state.rollback_found() is not None
@@ -95,9 +101,12 @@ def test_after_a_restart_exactly_the_lost_receipts_are_dropped_and_both_logs_are
     for command, checked in runs.items():
         assert checked.returncode == 0, (command, checked.stdout)
         assert said in checked.stdout, (command, checked.stdout)
-    # The restart, the contribution logged again, the newer task and its contribution.
-    assert "4 new entries read, 4 in all, root recomputed (/api/log/1)" in runs["monitor"].stdout
-    assert "0 new entries read, 4 in all" in runs["monitor again"].stdout
+    # It read entries 3 to 5 of the old log, two of which are logged again: it reads again.
+    assert "3 new entries read, 3 in all, root recomputed (/api/log)" in runs["monitor"].stdout
+    # The restart, the two entries logged again, the contribution queued, the newer task and its
+    # contribution.
+    assert "6 new entries read, 6 in all, root recomputed (/api/log/1)" in runs["monitor"].stdout
+    assert "0 new entries read, 6 in all" in runs["monitor again"].stdout
     # The task's entry and two contributions in the old log, the third in the new.
     assert runs["task"].stdout.count("is in the log") == 4, runs["task"].stdout
 
