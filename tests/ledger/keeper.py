@@ -17,7 +17,7 @@ from agents.models import Agent
 from ledger.entries import contribution_entry as ledger_contribution_entry
 from ledger.entries import salt_new
 from ledger.merkle import leaf_hash, parents_closed_by
-from ledger.models import Checkpoint, Leaf, Node
+from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
 from ledger.seal import report_seal
 from ledger.services import checkpoint_publish, log_queue, log_sequence
 from tasks.models import Contribution, Task, TaskStatus
@@ -157,9 +157,12 @@ def history_rebuilt(leaves: list[str], *, checkpoints_kept: bool = False) -> Non
 def log_rolled_back(size: int) -> None:
     """The log as a database restored to an earlier moment holds it (an older backup, or an
     asynchronous standby promoted while behind): its first `size` entries, their subtrees, and the
-    checkpoints of at most that many entries; everything signed after is gone from the site."""
+    checkpoints of at most that many entries with their cosignatures; everything queued or
+    signed after is gone from the site."""
+    QueuedEntry.objects.all().delete()
     Leaf.objects.filter(index__gte=size).delete()
     Checkpoint.objects.filter(tree_size__gt=size).delete()
+    # A node over leaves [index·2^level, (index+1)·2^level) exists once all of them do.
     for node in Node.objects.all():
         if (node.index + 1) << node.level > size:
             node.delete()

@@ -21,7 +21,8 @@ from ledger.models import Checkpoint
 from ledger.notes import log_origin, log_verifier_key
 from ledger.selectors import entries_range
 from ledger.signed_note import note_parse, note_signature_verify
-from tests.ledger.test_rollback import _database_back_at, _grown
+from tests.ledger.keeper import log_rolled_back
+from tests.ledger.test_rollback import _grown
 
 
 def _restarted() -> str:
@@ -50,7 +51,7 @@ def test_a_restarted_log_records_what_was_lost_and_takes_writes_again(
     served_before = {url: http.get(url).content for url in full_tiles}
 
     # Restored from a backup taken at 290 entries, with two writes answered but not integrated.
-    _database_back_at(290)
+    log_rolled_back(290)
     queued_task = post_task(poster)
     queued_receipt = contribute(make_agent("early"), queued_task)["receipt"]
     sequence_log()
@@ -152,7 +153,7 @@ def test_without_witnesses_the_restart_records_the_last_checkpoint_the_site_sign
     _grown(2, "signed")
     _grown(4, "signed")
     signed = Checkpoint.objects.get(log=0, tree_size=6).note
-    _database_back_at(3)
+    log_rolled_back(3)
     _grown(1, "queued")  # the sequencer finds the rollback; the entry stays queued
     assert log_state.rollback_found() is not None
 

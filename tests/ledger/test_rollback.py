@@ -14,22 +14,11 @@ from django.utils import timezone
 from core.errors import ErrorCode, Refusal
 from ledger import log_state
 from ledger.jobs import sequence_log
-from ledger.models import Checkpoint, Cosignature, Leaf, Node, QueuedEntry
+from ledger.models import Checkpoint, Leaf
 from ledger.services import log_queue, log_sequence
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import Task, TaskStatus
-
-
-def _database_back_at(size: int) -> None:
-    """The log's rows as a backup taken at `size` entries holds them."""
-    QueuedEntry.objects.all().delete()
-    Leaf.objects.filter(index__gte=size).delete()
-    # A node over leaves [index·2^level, (index+1)·2^level) exists once all of them do.
-    for node in Node.objects.all():
-        if (node.index + 1) << node.level > size:
-            node.delete()
-    Cosignature.objects.filter(checkpoint__tree_size__gt=size).delete()
-    Checkpoint.objects.filter(tree_size__gt=size).delete()
+from tests.ledger.keeper import log_rolled_back
 
 
 def _grown(count: int, tag: str) -> None:
@@ -45,7 +34,7 @@ def test_a_log_that_lost_signed_entries_is_signed_no_further_and_refuses_writes(
     Task.objects.filter(pk=due.pk).update(deadline=timezone.now() - timedelta(seconds=1))
     _grown(9, "before")
     assert Checkpoint.objects.latest().tree_size == 10
-    _database_back_at(6)
+    log_rolled_back(6)
     signed = list(Checkpoint.objects.values_list("tree_size", "root_hash"))
 
     # More entries than were lost: a tree as large, over a different history.
@@ -85,7 +74,7 @@ def _witnessed_then_forgotten(witnessed) -> list:
     _grown(8, "witnessed")
     sequence_log()
     assert all(w.cosigned_size() == 8 for w in witnesses)
-    _database_back_at(4)
+    log_rolled_back(4)
     settings.CAIRN_LOG_STATE.unlink()
     return witnesses
 
