@@ -22,7 +22,7 @@ from ledger.logs import origin_numbered
 from ledger.models import QueuedEntry
 from ledger.notes import log_origin
 from ledger.selectors import entries_range
-from tests.ledger.test_rollback import _database_back_at
+from tests.ledger.keeper import log_rolled_back
 
 
 def _restarted(witnesses) -> None:
@@ -62,7 +62,7 @@ def test_after_a_restart_exactly_the_lost_receipts_are_dropped_and_both_logs_are
 
     # A backup taken at 3 entries is restored, which still had two of the entries lost queued;
     # then a write is answered before the sequencer sees that the log went back.
-    _database_back_at(3)
+    log_rolled_back(3)
     for entry in (task_entry, queued_entry):
         QueuedEntry.objects.create(entry=canonical_json(entry).decode(), queued_at=timezone.now())
     receipts["logged again"] = _kept(tmp_path, "again", contribute(make_agent("e"), older))
@@ -129,7 +129,7 @@ def test_a_restart_whose_previous_checkpoint_the_site_did_not_sign_fails(
     post_task(poster)
     sequence_log()
     assert verify("log").returncode == 0
-    _database_back_at(1)
+    log_rolled_back(1)
     sequence_log()
     rollback = log_state.rollback_found()
     assert rollback is not None
