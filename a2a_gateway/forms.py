@@ -26,7 +26,6 @@ from a2a.types import ListTasksResponse, Task
 from google.protobuf.json_format import MessageToDict
 
 from a2a_gateway.models import TaskForm
-from a2a_gateway.read_cache import announced
 from a2a_gateway.translate import task_from_view
 from core import statements
 from tasks.changes import TaskChange
@@ -76,6 +75,5 @@ def task_form(change: TaskChange) -> TaskForm:
 
 def task_forms_written(changes: Sequence[TaskChange]) -> tuple[statements.Write, ...]:
     """`tasks.changes.task_changed` for the A2A door (`CAIRN_TASK_CHANGED`): each changed task's
-    forms, written whole over the last ones, announced to every process's read cache."""
-    announced([change.task.pk for change in changes])
+    forms, written whole over the last ones."""
     return statements.upserted([task_form(change) for change in changes])

@@ -153,9 +153,6 @@ class PoolSource:
     def __init__(self, *, on_replicas: bool = True) -> None:
         self.on_replicas = on_replicas and bool(replicas.configured())
         self._primary = PoolSource(on_replicas=False) if self.on_replicas else self
-        # Autocommit connections to the primary read what it committed; a replica may not have
-        # replayed a write whose notice has already reached this process.
-        self.reads_committed = not self.on_replicas
 
     def primary(self) -> PoolSource:
         return self._primary

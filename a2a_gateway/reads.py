@@ -13,9 +13,7 @@ Where the statement runs is the caller's (`Source`): on Django's connection, or 
 app's own pool on the event loop (`a2a_gateway.read_pool`); both run the same text, on a replica
 where one serves (`core.replicas`). A replica may be behind: a task it does not have, or what it
 shows open past its deadline (`tasks.due.PAST_DEADLINE`), is read again on the primary
-(`Source.primary`). What a read of the primary's committed rows returns for an open task or a
-page is kept in memory until a write changes it or a task it shows open reaches its deadline
-(`a2a_gateway.read_cache`).
+(`Source.primary`).
 """
 
 from __future__ import annotations
@@ -46,7 +44,6 @@ from django.utils import timezone
 
 from a2a_gateway.evaluated_forms import EVALUATED_FORMS
 from a2a_gateway.models import TaskForm
-from a2a_gateway.read_cache import READ_CACHE
 from core import replicas, statements
 from core.cursors import keyset_cursor, keyset_position
 from core.errors import Refusal
@@ -74,12 +71,7 @@ class Source(Protocol):
     the statement's parameter for a column of `TaskForm`, `read_back` the values read of its
     columns `names` into Python's. `evaluated` runs the domain's evaluation on Django's thread:
     of one task, or of every task due (None). `primary` is the source that reads the primary
-    database: itself, unless it reads replicas. `reads_committed`: each statement reads what the
-    primary had committed when it ran, outside any transaction, so its answer may be kept until
-    a write changes it (`a2a_gateway.read_cache`); a replica's may be older than the write's
-    notice, so it is never kept."""
-
-    reads_committed: bool
+    database: itself, unless it reads replicas."""
 
     def prepare(self, name: str, value: Any) -> Any: ...
 
@@ -338,9 +330,6 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
     kept = kept_forms.get(key)
     if kept is not None:
         return StoredTask(kept, None)
-    ticket = READ_CACHE.ticket() if source.reads_committed else None
-    if ticket is not None and (cached := READ_CACHE.task(key, version)) is not None:
-        return cached
     sql = _task_sql(connection.vendor, TASK_FORMS[version])
     rows = await _rows_settled(
         source, lambda on: on.rows(sql, _task_params(key, timezone.now(), on)), key
@@ -352,9 +341,7 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
         kept_forms.keep(key, text)
         return StoredTask(str(text), None)
     (deadline,) = source.read_back(("deadline",), (open_until,))
-    stored = StoredTask(str(text), deadline)
-    READ_CACHE.keep_task(ticket, key, version, stored, stored.text, deadline)
-    return stored
+    return StoredTask(str(text), deadline)
 
 
 async def read_task(request: GetTaskRequest, source: Source, version: str = "1.0") -> str:
@@ -378,15 +365,10 @@ async def read_page(request: ListTasksRequest, sent_status: Any, source: Source)
     query = page_query(request, sent_status)
     if query.names_no_task:
         return StoredPage([], "", query.page_size, 0, query.include_artifacts, [])
-    ticket = READ_CACHE.ticket() if source.reads_committed else None
-    if ticket is not None and (cached := READ_CACHE.page(query)) is not None:
-        return cached
     rows = await _rows_settled(
         source, lambda on: on.rows(*_page_statement(query, timezone.now(), on)), None
     )
-    page = _page_of(query, rows, source)
-    READ_CACHE.keep_page(ticket, query, page, page.tasks, page.open_until)
-    return page
+    return _page_of(query, rows, source)
 
 
 def _page_of(query: PageQuery, rows: Sequence[Row], source: Source) -> StoredPage:
@@ -437,9 +419,6 @@ class DjangoSource:
     send Django's request signals around each hop, for a caller outside Django's request cycle
     (the ASGI app), so the connection is checked and given back. `on_replicas`: read on a
     replica that serves, when there is one."""
-
-    # Django's connection may be inside a transaction, the caller's or a test's.
-    reads_committed = False
 
     def __init__(self, *, in_request_cycle: bool = False, on_replicas: bool = True) -> None:
         self.in_request_cycle = in_request_cycle

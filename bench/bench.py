@@ -65,8 +65,9 @@ PG_SETTINGS = {
     "jit": "on",
     "log_min_messages": "warning",
 }
-CAIRN_PORT, SDK_PORT = 18081, 18082
-CAIRN_GRPC_PORT, SDK_GRPC_PORT = 18083, 18084
+# BENCH_PORT moves the four servers' ports together, for a second benchmark on a shared machine.
+CAIRN_PORT = int(os.environ.get("BENCH_PORT", "18081"))
+SDK_PORT, CAIRN_GRPC_PORT, SDK_GRPC_PORT = CAIRN_PORT + 1, CAIRN_PORT + 2, CAIRN_PORT + 3
 SERVER_CORE, LOAD_CORE = "0", "1"
 DURATION = os.environ.get("BENCH_DURATION", "10s")
 WARMUP = os.environ.get("BENCH_WARMUP", "3s")
@@ -874,7 +875,9 @@ def run_writes(results: dict, config: str, make_server, pinner: BackendPinner) -
         recreate_db(db, template="cairn_bench_sdk_write_tpl" if is_sdk else "cairn_bench_write_tpl")
         file = rest_messages(rpc_file) if workload.endswith("_rest") else rpc_file
         with make_server(db) as server:
-            result = measure(server.port, path, file, pinner=pinner)
+            result = measure(
+                server.port, path, file, pinner=pinner, server_pids=server.worker_pids()
+            )
             results["runs"].append({"config": config, "workload": workload, **result})
             log(f"{config:28s} {workload:11s} {summary(result)}")
             if result["wrapped"]:

@@ -28,12 +28,10 @@ from a2a_gateway.read_pool import PoolSource  # noqa: E402
 
 class MemorySource(PoolSource):
     """The pool's statements, each statement's rows kept after its first answer (keyed by its
-    text and parameters but the instant, which changes on every read). Its own copies, not the
-    read cache's (`a2a_gateway.read_cache`): the floor is what a read costs with no database at
-    all, whatever Cairn keeps."""
+    text and parameters but the instant, which changes on every read): the floor is what a read
+    costs with no database at all."""
 
     kept: dict[Any, Any] = {}
-    reads_committed = False
 
     async def rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
         key = (sql, tuple(sorted((k, str(v)) for k, v in params.items() if k != "now")))

@@ -47,7 +47,7 @@ from bench import (  # bench/bench.py, beside this file
 )
 
 DB = "cairn_bench_pg_1k"
-NGINX_PORT = 18443
+NGINX_PORT = CAIRN_PORT + 362  # 18443 by default
 HOME = VAR / "nginx"
 REST = "/api/a2a/tasks/"
 INSECURE = ssl._create_unverified_context()  # our own self-signed certificate, on 127.0.0.1

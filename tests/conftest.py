@@ -20,7 +20,6 @@ from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 from django.core.wsgi import get_wsgi_application
 from django.db import connection, connections
 
-from a2a_gateway.read_cache import READ_CACHE
 from agents.models import Agent, Door
 from agents.services import agent_register
 from cairn.serve import uvicorn_options
@@ -107,28 +106,12 @@ def contribute(db) -> Callable[..., dict]:
     return send
 
 
-@pytest.fixture(scope="session")
-def django_db_setup(django_db_setup) -> Iterator[None]:
-    """pytest-django's test database, and this process's read cache listener stopped before it is
-    dropped: the listener holds a connection to it."""
-    yield
-    READ_CACHE.stop()
-
-
 @pytest.fixture(autouse=True)
 def _log_state_of_its_own(settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's log starts afresh in an emptied database, so it keeps its promises (SPEC
     §16.2) in a file of its own, as do the processes it starts."""
     settings.CAIRN_LOG_STATE = tmp_path / "log_state.json"
     monkeypatch.setenv("CAIRN_LOG_STATE", str(settings.CAIRN_LOG_STATE))
-
-
-@pytest.fixture(autouse=True)
-def _read_cache_emptied() -> Iterator[None]:
-    """Each test starts with no kept answers: the database is emptied between tests by a TRUNCATE,
-    which no write announces, and a page's query (a first page, say) is the same in the next."""
-    yield
-    READ_CACHE.clear()
 
 
 def _free_port() -> int:

@@ -222,19 +222,19 @@ def test_replicas_start_comma_or_space_separated():
     assert result.returncode == 0, result.stderr
 
 
-# What each connection Cairn opens is given: Django's, the A2A reads' pool's and the read cache
-# listener's, for the primary and for each replica.
+# What each connection Cairn opens is given: Django's and the A2A reads' pool's, for the primary
+# and for each replica.
 CONNECTIONS = """
 import json
 from django.db import connections
 from psycopg.conninfo import conninfo_to_dict
-from a2a_gateway import read_cache, read_pool
+from a2a_gateway import read_pool
 from core.replicas import where
 
 def hosts(parameters):
     return {name: str(parameters.get(name)) for name in ("host", "port", "target_session_attrs")}
 
-found = {"read cache": hosts(conninfo_to_dict(read_cache._conninfo()))}
+found = {}
 for alias in connections:
     found[alias] = hosts(connections[alias].get_connection_params())
     found[f"{alias} reads pool"] = hosts(conninfo_to_dict(read_pool._conninfo(alias)))
@@ -262,7 +262,7 @@ def test_every_connection_is_given_every_host_of_a_multi_host_url(url):
     replicas = f"{url.replace('db-', 'replica-')}, postgres://replica-3/cairn?sslmode=require"
     found = connections_given(**GOOD, DATABASE_URL=url, DATABASE_REPLICA_URLS=replicas)
     both = {"host": "db-1,db-2", "port": "5432,5433", "target_session_attrs": "read-write"}
-    assert found["default"] == found["default reads pool"] == found["read cache"] == both
+    assert found["default"] == found["default reads pool"] == both
     replicas_both = {**both, "host": "replica-1,replica-2"}
     assert found["replica1"] == found["replica1 reads pool"] == replicas_both
     assert found["replica2"]["host"] == "replica-3"
