@@ -113,7 +113,9 @@ def run_keypers(tmp_path) -> Iterator[RunKeypers]:
 
 def _session(session: int) -> str:
     """The processes still running in the session, one a line."""
-    listed = subprocess.run(["ps", "-s", str(session), "-o", "pid=,args="], capture_output=True)
+    listed = subprocess.run(
+        ["ps", "-ww", "-s", str(session), "-o", "pid=,args="], capture_output=True
+    )
     return listed.stdout.decode().strip()
 
 
