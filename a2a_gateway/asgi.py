@@ -3,9 +3,9 @@ card without Django's request cycle.
 
 Under Django's ASGI handler every request gets its own thread and passes the whole middleware
 stack; for a JSON-RPC call that is most of its cost. Here a request is
-translated into `a2a_gateway.endpoint.http_reply` (the card and JSON-RPC) or
-`a2a_gateway.rest.rest_reply` (HTTP+JSON) and nothing more: a stored read is answered on the event
-loop (`a2a_gateway.read_pool`, on PostgreSQL), everything else by the SDK's dispatchers with the
+translated into `a2a_gateway.jsonrpc_binding.http_reply` (the card and JSON-RPC) or
+`a2a_gateway.http_json_binding.rest_reply` (HTTP+JSON) and nothing more: a stored read is answered on the event
+loop (`a2a_gateway.read_connections`, on PostgreSQL), everything else by the SDK's dispatchers with the
 ORM work on asgiref's one shared thread. What the middleware stack gave these paths is
 kept: Django's Host rule, the security headers, every answer's caching headers
 (`core.caching`, as `CachingMiddleware` gives them), and Django's request signals around the work
@@ -19,11 +19,11 @@ from dataclasses import replace
 
 from starlette.types import Receive, Scope, Send
 
-from a2a_gateway import read_pool
+from a2a_gateway import read_connections
 from a2a_gateway.card import CARD_PATH
-from a2a_gateway.endpoint import ENDPOINT_PATHS, http_reply
-from a2a_gateway.reads import DjangoSource
-from a2a_gateway.rest import is_rest_path, rest_reply
+from a2a_gateway.http_json_binding import is_rest_path, rest_reply
+from a2a_gateway.jsonrpc_binding import ENDPOINT_PATHS, http_reply
+from a2a_gateway.stored_reads import DjangoSource
 from a2a_gateway.transport import ClientGone, Reply
 from core.caching import TOKEN_HEADER, answer_caching
 from core.hosts import host_served
@@ -141,7 +141,9 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
                 headers=headers,
                 origin=_origin(scope, host),
                 body=_chunks(receive),
-                reads=read_pool.POOL_SOURCE if read_pool.is_available() else _DJANGO_SOURCE,
+                reads=read_connections.POOL_SOURCE
+                if read_connections.is_available()
+                else _DJANGO_SOURCE,
                 outside_django=True,
             )
         else:
@@ -151,7 +153,9 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
                 headers=headers,
                 origin=_origin(scope, host),
                 body=_chunks(receive),
-                reads=read_pool.POOL_SOURCE if read_pool.is_available() else _DJANGO_SOURCE,
+                reads=read_connections.POOL_SOURCE
+                if read_connections.is_available()
+                else _DJANGO_SOURCE,
                 outside_django=True,
             )
     except ClientGone:

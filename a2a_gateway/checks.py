@@ -17,7 +17,7 @@ CHECK_SITE = "http://cairn.invalid"
 @register("cairn")
 def agent_card_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     from a2a_gateway.card import agent_card_json
-    from a2a_gateway.verify import card_problems
+    from a2a_gateway.card_check import card_problems
 
     return [
         Error(

@@ -6,7 +6,7 @@ binding asks it and placed where SPEC §8.2 wants it: the Bearer token of SendMe
 proto for proto.
 
 GetTask and ListTasks are answered as the ASGI app answers them over JSON-RPC
-(`a2a_gateway.fast_reads`): the read's statement on the read pool, on this server's event loop
+(`a2a_gateway.binding_reads`): the read's statement on the read pool, on this server's event loop
 and outside Django's request signals, and the stored forms sent as they are, here in their wire
 form. A refused read is aborted with the SDK's error, as the servicer aborts with the
 handler's; a read the pool could not make, or a database the pool does not serve, goes to the
@@ -50,10 +50,10 @@ from a2a.utils.errors import A2AError
 from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
-from a2a_gateway import read_pool
-from a2a_gateway.fast_reads import read_here
+from a2a_gateway import read_connections
+from a2a_gateway.binding_reads import read_here
 from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE
-from a2a_gateway.reads import StoredPage, StoredTask, stored_read
+from a2a_gateway.stored_reads import StoredPage, StoredTask, stored_read
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
     REQUEST_HANDLER,
@@ -153,9 +153,9 @@ async def stored_answer(request: GetTaskRequest | ListTasksRequest) -> bytes | N
     """The answer's wire form from the stored forms, read on the pool; None when the servicer is
     to answer (the pool cannot serve, or could not read). Raises the SDK's error that refuses the
     read, for the call to be aborted with it as the servicer aborts with the handler's."""
-    if not read_pool.is_available():
+    if not read_connections.is_available():
         return None
-    read = await read_here(stored_read(request, None, read_pool.POOL_SOURCE))
+    read = await read_here(stored_read(request, None, read_connections.POOL_SOURCE))
     if read is None:
         return None
     return STORED_TASKS.wire(read.text) if isinstance(read, StoredTask) else _page_wire(read)

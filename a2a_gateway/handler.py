@@ -2,7 +2,7 @@
 
 It translates and nothing more: the shape of a message is checked here, every rule of the domain
 stays in the services, and a `Refusal` is turned into its A2A form once. GetTask and ListTasks
-are the door's one read (`a2a_gateway.reads`), which serves the Task stored when the task last
+are the door's one read (`a2a_gateway.stored_reads`), which serves the Task stored when the task last
 changed; the SDK writes it back out as it would any Task. No SDK task store and no
 `AgentExecutor`: tasks are public rows.
 """
@@ -53,7 +53,7 @@ from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
-from a2a_gateway.reads import DJANGO_SOURCE, no_tenant, read_page, read_task
+from a2a_gateway.stored_reads import DJANGO_SOURCE, no_tenant, read_page, read_task
 from a2a_gateway.translate import (
     data_of,
     ints_from_doubles,
@@ -279,14 +279,14 @@ class CairnRequestHandler(RequestHandler):
 
     @_guarded
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
-        """The stored Task (`a2a_gateway.reads`), as every binding serves it."""
+        """The stored Task (`a2a_gateway.stored_reads`), as every binding serves it."""
         return ParseDict(orjson.loads(await read_task(params, DJANGO_SOURCE)), Task())
 
     @_guarded
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        """The stored page (`a2a_gateway.reads`), as every binding serves it."""
+        """The stored page (`a2a_gateway.stored_reads`), as every binding serves it."""
         sent = context.state.get(AS_SENT_STATE)
         page = await read_page(
             params, sent.status if isinstance(sent, AsSent) else None, DJANGO_SOURCE

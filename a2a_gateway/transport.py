@@ -1,7 +1,7 @@
 """What every A2A binding checks and carries, decided once (SPEC §8.2, §8.6): the body limit, the
 Bearer token, the version and the params' shape, and the request the SDK's dispatchers read.
 
-A binding (`endpoint` for JSON-RPC, `rest` for HTTP+JSON) asks these checks in SPEC §8.2's order
+A binding (`jsonrpc_binding` for JSON-RPC, `http_json_binding` for HTTP+JSON) asks these checks in SPEC §8.2's order
 and writes their verdict in its own error format; the checks themselves return the SDK's errors
 (or an `Agent`), not a wire answer, so the same question is refused for the same reason, with the
 same words, on every binding, and a binding that is not HTTP can ask them too. `Reply` is the HTTP
@@ -34,7 +34,7 @@ from a2a_gateway.handler import (
     AsSent,
     CairnRequestHandler,
 )
-from a2a_gateway.reads import DjangoSource
+from a2a_gateway.stored_reads import DjangoSource
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token

@@ -1,6 +1,6 @@
 """The A2A door under Django (WSGI, and any request the ASGI router leaves to Django): the views
 turn the request into the terms of the card (`a2a_gateway.card`) or of a binding
-(`a2a_gateway.endpoint`, `a2a_gateway.rest`) and its `Reply` back into a response."""
+(`a2a_gateway.jsonrpc_binding`, `a2a_gateway.http_json_binding`) and its `Reply` back into a response."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from a2a_gateway.card import card_reply
-from a2a_gateway.endpoint import http_reply
-from a2a_gateway.rest import rest_reply
+from a2a_gateway.http_json_binding import rest_reply
+from a2a_gateway.jsonrpc_binding import http_reply
 from a2a_gateway.transport import Reply
 from core.caching import mark_shown
 from core.site import site_url

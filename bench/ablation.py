@@ -51,11 +51,11 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         ),
     ],
     "no-evaluated-forms": [
-        ("a2a_gateway/evaluated_forms.py", "MAX_CHARS = 4 * 1024 * 1024", "MAX_CHARS = 0"),
+        ("a2a_gateway/evaluated_memo.py", "MAX_CHARS = 4 * 1024 * 1024", "MAX_CHARS = 0"),
     ],
     "no-fast-reads": [
-        ("a2a_gateway/endpoint.py", "fast_reads: bool = True", "fast_reads: bool = False"),
-        ("a2a_gateway/rest.py", "fast_reads: bool = True", "fast_reads: bool = False"),
+        ("a2a_gateway/jsonrpc_binding.py", "fast_reads: bool = True", "fast_reads: bool = False"),
+        ("a2a_gateway/http_json_binding.py", "fast_reads: bool = True", "fast_reads: bool = False"),
     ],
     "no-door-asgi": [
         ("cairn/asgi.py", 'and is_a2a_path(scope["path"])', "and False"),

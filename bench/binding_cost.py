@@ -4,7 +4,7 @@ wrk's rates on a shared machine move more between runs than the bindings differ 
 so this times what each binding costs the server itself: the ASGI app uvicorn serves
 (`a2a_gateway.asgi.endpoint`) called in process with each request, on the read pool, in rounds
 that alternate the two bindings, timed by the process's CPU clock. PostgreSQL's own CPU is left
-out: both bindings run the same statement (`a2a_gateway.reads`). Every reply is checked (200,
+out: both bindings run the same statement (`a2a_gateway.stored_reads`). Every reply is checked (200,
 no error) before it counts.
 
     taskset -c 0 .venv/bin/python bench/binding_cost.py [database]   # default cairn_bench_pg_1k
@@ -32,7 +32,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from a2a_gateway import read_pool  # noqa: E402
+from a2a_gateway import read_connections  # noqa: E402
 from a2a_gateway.asgi import endpoint  # noqa: E402
 from tasks.models import Task  # noqa: E402
 
@@ -123,7 +123,7 @@ async def main(ids: list[str]) -> None:
             rest_costs.append(await cpu_per_request(rest_request))
         rpc_cost, rest_cost = statistics.median(rpc_costs), statistics.median(rest_costs)
         print(f"| {name} | {rpc_cost:.0f} | {rest_cost:.0f} | {rest_cost / rpc_cost:.2f} |")
-    await read_pool.close()
+    await read_connections.close()
 
 
 asyncio.run(main([str(key) for key in Task.objects.values_list("id", flat=True)[:1000]]))

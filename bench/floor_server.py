@@ -1,6 +1,6 @@
 """The floor: Cairn's A2A app with the stored forms of every read kept in memory after their first read.
 
-Each GetTask/ListTasks is answered by the thin front (`a2a_gateway.fast_reads`) as under
+Each GetTask/ListTasks is answered by the thin front (`a2a_gateway.binding_reads`) as under
 `cairn.asgi`, but the stored text it would read from PostgreSQL is kept by its key (the task id,
 the page's query) the first time, so from the second request on the database is never touched:
 what remains is uvicorn, the ASGI app, the JSON-RPC checks and the envelope. Whatever this
@@ -21,9 +21,9 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
 django.setup()
 
-from a2a_gateway import read_pool  # noqa: E402
+from a2a_gateway import read_connections  # noqa: E402
 from a2a_gateway.asgi import endpoint as app  # noqa: E402, F401  (what uvicorn serves)
-from a2a_gateway.read_pool import PoolSource  # noqa: E402
+from a2a_gateway.read_connections import PoolSource  # noqa: E402
 
 
 class MemorySource(PoolSource):
@@ -40,4 +40,4 @@ class MemorySource(PoolSource):
         return self.kept[key]
 
 
-read_pool.POOL_SOURCE = MemorySource()
+read_connections.POOL_SOURCE = MemorySource()

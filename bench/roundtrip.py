@@ -1,6 +1,6 @@
 """The cheapest correct read, timed serially: one indexed row read through a hop to the ORM's
 thread (raw SQL and ORM), and the stored GetTask read the ASGI app makes on the event loop
-(`a2a_gateway.read_pool`, no hop).
+(`a2a_gateway.read_connections`, no hop).
 
 Any GetTask that is right across processes reads the database at least once (at least the row's
 version, if a cache were to answer the rest). Run pinned to the bench PostgreSQL's core, so the
@@ -35,7 +35,7 @@ from asgiref.sync import sync_to_async  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from a2a_gateway import read_pool  # noqa: E402
+from a2a_gateway import read_connections  # noqa: E402
 from tasks.models import Task  # noqa: E402
 
 IDS = list(Task.objects.values_list("id", flat=True)[:200])
@@ -70,13 +70,13 @@ async def main() -> None:
         elapsed = time.perf_counter() - started
         print(f"{name}: {1000 * elapsed / READS:.3f} ms per read (hop + query)")
     for i in range(200):
-        await read_pool.stored_task(IDS[i % len(IDS)], timezone.now())
+        await read_connections.stored_task(IDS[i % len(IDS)], timezone.now())
     started = time.perf_counter()
     for i in range(READS):
-        await read_pool.stored_task(IDS[i % len(IDS)], timezone.now())
+        await read_connections.stored_task(IDS[i % len(IDS)], timezone.now())
     elapsed = time.perf_counter() - started
     print(f"stored GetTask on the event loop: {1000 * elapsed / READS:.3f} ms per read (no hop)")
-    await read_pool.close()
+    await read_connections.close()
 
 
 asyncio.run(main())

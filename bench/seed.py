@@ -47,8 +47,8 @@ from django.db import connection, transaction  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django_q.models import Schedule  # noqa: E402
 
-from a2a_gateway.forms import task_form  # noqa: E402
 from a2a_gateway.models import TaskForm  # noqa: E402
+from a2a_gateway.stored_forms import task_form  # noqa: E402
 from agents.models import Agent, AuditEntry, Door, Operation  # noqa: E402
 from agents.services import TOKEN_PREFIX, token_digest  # noqa: E402
 from core.canonical import canonical_digest, fingerprint  # noqa: E402

@@ -1,6 +1,6 @@
 """What one contribution costs the shared core, measured serially: CPU seconds of this process and
 of the benchmark's PostgreSQL per SendMessage, through the ASGI app's own path into the A2A door
-(`a2a_gateway.endpoint.http_reply`, as `a2a_gateway.asgi` calls it), without HTTP.
+(`a2a_gateway.jsonrpc_binding.http_reply`, as `a2a_gateway.asgi` calls it), without HTTP.
 
 The wrk figures move by a fifth between runs minutes apart on a shared VM, the SDK server's as
 much as Cairn's; CPU time per request moves far less, so a change to the write path is judged
@@ -61,7 +61,7 @@ def _stat(pid: int) -> list[int]:
 
 
 async def send_all(lines: list[str]) -> None:
-    from a2a_gateway.endpoint import http_reply
+    from a2a_gateway.jsonrpc_binding import http_reply
 
     for line in lines:
         token, body = line.rstrip("\n").split("\t", 1)

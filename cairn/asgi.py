@@ -17,7 +17,7 @@ load_settings()
 django_application = get_asgi_application()
 
 # Django must be set up before the doors import the selectors and models.
-from a2a_gateway import read_pool  # noqa: E402
+from a2a_gateway import read_connections  # noqa: E402
 from a2a_gateway.asgi import endpoint as a2a_endpoint  # noqa: E402
 from a2a_gateway.asgi import is_a2a_path  # noqa: E402
 from core.metrics import with_request_metrics  # noqa: E402
@@ -43,7 +43,7 @@ async def _lifespan(scope, receive, send) -> None:
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await stack.aclose()
-            await read_pool.close()
+            await read_connections.close()
             await send({"type": "lifespan.shutdown.complete"})
             return
 

@@ -77,7 +77,7 @@ async def serve(bind: str) -> None:
     """Serve on `bind` until SIGTERM or SIGINT, then stop as the module says."""
     from a2a.types import a2a_pb2_grpc
 
-    from a2a_gateway import read_pool
+    from a2a_gateway import read_connections
     from a2a_gateway.grpc_binding import SERVICE, A2ACalls, grpc_handler
     from core.policy import body_limit
 
@@ -109,7 +109,7 @@ async def serve(bind: str) -> None:
     await server.stop(STOP_GRACE_S)
     # The reads' pool is this loop's; the other calls' connections are the ORM thread's, given
     # back there.
-    await read_pool.close()
+    await read_connections.close()
     await sync_to_async(release_connections)()
     logger.info("stopped")
 

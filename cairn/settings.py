@@ -417,7 +417,7 @@ if not CAIRN_SOURCE_HOSTS:
 CAIRN_SWEEP_EVERY_MINUTES = 1
 # The read model every task change is written to, in the same transaction (`tasks.changes`): the
 # A2A door's stored public forms.
-CAIRN_TASK_CHANGED = "a2a_gateway.forms.task_forms_written"
+CAIRN_TASK_CHANGED = "a2a_gateway.stored_forms.task_forms_written"
 
 # django-q2: the ORM broker by default, Redis when CAIRN_REDIS_URL is set.
 CAIRN_REDIS_URL = env_str("CAIRN_REDIS_URL")

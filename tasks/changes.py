@@ -1,7 +1,7 @@
 """The one hook through which a change to a task reaches a read model outside the domain.
 
 A door may keep its own copy of each task's public form, in its own tables (the A2A door does:
-`a2a_gateway.forms` writes its `TaskForm` rows). The copy must change in the transaction that changes the task, or a
+`a2a_gateway.stored_forms` writes its `TaskForm` rows). The copy must change in the transaction that changes the task, or a
 reader could see the task in one state and its copy in another. The domain cannot import a door,
 so the composition root names the function in the setting `CAIRN_TASK_CHANGED` (a dotted path,
 `cairn/settings.py`), and every service that changes a task calls `task_changed` inside its

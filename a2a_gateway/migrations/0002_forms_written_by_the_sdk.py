@@ -1,4 +1,4 @@
-"""Every task's A2A forms written again, by the SDK's serialisers (`a2a_gateway.forms`), with two
+"""Every task's A2A forms written again, by the SDK's serialisers (`a2a_gateway.stored_forms`), with two
 new ones: the ListTasks form that includes artifacts, and A2A 0.3's tasks/get result.
 
 The forms before this were built by filling a template of the SDK's output, which wrote a
@@ -12,7 +12,7 @@ import json
 
 from django.db import migrations, models
 
-from a2a_gateway.forms import task_form
+from a2a_gateway.stored_forms import task_form
 from core import statements
 from tasks.changes import TaskChange
 from tasks.models import Task

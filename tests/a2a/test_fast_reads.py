@@ -18,12 +18,12 @@ from a2a.types import GetTaskRequest, ListTasksRequest
 from asgiref.sync import async_to_sync
 from starlette.datastructures import QueryParams
 
-from a2a_gateway import read_pool
-from a2a_gateway.endpoint import a2a_reply
-from a2a_gateway.evaluated_forms import EVALUATED_FORMS, EvaluatedForms
-from a2a_gateway.fast_reads import fast_read, fast_rest_read
-from a2a_gateway.reads import DJANGO_SOURCE, Source
-from a2a_gateway.rest import rest_reply
+from a2a_gateway import read_connections
+from a2a_gateway.binding_reads import fast_read, fast_rest_read
+from a2a_gateway.evaluated_memo import EVALUATED_FORMS, EvaluatedForms
+from a2a_gateway.http_json_binding import rest_reply
+from a2a_gateway.jsonrpc_binding import a2a_reply
+from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
 from tasks.evaluation import tasks_evaluate_due
 from tasks.models import Task
 from tests.conftest import postgres_only
@@ -161,7 +161,7 @@ def corpus(
         for extra in ({}, {"tenant": "t"}, {"historyLength": 0}, {"historyLength": -1}, {"x": 1}):
             add(rpc("GetTask", {"id": task_id, **extra}))
             add(rpc("CancelTask", {"id": task_id, **extra}))
-    # 2**70: beyond the 64 bits that orjson writes (`a2a_gateway.fast_reads._in_envelope`).
+    # 2**70: beyond the 64 bits that orjson writes (`a2a_gateway.binding_reads._in_envelope`).
     for request_id in (1, "abc", None, 0, 2**40, "é", 2**70):
         add(rpc("GetTask", {"id": ids[0]}, request_id))
         add(rpc("ListTasks", {}, request_id))
@@ -424,7 +424,7 @@ def walks(task_ids: dict[str, str]) -> list[tuple[Any, None, None]]:
 def test_the_pool_reads_answer_every_request_as_the_sdk_dispatcher_does(
     tasks_in_every_state, make_agent, time_machine
 ):
-    """The ASGI app's reads on the event loop (`a2a_gateway.read_pool`), on one loop as under
+    """The ASGI app's reads on the event loop (`a2a_gateway.read_connections`), on one loop as under
     uvicorn; committed rows, since the pool's connections are not the test's."""
     requests = corpus(tasks_in_every_state, make_agent().token) + walks(tasks_in_every_state)
     past_the_second_deadline(time_machine)
@@ -433,7 +433,7 @@ def test_the_pool_reads_answer_every_request_as_the_sdk_dispatcher_does(
     async def both_ways() -> None:
         try:
             served = await fast_read(
-                "GetTask", rpc("GetTask", {"id": overdue}), 1, read_pool.POOL_SOURCE
+                "GetTask", rpc("GetTask", {"id": overdue}), 1, read_connections.POOL_SOURCE
             )
             # Open past its deadline: evaluated first, on Django's thread, then read again.
             assert json.loads(served or b"")["result"]["status"]["state"] == "TASK_STATE_FAILED"
@@ -446,23 +446,23 @@ def test_the_pool_reads_answer_every_request_as_the_sdk_dispatcher_does(
                         body=raw if raw is not None else json.dumps(document).encode(),
                         origin="http://testserver",
                         fast_reads=fast,
-                        reads=read_pool.POOL_SOURCE,
+                        reads=read_connections.POOL_SOURCE,
                     )
                     answers[fast] = answered(answer.status, answer.body, answer.headers)
                 assert strict(answers[True]) == strict(answers[False]), (document, headers, raw)
             for task_id in tasks_in_every_state.values():
                 for method in ("GetTask", "tasks/get"):
                     served = await fast_read(
-                        method, rpc(method, {"id": task_id}), 1, read_pool.POOL_SOURCE
+                        method, rpc(method, {"id": task_id}), 1, read_connections.POOL_SOURCE
                     )
                     assert served is not None and json.loads(served)["result"]["id"] == task_id
             for params in ({}, {"pageSize": 2}, {"status": "TASK_STATE_FAILED", "pageSize": 100}):
                 listed = await fast_read(
-                    "ListTasks", rpc("ListTasks", params), 1, read_pool.POOL_SOURCE
+                    "ListTasks", rpc("ListTasks", params), 1, read_connections.POOL_SOURCE
                 )
                 assert listed is not None and json.loads(listed)["result"]["tasks"]
         finally:
-            await read_pool.close()
+            await read_connections.close()
 
     async_to_sync(both_ways)()
 
@@ -648,10 +648,10 @@ def test_the_pool_reads_answer_every_rest_read_as_the_sdk_rest_dispatcher_does(
 
     async def both_ways() -> None:
         try:
-            await rest_both_ways(requests, read_pool.POOL_SOURCE)
+            await rest_both_ways(requests, read_connections.POOL_SOURCE)
             for task_id in tasks_in_every_state.values():
                 served = await fast_rest_read(
-                    GetTaskRequest(), QueryParams(), task_id, None, read_pool.POOL_SOURCE
+                    GetTaskRequest(), QueryParams(), task_id, None, read_connections.POOL_SOURCE
                 )
                 assert served is not None and json.loads(served[0])["id"] == task_id
             listed = await fast_rest_read(
@@ -659,10 +659,10 @@ def test_the_pool_reads_answer_every_rest_read_as_the_sdk_rest_dispatcher_does(
                 QueryParams("status=TASK_STATE_FAILED"),
                 None,
                 "TASK_STATE_FAILED",
-                read_pool.POOL_SOURCE,
+                read_connections.POOL_SOURCE,
             )
             assert listed is not None and json.loads(listed[0])["tasks"]
         finally:
-            await read_pool.close()
+            await read_connections.close()
 
     async_to_sync(both_ways)()

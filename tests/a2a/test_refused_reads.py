@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from a2a.types import GetTaskRequest, a2a_pb2_grpc
 
-from a2a_gateway import read_pool
+from a2a_gateway import read_connections
 from a2a_gateway.grpc_binding import A2ACalls, grpc_handler
 from tests.conftest import postgres_only
 from tests.grpc.conftest import VERSION
@@ -69,7 +69,7 @@ def grpc_stub(transactional_db) -> Iterator[a2a_pb2_grpc.A2AServiceStub]:
 
     async def stopped(server: grpc.aio.Server) -> None:
         await server.stop(None)
-        await read_pool.close()
+        await read_connections.close()
 
     server, port = asyncio.run_coroutine_threadsafe(started(), loop).result(timeout=20)
     try:

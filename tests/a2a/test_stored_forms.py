@@ -15,7 +15,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a2a_gateway.forms import task_form
+from a2a_gateway.stored_forms import task_form
 from core.clock import format_instant
 from tasks.changes import TaskChange
 from tasks.models import Outcome

@@ -12,8 +12,8 @@ from django.test import override_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a2a_gateway.forms import task_form
 from a2a_gateway.models import TaskForm
+from a2a_gateway.stored_forms import task_form
 from a2a_gateway.translate import task_public
 from tasks.changes import TaskChange
 from tasks.evaluation import task_evaluated_if_due

@@ -228,7 +228,7 @@ CONNECTIONS = """
 import json
 from django.db import connections
 from psycopg.conninfo import conninfo_to_dict
-from a2a_gateway import read_pool
+from a2a_gateway import read_connections
 from core.replicas import where
 
 def hosts(parameters):
@@ -237,7 +237,7 @@ def hosts(parameters):
 found = {}
 for alias in connections:
     found[alias] = hosts(connections[alias].get_connection_params())
-    found[f"{alias} reads pool"] = hosts(conninfo_to_dict(read_pool._conninfo(alias)))
+    found[f"{alias} reads pool"] = hosts(conninfo_to_dict(read_connections._conninfo(alias)))
     found[f"{alias} where"] = where(alias)
 print(json.dumps(found))
 """

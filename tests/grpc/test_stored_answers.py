@@ -19,9 +19,9 @@ from a2a.types import (
 from asgiref.sync import async_to_sync
 from google.protobuf.json_format import ParseDict
 
-from a2a_gateway import read_pool
+from a2a_gateway import read_connections
 from a2a_gateway.grpc_binding import stored_answer
-from a2a_gateway.reads import StoredPage, StoredTask, stored_read
+from a2a_gateway.stored_reads import StoredPage, StoredTask, stored_read
 from tests.conftest import postgres_only
 
 
@@ -41,14 +41,14 @@ def test_stored_answers_are_protobufs_own_bytes_for_the_stored_forms(
         try:
             for task_id in tasks:
                 request = GetTaskRequest(id=task_id)
-                task = await stored_read(request, None, read_pool.POOL_SOURCE)
+                task = await stored_read(request, None, read_connections.POOL_SOURCE)
                 assert isinstance(task, StoredTask)
                 assert await stored_answer(request) == parsed(task.text).SerializeToString()
             for request in (
                 ListTasksRequest(page_size=2),
                 ListTasksRequest(page_size=50, include_artifacts=True),
             ):
-                page = await stored_read(request, None, read_pool.POOL_SOURCE)
+                page = await stored_read(request, None, read_connections.POOL_SOURCE)
                 assert isinstance(page, StoredPage) and page.tasks
                 expected = ListTasksResponse(
                     tasks=[parsed(text) for text in page.tasks],
@@ -63,6 +63,6 @@ def test_stored_answers_are_protobufs_own_bytes_for_the_stored_forms(
             with pytest.raises(InvalidParamsError):
                 await stored_answer(ListTasksRequest(page_size=101))
         finally:
-            await read_pool.close()
+            await read_connections.close()
 
     async_to_sync(read)()

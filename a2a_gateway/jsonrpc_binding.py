@@ -27,10 +27,10 @@ from a2a.utils.version_validator import validate_version
 from jsonrpc.exceptions import JSONRPCException
 from jsonrpc.jsonrpc2 import JSONRPC20Request
 
+from a2a_gateway.binding_reads import FAST_METHODS, fast_read
 from a2a_gateway.card import CARD_METHODS, card_reply
-from a2a_gateway.fast_reads import FAST_METHODS, fast_read
 from a2a_gateway.handler import AsSent
-from a2a_gateway.reads import DJANGO_SOURCE, Source
+from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
     ENDPOINT_PATH,

@@ -1,5 +1,5 @@
 """The one read of the A2A door: GetTask and a ListTasks page, for every binding and the SDK's own
-request handler, answered with the bytes `a2a_gateway.forms` stored when the task last changed.
+request handler, answered with the bytes `a2a_gateway.stored_forms` stored when the task last changed.
 
 Each read checks its params once (a tenant, `historyLength`, the page size, the status, the
 cursor), runs one statement on the door's table, and serves the stored text. The statement also
@@ -10,7 +10,7 @@ and none renders a Task of its own. Refusals are the SDK's own A2A errors, which
 writes in its own form.
 
 Where the statement runs is the caller's (`Source`): on Django's connection, or on the ASGI
-app's own pool on the event loop (`a2a_gateway.read_pool`); both run the same text, on a replica
+app's own pool on the event loop (`a2a_gateway.read_connections`); both run the same text, on a replica
 where one serves (`core.replicas`). A replica may be behind: a task it does not have, or what it
 shows open past its deadline (`tasks.due.PAST_DEADLINE`), is read again on the primary
 (`Source.primary`).
@@ -42,7 +42,7 @@ from django.core import signals
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from a2a_gateway.evaluated_forms import EVALUATED_FORMS
+from a2a_gateway.evaluated_memo import EVALUATED_FORMS
 from a2a_gateway.models import TaskForm
 from core import replicas, statements
 from core.cursors import keyset_cursor, keyset_position
@@ -324,7 +324,7 @@ class StoredTask:
 async def stored_task(request: GetTaskRequest, source: Source, version: str = "1.0") -> StoredTask:
     """The GetTask result's JSON text, in A2A `version`'s form, and its deadline while it is
     open. An evaluated task never changes again, so its text is kept in memory after its first
-    read (`a2a_gateway.evaluated_forms`)."""
+    read (`a2a_gateway.evaluated_memo`)."""
     key = task_key(request)
     kept_forms = EVALUATED_FORMS[version]
     kept = kept_forms.get(key)

@@ -2,7 +2,7 @@
 
 Through Django a read costs three hops to the ORM's thread (the request signals and the query)
 and a connection taken from Django's pool, checked and given back on every request; for a read
-of one stored text column that is most of its cost. Here the read's statement (`a2a_gateway.reads`,
+of one stored text column that is most of its cost. Here the read's statement (`a2a_gateway.stored_reads`,
 the very text Django's path runs) goes to a connection of the process's own pool, awaited on the
 event loop. Only the ASGI app uses it, on PostgreSQL; everything else goes through Django.
 
@@ -39,7 +39,7 @@ from psycopg import AsyncConnection
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
-from a2a_gateway.reads import DjangoSource, Row
+from a2a_gateway.stored_reads import DjangoSource, Row
 from core import replicas
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The A2A 1.0 HTTP+JSON binding (SPEC §8.6, A2A 1.0 §11) under `<site>/api/a2a`.
 
 The SDK's own REST routes and dispatcher answer, over the same request handler as JSON-RPC; this
-module adapts them as `endpoint` adapts the JSON-RPC dispatcher. It matches the SDK's routes
+module adapts them as `jsonrpc_binding` adapts the JSON-RPC dispatcher. It matches the SDK's routes
 itself, so that a path or a method the binding does not have answers this binding's error object
 (the SDK's tenant routes are left out: Cairn has no tenants). Then, in SPEC §8.2's order, the
 checks every binding shares (`a2a_gateway.transport`), written as this binding's error objects:
@@ -13,7 +13,7 @@ takes A2A §11's short forms (`working`); and params protobuf cannot read (a bod
 `"metadata": 3`, `pageSize=many`, `includeArtifacts=maybe`) get the invalid-params error JSON-RPC
 gives the same question, where the SDK's REST dispatcher says invalid request, or reads an
 unknown boolean as false. GetTask and ListTasks come from the stored forms where they can
-(`a2a_gateway.fast_reads`, as on JSON-RPC), the rest from the SDK's dispatcher.
+(`a2a_gateway.binding_reads`, as on JSON-RPC), the rest from the SDK's dispatcher.
 """
 
 from __future__ import annotations
@@ -35,16 +35,16 @@ from starlette.datastructures import QueryParams
 from starlette.routing import Match, Route
 
 from a2a_gateway import transport
-from a2a_gateway.fast_reads import fast_rest_read
+from a2a_gateway.binding_reads import fast_rest_read
 from a2a_gateway.handler import AsSent
-from a2a_gateway.reads import DJANGO_SOURCE, Source
+from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
 from a2a_gateway.transport import ENDPOINT_PATH, Reply
 from core.json_input import InvalidJson, parse_json
 
 REST_PREFIX = ENDPOINT_PATH + "/"
 SEND_PATH = f"{ENDPOINT_PATH}/message:send"
 LIST_PATH = f"{ENDPOINT_PATH}/tasks"
-# The routes whose reads the stored forms answer (`a2a_gateway.fast_reads`), and their requests.
+# The routes whose reads the stored forms answer (`a2a_gateway.binding_reads`), and their requests.
 FAST_MODELS: dict[str, type[GetTaskRequest | ListTasksRequest]] = {
     f"{ENDPOINT_PATH}/tasks/{{id}}": GetTaskRequest,
     LIST_PATH: ListTasksRequest,

@@ -1,5 +1,5 @@
 """GetTask, ListTasks and A2A 0.3's tasks/get in each binding's wrapping, around the one read
-(`a2a_gateway.reads`).
+(`a2a_gateway.stored_reads`).
 
 The SDK's dispatcher would parse a read's params into a proto, ask the handler for a Task (which
 the handler gets from the same read, as stored JSON) and write it back out with `MessageToDict`.
@@ -10,7 +10,7 @@ here too, and each binding writes it as its dispatcher writes the handler's, so 
 is read once; so does a read that failed (`handler.failure_error`). What returns None goes to
 the dispatcher, which answers it in its own words, having read nothing here: params protobuf or
 the 0.3 adapter's model cannot read, and a read the ASGI app's pool could not make
-(`read_pool.Unavailable`), which the handler makes again through Django's checked connections.
+(`read_connections.Unavailable`), which the handler makes again through Django's checked connections.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from pydantic import ValidationError
 from starlette.datastructures import QueryParams
 
 from a2a_gateway.handler import failure_error
-from a2a_gateway.read_pool import Unavailable
-from a2a_gateway.reads import (
+from a2a_gateway.read_connections import Unavailable
+from a2a_gateway.stored_reads import (
     DJANGO_SOURCE,
     Source,
     StoredPage,
