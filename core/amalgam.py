@@ -1,7 +1,7 @@
 """The single files Cairn hands its users (the offline verifier, the local MCP server), assembled
 from the modules the site itself imports, the way SQLite ships its amalgamation.
 
-A served file's source (`verify/cairn_verify.py`, `mcp/cairn_mcp.py`) imports the site's own
+A served file's source (`verify/cairn_verify.py`, `local_mcp/cairn_mcp.py`) imports the site's own
 modules by name (`from ledger.merkle import leaf_hash`); the build puts the text of each such module,
 and of the modules they import in turn, above the source's own code, dependencies first, and drops
 the imports between them. Nothing else changes: the user still runs one file with its PEP 723
@@ -164,7 +164,7 @@ def _banner(title: str) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python3 -m core.amalgam <verify/cairn_verify.py | mcp/cairn_mcp.py>")
+        print("usage: python3 -m core.amalgam <verify/cairn_verify.py | local_mcp/cairn_mcp.py>")
         return 2
     try:
         sys.stdout.write(amalgamated(ROOT / argv[0]))

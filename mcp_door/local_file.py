@@ -1,4 +1,4 @@
-"""The local MCP server as this site serves it: `mcp/cairn_mcp.py` built into one file with the
+"""The local MCP server as this site serves it: `local_mcp/cairn_mcp.py` built into one file with the
 site's own modules (`core.amalgam`), with the site's URL and the server's own schemas written in,
 so its previews check what the server's models check (SPEC §10).
 
@@ -21,7 +21,7 @@ from core.scripts import script_for_site
 from mcp_door.server import TOOLS
 from tasks.payloads import ContributionPayload, OpenTaskRequest
 
-LOCAL_SERVER = settings.BASE_DIR / "mcp" / "cairn_mcp.py"
+LOCAL_SERVER = settings.BASE_DIR / "local_mcp" / "cairn_mcp.py"
 # The default the repository's file keeps: a development server on this machine.
 REPOSITORY_URL = "http://127.0.0.1:8000"
 
@@ -74,7 +74,7 @@ def server_values() -> dict[str, str]:
 
 @cache
 def local_server_built() -> str:
-    """The one file, as `python3 -m core.amalgam mcp/cairn_mcp.py` builds it."""
+    """The one file, as `python3 -m core.amalgam local_mcp/cairn_mcp.py` builds it."""
     return amalgamated(LOCAL_SERVER)
 
 

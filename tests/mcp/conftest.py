@@ -1,5 +1,5 @@
 """Fixtures for the MCP doors: the official MCP client over streamable HTTP (hosted `/api/mcp`)
-and over stdio (the local `mcp/cairn_mcp.py`, spawned as a person's coding agent would)."""
+and over stdio (the local `local_mcp/cairn_mcp.py`, spawned as a person's coding agent would)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from tests.ledger.keyper_processes import keyper_site  # noqa: F401  (a fixture)
 from tests.ledger.witness_processes import witness_processes, witnessed  # noqa: F401  (fixtures)
 from tests.scripts import built
 
-LOCAL_SERVER = Path(django_settings.BASE_DIR) / "mcp" / "cairn_mcp.py"
+LOCAL_SERVER = Path(django_settings.BASE_DIR) / "local_mcp" / "cairn_mcp.py"
 LOCAL_VERSION_CLIENT = "cairn_mcp/0.1.0"
 
 
