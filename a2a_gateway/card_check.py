@@ -1,7 +1,7 @@
 """Is the Agent Card true to the code? It guards the day someone starts editing the card by hand.
 
 A card is checked as JSON (as served), against what the request handler really dispatches and the
-payload models that really validate. Used by `manage.py cairn_verify` and a Django system check.
+payload models that really validate. Used by `manage.py card_check` and a Django system check.
 """
 
 from __future__ import annotations

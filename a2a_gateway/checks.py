@@ -22,7 +22,7 @@ def agent_card_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
     return [
         Error(
             problem,
-            hint="The card is derived from a2a_gateway/operations.py; run manage.py cairn_verify.",
+            hint="The card is derived from a2a_gateway/operations.py; run manage.py card_check.",
             id="a2a_gateway.E001",
         )
         for problem in card_problems(agent_card_json(CHECK_SITE))

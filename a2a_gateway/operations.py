@@ -2,7 +2,7 @@
 
 The request handler picks its operation from this registry and the card's skills are derived
 from it, so the card cannot advertise an operation the handler does not perform.
-`cairn_verify` (and the system check) compares the card against it.
+`card_check` (and the system check) compares the card against it.
 """
 
 from __future__ import annotations

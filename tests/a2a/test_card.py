@@ -1,4 +1,4 @@
-"""SPEC §8.1: the Agent Card, derived from the code, and `cairn_verify` that keeps it honest."""
+"""SPEC §8.1: the Agent Card, derived from the code, and `card_check` that keeps it honest."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ def test_the_sdk_client_resolves_the_card(live_url):
     assert [skill.id for skill in card.skills] == ["cairn.post_task", "cairn.contribute"]
 
 
-# cairn_verify and the system check -------------------------------------------------------------
+# card_check and the system check -------------------------------------------------------------
 
 
 def _write(tmp_path, card) -> str:
@@ -198,7 +198,7 @@ def _write(tmp_path, card) -> str:
 
 
 def test_cairn_verify_passes_on_the_real_card(capsys):
-    call_command("cairn_verify")
+    call_command("card_check")
 
     assert "OK" in capsys.readouterr().out
     assert agent_card_check in registry.get_checks(), "the system check is registered"
@@ -207,9 +207,9 @@ def test_cairn_verify_passes_on_the_real_card(capsys):
 
 def test_cairn_verify_passes_on_the_served_card(tmp_path, http):
     call_command(
-        "cairn_verify", card=_write(tmp_path, http.get("/.well-known/agent-card.json").json())
+        "card_check", card=_write(tmp_path, http.get("/.well-known/agent-card.json").json())
     )
-    call_command("cairn_verify", url=str(http.base_url))
+    call_command("card_check", url=str(http.base_url))
 
 
 def _doctored(change) -> dict:
@@ -247,6 +247,6 @@ def test_cairn_verify_fails_on_a_doctored_card_naming_the_problem(tmp_path, chan
     path = _write(tmp_path, _doctored(change))
 
     with pytest.raises(CommandError) as failed:
-        call_command("cairn_verify", card=path)
+        call_command("card_check", card=path)
 
     assert named in str(failed.value)

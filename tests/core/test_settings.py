@@ -353,7 +353,7 @@ def test_the_keepers_commands_run_as_printed_with_only_the_env_file(env_file, tm
     )
     assert keeper.returncode == 0, keeper.stderr
     assert "Superuser created successfully." in keeper.stdout
-    verify = run("manage.py", "cairn_verify", **settings)
+    verify = run("manage.py", "card_check", **settings)
     assert verify.returncode == 0, verify.stderr
 
 

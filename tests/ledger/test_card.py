@@ -69,7 +69,7 @@ def test_the_card_declares_the_verifiable_extension(http, live_url):
 
 
 def test_cairn_verify_checks_the_signature_of_a_served_card(http, live_url, tmp_path, capsys):
-    call_command("cairn_verify", url=live_url)
+    call_command("card_check", url=live_url)
     assert "signature verifies" in capsys.readouterr().out
 
     served = http.get("/.well-known/agent-card.json").json()
@@ -77,9 +77,9 @@ def test_cairn_verify_checks_the_signature_of_a_served_card(http, live_url, tmp_
     path = tmp_path / "card.json"
     path.write_text(json.dumps(served))
     with pytest.raises(CommandError, match="no signature on the card verifies"):
-        call_command("cairn_verify", card=str(path))
+        call_command("card_check", card=str(path))
 
     del served["signatures"]
     path.write_text(json.dumps(served))
     with pytest.raises(CommandError, match="the card carries no signature"):
-        call_command("cairn_verify", card=str(path))
+        call_command("card_check", card=str(path))

@@ -1,4 +1,4 @@
-"""`manage.py cairn_verify`: fail, naming each problem, when the Agent Card says what the code does not
+"""`manage.py card_check`: fail, naming each problem, when the Agent Card says what the code does not
 do, or when its signature does not verify with the site key."""
 
 from __future__ import annotations
