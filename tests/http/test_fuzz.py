@@ -44,7 +44,7 @@ from tests.factories import OTHER_SOURCE, SOURCE, deadline_in
 
 EXAMPLES_PER_OPERATION = 40
 RUNS = 3
-SCENARIOS_PER_RUN = 10
+SCENARIOS_PER_RUN = 20
 STEPS_PER_SCENARIO = 6
 # The refusals that say a request is not what the document describes.
 SHAPE = {
