@@ -533,7 +533,7 @@ def test_the_local_server_built_from_the_repository_is_the_served_one_but_for_it
     live_url, tmp_path
 ):
     command = re.search(
-        r"`(python3 -m core\.amalgam mcp/cairn_mcp\.py)`", doc_text("docs/verify.md")
+        r"`(python3 -m core\.amalgam local_mcp/cairn_mcp\.py)`", doc_text("docs/verify.md")
     )
     built = _run(command[1].split(), cwd=ROOT)
     served = httpx.get(f"{live_url}/mcp/cairn_mcp.py", timeout=20).text
