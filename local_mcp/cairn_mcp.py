@@ -43,7 +43,6 @@ import json
 import logging
 import os
 import re
-import secrets
 import sys
 import urllib.parse
 import uuid
@@ -92,14 +91,13 @@ from pydantic import (
 from core.canonical import canonical_digest, canonical_json
 from core.json_input import ints_from_doubles
 from core.privacy import screen
+from ledger.contributor import sealed_kept, task_entry_of
 from ledger.keyper_seal import (
     Keyper,
-    b64u,
     b64u_decode,
     ciphertext_digest,
     release_claims,
     release_verify,
-    seal,
 )
 from ledger.merkle import inclusion_verify, leaf_hash
 from ledger.pins import card_trust, keypers_differ, pins_completed
@@ -687,7 +685,7 @@ async def send(
 # ---------------------------------------------------------------------------------------------
 
 VERIFIABLE_EXTENSION = "urn:cairn:verifiable:v1"
-TASK_ENTRY, CONTRIBUTION_ENTRY = "cairn.log/task", "cairn.log/contribution"
+CONTRIBUTION_ENTRY = "cairn.log/contribution"
 
 
 def _untrusted(message: str) -> ToolRefusal:
@@ -797,17 +795,6 @@ def _pin(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, indent=2), encoding="utf-8")
 
 
-def task_entry_of(view: dict[str, Any]) -> dict[str, Any]:
-    """The task's log entry as the view says it must read (§15.3)."""
-    return {
-        "type": TASK_ENTRY,
-        "task_id": view["id"],
-        "public_input_digest": view["public_input_digest"],
-        "deadline": view["deadline"],
-        "created_at": view["created_at"],
-    }
-
-
 async def task_entry_witnessed(
     config: Config, http: httpx.AsyncClient, view: dict[str, Any], trust: Trust
 ) -> tuple[Checkpoint, int]:
@@ -903,26 +890,16 @@ async def sealed_for(
         witnesses[keyper.name] = (witness.text, url)
     async with _http() as http:
         checkpoint, index = await task_entry_witnessed(config, http, view, trust)
-    salt = b64u(secrets.token_bytes(32))
-    payload = seal(
-        report,
-        site=checkpoint.origin,
-        task_id=view["id"],
-        task_entry=index,
-        deadline=view["deadline"],
-        keypers=trust.keypers,
-        threshold=trust.threshold,
-        salt=salt,
-    )
     kept = {
-        "cairn_url": config.cairn_url,
-        "site": checkpoint.origin,
-        "task_id": view["id"],
-        "deadline": view["deadline"],
-        "commitment": payload["commitment"],
-        "report": report,
-        "salt": salt,
-        "sealed": payload,
+        **sealed_kept(
+            report,
+            cairn_url=config.cairn_url,
+            site=checkpoint.origin,
+            view=view,
+            task_entry=index,
+            keypers=trust.keypers,
+            threshold=trust.threshold,
+        ),
         "task_entry": {"index": index, "entry": task_entry_of(view)},
         "keypers": [
             {

@@ -60,7 +60,6 @@ import itertools
 import json
 import os
 import re
-import secrets
 import sys
 import urllib.error
 import urllib.parse
@@ -81,11 +80,11 @@ from joserfc.jwk import KeySet, KeySetSerialization
 
 from core.canonical import canonical_digest, canonical_json
 from core.privacy import screen, texts_anywhere
+from ledger.contributor import sealed_kept, task_entry_of
 from ledger.keyper_seal import (
     KEY_BYTES,
     Keyper,
     SealError,
-    b64u,
     b64u_decode,
     ciphertext_digest,
     commitment_of,
@@ -93,7 +92,6 @@ from ledger.keyper_seal import (
     release_claims,
     release_verify,
     report_open,
-    seal,
 )
 from ledger.merkle import consistency_verify, inclusion_verify, leaf_hash, node_hash
 from ledger.pins import card_trust, keypers_differ, pins_completed
@@ -1275,7 +1273,7 @@ class LogRules:
             return None
         try:
             published = _published_contributions(view)
-            task_entry, evaluation = _task_entry(view), _evaluation_entry(view)
+            task_entry, evaluation = task_entry_of(view), _evaluation_entry(view)
         except (KeyError, TypeError, AttributeError):
             return None
         logged = task.logged()
@@ -1327,7 +1325,7 @@ def evaluation_problems(
     logged contributions (ids, commitments, received_at, in log order), the evaluation entry.
     With `waiting`, an entry not logged yet whose merge delay still runs goes there instead."""
     problems = []
-    if logged["entry"] != _task_entry(view):
+    if logged["entry"] != task_entry_of(view):
         problems.append("the task's entry in the log differs from the task as published")
     evaluation = view.get("evaluation")
     if evaluation is None:
@@ -1825,7 +1823,7 @@ def command_task(site: Site, reference: str) -> int:
         _task_logged_in(report, reading, (kept_to, offset, current), served, rules, applied)
     logged = rules.logged(view["id"], applied)
     if logged is None:
-        if not report.waiting.still(_task_entry(view)):
+        if not report.waiting.still(task_entry_of(view)):
             report.fail("the task's entry is not in the log")
     else:
         for problem in evaluation_problems(view, logged, report.waiting):
@@ -2267,33 +2265,22 @@ def command_seal(
     trusted = first_check(report, site)
     if trusted is None:
         return _finish(report)
-    task_entry = _task_entry(view)
+    task_entry = task_entry_of(view)
     index = report.check(
         "the task's entry and deadline are under it", lambda: site.included(task_entry, trusted)
     )
     if index is None:
         return _finish(report)
-    salt = b64u(secrets.token_bytes(32))
-    payload = seal(
+    kept = sealed_kept(
         document,
+        cairn_url=site.url,
         site=trusted.origin,
-        task_id=view["id"],
+        view=view,
         task_entry=index,
-        deadline=task_entry["deadline"],
         keypers=keypers,
         threshold=threshold,
-        salt=salt,
     )
-    kept = {
-        "cairn_url": site.url,
-        "site": trusted.origin,
-        "task_id": view["id"],
-        "deadline": task_entry["deadline"],
-        "commitment": payload["commitment"],
-        "report": document,
-        "salt": salt,
-        "sealed": payload,
-    }
+    payload = kept["sealed"]
     where = (
         Path(keep)
         if keep
@@ -2317,16 +2304,6 @@ def keep_private(path: Path, value: Any) -> None:
         file.write(json.dumps(value, indent=2) + "\n")
     os.chmod(temporary, 0o600)
     os.replace(temporary, path)
-
-
-def _task_entry(view: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": TASK,
-        "task_id": view["id"],
-        "public_input_digest": view["public_input_digest"],
-        "deadline": view["deadline"],
-        "created_at": view["created_at"],
-    }
 
 
 def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
