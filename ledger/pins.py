@@ -8,7 +8,10 @@ are built with this module's text in them (`core.amalgam`), so it imports nothin
 
 from __future__ import annotations
 
+import base64
 from typing import Any
+
+from ledger.signed_note import COSIGNATURE_V1, VerifierKey, verifier_key_parse
 
 
 def card_trust(params: dict[str, Any]) -> dict[str, Any]:
@@ -53,3 +56,17 @@ def keypers_differ(pinned: dict[str, Any], card: dict[str, Any]) -> bool:
     return bool(theirs) and (
         ours != theirs or pinned["keyper_threshold"] != card["keyper_threshold"]
     )
+
+
+def witness_key(text: str) -> VerifierKey:
+    """A pinned witness's C2SP `tlog-cosignature` verifier key; NoteError when it is not one."""
+    return verifier_key_parse(text, type=COSIGNATURE_V1)
+
+
+def site_keys(jwks: dict[str, Any]) -> list[bytes]:
+    """The pinned JWKS's Ed25519 keys: those a checkpoint's site signature may be by."""
+    return [
+        base64.urlsafe_b64decode(key["x"] + "=" * (-len(key["x"]) % 4))
+        for key in jwks.get("keys", [])
+        if key.get("kty") == "OKP" and key.get("crv") == "Ed25519"
+    ]

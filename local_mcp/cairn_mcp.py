@@ -36,7 +36,6 @@ Environment:
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import json
@@ -100,14 +99,8 @@ from ledger.keyper_seal import (
     release_verify,
 )
 from ledger.merkle import inclusion_verify, leaf_hash
-from ledger.pins import card_trust, keypers_differ, pins_completed
-from ledger.signed_note import (
-    COSIGNATURE_V1,
-    NoteError,
-    VerifierKey,
-    checkpoint_checked,
-    verifier_key_parse,
-)
+from ledger.pins import card_trust, keypers_differ, pins_completed, site_keys, witness_key
+from ledger.signed_note import NoteError, VerifierKey, checkpoint_checked
 from tasks.report_checks import report_texts, source_in_task_issues
 
 # The server this file talks to when CAIRN_URL is not set. The site serving this file writes
@@ -692,14 +685,6 @@ def _untrusted(message: str) -> ToolRefusal:
     return ToolRefusal("log_unverified", f"nothing was sent: {message}")
 
 
-def witness_key(text: str) -> VerifierKey:
-    """A pinned witness's C2SP `tlog-cosignature` verifier key."""
-    try:
-        return verifier_key_parse(text, type=COSIGNATURE_V1)
-    except NoteError as error:
-        raise _untrusted(str(error)) from None
-
-
 @dataclass(frozen=True)
 class Trust:
     """What the pins say: the site keys, the witnesses (with their URLs) and quorum, and the
@@ -775,13 +760,13 @@ async def trust_pinned(config: Config, http: httpx.AsyncClient) -> Trust:
             "nothing was sent. If the site's operator confirms the change, remove that file to "
             "pin the card's, or send the plain form (plain: true)",
         )
+    try:
+        witnesses = [witness_key(key) for key in pinned["keys"]]
+    except NoteError as error:
+        raise _untrusted(str(error)) from None
     return Trust(
-        site_keys=[
-            base64.urlsafe_b64decode(key["x"] + "=" * (-len(key["x"]) % 4))
-            for key in jwks.get("keys", [])
-            if key.get("kty") == "OKP" and key.get("crv") == "Ed25519"
-        ],
-        witnesses=[witness_key(key) for key in pinned["keys"]],
+        site_keys=site_keys(jwks),
+        witnesses=witnesses,
         quorum=int(pinned["quorum"]),
         witness_urls=pinned["urls"],
         keypers=[Keyper(**keyper) for keyper in pinned["keypers"]],

@@ -94,14 +94,8 @@ from ledger.keyper_seal import (
     report_open,
 )
 from ledger.merkle import consistency_verify, inclusion_verify, leaf_hash, node_hash
-from ledger.pins import card_trust, keypers_differ, pins_completed
-from ledger.signed_note import (
-    COSIGNATURE_V1,
-    NoteError,
-    VerifierKey,
-    checkpoint_checked,
-    verifier_key_parse,
-)
+from ledger.pins import card_trust, keypers_differ, pins_completed, site_keys, witness_key
+from ledger.signed_note import NoteError, VerifierKey, checkpoint_checked
 from tasks.report_checks import report_texts, source_in_task_issues
 
 DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"
@@ -233,14 +227,6 @@ class CompactRange:
 
 
 # --- Signed notes: checkpoints and witness cosignatures (C2SP) ---------------------------------
-
-
-def witness_key(text: str) -> VerifierKey:
-    """A pinned witness's C2SP `tlog-cosignature` verifier key."""
-    try:
-        return verifier_key_parse(text, type=COSIGNATURE_V1)
-    except NoteError as error:
-        raise Failed(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -377,7 +363,10 @@ class Site:
         self._card: dict[str, Any] | None = None
         self.jwks = self._pinned_jwks()
         pinned = self._pinned_trust(witnesses_file)
-        self.witnesses = [witness_key(key) for key in pinned["keys"]]
+        try:
+            self.witnesses = [witness_key(key) for key in pinned["keys"]]
+        except NoteError as error:
+            raise Failed(str(error)) from None
         self.quorum = int(pinned["quorum"])
         if not 0 <= self.quorum <= len(self.witnesses) or (self.witnesses and self.quorum == 0):
             raise Failed(
@@ -631,13 +620,6 @@ class Site:
             raise Failed("the site's card lists no keypers: it takes only the plain form")
         return self.keypers, self.keyper_threshold
 
-    def ed25519_keys(self) -> list[bytes]:
-        return [
-            base64.urlsafe_b64decode(key["x"] + "=" * (-len(key["x"]) % 4))
-            for key in self.jwks.get("keys", [])
-            if key.get("kty") == "OKP" and key.get("crv") == "Ed25519"
-        ]
-
     def jws_payload(self, token: str) -> bytes:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SecurityWarning)
@@ -654,7 +636,7 @@ class Site:
         pinned witnesses' cosignatures that verify. A pinned key's signature that fails is an
         error; a checkpoint without the site's signature is refused."""
         try:
-            checked = checkpoint_checked(text, self.ed25519_keys(), self.witnesses)
+            checked = checkpoint_checked(text, site_keys(self.jwks), self.witnesses)
         except NoteError as error:
             raise Failed(str(error)) from None
         body = checked.body
