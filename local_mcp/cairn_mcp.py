@@ -101,6 +101,7 @@ from ledger.keyper_seal import (
 from ledger.merkle import inclusion_verify, leaf_hash
 from ledger.pins import card_trust, keypers_differ, pins_completed, site_keys, witness_key
 from ledger.signed_note import NoteError, VerifierKey, checkpoint_checked
+from mcp_door.answers import READ_ONLY, tool_result, tools_lister
 from tasks.report_checks import report_texts, source_in_task_issues
 
 # The server this file talks to when CAIRN_URL is not set. The site serving this file writes
@@ -1409,12 +1410,9 @@ def _read_tool(name: str, run: Callable[[Config, Any], Awaitable[Any]]) -> Tool:
     published as the hosted server's are."""
     hosted = READ_TOOLS[name]
     schema = hosted["input_schema"]
-    return Tool(name, hosted["description"], _checking_model(schema), run, READ, schema)
+    return Tool(name, hosted["description"], _checking_model(schema), run, READ_ONLY, schema)
 
 
-READ = types.ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
-)
 LOCAL = types.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -1468,7 +1466,7 @@ TOOLS: dict[str, Tool] = {
             "Before the first write there is no token and the answer is empty; nothing is sent then.",
             NoArguments,
             tool_mine,
-            READ,
+            READ_ONLY,
         ),
         Tool(
             "cairn_a2a_card",
@@ -1487,7 +1485,7 @@ TOOLS: dict[str, Tool] = {
             "(one anonymous read of its Agent Card; nothing else is sent).",
             NoArguments,
             tool_status,
-            READ,
+            READ_ONLY,
         ),
         Tool(
             "cairn_local_save_card",
@@ -1508,29 +1506,12 @@ TOOLS: dict[str, Tool] = {
 }
 
 
-def _text_result(data: Any, *, error: bool = False) -> types.CallToolResult:
-    text = json.dumps(data, ensure_ascii=False)
-    if error:
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], is_error=True
-        )
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=data
-    )
-
-
-async def list_tools(
-    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
-) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[tool.as_mcp() for tool in TOOLS.values()])
-
-
 async def call_tool(
     ctx: ServerRequestContext, params: types.CallToolRequestParams
 ) -> types.CallToolResult:
     tool = TOOLS.get(params.name)
     if tool is None:
-        return _text_result(
+        return tool_result(
             ToolRefusal("invalid_query", f"no tool is named {params.name!r}").body, error=True
         )
     try:
@@ -1539,14 +1520,14 @@ async def call_tool(
         refusal = ToolRefusal(
             "invalid_query", "the tool arguments are not valid", _issues(exc, "invalid_query")
         )
-        return _text_result(refusal.body, error=True)
+        return tool_result(refusal.body, error=True)
     try:
-        return _text_result(await tool.run(Config.from_environment(), args))
+        return tool_result(await tool.run(Config.from_environment(), args))
     except ToolRefusal as refusal:
-        return _text_result(refusal.body, error=True)
+        return tool_result(refusal.body, error=True)
     except Exception as exc:
         logger.exception("tool %s failed", params.name)
-        return _text_result(
+        return tool_result(
             ToolRefusal("internal_error", f"{type(exc).__name__}: {exc}").body, error=True
         )
 
@@ -1561,7 +1542,7 @@ server: Server = Server(
         "public (cairn_a2a_preview_task, or cairn_a2a_contribute without a digest), show it to them, "
         "and send only with the digest they approved."
     ),
-    on_list_tools=list_tools,
+    on_list_tools=tools_lister(TOOLS),
     on_call_tool=call_tool,
 )
 

@@ -7,7 +7,6 @@ server's tools of the same name do (SPEC §10).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from core.errors import ErrorCode, Issue, Refusal
 from core.outages import outage_refusal
 from core.payloads import json_path
 from core.policy import MCP_TASK_STATUSES, PAGE_CAP, McpTaskStatus, cairn_version
+from mcp_door.answers import READ_ONLY, tool_result, tools_lister
 from tasks.public_reads import task_page_shown, task_shown
 from tasks.rendered import stored_view
 
@@ -56,10 +56,6 @@ INSTRUCTIONS = (
     "Cairn evaluates the task once and publishes the evaluation with every contribution. This "
     "endpoint is read-only. To post or contribute, run the local server cairn_mcp.py "
     "(served at /mcp/cairn_mcp.py) or speak A2A to /api/a2a."
-)
-
-READ_ONLY = types.ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
 )
 
 
@@ -127,17 +123,9 @@ TOOLS: dict[str, Tool] = {
 }
 
 
-def _result(data: Any) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
-        structured_content=data,
-    )
-
-
 def _error(refusal: Refusal) -> types.CallToolResult:
     """A tool error whose text is the SPEC §6 body, as on every other door."""
-    text = json.dumps(refusal.as_body(), ensure_ascii=False)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    return tool_result(refusal.as_body(), error=True)
 
 
 def arguments_refusal(error: ValidationError) -> Refusal:
@@ -155,12 +143,6 @@ def _answer(tool: Tool, arguments: ToolArguments) -> Any:
         return tool.answer(arguments)
     finally:
         close_old_connections()
-
-
-async def list_tools(
-    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
-) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[tool.as_mcp() for tool in TOOLS.values()])
 
 
 async def call_tool(
@@ -182,7 +164,7 @@ async def call_tool(
         if outage is None:
             raise
         return _error(outage)
-    return _result(data)
+    return tool_result(data)
 
 
 def input_schema(name: str) -> dict[str, Any] | None:
@@ -196,6 +178,6 @@ server: Server = Server(
     title="Cairn (read-only)",
     instructions=INSTRUCTIONS,
     get_tool_input_schema=input_schema,
-    on_list_tools=list_tools,
+    on_list_tools=tools_lister(TOOLS),
     on_call_tool=call_tool,
 )

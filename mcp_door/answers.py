@@ -1,0 +1,47 @@
+"""What the hosted MCP door and the local server (`cairn_mcp.py`) answer alike (SPEC §10): the list
+of their tools, the annotations of a tool that reads the site, and a call's result, JSON text with
+the same data structured, or a tool error whose text is Cairn's `{"error": {...}}` body (SPEC §6).
+
+The local server is built with this module's text in it (`core.amalgam`), so it imports nothing of
+Django.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from mcp import types
+from mcp.server import ServerRequestContext
+
+READ_ONLY = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+)
+
+
+class Listed(Protocol):
+    def as_mcp(self) -> types.Tool: ...
+
+
+def tools_lister(
+    tools: Mapping[str, Listed],
+) -> Callable[
+    [ServerRequestContext, types.PaginatedRequestParams | None], Awaitable[types.ListToolsResult]
+]:
+    """The server's `tools/list` handler: every tool of the table, in its order, on one page."""
+
+    async def list_tools(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool.as_mcp() for tool in tools.values()])
+
+    return list_tools
+
+
+def tool_result(data: Any, *, error: bool = False) -> types.CallToolResult:
+    """`data` as the text of the result; an answer carries it structured too, an error does not."""
+    content = [types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))]
+    if error:
+        return types.CallToolResult(content=content, is_error=True)
+    return types.CallToolResult(content=content, structured_content=data)
