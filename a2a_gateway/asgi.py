@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from functools import partial
 
 from starlette.types import Receive, Scope, Send
 
@@ -133,31 +134,22 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         await _send(send, _with_caching(reply, scope["method"], headers))
         return
     try:
-        if is_rest_path(scope["path"]):
-            reply = await rest_reply(
-                method=scope["method"],
-                path=scope["path"],
-                query_string=scope.get("query_string", b""),
-                headers=headers,
-                origin=_origin(scope, host),
-                body=_chunks(receive),
-                reads=read_connections.POOL_SOURCE
-                if read_connections.is_available()
-                else _DJANGO_SOURCE,
-                outside_django=True,
-            )
-        else:
-            reply = await http_reply(
-                method=scope["method"],
-                path=scope["path"],
-                headers=headers,
-                origin=_origin(scope, host),
-                body=_chunks(receive),
-                reads=read_connections.POOL_SOURCE
-                if read_connections.is_available()
-                else _DJANGO_SOURCE,
-                outside_django=True,
-            )
+        binding = (
+            partial(rest_reply, query_string=scope.get("query_string", b""))
+            if is_rest_path(scope["path"])
+            else http_reply
+        )
+        reply = await binding(
+            method=scope["method"],
+            path=scope["path"],
+            headers=headers,
+            origin=_origin(scope, host),
+            body=_chunks(receive),
+            reads=read_connections.POOL_SOURCE
+            if read_connections.is_available()
+            else _DJANGO_SOURCE,
+            outside_django=True,
+        )
     except ClientGone:
         return
     await _send(
