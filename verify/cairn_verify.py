@@ -1917,6 +1917,14 @@ def command_receipt(site: Site, file: str) -> int:
         for name in ("report_digest", "salt", "received_at")
         if item.get(name) != claims.get(name)
     ]
+    if not _listed_altered(report, receipt, changed):
+        print("ok    the evaluation counts it with the same report digest, salt and received_at")
+    return _finish(report)
+
+
+def _listed_altered(report: Report, receipt: dict[str, Any], changed: list[str]) -> bool:
+    """Whether the evaluation lists the contribution with other `changed` fields than its
+    receipt: a failure, with the signed receipt as its evidence."""
     if changed:
         report.failures += 1
         _evidence(
@@ -1924,9 +1932,7 @@ def command_receipt(site: Site, file: str) -> int:
             "ALTERATION",
             f"the evaluation lists this contribution with another {' and '.join(changed)}",
         )
-    else:
-        print("ok    the evaluation counts it with the same report digest, salt and received_at")
-    return _finish(report)
+    return bool(changed)
 
 
 def _sealed_body(item: dict[str, Any]) -> dict[str, Any]:
@@ -1934,22 +1940,20 @@ def _sealed_body(item: dict[str, Any]) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
+def _sealed_changed(item: dict[str, Any], claims: dict[str, Any]) -> list[str]:
+    """What a keyper-sealed contribution's item shows otherwise than its receipt's claims."""
+    changed = [name for name in ("commitment", "received_at") if item.get(name) != claims[name]]
+    if _sealed_body(item).get("ciphertext_digest") != claims["ciphertext_digest"]:
+        changed.append("ciphertext_digest")
+    return changed
+
+
 def _sealed_receipt_in_evaluation(
     report: Report, receipt: dict[str, Any], item: dict[str, Any], file: str
 ) -> int:
     """A keyper-sealed contribution's item carries the receipt's commitment, ciphertext and
     received_at; whether a void is right needs the report and salt, which `dispute` takes."""
-    body = _sealed_body(item)
-    changed = [name for name in ("commitment", "received_at") if item.get(name) != receipt[name]]
-    if body.get("ciphertext_digest") != receipt["ciphertext_digest"]:
-        changed.append("ciphertext_digest")
-    if changed:
-        report.failures += 1
-        _evidence(
-            receipt,
-            "ALTERATION",
-            f"the evaluation lists this contribution with another {' and '.join(changed)}",
-        )
+    if _listed_altered(report, receipt, _sealed_changed(item, receipt)):
         return _finish(report)
     print("ok    the evaluation lists it with the same commitment, ciphertext and received_at")
     void = item.get("void")
@@ -2332,10 +2336,7 @@ def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
     evidence = Evidence(report, receipt, kept)
     if item is None:
         return evidence.proof("OMISSION", "the evaluation leaves this contribution out")
-    body = _sealed_body(item)
-    changed = [name for name in ("commitment", "received_at") if item.get(name) != claims[name]]
-    if body.get("ciphertext_digest") != claims["ciphertext_digest"]:
-        changed.append("ciphertext_digest")
+    changed = _sealed_changed(item, claims)
     if changed:
         return evidence.proof(
             "ALTERATION",
