@@ -18,11 +18,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 import orjson
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from django.conf import settings
 
@@ -42,6 +40,7 @@ from ledger.keyper_seal import (
     release_sign,
     share_open,
 )
+from ledger.keys import configured_private_key
 from ledger.merkle import inclusion_verify, leaf_hash
 from ledger.models import CosignedCheckpoint, KeyperRelease
 from ledger.refusals import Refused, WitnessRefusal
@@ -101,16 +100,8 @@ def keyper_enabled() -> bool:
     return bool(settings.CAIRN_KEYPER_KEY) and witness_enabled()
 
 
-@lru_cache(maxsize=4)
-def _private_key(pem: str) -> X25519PrivateKey:
-    key = serialization.load_pem_private_key(pem.encode(), password=None)
-    if not isinstance(key, X25519PrivateKey):  # settings already refused any other kind
-        raise TypeError("CAIRN_KEYPER_KEY is not an X25519 key")
-    return key
-
-
 def keyper_private_key() -> X25519PrivateKey:
-    return _private_key(settings.CAIRN_KEYPER_KEY)
+    return configured_private_key("CAIRN_KEYPER_KEY", X25519PrivateKey)
 
 
 def keyper_description() -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from django.conf import settings
 from joserfc import jws
 from joserfc.errors import SecurityWarning
@@ -31,16 +32,22 @@ def site_key() -> OKPKey:
     return _key(settings.CAIRN_SIGNING_KEY)
 
 
-@lru_cache(maxsize=4)
-def _private_key(pem: str) -> ed25519.Ed25519PrivateKey:
-    key = serialization.load_pem_private_key(pem.encode(), password=None)
-    if not isinstance(key, ed25519.Ed25519PrivateKey):  # settings already refused any other kind
-        raise TypeError("CAIRN_SIGNING_KEY is not an Ed25519 key")
+@lru_cache(maxsize=8)
+def _pem_loaded(pem: str) -> PrivateKeyTypes:
+    return serialization.load_pem_private_key(pem.encode(), password=None)
+
+
+def configured_private_key(setting: str, kind: type) -> Any:
+    """The private key a setting holds as PEM, parsed once; settings already refused any other
+    kind, so another is a bug."""
+    key = _pem_loaded(getattr(settings, setting))
+    if not isinstance(key, kind):
+        raise TypeError(f"{setting} is not an {kind.__name__}")
     return key
 
 
 def site_private_key() -> ed25519.Ed25519PrivateKey:
-    return _private_key(settings.CAIRN_SIGNING_KEY)
+    return configured_private_key("CAIRN_SIGNING_KEY", ed25519.Ed25519PrivateKey)
 
 
 @lru_cache(maxsize=4)

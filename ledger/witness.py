@@ -21,16 +21,15 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from core import statements
+from ledger.keys import configured_private_key
 from ledger.merkle import EMPTY_ROOT, consistency_verify
 from ledger.models import CosignedCheckpoint, WitnessedLog
 from ledger.notes import site_host
@@ -71,16 +70,8 @@ def witness_name() -> str:
     return settings.CAIRN_WITNESS_NAME or f"{site_host()}/cairn/witness"
 
 
-@lru_cache(maxsize=4)
-def _private_key(pem: str) -> Ed25519PrivateKey:
-    key = serialization.load_pem_private_key(pem.encode(), password=None)
-    if not isinstance(key, Ed25519PrivateKey):  # settings already refused any other kind
-        raise TypeError("CAIRN_WITNESS_SIGNING_KEY is not an Ed25519 key")
-    return key
-
-
 def witness_private_key() -> Ed25519PrivateKey:
-    return _private_key(settings.CAIRN_WITNESS_SIGNING_KEY)
+    return configured_private_key("CAIRN_WITNESS_SIGNING_KEY", Ed25519PrivateKey)
 
 
 def witness_verifier_key() -> VerifierKey:
