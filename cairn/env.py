@@ -167,15 +167,16 @@ def _key_or_created(
     return _created_once(create_at, make)
 
 
-def _ed25519_pem_checked(name: str, text: str) -> str:
+def _pem_checked(name: str, text: str, kind: type, label: str) -> str:
+    """`text` itself, once it is a PEM private key of `kind` (`label` names it in an error)."""
     try:
         key = serialization.load_pem_private_key(text.encode(), password=None)
     except (ValueError, TypeError):
         raise ImproperlyConfigured(
-            f"{name} must be an Ed25519 private key as unencrypted PKCS#8 PEM, or its file's path"
+            f"{name} must be an {label} private key as unencrypted PKCS#8 PEM, or its file's path"
         ) from None
-    if not isinstance(key, ed25519.Ed25519PrivateKey):
-        raise ImproperlyConfigured(f"{name} must be an Ed25519 key, not {type(key).__name__}")
+    if not isinstance(key, kind):
+        raise ImproperlyConfigured(f"{name} must be an {label} key, not {type(key).__name__}")
     return text
 
 
@@ -191,30 +192,19 @@ def env_signing_key(name: str, *, create_at: Path | None) -> str:
     """An Ed25519 private key as PKCS#8 PEM (the value, or the path of a file holding it)."""
     form = "an Ed25519 private key as PKCS#8 PEM"
     text = _key_or_created(name, create_at=create_at, form=form, make=_new_ed25519_pem)
-    return _ed25519_pem_checked(name, text)
+    return _pem_checked(name, text, ed25519.Ed25519PrivateKey, "Ed25519")
 
 
 def env_optional_signing_key(name: str) -> str:
     """Like `env_signing_key`, but unset means the feature it enables is off: ""."""
     text = _key_text(name, env_str(name))
-    return _ed25519_pem_checked(name, text) if text else ""
+    return _pem_checked(name, text, ed25519.Ed25519PrivateKey, "Ed25519") if text else ""
 
 
 def env_optional_x25519_key(name: str) -> str:
-    """An X25519 private key as PKCS#8 PEM (the value, or the path of a file holding it); unset
-    means the feature it enables is off: ""."""
+    """An X25519 private key as PKCS#8 PEM (the value, or its file's path); unset: ""."""
     text = _key_text(name, env_str(name))
-    if not text:
-        return ""
-    try:
-        key = serialization.load_pem_private_key(text.encode(), password=None)
-    except (ValueError, TypeError):
-        raise ImproperlyConfigured(
-            f"{name} must be an X25519 private key as unencrypted PKCS#8 PEM, or its file's path"
-        ) from None
-    if not isinstance(key, x25519.X25519PrivateKey):
-        raise ImproperlyConfigured(f"{name} must be an X25519 key, not {type(key).__name__}")
-    return text
+    return _pem_checked(name, text, x25519.X25519PrivateKey, "X25519") if text else ""
 
 
 def _entries(name: str) -> list[str]:
@@ -245,13 +235,22 @@ def env_witnesses(name: str) -> list[dict[str, str]]:
             key = verifier_key_parse(parts[0], type=COSIGNATURE_V1)
         except NoteError as error:
             raise ImproperlyConfigured(f"{name}: {error}") from None
-        url = parts[1].rstrip("/")
-        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
-            raise ImproperlyConfigured(f"{name}: the URL of {key.name} must be http(s)://host/...")
+        url = _service_url(name, key.name, parts[1])
         witnesses.append({"name": key.name, "key": key.text, "url": url})
-    if len({w["key"] for w in witnesses}) != len(witnesses):
-        raise ImproperlyConfigured(f"{name} names a witness twice")
+    _once_each(name, "witness", [w["key"] for w in witnesses])
     return witnesses
+
+
+def _service_url(name: str, whose: str, raw: str) -> str:
+    url = raw.rstrip("/")
+    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+        raise ImproperlyConfigured(f"{name}: the URL of {whose} must be http(s)://host/...")
+    return url
+
+
+def _once_each(name: str, what: str, keys: list[str]) -> None:
+    if len(set(keys)) != len(keys):
+        raise ImproperlyConfigured(f"{name} names a {what} twice")
 
 
 def env_keypers(name: str) -> list[dict[str, str]]:
@@ -261,18 +260,16 @@ def env_keypers(name: str) -> list[dict[str, str]]:
         parts = entry.split()
         if len(parts) != 3:
             raise ImproperlyConfigured(f"{name}: each keyper is `<name> <hpke_key> <URL>`")
-        keyper, hpke_key, url = parts[0], parts[1], parts[2].rstrip("/")
+        keyper, hpke_key = parts[0], parts[1]
         try:
             x25519.X25519PublicKey.from_public_bytes(_b64u_decode(hpke_key))
         except ValueError:
             raise ImproperlyConfigured(
                 f"{name}: the hpke_key of {keyper} is not a raw X25519 public key in base64url"
             ) from None
-        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
-            raise ImproperlyConfigured(f"{name}: the URL of {keyper} must be http(s)://host/...")
+        url = _service_url(name, keyper, parts[2])
         keypers.append({"name": keyper, "hpke_key": hpke_key, "url": url})
-    if len({k["name"] for k in keypers}) != len(keypers):
-        raise ImproperlyConfigured(f"{name} names a keyper twice")
+    _once_each(name, "keyper", [k["name"] for k in keypers])
     return keypers
 
 
