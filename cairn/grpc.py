@@ -1,31 +1,13 @@
 """Serve the A2A gRPC binding (SPEC §8.7): `python -m cairn.grpc`.
 
-Its own process beside the web processes (`cairn.serve`) and the worker, as `make run` starts
-them: grpcio's asyncio server with the SDK's A2A service over Cairn's request handler
-(`a2a_gateway.grpc_binding`) and the standard health service (`grpc.health.v1`), listening on
-`CAIRN_GRPC_BIND`; an empty one turns gRPC off, and this process then says so and ends.
-
-The bounds SPEC §16 sets for HTTP, in grpcio's options, since no call reaches Python before its
-request has arrived whole:
-- a request message over the body limit (256 KiB) is refused with RESOURCE_EXHAUSTED, its bytes
-  dropped as they come rather than gathered;
-- a connection has at most `MAX_STREAMS_PER_CONNECTION` calls open at once, and the server at
-  most `MAX_CALLS` (beyond that a call is refused with RESOURCE_EXHAUSTED, not queued);
-- a connection that never finishes its handshake is closed after `HANDSHAKE_S`; one with no call
-  open for `IDLE_S` is closed; and every connection is asked to go (GOAWAY) after about `AGE_S`
-  and closed `AGE_GRACE_S` later. gRPC has no timer on a call's request once its stream is open,
-  so that age is what cuts a client that stalls mid-request: within 30 s of its connection,
-  grpcio's up-to-10% jitter on the age included. A well-behaved client notices nothing: its
-  channel opens a new connection for its next call, and the calls in flight finish in the grace;
-- the server pings an idle peer every `KEEPALIVE_S` and drops it when no answer comes within
-  `KEEPALIVE_TIMEOUT_S`.
-
-SIGTERM or SIGINT (once or more, to the process or to its whole process group) stops it within
-10 s: the health service turns NOT_SERVING, no new call is taken, and the calls in flight get
-`STOP_GRACE_S` to finish before they are cancelled.
-
-Logs are the web server's: Django's logging settings, one JSON object per line with
-`CAIRN_LOG_FORMAT=json`, no token.
+Its own process beside the web processes and the worker: grpcio's asyncio server with the SDK's
+A2A service over Cairn's handler and the standard health service, on `CAIRN_GRPC_BIND` (empty
+turns gRPC off). The bounds SPEC §16 sets for HTTP are grpcio's options (`server_options`), since
+no call reaches Python before its request has arrived whole. gRPC has no timer on a call's request
+once its stream is open, so a connection's age (GOAWAY after about `AGE_S`, closed `AGE_GRACE_S`
+later) is what cuts a client that stalls mid-request; a well-behaved client's channel just opens
+a new connection. SIGTERM or SIGINT stops it within 10 s: health turns NOT_SERVING and the calls
+in flight get `STOP_GRACE_S` to finish.
 """
 
 from __future__ import annotations
@@ -57,7 +39,7 @@ STOP_GRACE_S = 7
 
 
 def server_options(max_message: int) -> list[tuple[str, int]]:
-    """grpcio's options for the bounds above; `max_message` is the largest request in bytes."""
+    """grpcio's options for the bounds; `max_message` is the largest request in bytes."""
     return [
         ("grpc.max_receive_message_length", max_message),
         ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
@@ -74,7 +56,6 @@ def server_options(max_message: int) -> list[tuple[str, int]]:
 
 
 async def serve(bind: str) -> None:
-    """Serve on `bind` until SIGTERM or SIGINT, then stop as the module says."""
     from a2a.types import a2a_pb2_grpc
 
     from a2a_gateway import read_connections

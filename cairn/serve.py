@@ -1,20 +1,13 @@
 """Serve Cairn under uvicorn as a deployment should (SPEC §16): `python -m cairn.serve`.
 
-One place for the serving settings that `make run`, the deployment notes, the deployment test and
-the test suite's live server share: uvloop's event loop and httptools' HTTP parser (uvicorn's
-faster stack), no access log (the proxy in front keeps one), the client's address taken from the
-proxy's headers only when `FORWARDED_ALLOW_IPS` names the proxy, and the bounds SPEC §16 sets on
-what a client may make a worker hold, and for how long.
-
-uvicorn has no option for those bounds under httptools: llhttp reads a head of any size (and
-httptools gathers a header's value whole before handing it over, so one 64 MiB header is 64 MiB
-held), and uvicorn's only timer is the keep-alive one, which runs between requests, not while one
-arrives. Under h11, `h11_max_incomplete_event_size` counts the bytes buffered, not the head (a
-70 KiB head arriving in one read passes), uvicorn answers it with 400, not 431, there are no
-timers either, and the parser is the slower one. So the bounds are kept by
-`CairnHttpToolsProtocol`, a small subclass of uvicorn's httptools protocol that relies on a few of
-its private members: the uvicorn version range is pinned in `pyproject.toml`, and
-`tests/ops/test_serving.py` checks those members are still there.
+The serving settings that `make run`, the deployment notes and the test suite's live server share:
+uvloop and httptools, no access log (the proxy keeps one), the client's address taken from the
+proxy's headers only for `FORWARDED_ALLOW_IPS`, and SPEC §16's bounds on what a client may make a
+worker hold. uvicorn has no option for those bounds under httptools (llhttp reads a head of any
+size, and uvicorn's only timer runs between requests; h11 is slower and no better), so
+`CairnHttpToolsProtocol` keeps them, relying on a few private members of uvicorn's protocol: the
+uvicorn version range is pinned in `pyproject.toml`, and `tests/ops/test_serving.py` checks those
+members are still there.
 """
 
 from __future__ import annotations
@@ -52,24 +45,15 @@ _HEAD_TOO_LARGE = b"".join(
 class CairnHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, bounded (SPEC §16).
 
-    A head is fed to the parser only up to `HEAD_LIMIT` bytes: one byte more and the connection
-    is answered 431 and closed, what follows dropped unparsed. Bytes are counted from where a head
-    may start (the connection's start, or the end of the previous request); a head pipelined
-    behind another request in one read is counted from the next read, so the parser may hold that
-    one read more.
+    A head over `HEAD_LIMIT` bytes is answered 431 and the connection closed, the rest dropped
+    unparsed; bytes count from where a head may start, so a head pipelined behind another request
+    in one read counts from the next read. A client that pipelines requests without reading the
+    answers would grow uvicorn's queue without end, so reads are fed in pieces of at most
+    `HEAD_LIMIT` bytes and the connection is closed when `PIPELINE_LIMIT` requests wait.
 
-    Pipelined requests wait in a queue, and uvicorn reads on whenever the request being answered
-    reads its body, so a client that keeps sending requests without reading the answers would grow
-    that queue without end. Reads are fed in pieces of at most `HEAD_LIMIT` bytes, bodies too, and
-    when `PIPELINE_LIMIT` requests wait before a piece, the connection is closed.
-
-    One deadline runs while the client owes bytes: the head's, from the connection or from the
-    previous response, and the body's, from its head. When it passes the connection is closed (the
-    application, if it was reading the body, sees the client gone). While the application has the
-    request, no deadline runs. The keep-alive timer also starts as the connection opens, so a
-    client that connects and says nothing is closed like an idle one.
-
-    uvicorn's plain-text 400 answers a head llhttp refuses (a header value holding DEL, say).
+    One deadline runs while the client owes bytes (the head's, then the body's) and none while the
+    application has the request. The keep-alive timer starts as the connection opens, so a client
+    that connects and says nothing is closed like an idle one.
     """
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -142,8 +126,8 @@ class CairnHttpToolsProtocol(HttpToolsProtocol):
 
 
 def uvicorn_options() -> dict[str, Any]:
-    """The serving options every Cairn server runs with, the test suite's included. No WebSocket:
-    Cairn serves none, and an upgraded connection would outlive the bounds above."""
+    """The serving options of every Cairn server. No WebSocket: an upgraded connection would
+    outlive the bounds."""
     return {
         "loop": "uvloop",
         "http": CairnHttpToolsProtocol,

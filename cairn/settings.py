@@ -156,11 +156,9 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# The keeper's login resists guessing (keeper/logins.py): django-axes keeps the failures in the
-# database, and refuses a login for an account, or from an address, that failed
-# CAIRN_KEEPER_LOGIN_FAILURES times within CAIRN_KEEPER_LOCKOUT_S, for that long since its last
-# failure, before checking the password. Its address is REMOTE_ADDR, which `cairn.serve` takes from
-# X-Forwarded-For only for a proxy in FORWARDED_ALLOW_IPS (SPEC §16).
+# The keeper's login resists guessing (keeper/logins.py): django-axes refuses, before checking the
+# password, an account or an address (REMOTE_ADDR, from X-Forwarded-For only for a trusted proxy)
+# that failed CAIRN_KEEPER_LOGIN_FAILURES times within CAIRN_KEEPER_LOCKOUT_S.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "keeper.logins.PasswordBackend",
@@ -192,8 +190,7 @@ TEMPLATES = [
 ]
 
 
-# What sits between Cairn and PostgreSQL: nothing (or a session pooler), or a transaction pooler
-# such as PgBouncer's `pool_mode = transaction`, which keeps no session state between
+# A transaction pooler (PgBouncer's `pool_mode = transaction`) keeps no session state between
 # transactions (docs/deployment.md, "Behind PgBouncer").
 CAIRN_DB_POOLER = env_str("CAIRN_DB_POOLER").lower()
 if CAIRN_DB_POOLER not in {"", "transaction"}:
@@ -238,31 +235,18 @@ def _database(url: str, setting: str = "DATABASE_URL") -> dict:
         }
     elif config["ENGINE"] == "django.db.backends.postgresql":
         config["ENGINE"] = "cairn.postgresql"
-        # Under ASGI every request may run on a new thread, so per-thread persistent connections
-        # would pile up; a pool shares a bounded set of them between threads instead.
+        # Under ASGI each request may run on a new thread: a pool, not per-thread connections.
         config["CONN_MAX_AGE"] = 0
-        # Connections are checked before use by the backend (`cairn.postgresql.base`), without
-        # a round trip unless the server has ended them: not by psycopg's check, which makes one.
+        # The backend checks connections without a round trip (`cairn.postgresql.base`).
         config["CONN_HEALTH_CHECKS"] = False
-        # Server-side binding and a prepare threshold make psycopg prepare a statement it has run
-        # five times on a connection, so PostgreSQL stops planning the same few queries on every
-        # request (on a busy small server, planning a statement costs more than running it).
-        # Django leaves the threshold unset, which never prepares. The statements are named on
-        # the connection: a pooler in front of PostgreSQL must keep them (session pooling, or
-        # PgBouncer 1.21+ with `max_prepared_statements`); behind one that cannot
-        # (`CAIRN_DB_POOLER=transaction`) nothing is prepared, and Django declares no cursor
-        # (`.iterator()` would hold one across transactions in autocommit).
-        # Server-side binding stays: its statements are unnamed, each sent with its values in
-        # one exchange, which a transaction pooler passes through.
-        # While the database is down a request must fail within 5 s, and the pool must find the
-        # database again within seconds of its return (SPEC §16): connections are checked before
-        # use, a connection attempt gives up after 3 s, a request waits at most 3 s for one, and
-        # a failing reconnection is abandoned after 4 s so the next request starts a fresh one
-        # instead of waiting out psycopg's growing back-off.
-        # The URL's query string holds libpq's parameters (`sslmode`, `application_name`, ...):
-        # they reach every connection, over Cairn's defaults (SPEC §16). Its hosts and ports,
-        # a list of them when the URL names several, win over the URL's own as they do in libpq;
-        # they become Django's HOST and PORT, which Django would otherwise put over them.
+        # psycopg prepares a statement run five times on a connection, so PostgreSQL stops
+        # planning the same few queries each request (Django's default never prepares). Behind a
+        # transaction pooler, which cannot keep named statements, nothing is prepared and no
+        # server-side cursor is declared; server-side binding (unnamed statements) stays.
+        # SPEC §16: a request fails within 5 s while the database is down, and the pool finds it
+        # again within seconds (a failing reconnection is abandoned after 4 s rather than waiting
+        # out psycopg's growing back-off). The URL's libpq parameters reach every connection;
+        # its hosts and ports win over the URL's own, as in libpq.
         parameters = _libpq_parameters(config.get("OPTIONS", {}), setting)
         if "host" in parameters:
             config["HOST"] = parameters.pop("host")
@@ -300,10 +284,8 @@ DATABASES = {
 
 
 def _replicas(raw: str, primary: dict) -> dict[str, dict]:
-    """PostgreSQL streaming replicas of the primary, for public reads (`core.replicas`): one URL
-    or several, separated by commas or whitespace, each in `DATABASE_URL`'s forms with its
-    options. Django knows each as `replica1`, `replica2`, ...; tests never create them (they
-    mirror the primary). `primary`: the primary's database, which they stream."""
+    """PostgreSQL streaming replicas of `primary`, for public reads (`core.replicas`), known to
+    Django as `replica1`, `replica2`, ...; tests mirror the primary instead."""
     urls = database_urls(raw)
     if urls and primary["ENGINE"] != "cairn.postgresql":
         raise ImproperlyConfigured(
@@ -347,11 +329,10 @@ WHITENOISE_USE_FINDERS = True
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
-# Behind a TLS proxy (SPEC §16). A request is https only when a proxy in FORWARDED_ALLOW_IPS says
-# so: uvicorn sets the ASGI scheme from X-Forwarded-Proto for those addresses alone, and Django
-# reads that scheme. SECURE_PROXY_SSL_HEADER stays unset, since Django would believe the header
-# from any client. HSTS covers this host only: Cairn cannot know what else is served under its
-# name, and includeSubDomains or preload would bind those sites too.
+# Behind a TLS proxy (SPEC §16): uvicorn sets the scheme from X-Forwarded-Proto for a proxy in
+# FORWARDED_ALLOW_IPS alone; SECURE_PROXY_SSL_HEADER stays unset, since Django would believe the
+# header from any client. HSTS covers this host only: includeSubDomains or preload would bind
+# sites Cairn cannot know of.
 if CAIRN_SITE_URL.startswith("https://"):
     SECURE_HSTS_SECONDS = 365 * 24 * 60 * 60
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
@@ -359,9 +340,8 @@ SILENCED_SYSTEM_CHECKS = [
     # HSTS without includeSubDomains or preload: deliberate, see above.
     "security.W005",
     "security.W021",
-    # The proxy terminates TLS and redirects plain http (docs/deployment.md); Cairn
-    # redirecting too would send the host's own probes (/healthz, /readyz, /metrics over
-    # http://127.0.0.1) away from the process they check.
+    # The proxy redirects plain http; Cairn redirecting too would send the host's own probes
+    # (/healthz, /readyz, /metrics over http://127.0.0.1) away from the process they check.
     "security.W008",
 ]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024

@@ -1,69 +1,35 @@
-"""The worker's sentinel and master: made to survive the sudden death of one of its processes and
+"""The worker's sentinel and master: made to survive the sudden death of any of its processes and
 to stop within 10 s of SIGTERM (SPEC §16).
 
-A django-q2 cluster's workers share one in-memory task queue, and the worker waiting in `get()`
-holds that queue's read lock. If it is killed there (SIGKILL, the OOM killer), the lock dies with
-it: the other workers and its replacement wait on the lock forever, while the pusher keeps taking
-jobs from the broker for a cluster that will never run them. The monitor holds the result queue's
-read lock the same way, and a process killed while its queue's feeder thread writes (the pusher,
-a worker handing in a result) leaves that queue's write lock held. So when any process of the
-cluster dies unasked, the sentinel ends the cluster's processes and starts them anew around fresh
-queues. Jobs they held are handed out again by the broker (the ORM broker after `retry`), and the
-sweep evaluates any task whose job was lost.
+Dying. django-q2's processes share multiprocessing queues and locks. A process killed while it
+holds one (a worker waiting in `task_queue.get()`, the monitor on the result queue, a feeder
+thread writing) leaves it held for good, and the cluster waits forever. So when any process dies
+unasked, the sentinel ends the cluster's processes and starts them anew around fresh queues,
+queueing a sweep first so what fell due meanwhile is evaluated at once. Jobs they held are
+handed out again by the broker, and the sweep catches any task whose job was lost.
 
-A sentinel may also start while the database is down (everything restarted at once, a worker
-replaced in an outage): django-q2's ORM broker opens a connection the moment it is made, and a
-sentinel that fails there ends the whole `qcluster`. So it waits for the database first. Its
-cluster's first job is then the sweep, so what fell due while no worker ran is evaluated at once
-rather than when django-q2 first looks at its schedules, 30 s after it starts.
+Starting. django-q2's ORM broker connects the moment it is made, and a sentinel that fails there
+ends the whole `qcluster`, so it waits for the database first (everything may restart at once in
+an outage). Its first job is the sweep, not 30 s later when django-q2 first reads its schedules.
 
-Stopping (SPEC §16: within 10 s of SIGTERM, however it is sent). django-q2's own master waits in
-a futex forever when SIGTERM reaches the whole process group, as `kill -- -PGID`, systemd's cgroup
-kill and `make run`'s shell send it, because:
-
-- Every process of the cluster gets the signal, not only the master. The sentinel and its workers
-  keep SIGTERM's default action and die where they stand: the sentinel inside
-  `stop_event.wait()`, a worker inside `task_queue.get()` holding the queue's read lock.
-- A `multiprocessing.Event` is a Condition. A process that dies while waiting on it stays counted
-  as a sleeper, and `set()` then waits for that sleeper to acknowledge its wake-up, which it never
-  will. The master's signal handler calls `set()`, so it blocks there with SIGTERM spent; a
-  second signal can only re-enter the handler and wait on the Condition's lock it already holds.
-- Were the master to go on, `sentinel.join()`, the sentinel's loops over the pusher and the
-  workers, and its queues' feeder threads at exit would all wait without a bound, for processes
-  that are gone or for locks a killed process still holds.
-
-So only the master reacts to SIGTERM and SIGINT: the sentinel and every process it starts ignore
-both, and a signal to the group is one request to stop, not a massacre. The master's handler
-only raises a `ProcessFlag`, a pipe, which no dead process can leave locked, and the sentinel's
-stop gives each process a deadline: the pusher stops taking jobs, the workers finish the job in
-hand, the monitor saves their results. A process past its deadline (a job longer than the
-grace, a queue whose lock a killed process held) is ended with SIGKILL, the one signal the
-cluster does not ignore. That is safe by the jobs' design: each job commits its work in its own
-transactions and may run any number of times (tasks/jobs.py), so a job ended midway is left to
-run again (the ORM broker hands it out again after `retry`, the sweep catches the rest), never
-half-applied.
+Stopping. A SIGTERM to the process group (`kill -- -PGID`, systemd, `make run`) reaches every
+process: the sentinel and workers die where they stand, and django-q2's master then blocks for
+good in `multiprocessing.Event.set()`, whose Condition still counts the dead as sleepers. So only
+the master reacts to SIGTERM and SIGINT, by raising a `ProcessFlag` (a pipe, which no dead process
+can leave locked); every other process ignores both. The sentinel stops each process with a
+deadline (the pusher stops taking jobs, the workers finish the job in hand, the monitor saves
+their results) and SIGKILLs any process past it. That is safe because each job commits in its own
+transactions and may run any number of times (tasks/jobs.py): one ended midway runs again.
 
 Guarding (SPEC §4.3: evaluated within a minute of the deadline, whatever dies). django-q2's guard
-loop takes each worker's timer lock, which the worker also takes to hand in a job's result. A
-worker killed right after a job, in that instant, leaves the lock held for good, and the loop
-waits on it forever: no process is replaced, no schedule is run, nothing is evaluated until a
-restart (upstream django-q2 #23, #339). django-q2's queues count their items under one more
-shared lock, which every put and get takes and the loop's status reads. So the sentinel guards
-with a loop of its own that waits on no lock a dead process may hold:
-
-- A worker found dead is dealt with without its lock: its timer is read as it was left.
-- A live worker's timer lock is waited for one guard cycle at most: a worker holds it for an
-  instant (to set its timer, to hand a result in), so a lock not free by then is one a worker
-  that has just died holds, and the next cycle finds the worker dead.
-- The queues are multiprocessing's own, whose size and emptiness are read without a lock.
-- Only a worker that ended itself, cleanly, after a job's timeout or to be recycled is replaced
-  alone, as django-q2 does. Any other end of any process starts the cluster's processes anew,
-  and so does a worker still in a job past its time once it is ended.
-- Each renewal queues a sweep first, as a start does: what fell due while the killed processes
-  held its evaluation is evaluated now, not when the broker hands their jobs out again (the ORM
-  broker after 60 s, Redis never) or the next sweep falls due.
-- The scheduler runs every 30 s of the clock, not every 30 s worth of guard cycles, which
-  renewals lengthen.
+loop waits on each worker's timer lock, which a worker killed in the instant it hands in a result
+leaves held, and then nothing is replaced or scheduled until a restart (upstream django-q2 #23,
+#339). The sentinel's own loop waits on no lock a dead process may hold: a dead worker's timer is
+read without its lock, a live worker's lock is waited for one guard cycle at most (a lock not
+free by then is held by a worker that has just died, which the next cycle sees), and the queues
+are read without their counting lock. Only a worker that ended itself cleanly (a job's timeout,
+recycling) is replaced alone, as django-q2 does; any other end renews the whole cluster. The
+scheduler runs every 30 s of the clock, not of guard cycles, which renewals lengthen.
 """
 
 from __future__ import annotations
@@ -109,11 +75,9 @@ _SCHEDULER_EVERY_S = 30.0
 
 
 class ProcessFlag:
-    """A flag for the cluster's processes, which inherit it when they are forked: raised by writing
-    a byte to a pipe, seen by polling the pipe. It takes the place of `multiprocessing.Event`,
-    whose Condition a process killed while waiting on it leaves broken for good (the module's
-    docstring): a pipe holds no lock and counts no sleepers, and raising it never blocks, so a
-    signal handler may do it."""
+    """A flag the cluster's forked processes inherit: raised by writing a byte to a pipe, seen by
+    polling it. Unlike `multiprocessing.Event` it holds no lock and counts no sleepers, and
+    raising it never blocks, so a signal handler may do it."""
 
     def __init__(self) -> None:
         self._read, self._write = os.pipe()
@@ -138,8 +102,7 @@ class ProcessFlag:
 
 
 def _ignore_stop_signals() -> None:
-    """The cluster's processes leave SIGTERM and SIGINT to the master (the module's docstring);
-    the processes a sentinel forks inherit this."""
+    """Leave SIGTERM and SIGINT to the master; the processes a sentinel forks inherit this."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
@@ -175,9 +138,8 @@ def _broker_once_the_database_answers(stop_event) -> Broker | None:
 
 
 def _queues() -> tuple[multiprocessing.queues.Queue, multiprocessing.queues.Queue]:
-    """A cluster's task and result queues, the task queue bounded as django-q2 bounds it:
-    multiprocessing's own, whose size and emptiness are read without a lock (the module's
-    docstring)."""
+    """A cluster's task and result queues: multiprocessing's own, whose size and emptiness are
+    read without a lock, the task queue bounded as django-q2 bounds it."""
     context = get_mp_context()
     return context.Queue(maxsize=Conf.QUEUE_LIMIT or 0), context.Queue()
 
@@ -219,9 +181,7 @@ class QueueRenewingSentinel(Sentinel):
             self.start()
 
     def guard(self) -> None:
-        """django-q2's guard loop, waiting on no lock a process of the cluster may hold (the
-        module's docstring): each cycle it looks at the workers, the monitor and the pusher,
-        runs the scheduler when it is time, and saves the cluster's status."""
+        """django-q2's guard loop, waiting on no lock a process of the cluster may hold."""
         cluster = f"{humanize(self.cluster_id.hex)} [{self.queue_name()}]"
         logger.info("%s guarding cluster %s", current_process().name, cluster)
         self.start_event.set()
@@ -244,8 +204,7 @@ class QueueRenewingSentinel(Sentinel):
         self.stop()
 
     def _guard_worker(self, worker: BaseProcess, cycle: float) -> None:
-        """django-q2's look at one worker: replace it when it is dead or out of time, else count
-        its job's time down. Its timer lock is waited for `cycle` at most."""
+        """Replace a worker that is dead or out of time, else count its job's time down."""
         if worker not in self.pool:
             return  # a worker of the generation a renewal this cycle replaced
         if not worker.is_alive():
@@ -263,8 +222,7 @@ class QueueRenewingSentinel(Sentinel):
             lock.release()
 
     def stop(self) -> None:
-        """django-q2's order (the pusher, then the workers, then the monitor), each with its
-        deadline, after which it is ended: the module's docstring says why."""
+        """django-q2's order (the pusher, the workers, the monitor), each ended past its deadline."""
         asked = time.monotonic()
         Stat(self).save()
         logger.info("%s stopping cluster processes", current_process().name)
@@ -286,10 +244,8 @@ class QueueRenewingSentinel(Sentinel):
         Stat(self).save()
 
     def reincarnate(self, process) -> None:
-        """Replace a worker that ended itself after a job's timeout or to be recycled alone, as
-        django-q2 does; for any other end of any process, start the cluster's processes anew
-        (the module's docstring). A worker still running a job past its time is given a moment
-        to end by itself, then ended."""
+        """Replace a worker that ended itself cleanly alone; for any other end of any process,
+        start the cluster's processes anew."""
         if process not in self.pool and process not in (self.monitor, self.pusher):
             return  # a process of the generation already replaced
         if process in self.pool and _timer(process) in (_TIMED_OUT, _RECYCLED):
@@ -316,10 +272,8 @@ class QueueRenewingSentinel(Sentinel):
 
 
 class Master:
-    """The `qcluster` process: it starts the sentinel and, on SIGTERM or SIGINT, raises the stop
-    flag and waits for the sentinel, whose stop is bounded (the module's docstring). It takes the
-    place of django-q2's `Cluster`, whose signal handler stops the cluster itself and can block
-    there for good."""
+    """The `qcluster` process, in place of django-q2's `Cluster`, whose signal handler can block for
+    good: on SIGTERM or SIGINT it raises the stop flag and waits for the sentinel's bounded stop."""
 
     def __init__(self) -> None:
         self.cluster_id = uuid.uuid4()

@@ -1,18 +1,14 @@
 """What a cache may keep of each answer, and for how long (SPEC §16.1): decided here, once, for
 every door.
 
-A public read says what its answer shows (`Shown`): one task, which never changes again once
-evaluated and changes at its deadline while open; a list or a feed, which a new task may join at
-any moment; a call or a list of calls, answered or posted at any moment; or a document that changes only with the code and the settings (a schema, a skill).
-`answer_caching` turns that, the request's method, whether it carried a token and the answer's
-status into the answer's `Cache-Control`, `Vary`, `ETag` and `Last-Modified`, and says when the
-client's `If-None-Match` (or, without one, `If-Modified-Since`) already holds those bytes (304).
-A public read's answer is the same with or without a token, and so is its caching: A2A clients
-may send their token with every request. Only what the token chose is private: an answer no view
-marked as public, to a request that carried one (`mine`, a write's receipt, a token's refusal).
-Django's answers reach it through `core.middleware.CachingMiddleware` (a view marks its answer
-with `mark_shown`), the A2A door's own ASGI answers through its send; nothing else decides a
-caching header of these answers.
+A public read says what its answer shows (`Shown`): a task, which never changes once evaluated and
+changes at its deadline while open; a list of tasks, which a new task may join at any moment; a
+call or a list of calls; or a document that changes only with the code and the settings.
+`answer_caching` turns that, the method, whether a token came and the status into the answer's
+`Cache-Control`, `Vary`, `ETag` and `Last-Modified`, and says when the client already holds those
+bytes (304). A public read is cached alike with or without a token, since A2A clients may send
+theirs with every request; only an answer the token chose is private. Django's answers reach it
+through `core.middleware.CachingMiddleware`, the A2A door's own ASGI answers through its send.
 """
 
 from __future__ import annotations
@@ -50,11 +46,9 @@ Answer = TypeVar("Answer")
 
 @dataclass(frozen=True)
 class Shown:
-    """What a public read's answer shows, as far as a cache goes: `final` (an evaluated task, the
-    same bytes forever), else at most `max_age_s` seconds and never past `open_until`, the
-    earliest deadline of a task it shows open; the request headers that chose it (`vary`); and,
-    for a document that names its own entity, its `etag` (else one from its bytes) and when it
-    last changed (`last_modified`)."""
+    """What a public read's answer shows, as far as a cache goes: `final` (the same bytes forever),
+    else at most `max_age_s` seconds and never past `open_until`, the earliest deadline of a task
+    it shows open; `vary`: the request headers that chose it."""
 
     final: bool = False
     open_until: datetime | None = None
@@ -150,8 +144,7 @@ def _modified_since(header: str, last_modified: datetime) -> bool:
 def _not_modified(
     shown: Shown, etag: str, if_none_match: str | None, if_modified_since: str | None
 ) -> bool:
-    """RFC 9110 §13.2.2: If-None-Match when sent, else If-Modified-Since when the entity has a
-    date."""
+    """RFC 9110 §13.2.2: If-None-Match when sent, else If-Modified-Since."""
     if if_none_match is not None:
         return if_none_match_hits(if_none_match, etag)
     if if_modified_since is not None and shown.last_modified is not None:
@@ -161,9 +154,7 @@ def _not_modified(
 
 @dataclass(frozen=True)
 class Caching:
-    """An answer's caching headers: `Cache-Control` replaces the answer's own, `vary` joins its
-    `Vary`, `etag` and `last_modified` (when not None) are its `ETag` and `Last-Modified`;
-    `not_modified`: answer 304, without a body."""
+    """An answer's caching headers; `not_modified`: answer 304, without a body."""
 
     cache_control: str
     vary: tuple[str, ...] = ()
@@ -182,12 +173,8 @@ def answer_caching(
     body: Callable[[], bytes],
     if_modified_since: str | None = None,
 ) -> Caching | None:
-    """The caching of one answer (SPEC §16.1), or None to leave it as its view made it (an answer
-    that shows nothing `Shown` describes: a log tile, a page of the admin, ...).
-
-    `token`: the request carried an `Authorization` header; `shown`: what a public read's answer
-    shows (only a 200 is marked); `body`: the answer's bytes, asked only to tag a public read.
-    """
+    """The caching of one answer, or None to leave it as its view made it (a log tile, an admin
+    page). `body` is asked only to tag a public read."""
     if method in SAFE_METHODS and status == 200 and shown is not None:
         etag = shown.etag or etag_of(body())
         return Caching(

@@ -1,20 +1,15 @@
 """Where a read goes (SPEC §16.1): the primary, or one of the PostgreSQL streaming replicas of
 `DATABASE_REPLICA_URLS`. Decided here, once, for every door.
 
-Everything reads the primary unless it runs inside `public_read` (or a `reading_from` a replica
-that a read source chose with `replica()`): the public reads of tasks and of list pages. Writes,
-the evaluation, tokens, an agent's own things and anything inside a transaction on the primary
-never see a replica, so no write decides on what a replica shows. A replica may be behind the
-primary, so a public read that finds on it a task open past its deadline, or no task at all,
-is done again on the primary, which evaluates what is due first: no read past a deadline shows
-the task open, whatever a replica's lag, and an agent finds the task it has just posted.
+Only a `public_read` reads a replica; writes, the evaluation, tokens, an agent's own things and
+anything inside a transaction on the primary never do, so no write decides on what a replica
+shows. A replica may lag, so a public read that finds there a task open past its deadline, or no
+task, is done again on the primary, which evaluates what is due first.
 
-Each process watches its replicas from a thread of its own, about once a second, on a connection
-of its own: a replica that does not answer, is not in recovery, or is more than
-`CAIRN_REPLICA_MAX_LAG_S` behind is skipped until a check finds it well again. A read never
-waits on a check; one that fails on a replica asks the primary, and has the replica checked at
-once.
-Without replicas none of this runs: `replica()` answers None and no router is installed.
+Each process checks its replicas about once a second from a thread of its own: one that does not
+answer, is not in recovery, or is more than `CAIRN_REPLICA_MAX_LAG_S` behind is skipped until it
+is well again. A read never waits on a check; one that fails on a replica asks the primary and
+has the replica checked at once. Without replicas none of this runs.
 """
 
 from __future__ import annotations
@@ -45,10 +40,9 @@ CHECK_EVERY_S = 1.0
 # A failed read asks for a check at once, but checks stay this far apart at least.
 CHECK_AGAIN_AFTER_S = 0.1
 CHECK_CONNECT_TIMEOUT_S = 2
-# What a replica says of itself: whether it is one, whether it has replayed all it received, and
-# how long ago the last transaction it replayed committed on the primary. An idle primary commits
-# nothing, so the last replayed commit grows old on a replica that is fully caught up: one that
-# has replayed every byte it received is not behind, however old that commit.
+# Whether it is a replica, whether it has replayed all it received, and the age of the last commit
+# it replayed. An idle primary commits nothing, so that age grows on a replica fully caught up:
+# one that has replayed every byte it received is not behind, however old that commit.
 CHECK_SQL = (
     "SELECT pg_is_in_recovery(), "
     "COALESCE(pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn(), false), "
@@ -102,8 +96,7 @@ def libpq_parameters(alias: str) -> dict[str, Any]:
 
 
 def where(alias: str) -> str:
-    """A replica as `/readyz` names it: each host with its port, and the database, never a
-    password."""
+    """A replica as `/readyz` names it: hosts, ports and database, never a password."""
     params = connections[alias].settings_dict
     hosts = str(params["HOST"] or "localhost").split(",")
     ports = str(params["PORT"] or "").split(",")
@@ -192,9 +185,8 @@ class _Watch:
         return State(alias, SERVING, lag)
 
     def failed(self) -> None:
-        """A read on a replica failed as an outage does: check now. One connection the replica
-        ended (a pooled one, from before its restart) fails a read and is dropped, and the
-        replica serves on; a replica that is down is skipped from this check on."""
+        """A read on a replica failed as an outage does: check now, so a replica that is down is
+        skipped from this check on (one stale pooled connection is just dropped)."""
         self._wake.set()
 
     def choice(self) -> str | None:
@@ -235,17 +227,16 @@ def replica() -> str | None:
 
 
 def failed(alias: str, exc: BaseException) -> None:
-    """Note that a read on replica `alias` failed; its caller then asks the primary. An outage
-    has the replica checked at once; any other error (a query a recovery conflict cancelled)
-    is the read's alone."""
+    """Note that a read on replica `alias` failed. An outage has the replica checked at once; any
+    other error (a query a recovery conflict cancelled) is the read's alone."""
     logger.info("a read on replica %s failed, asked the primary: %s", alias, _first_line(exc))
     if is_outage(exc):
         _watching().failed()
 
 
 def states() -> list[State]:
-    """Each replica's state as this process routes by it, once the process has checked each
-    (a readiness probe may be its first request)."""
+    """Each replica's state as this process routes by it, once checked (a readiness probe may be
+    the process's first request)."""
     watch = _watching()
     watch.checked_once.wait(CHECK_CONNECT_TIMEOUT_S + 1)
     return [watch.states[alias] for alias in _ALIASES]
@@ -256,8 +247,8 @@ def states() -> list[State]:
 
 
 def reading() -> str:
-    """The database a read in this context goes to. Inside a transaction on the primary that is
-    always the primary, whatever the context chose: a write reads what it locks."""
+    """The database a read in this context goes to; the primary inside a transaction on it,
+    whatever the context chose: a write reads what it locks."""
     alias = _reading.get()
     if alias == DEFAULT_DB_ALIAS or connections[DEFAULT_DB_ALIAS].in_atomic_block:
         return DEFAULT_DB_ALIAS
@@ -276,10 +267,8 @@ def reading_from(alias: str) -> Iterator[None]:
 
 
 def public_read(on_replica: Callable[[], T | None], on_primary: Callable[[], T]) -> T:
-    """A public read: `on_replica()` on a replica that serves, unless it answers None (the replica
-    cannot answer for sure: it has not got the task, or shows one open past its deadline) or the
-    replica fails; then, and without replicas, `on_primary()`, which evaluates what is due.
-    `on_replica` only reads."""
+    """`on_replica()` on a replica that serves; when it answers None (it cannot answer for sure)
+    or fails, and without replicas, `on_primary()`, which evaluates what is due."""
     alias = replica()
     if alias is not None:
         try:
@@ -294,8 +283,7 @@ def public_read(on_replica: Callable[[], T | None], on_primary: Callable[[], T])
 
 
 class ReplicaRouter:
-    """Django's router while replicas are configured: the ORM reads where `reading` says, and
-    writes, migrates and relates on the primary alone."""
+    """The ORM reads where `reading` says, and writes and migrates on the primary alone."""
 
     def db_for_read(self, model: Any, **hints: Any) -> str:
         return reading()

@@ -1,18 +1,13 @@
-"""Every row the project writes, as plain SQL written from the models' own tables and columns.
+"""Every row the project writes, as plain SQL built from the models' own tables and columns.
 
-Services write their rows through these builders and nothing else (migrations and tests aside),
-so one place holds the rule that matters when a model grows a field. An INSERT names its
-columns, so a field added to a model could be left out of one and take no value at all: every
-builder of an INSERT refuses such a statement (`FieldLeftOut`). Each concrete field is written,
-or named as `defaulted` (left to the database), or is the auto-numbered key. The builders that
-take model objects (`object_inserted`, `objects_inserted`, `created`, `upserted`) write every
-field of them, so nothing needs naming.
+Services write rows only through these builders, so one place holds the rule that matters when a
+model grows a field: an INSERT that would leave a field without a value is refused
+(`FieldLeftOut`) unless the field is named `defaulted` (left to the database).
 
-The statements are sent on Django's own connection (the same transaction, the same pool) and
-built once a process, not afresh out of query objects as the ORM builds them: on the write path
-that building took more CPU than PostgreSQL spent running the statements, and psycopg prepares a
-statement its connection has run five times. Values pass through the fields' own conversions both
-ways, so the same text runs on PostgreSQL and SQLite.
+The statements run on Django's own connection and are built once a process, not afresh from
+query objects as the ORM builds them: on the write path that building cost more CPU than
+PostgreSQL spent running them, and psycopg prepares a statement its connection runs again. Values
+pass through the fields' own conversions both ways, so the same text runs on PostgreSQL and SQLite.
 """
 
 from __future__ import annotations
@@ -76,8 +71,7 @@ def columns(model: type[Model], names: Sequence[str]) -> str:
 
 
 def prepared(build: Callable[[], str]) -> Callable[[], str]:
-    """A statement's text, built by `build` once per process and database vendor: building it
-    from the models' names costs more than sending it."""
+    """A statement's text, built by `build` once per process and database vendor."""
     built: dict[str, str] = {}
 
     def text() -> str:
@@ -90,18 +84,16 @@ def prepared(build: Callable[[], str]) -> Callable[[], str]:
 
 
 def for_update(*, skip_locked: bool = False) -> str:
-    """The row-lock clause where the database has one; `skip_locked`: leave out the rows another
-    transaction holds rather than wait for them. SQLite has none: its write transaction locks
-    the whole database, which is why Django's `select_for_update` leaves it out there too."""
+    """The row-lock clause where the database has one. SQLite has none: its write transaction
+    locks the whole database, which is why Django's `select_for_update` leaves it out too."""
     if not connection.features.has_select_for_update:
         return ""
     return " FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE"
 
 
 def _db() -> BaseDatabaseWrapper:
-    """The connection itself, for the fields' conversions: each attribute read through
-    `django.db.connection`, a proxy over asgiref's context-local storage, is a look-up of its
-    own, and one conversion reads several; through the proxy they cost more than the conversion."""
+    """The connection itself, not the `django.db.connection` proxy: each attribute read through
+    asgiref's context-local storage is a look-up, and a conversion reads several."""
     return connections[DEFAULT_DB_ALIAS]
 
 
@@ -111,8 +103,6 @@ def db_value(model: type[Model], name: str, value: Any) -> Any:
 
 
 def _db_value(db: BaseDatabaseWrapper, model: type[Model], name: str, value: Any) -> Any:
-    """`db_value` on a connection already looked up: a statement of many rows converts each of
-    their values, and each look-up through asgiref's Local cost more than the conversion."""
     if db.vendor == "postgresql":
         kind = _as_sent_on_postgresql(model, name)
         if type(value) is kind and (not isinstance(value, datetime) or value.tzinfo is not None):
@@ -122,9 +112,8 @@ def _db_value(db: BaseDatabaseWrapper, model: type[Model], name: str, value: Any
     return _field(model, name).get_db_prep_save(value, db)
 
 
-# Values that a field of these kinds saves on PostgreSQL exactly as they are, when they are of
-# this very type: psycopg adapts them itself. Django's own conversion of each is a chain of
-# calls, and the sweep converts a dozen fields a task.
+# Values of exactly these types are sent to PostgreSQL as they are (psycopg adapts them), skipping
+# Django's chain of conversions, which the sweep would run for a dozen fields a task.
 _SENT_AS_THEY_ARE: tuple[tuple[type[Field], type], ...] = (
     (UUIDField, uuid.UUID),
     (DateTimeField, datetime),
@@ -137,7 +126,7 @@ _SENT_AS_THEY_ARE: tuple[tuple[type[Field], type], ...] = (
 @cache
 def _as_sent_on_postgresql(model: type[Model], name: str) -> type | None:
     """The Python type a value of this field is sent as unconverted, or Jsonb for a JSON field,
-    whose text is written by orjson: `jsonb` parses it, so any JSON text of the value will do."""
+    written by orjson: `jsonb` parses it, so any JSON text of the value will do."""
     field = _field(model, name)
     if isinstance(field, JSONField):
         return Jsonb
@@ -186,15 +175,14 @@ Params = Sequence[Any] | Mapping[str, Any]
 
 
 def fetch_one(sql: str, params: Params) -> tuple[Any, ...] | None:
-    """One row, read where this context reads (`core.replicas.reading`: the primary unless a
-    public read chose a replica)."""
+    """One row, read where this context reads (`core.replicas.reading`)."""
     with connections[reading()].cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()
 
 
 def fetch_all(sql: str, params: Params) -> list[tuple[Any, ...]]:
-    """Every row, read where this context reads, as `fetch_one`."""
+    """Every row, read where this context reads (`core.replicas.reading`)."""
     with connections[reading()].cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -221,10 +209,9 @@ def locked(
     limit: int | None = None,
     skip_locked: bool = False,
 ) -> list[M]:
-    """The rows of `model` that `where` selects (in `order_by`, at most `limit`), locked until
-    the transaction ends, as objects of `names` (every field when none; those left out are
-    deferred): the one way a service locks rows, on the primary, which its writes go to. Call
-    inside a transaction."""
+    """The rows of `model` that `where` selects, locked until the transaction ends, as objects of
+    `names` (every field when none): the one way a service locks rows, on the primary, which its
+    writes go to. Call inside a transaction."""
     read = tuple(names) or tuple(field.name for field in model._meta.concrete_fields)
     sql = _locked_sql(model, where, read, order_by, limit, skip_locked, connection.vendor)
     with connection.cursor() as cursor:
@@ -251,11 +238,10 @@ def _locked_sql(
 
 
 def advisory_lock(*keys: int, wait: bool = True) -> bool:
-    """Hold the lock named by `keys` (one 64-bit key, or two 32-bit ones: a key space and a key
-    in it) until the transaction ends; `wait=False`: True only when no other transaction held
-    it. On PostgreSQL it is an advisory lock of the transaction, which a transaction pooler
-    keeps. SQLite needs none: its IMMEDIATE transaction already holds the database's write
-    lock."""
+    """Hold the lock named by `keys` (one 64-bit key, or two 32-bit ones) until the transaction
+    ends; `wait=False`: True only when no other transaction held it. A transaction's advisory
+    lock, which a transaction pooler keeps. SQLite needs none: its IMMEDIATE transaction already
+    holds the database's write lock."""
     if connection.vendor != "postgresql":
         return True
     cast = "bigint" if len(keys) == 1 else "integer"
@@ -269,18 +255,16 @@ def advisory_lock(*keys: int, wait: bool = True) -> bool:
 
 @dataclass(frozen=True)
 class Write:
-    """One INSERT or UPDATE, ready to send: alone, or with a write's other rows in one statement
-    (`write_all`)."""
+    """One INSERT or UPDATE, ready to send alone or with others (`write_all`)."""
 
     sql: str
     params: list[Any]
 
 
 def write_all(*writes: Write) -> None:
-    """Send these writes, in order. On PostgreSQL they go as one statement, each but the last in a
-    WITH: every round trip costs the client and the server their work before the statement does
-    anything. The writes must not read each other's rows: the parts of one statement share its
-    snapshot. SQLite runs in process and takes them one by one."""
+    """Send these writes, in order: on PostgreSQL as one statement, each but the last in a WITH,
+    to save round trips. The parts of one statement share its snapshot, so the writes must not
+    read each other's rows. SQLite runs in process and takes them one by one."""
     if len(writes) < 2 or connection.vendor != "postgresql":
         for write in writes:
             execute(write.sql, write.params)
@@ -304,6 +288,25 @@ def _written_fields(model: type[Model]) -> list[Field]:
     """The fields an INSERT writes: every concrete one but an auto-numbered primary key."""
     auto = model._meta.auto_field
     return [field for field in model._meta.concrete_fields if field is not auto]
+
+
+def _pk_name(model: type[Model]) -> str:
+    pk = model._meta.pk
+    assert pk is not None
+    return pk.name
+
+
+def _values(
+    db: BaseDatabaseWrapper, model: type[Model], names: Sequence[str], row: Sequence[Any]
+) -> list[Any]:
+    return [_db_value(db, model, name, value) for name, value in zip(names, row, strict=True)]
+
+
+def _object_rows(objs: Sequence[Model]) -> tuple[type[Model], tuple[str, ...], list[list[Any]]]:
+    """The model, the written fields' attribute names and each object's values of them."""
+    model = type(objs[0])
+    names = tuple(field.attname for field in _written_fields(model))
+    return model, names, [[getattr(obj, name) for name in names] for obj in objs]
 
 
 def _check_every_field_written(
@@ -341,16 +344,13 @@ def inserted(
     defaulted: tuple[str, ...] = (),
     ignore_conflicts: bool = False,
 ) -> Write:
-    """INSERT one row of `values` (field names → Python values); no RETURNING. Every field of
-    the model is in `values` or in `defaulted`, or the statement is refused (`FieldLeftOut`).
-
-    `ignore_conflicts` writes nothing when the row would break a unique constraint (a row that
-    another transaction may already have made), as Django's `bulk_create(ignore_conflicts=True)`:
-    both PostgreSQL and SQLite take `ON CONFLICT DO NOTHING`."""
+    """INSERT one row of `values` (field names → Python values). `ignore_conflicts` writes
+    nothing when the row would break a unique constraint, as Django's
+    `bulk_create(ignore_conflicts=True)`."""
     db = _db()
     return Write(
         _insert_sql(model, tuple(values), db.vendor, defaulted, ignore_conflicts),
-        [_db_value(db, model, name, value) for name, value in values.items()],
+        _values(db, model, tuple(values), tuple(values.values())),
     )
 
 
@@ -360,18 +360,13 @@ def object_values(obj: Model) -> dict[str, Any]:
 
 
 def object_inserted(obj: Model) -> Write:
-    """INSERT `obj` with every one of its fields, as Django's `save(force_insert=True)` would,
-    without building the statement anew each time."""
+    """INSERT `obj` with every one of its fields, as `save(force_insert=True)` would."""
     return inserted(type(obj), object_values(obj))
 
 
 def objects_inserted(objs: Sequence[Model]) -> tuple[Write, ...]:
     """`object_inserted` for many objects of one model, to send at once (as `rows_inserted`)."""
-    if not objs:
-        return ()
-    model = type(objs[0])
-    names = tuple(field.attname for field in _written_fields(model))
-    return rows_inserted(model, names, [[getattr(obj, name) for name in names] for obj in objs])
+    return rows_inserted(*_object_rows(objs)) if objs else ()
 
 
 @cache
@@ -381,10 +376,9 @@ def _returning_sql(model: type[Model], vendor: str) -> str:
 
 
 def created(obj: M) -> M:
-    """INSERT `obj` now, with every one of its fields, and return it as `Model.objects.create`
-    does: its auto-numbered key, when it has one, read back from the database (`RETURNING`,
-    which SQLite has too), and the object marked as saved. For a row whose key its caller
-    needs at once; other rows go with the write's others (`write_all`)."""
+    """INSERT `obj` now and return it as `Model.objects.create` does: its auto-numbered key read
+    back (`RETURNING`, which SQLite has too) and the object marked as saved. For a row whose key
+    its caller needs at once; other rows go with the write's others (`write_all`)."""
     model = type(obj)
     write = object_inserted(obj)
     returning = _returning_sql(model, connection.vendor)
@@ -409,14 +403,13 @@ def _upsert_sql(
     """INSERT `names`, or, when the key is there, UPDATE every one of them but the key: to the new
     value, or for those `added`, to the stored value plus the new one."""
     _check_every_field_written(model, names, ())
-    pk = model._meta.pk
-    assert pk is not None
+    pk_name = _pk_name(model)
     adding = {_field(model, name).name for name in added}
     assert adding <= {_field(model, name).name for name in names}, "an added field is written"
     changed = []
     for name in names:
         field = _field(model, name)
-        if field is pk:
+        if field.name == pk_name:
             continue
         quoted = column(model, name)
         new = f"excluded.{quoted}"
@@ -433,23 +426,14 @@ def _upsert_sql(
     action = f"DO UPDATE SET {', '.join(changed)}" if changed else "DO NOTHING"
     return (
         f"INSERT INTO {table(model)} ({columns(model, names)}) {rows} "
-        f"ON CONFLICT ({column(model, pk.name)}) {action}"
+        f"ON CONFLICT ({column(model, pk_name)}) {action}"
     )
 
 
 def upserted(objs: Sequence[Model]) -> tuple[Write, ...]:
     """Write these objects of one model whole, inserting or replacing each by its key: for a row
-    that is a copy of another (a door's read model), written again at each change of its source.
-    One statement over `unnest` on PostgreSQL for several, as `rows_inserted`."""
-    if not objs:
-        return ()
-    model = type(objs[0])
-    fields = _written_fields(model)
-    return rows_upserted(
-        model,
-        tuple(field.name for field in fields),
-        [[getattr(obj, field.attname) for field in fields] for obj in objs],
-    )
+    that is a copy of another (a door's read model), written again at each change of its source."""
+    return rows_upserted(*_object_rows(objs)) if objs else ()
 
 
 def rows_upserted(
@@ -459,78 +443,61 @@ def rows_upserted(
     *,
     added: Sequence[str] = (),
 ) -> tuple[Write, ...]:
-    """INSERT rows of `names` (Python values, every field of the model named, as `inserted`), or
-    where a row's key is already there, UPDATE that row instead: each field of `added` to the
-    stored value plus the row's (a counter that a write moves by a delta, without reading it),
-    every other to the row's. Rows are written in the order given, and so their rows locked in
-    it. One statement over `unnest` on PostgreSQL for several, as `rows_inserted`; two rows of
-    one key are refused there, so give each key once."""
+    """INSERT rows of `names` (as `rows_inserted`), or where a row's key is already there, UPDATE
+    that row instead: each field of `added` to the stored value plus the row's (a counter moved
+    by a delta, without reading it), every other to the row's. Rows are written, and so locked, in
+    the order given. PostgreSQL refuses two rows of one key in one statement: give each key once."""
     names, added = tuple(names), tuple(added)
     db = _db()
-    prepared_rows = [
-        [_db_value(db, model, name, value) for name, value in zip(names, row, strict=True)]
-        for row in rows
-    ]
     return _row_writes(
         _upsert_sql(model, names, added, db.vendor, False),
         lambda: _upsert_sql(model, names, added, db.vendor, True),
-        prepared_rows,
+        [_values(db, model, names, row) for row in rows],
     )
 
 
 @cache
-def _update_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
-    pk = model._meta.pk
-    assert pk is not None
+def _update_sql(
+    model: type[Model],
+    names: tuple[str, ...],
+    vendor: str,
+    conditions: tuple[tuple[str, bool], ...] = (),
+) -> str:
     assignments = ", ".join(f"{column(model, name)} = %s" for name in names)
-    return f"UPDATE {table(model)} SET {assignments} WHERE {column(model, pk.name)} = %s"
+    where = "".join(
+        f" AND {column(model, name)} IS NULL" if is_null else f" AND {column(model, name)} = %s"
+        for name, is_null in conditions
+    )
+    key = column(model, _pk_name(model))
+    return f"UPDATE {table(model)} SET {assignments} WHERE {key} = %s{where}"
 
 
 def updated(obj: Model, names: Sequence[str]) -> Write:
     """UPDATE these fields of `obj`'s row from the object (Django's `save(update_fields=…)`
     without its signals and its query building)."""
     model = type(obj)
-    pk = model._meta.pk
-    assert pk is not None
     db = _db()
     return Write(
         _update_sql(model, tuple(names), db.vendor),
         [_db_value(db, model, name, getattr(obj, _field(model, name).attname)) for name in names]
-        + [_db_value(db, model, pk.name, obj.pk)],
+        + [_db_value(db, model, _pk_name(model), obj.pk)],
     )
-
-
-@cache
-def _update_if_sql(
-    model: type[Model],
-    names: tuple[str, ...],
-    conditions: tuple[tuple[str, bool], ...],
-    vendor: str,
-) -> str:
-    pk = model._meta.pk
-    assert pk is not None
-    assignments = ", ".join(f"{column(model, name)} = %s" for name in names)
-    where = "".join(
-        f" AND {column(model, name)} IS NULL" if is_null else f" AND {column(model, name)} = %s"
-        for name, is_null in conditions
-    )
-    return f"UPDATE {table(model)} SET {assignments} WHERE {column(model, pk.name)} = %s{where}"
 
 
 def updated_if(
     model: type[Model], key: Any, values: Mapping[str, Any], *, where: Mapping[str, Any]
 ) -> Write:
-    """UPDATE the row keyed `key` to `values` (field names → Python values) only while each
-    field of `where` holds its value (None: is NULL). One statement, so the check and the change
-    cannot be split by another writer: the UPDATE waits for the row's lock, then checks the row
-    as that writer left it. `written` says whether it changed the row."""
+    """UPDATE the row keyed `key` to `values` only while each field of `where` holds its value
+    (None: is NULL). One statement, so no other writer comes between the check and the change:
+    the UPDATE waits for the row's lock, then checks the row as that writer left it. `written`
+    says whether it changed the row."""
     db = _db()
     return Write(
-        _update_if_sql(
+        _update_sql(
             model,
             tuple(values),
-            tuple((name, value is None) for name, value in where.items()),
             db.vendor,
+            tuple((name, value is None) for name, value in where.items()),
         ),
         [_db_value(db, model, name, value) for name, value in values.items()]
         + [_db_value(db, model, _pk_name(model), key)]
@@ -539,17 +506,10 @@ def updated_if(
 
 
 def written(write: Write) -> int:
-    """Send one write now and return how many rows it wrote (0 for an `updated_if` whose
-    condition no longer held)."""
+    """Send one write now and return how many rows it wrote."""
     with connection.cursor() as cursor:
         cursor.execute(write.sql, write.params)
         return cursor.rowcount
-
-
-def _pk_name(model: type[Model]) -> str:
-    pk = model._meta.pk
-    assert pk is not None
-    return pk.name
 
 
 @cache
@@ -559,8 +519,8 @@ def _delete_any_sql(model: type[Model], vendor: str) -> str:
 
 
 def deleted(model: type[Model], keys: Sequence[Any]) -> tuple[Write, ...]:
-    """DELETE the rows of these keys (a queued entry the log has taken in, say). On PostgreSQL
-    the keys are one array (`= ANY`), so the statement's text is one whatever their count."""
+    """DELETE the rows of these keys. On PostgreSQL the keys are one array (`= ANY`), so the
+    statement's text is one whatever their count."""
     if not keys:
         return ()
     db = _db()
@@ -578,8 +538,8 @@ def deleted(model: type[Model], keys: Sequence[Any]) -> tuple[Write, ...]:
 
 def _array(model: type[Model], name: str) -> str:
     """A parameter sent as one array of the column's type, for `unnest`. In binary (`%b`): psycopg
-    writes a text array by escaping every quote of every element with a regular expression, and
-    for the sweep's JSON texts that cost more than the statement."""
+    escapes a text array's every quote with a regular expression, which for the sweep's JSON
+    texts cost more than the statement."""
     return f"%b::{_field(model, name).db_type(connection)}[]"
 
 
@@ -597,45 +557,36 @@ def rows_inserted(
     defaulted: tuple[str, ...] = (),
 ) -> tuple[Write, ...]:
     """INSERT rows of `names` (Python values), every field of the model named (as `inserted`).
-
-    On PostgreSQL, several rows are one statement over `unnest` of an array a column: the server
-    runs one statement over hundreds of rows in a fraction of the time it takes for as many
-    pipelined statements of a row. SQLite runs in process and takes a row at a time."""
+    On PostgreSQL several rows are one statement over `unnest` of an array a column, which runs in
+    a fraction of the time of as many one-row statements."""
     names = tuple(names)
     db = _db()
-    prepared_rows = [
-        [_db_value(db, model, name, value) for name, value in zip(names, row, strict=True)]
-        for row in rows
-    ]
     return _row_writes(
         _insert_sql(model, names, db.vendor, defaulted),
         lambda: _insert_unnest_sql(model, names),
-        prepared_rows,
+        [_values(db, model, names, row) for row in rows],
     )
 
 
 @cache
 def _update_unnest_sql(model: type[Model], names: tuple[str, ...]) -> str:
-    pk = model._meta.pk
-    assert pk is not None
-    keyed = (*names, pk.name)
+    pk_name = _pk_name(model)
+    keyed = (*names, pk_name)
     arrays = ", ".join(_array(model, name) for name in keyed)
     aliases = ", ".join(f"v{i}" for i in range(len(keyed)))
     assignments = ", ".join(f"{column(model, name)} = v.v{i}" for i, name in enumerate(names))
     return (
         f"UPDATE {table(model)} SET {assignments} FROM unnest({arrays}) AS v({aliases}) "
-        f"WHERE {table(model)}.{column(model, pk.name)} = v.v{len(names)}"
+        f"WHERE {table(model)}.{column(model, pk_name)} = v.v{len(names)}"
     )
 
 
 def updated_many(objs: Sequence[Model], names: Sequence[str]) -> tuple[Write, ...]:
-    """`updated` for many objects of one model, to send at once: one statement on PostgreSQL, as
-    `rows_inserted`."""
+    """`updated` for many objects of one model: one statement on PostgreSQL, as `rows_inserted`."""
     if not objs:
         return ()
     model = type(objs[0])
-    pk = model._meta.pk
-    assert pk is not None
+    pk_name = _pk_name(model)
     names = tuple(names)
     attnames = [_field(model, name).attname for name in names]
     db = _db()
@@ -644,7 +595,7 @@ def updated_many(objs: Sequence[Model], names: Sequence[str]) -> tuple[Write, ..
             _db_value(db, model, name, getattr(obj, attname))
             for name, attname in zip(names, attnames, strict=True)
         ]
-        + [_db_value(db, model, pk.name, obj.pk)]
+        + [_db_value(db, model, pk_name, obj.pk)]
         for obj in objs
     ]
     return _row_writes(
@@ -657,8 +608,8 @@ def updated_many(objs: Sequence[Model], names: Sequence[str]) -> tuple[Write, ..
 def _row_writes(
     row_sql: str, unnest_sql: Callable[[], str], rows: list[list[Any]]
 ) -> tuple[Write, ...]:
-    """Several rows on PostgreSQL: `unnest_sql` once, each column of `rows` one array. One row,
-    or SQLite: `row_sql` for each row."""
+    """Several rows on PostgreSQL: `unnest_sql` once, each column of `rows` one array; else
+    `row_sql` for each row."""
     if len(rows) > 1 and connection.vendor == "postgresql":
         return (Write(unnest_sql(), [list(column) for column in zip(*rows, strict=True)]),)
     return tuple(Write(row_sql, row) for row in rows)

@@ -101,11 +101,12 @@ def _page(key: str, item: str) -> dict[str, Any]:
     )
 
 
+_CODE = {"type": "string", "enum": [str(code) for code in ErrorCode]}
 _REFUSAL = _object(
     {
         "error": _object(
             {
-                "code": {"type": "string", "enum": [str(code) for code in ErrorCode]},
+                "code": _CODE,
                 "message": {
                     "type": "string",
                     "description": "For people; branch on `code`, not on this.",
@@ -119,7 +120,7 @@ _REFUSAL = _object(
                                 "type": "string",
                                 "description": 'A JSON path into the payload; "" for all.',
                             },
-                            "code": {"type": "string", "enum": [str(code) for code in ErrorCode]},
+                            "code": _CODE,
                             "message": {"type": "string"},
                         }
                     ),
@@ -353,63 +354,47 @@ _LINKS: dict[str, dict[str, Any]] = {
 }
 
 
+def _parameter(name: str, where: str, schema: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"name": name, "in": where, "required": where == "path", **more, "schema": schema}
+
+
 def _mode_parameter(modes: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "name": "mode",
-        "in": "query",
-        "required": False,
-        "schema": {"type": "string", "enum": list(modes), "default": DEFAULT_MODE},
-    }
+    return _parameter(
+        "mode", "query", {"type": "string", "enum": list(modes), "default": DEFAULT_MODE}
+    )
 
 
+_UUID = {"type": "string", "format": "uuid"}
 _PARAMETERS: dict[str, dict[str, Any]] = {
     "task_mode": _mode_parameter(TASK_MODES),
     "call_mode": _mode_parameter(CALL_MODES),
-    "limit": {
-        "name": "limit",
-        "in": "query",
-        "required": False,
-        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
-    },
-    "cursor": {
-        "name": "cursor",
-        "in": "query",
-        "required": False,
-        "description": (
+    "limit": _parameter(
+        "limit",
+        "query",
+        {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+    ),
+    "cursor": _parameter(
+        "cursor",
+        "query",
+        {"type": "string", "pattern": f"^(?:{CURSOR_FORM})?$"},
+        description=(
             "`next_cursor` of the previous page, with the same `mode`; empty or absent for the "
             "first page. Opaque and signed: a cursor this server did not issue for that `mode` is "
             "refused (400 `invalid_query`), even in this form."
         ),
-        "schema": {"type": "string", "pattern": f"^(?:{CURSOR_FORM})?$"},
-    },
-    "task_id": {
-        "name": "task_id",
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string", "format": "uuid"},
-    },
-    "call_id": {
-        "name": "call_id",
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string", "format": "uuid"},
-    },
-    "idempotency_key": {
-        "name": IDEMPOTENCY_HEADER,
-        "in": "header",
-        "required": False,
-        "description": (
+    ),
+    "task_id": _parameter("task_id", "path", _UUID),
+    "call_id": _parameter("call_id", "path", _UUID),
+    "idempotency_key": _parameter(
+        IDEMPOTENCY_HEADER,
+        "header",
+        {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[\\x20-\\x7e]+$"},
+        description=(
             "The operation id, scoped to the agent; kept at least 24 h. The same key with the same body "
             "replays the first response; with another body it is refused (409 idempotency_conflict). "
             "Without it, every request is a new write."
         ),
-        "schema": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 200,
-            "pattern": "^[\\x20-\\x7e]+$",
-        },
-    },
+    ),
 }
 
 

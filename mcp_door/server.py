@@ -8,6 +8,7 @@ server's tools of the same name do (SPEC §10).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -59,20 +60,14 @@ INSTRUCTIONS = (
 )
 
 
+@dataclass(frozen=True)
 class Tool:
     """A tool: its name, description, argument model and the sync function answering it."""
 
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        arguments: type[ToolArguments],
-        answer: Callable[[Any], Any],
-    ) -> None:
-        self.name = name
-        self.description = description
-        self.arguments = arguments
-        self.answer = answer
+    name: str
+    description: str
+    arguments: type[ToolArguments]
+    answer: Callable[[Any], Any]
 
     def as_mcp(self) -> types.Tool:
         return types.Tool(

@@ -16,6 +16,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from core import replicas
 from core.clock import format_instant
+from core.errors import ErrorCode, Refusal
 from core.outages import is_outage
 from ledger import log_state
 from ops.collectors import DatabaseCollector, ReplicaCollector
@@ -111,16 +112,8 @@ def metrics(request: HttpRequest) -> HttpResponse:
     if token:
         sent = request.headers.get("Authorization", "")
         if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
-            response = JsonResponse(
-                {
-                    "error": {
-                        "code": "unauthorized",
-                        "message": "the metrics token is required",
-                        "issues": [],
-                    }
-                },
-                status=401,
-            )
+            refusal = Refusal(ErrorCode.UNAUTHORIZED, "the metrics token is required")
+            response = JsonResponse(refusal.as_body(), status=401)
             response["WWW-Authenticate"] = 'Bearer realm="cairn-metrics"'
             return response
     body = _process_metrics() + generate_latest(_database_registry)
