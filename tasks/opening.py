@@ -1,11 +1,8 @@
-"""Opening a keyper-sealed report at its task's evaluation (SPEC §15.8).
-
-The server never held the report: its key comes from the keypers' releases, collected from the
-deadline + 60 s (`tasks.keyper_sweep`). Opened, the report meets the rules the plain form meets at
-receipt (§4.1, §5, §6), the same functions in the same order; a report that fails one, or that
-cannot be opened, is *void* with the code of what failed, kept in the evaluation and counted in no
-verdict. Every step here reads the contribution's stored envelope and releases and nothing else,
-so anyone holding the published item can redo it.
+"""Opening a keyper-sealed report at its task's evaluation (SPEC §15.8), with the key the
+keypers' releases give. Opened, the report meets the rules the plain form meets at receipt; one
+that fails a rule, or cannot be opened, is *void* with the code of what failed and counted in no
+verdict. Every step reads only the stored envelope and releases, so anyone holding the published
+item can redo it.
 """
 
 from __future__ import annotations
