@@ -31,16 +31,17 @@ def site_key() -> OKPKey:
     return _key(settings.CAIRN_SIGNING_KEY)
 
 
-@lru_cache(maxsize=4)
-def _private_key(pem: str) -> ed25519.Ed25519PrivateKey:
+@lru_cache(maxsize=8)
+def ed25519_private_key(pem: str) -> ed25519.Ed25519PrivateKey:
+    """The site's or its witness's key, loaded once."""
     key = serialization.load_pem_private_key(pem.encode(), password=None)
     if not isinstance(key, ed25519.Ed25519PrivateKey):  # settings already refused any other kind
-        raise TypeError("CAIRN_SIGNING_KEY is not an Ed25519 key")
+        raise TypeError("the key is not an Ed25519 key")
     return key
 
 
 def site_private_key() -> ed25519.Ed25519PrivateKey:
-    return _private_key(settings.CAIRN_SIGNING_KEY)
+    return ed25519_private_key(settings.CAIRN_SIGNING_KEY)
 
 
 @lru_cache(maxsize=4)

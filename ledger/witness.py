@@ -3,10 +3,9 @@
 A witness keeps, per log it follows, the latest tree it cosigned, and cosigns a new checkpoint
 only if it extends that tree. Because it refuses a second tree of a size it already cosigned, a
 log whose readers require its cosignature cannot show them different histories. The check and
-the update happen under the log's row lock, so two submissions racing from the same old size
-cannot both advance it, nor can a slower one roll it back. Every checkpoint it cosigns is also
-kept (`CosignedCheckpoint`, in the same transaction): a keyper proves releases against any root it
-cosigned (§15.8), and anyone can read the latest it cosigned of each log.
+the update happen under the log's row lock, so racing submissions can neither both advance it nor
+roll it back. Every checkpoint it cosigns is kept: a keyper proves releases against any root it
+cosigned (§15.8).
 
     old <size>\n                  the size the submitter believes the witness holds
     <base64 hash>\n               at most 63 lines: the consistency proof from that size
@@ -21,16 +20,15 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from core import statements
+from ledger.keys import ed25519_private_key
 from ledger.merkle import EMPTY_ROOT, consistency_verify
 from ledger.models import CosignedCheckpoint, WitnessedLog
 from ledger.notes import site_host
@@ -71,16 +69,8 @@ def witness_name() -> str:
     return settings.CAIRN_WITNESS_NAME or f"{site_host()}/cairn/witness"
 
 
-@lru_cache(maxsize=4)
-def _private_key(pem: str) -> Ed25519PrivateKey:
-    key = serialization.load_pem_private_key(pem.encode(), password=None)
-    if not isinstance(key, Ed25519PrivateKey):  # settings already refused any other kind
-        raise TypeError("CAIRN_WITNESS_SIGNING_KEY is not an Ed25519 key")
-    return key
-
-
 def witness_private_key() -> Ed25519PrivateKey:
-    return _private_key(settings.CAIRN_WITNESS_SIGNING_KEY)
+    return ed25519_private_key(settings.CAIRN_WITNESS_SIGNING_KEY)
 
 
 def witness_verifier_key() -> VerifierKey:
@@ -161,9 +151,8 @@ def _check_signed(note: Note, origin: str) -> None:
 
 
 def _locked_state(origin: str) -> WitnessedLog:
-    """The log's row, locked until the transaction ends; a log never cosigned is size 0. The row
-    is made first (a second maker waits on the unique origin, then finds it) so there is always
-    a row to lock."""
+    """The log's row, locked until the transaction ends; made first, at size 0, when the log was
+    never cosigned, so there is always a row to lock."""
     statements.write_all(
         statements.inserted(
             WitnessedLog,
