@@ -123,14 +123,7 @@ def sealed_opening(
     except (SealError, ValueError) as exc:
         return _inconsistent(shares, seal, task, site=site, reason=str(exc))
     try:
-        report, salt = report_open(
-            b64u_decode(seal["ciphertext"]),
-            key,
-            site=site,
-            task_id=str(task.id),
-            deadline=task.deadline_text,
-            commitment=seal["commitment"],
-        )
+        report, salt = _opened(seal, key, task, site=site)
     except (SealError, ValueError) as exc:
         if not final and released < min(keypers, threshold + 1):
             return None
@@ -157,21 +150,34 @@ def _inconsistent(
     screen refuses is void for private content, which publishes neither."""
     for chosen in itertools.combinations(shares, seal["threshold"]):
         try:
-            report, _ = report_open(
-                b64u_decode(seal["ciphertext"]),
-                key_combine(list(chosen), seal["threshold"]),
-                site=site,
-                task_id=str(task.id),
-                deadline=task.deadline_text,
-                commitment=seal["commitment"],
-            )
+            report, _ = _opened(seal, key_combine(list(chosen), seal["threshold"]), task, site=site)
         except (SealError, ValueError):
             continue
-        try:
-            refuse_if(privacy.screen(privacy.texts_anywhere(report)))
-        except Refusal as refusal:
-            return Void(str(refusal.code), refusal.message)
+        if private := _private_void(report):
+            return private
     return Void(INCONSISTENT_SHARES, f"the released shares do not give one key: {reason}")
+
+
+def _opened(
+    seal: dict[str, Any], key: bytes, task: Task, *, site: str
+) -> tuple[dict[str, Any], str]:
+    return report_open(
+        b64u_decode(seal["ciphertext"]),
+        key,
+        site=site,
+        task_id=str(task.id),
+        deadline=task.deadline_text,
+        commitment=seal["commitment"],
+    )
+
+
+def _private_void(report: dict[str, Any]) -> Void | None:
+    """Void for private content when any text of the report, wherever it is, trips the screen."""
+    try:
+        refuse_if(privacy.screen(privacy.texts_anywhere(report)))
+    except Refusal as refusal:
+        return Void(str(refusal.code), refusal.message)
+    return None
 
 
 def _is_salt(text: str) -> bool:
@@ -194,11 +200,7 @@ def report_rules_void(report: dict[str, Any], task: Task) -> Void | None:
     void = _first_rule_void(report, task)
     if void is None or void.code == ErrorCode.PRIVATE_CONTENT:
         return void
-    try:
-        refuse_if(privacy.screen(privacy.texts_anywhere(report)))
-    except Refusal as refusal:
-        return Void(str(refusal.code), refusal.message)
-    return void
+    return _private_void(report) or void
 
 
 def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:

@@ -43,22 +43,21 @@ def receipt_claims(contribution: Contribution) -> dict[str, str]:
     server having neither its report nor its salt (§15.8)."""
     seal = contribution.keyper_seal
     if seal is not None:
-        return {
-            "contribution_id": str(contribution.id),
-            "task_id": str(contribution.task_id),
-            "operation_id": contribution.operation_id,
+        sealed = {
             "commitment": seal["commitment"],
             "ciphertext_digest": seal["ciphertext_digest"],
             "sealed": KEYPERS_SEALED,
-            "received_at": format_instant(contribution.received_at),
-            "sealed_until": contribution.task.deadline_text,
+        }
+    else:
+        sealed = {
+            "report_digest": contribution.report_digest,
+            **({"salt": contribution.salt} if contribution.salt else {}),
         }
     return {
         "contribution_id": str(contribution.id),
         "task_id": str(contribution.task_id),
         "operation_id": contribution.operation_id,
-        "report_digest": contribution.report_digest,
-        **({"salt": contribution.salt} if contribution.salt else {}),
+        **sealed,
         "received_at": format_instant(contribution.received_at),
         "sealed_until": contribution.task.deadline_text,
     }
