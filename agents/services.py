@@ -34,10 +34,8 @@ REGISTRATION_LOCK = int.from_bytes(b"reg", "big")
 
 
 def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
-    """Issue a token. Returns the agent and the token, which is shown once and never stored.
-
-    The count and the insert run under the address's lock, so registrations sent at once from one
-    address, to any number of processes, are counted one after another (SPEC §16)."""
+    """Issue a token, shown once and never stored. The count and the insert run under the
+    address's lock, so registrations sent at once from one address are counted one by one."""
     address_hash = _address_hash(address)
     with transaction.atomic():
         _address_lock(address_hash)
@@ -134,10 +132,8 @@ class WriteResult:
 def operation_replay(
     *, agent: Agent, operation_id: str, kind: str, request_digest: str
 ) -> WriteResult | None:
-    """The stored answer of an operation already accepted under this id, or None.
-
-    The same id with another request is refused: the agent reused an id by mistake, and
-    answering with either result would hide that.
+    """The stored answer of an operation already accepted under this id, or None. The same id
+    with another request is refused: answering with either result would hide the agent's mistake.
     """
     row = statements.fetch_one(
         _operation_by_id(), [statements.db_value(Operation, "agent", agent.pk), operation_id]

@@ -1,12 +1,7 @@
-"""The one skeleton of an agent's write, so SPEC §6's order cannot be got wrong by a new service.
-
-fingerprint → check (parse, rules, privacy: nothing locked; a refusal first looks for a replay) →
-lock the agent → replay → perform (caps and state read under the locks) → its rows and the
-record written (one statement on PostgreSQL), the last four in one transaction. Every answer is
-the one SPEC §6's order gives: a replayed operation id is answered from its record before any
-rule, whether the rules pass or refuse. The replay under the agent's lock is what makes two
-requests with one operation id answer alike: the first to take the lock writes, the second finds
-its record.
+"""The one skeleton of an agent's write, so SPEC §6's order cannot be got wrong by a new service:
+check (nothing locked) → lock the agent → replay → perform → write its rows and the record, the
+last four in one transaction. The replay under the agent's lock makes two requests with one
+operation id answer alike: the first to take the lock writes, the second finds its record.
 """
 
 from __future__ import annotations
@@ -48,12 +43,9 @@ def agent_write(
     check: Callable[[], Checked],
     perform: Callable[[Agent, Checked], Performed],
 ) -> WriteResult:
-    """Run one write of `agent` in SPEC §6's order.
-
-    `request` is what the operation id stands for (its fingerprint is compared on replay). `check`
-    refuses what the payload alone shows and returns what `perform` needs; `perform` is called with
-    the agent's row locked, inside the transaction, and takes any further lock it needs with the
-    `*_for_update` helpers before it reads a count or a state.
+    """Run one write of `agent` in SPEC §6's order. `request` is what the operation id stands
+    for; `check` refuses what the payload alone shows and returns what `perform` needs; `perform`
+    runs with the agent's row locked and takes any further lock before it reads a count or a state.
     """
     request_digest = fingerprint(request)
 
@@ -65,9 +57,8 @@ def agent_write(
     try:
         checked = check()
     except Refusal:
-        # A replay is answered from its record whatever the rules say now (a task closed since,
-        # say): looked for here, when the rules refuse, and under the lock below when they pass,
-        # which saves a fresh write its first look (SPEC §6: the record comes before any rule).
+        # A replay is answered from its record whatever the rules say now (SPEC §6); looked for
+        # here only when they refuse, so that a fresh write looks once, under the lock below.
         if (replay := replayed()) is not None:
             return replay
         raise

@@ -1,8 +1,6 @@
-"""The JSON Schemas this site publishes under `/schemas/a2a/` (SPEC §12), by file name.
-
-Every door links to them (the A2A refusal names the payload's schema, the HTTP API serves them), so
-the registry sits with the domain models rather than in one door. It lives in `calls` because calls
-is the app that already sees the task models as well as its own.
+"""The JSON Schemas this site publishes under `/schemas/a2a/` (SPEC §12), by file name. Every door
+links to them, so the registry sits with the domain models, in the app that already sees the task
+models as well as its own.
 """
 
 from __future__ import annotations

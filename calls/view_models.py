@@ -1,7 +1,5 @@
-"""The public views of calls and their answers (SPEC §7) as pydantic models, for the OpenAPI description.
-
-`calls.selectors` builds the views; a test checks that what it builds validates against these.
-"""
+"""The public views of calls and their answers (SPEC §7) as pydantic models, for the OpenAPI
+description of what `calls.selectors` builds."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """The sequencer as a django-q2 job (SPEC §15.3), and the nudge that starts it after a write.
 
-django-q2's scheduler looks at its schedules about every 30 seconds, too seldom for a log that
-promises to integrate within 10. So a committed write nudges a worker to run the sequencer, at
-most once per interval per process; the job integrates what is queued, waits one interval and
-integrates again, which takes in every write whose own nudge was skipped. A schedule every
-minute catches anything a lost nudge left behind. The witnesses are asked once a run, after both
-passes, to cosign the latest checkpoint: an entry is witnessed within an interval and their
-answers of its write, well inside the merge delay, and a witness that is down costs a run one wait
-and one warning. A run holds its worker one interval and the witnesses' answers (at most
-`WITNESS_TIMEOUT_S`), no longer.
+django-q2's scheduler runs schedules too seldom for the log's integration promise, so a committed
+write nudges a worker to run the sequencer, at most once per interval per process; the job
+integrates, waits one interval and integrates again, which takes in every write whose own nudge
+was skipped, then asks the witnesses to cosign. A schedule every minute catches a lost nudge.
 """
 
 from __future__ import annotations
@@ -28,8 +23,8 @@ _last_nudge = 0.0
 
 
 def sequence_log() -> int:
-    """Integrate what is queued, and again one interval later, then ask the witnesses to cosign
-    (after both transactions). Returns how many entries were appended."""
+    """Integrate what is queued, and again one interval later, then ask the witnesses to cosign.
+    Returns how many entries were appended."""
     appended = log_sequence()
     time.sleep(settings.CAIRN_LOG_INTERVAL_S)
     appended += log_sequence()

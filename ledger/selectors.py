@@ -23,8 +23,7 @@ MAX_ENTRIES = 1000
 
 
 def checkpoint_latest(log: LogRef | None = None) -> Checkpoint | None:
-    """The latest checkpoint of `log`; here and below, log 0 when no log is named, as its routes
-    have always been served."""
+    """The latest checkpoint of `log`; here and below, log 0 when no log is named."""
     log = log or log_first()
     return Checkpoint.objects.filter(log=log.number).order_by("-id").first()
 
@@ -37,9 +36,9 @@ def checkpoint_note(checkpoint: Checkpoint) -> str:
 
 
 def _quorate(log: LogRef) -> QuerySet[Checkpoint]:
-    """The checkpoints of `log` cosigned by at least the quorum of distinct configured witnesses (every
-    checkpoint when no witness is configured). The count is a subquery per checkpoint, so a
-    query walking an index in order stops at the first quorate one."""
+    """The checkpoints of `log` cosigned by the quorum of configured witnesses (all without
+    witnesses); the count is a subquery per checkpoint, so a query walking an index in order
+    stops at the first quorate one."""
     checkpoints = Checkpoint.objects.filter(log=log.number)
     quorum = witness_quorum()
     if quorum == 0:

@@ -34,11 +34,8 @@ SEQUENCER_LOCK = int.from_bytes(b"cairnlog", "big", signed=True)
 
 def log_writes(entries: Iterable[dict[str, Any]]) -> tuple[statements.Write, ...]:
     """The rows that queue entries for the log, for a write to send with its own rows inside its
-    transaction (`statements.write_all`).
-
-    Every accepted write queues an entry, so these are plain SQL rather than the ORM's
-    bulk_create, which costs much more CPU for a single row (SPEC §15's budget: the log must
-    not slow a contribution down noticeably). Refused while the log has gone back (§16.2)."""
+    transaction: plain SQL, since every accepted write pays for them. Refused while the log has
+    gone back (§16.2)."""
     log_state.writes_refused_if_rolled_back()
     at = now_ms()
     return statements.rows_inserted(

@@ -30,9 +30,7 @@ class Tile:
 def _first(log: LogRef, level: int, index: int, width: int) -> int:
     """The index of the tile's first hash among the tree's level-`8·level` nodes, after refusing a
     tile the checkpointed tree does not hold `width` hashes of (it may never: `not_found` either way)."""
-    hashes = checkpointed_size(log) >> (
-        TILE_HEIGHT * level
-    )  # complete subtrees of 256^level leaves
+    hashes = checkpointed_size(log) >> (TILE_HEIGHT * level)  # subtrees of 256^level leaves
     first = index * TILE_WIDTH
     if hashes < first + width:
         raise Refusal(

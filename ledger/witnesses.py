@@ -1,12 +1,9 @@
 """The site's witnesses (SPEC §15.4): every new checkpoint goes to every configured witness (C2SP
 `tlog-witness`), and the `cosignature/v1` lines that verify are kept beside the checkpoint.
 
-A witness is a remote party that may be slow or down, so this runs after the sequencer's
-transaction, never inside it, and asks every witness at once, each in its own thread and for at
-most `WITNESS_TIMEOUT_S`: none holds up the others, the writes or the log. Only the calling
-thread touches the database; the threads speak HTTP and nothing else. A witness that failed
-still lacks a cosignature on the latest checkpoint, so the next run asks it again, from the
-size of the last checkpoint it cosigned.
+A witness may be slow or down, so this runs outside the sequencer's transaction and asks every
+witness at once, each in its own thread (HTTP only: the calling thread alone touches the database)
+for at most `WITNESS_TIMEOUT_S`. A witness that failed is asked again at the next run.
 """
 
 from __future__ import annotations
@@ -150,9 +147,7 @@ def _consistency(old: int, size: int, log: LogRef) -> list[bytes]:
 
 def _last_cosigned_sizes(witnesses: list[Witness], log: LogRef) -> dict[str, int]:
     """The tree size of the latest checkpoint each witness cosigned, by key (0 when it never
-    did): the `old` each expects. Checkpoint ids grow with tree sizes, so a witness's newest
-    cosignature is its largest. Usually they all cosigned the same recent checkpoint and one
-    query finds them all; any other is looked up on its own."""
+    did): the `old` each expects. Usually one query finds them all; any other is looked up alone."""
     keys = [w.key.text for w in witnesses]
     newest = Cosignature.objects.filter(witness__in=keys, checkpoint__log=log.number).order_by(
         "-checkpoint_id"

@@ -10,11 +10,11 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
-from django.utils.safestring import SafeString
 
 from core.policy import AGENT_LINK_REL, TASK_MODES
 from keeper.mixins import ReadOnlyAdminMixin, agent_link
@@ -131,7 +131,9 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="sources")
     def source_links(self, task: Task) -> str:
-        return _links(task.sources)
+        return render_to_string(
+            "admin/tasks/links.html", {"urls": task.sources, "agent_rel": AGENT_LINK_REL}
+        )
 
     @admin.display(description="acceptance criteria")
     def criteria(self, task: Task) -> str:
@@ -144,35 +146,23 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def evaluation_table(self, task: Task) -> str:
         """Every contribution in the order received; what each said only once it is revealed."""
         contributions = task.contributions.select_related("task", "agent").order_by("received_at")
-        rows = format_html_join("", "{}", ((_contribution_row(c),) for c in contributions))
+        context: dict[str, Any] = {
+            "task": task,
+            "rows": [_contribution_row(c) for c in contributions],
+            "agent_rel": AGENT_LINK_REL,
+        }
         if task.evaluation is None:
-            head = format_html(
-                "Not evaluated yet: every contribution stays sealed until the deadline, {}.{}",
-                task.deadline_text,
-                _keys_note(task),
-            )
+            if task.keys_pending and task.deadline <= timezone.now():
+                context["grace_end"] = _utc(grace_end(task))
         else:
-            counts = ", ".join(
+            context["evaluation"] = task.evaluation
+            context["state"] = task_state(task)
+            context["counts"] = ", ".join(
                 f"{verdict.replace('_', ' ')} {count}"
                 for verdict, count in task.evaluation["counts"].items()
             )
-            voids = sum("void" in item for item in task.evaluation["contributions"])
-            head = format_html(
-                "Rule <code>{}</code>: {}. Verdicts: {}.{}",
-                task.evaluation["rule"],
-                task_state(task),
-                counts,
-                f" Void, counted in no verdict: {voids}." if voids else "",
-            )
-        if not rows:
-            return format_html('<p class="cairn-note">{} No contributions were received.</p>', head)
-        return format_html(
-            '<p class="cairn-note">{}</p><div class="cairn-table"><table class="cairn-evaluation">'
-            "<thead><tr><th>contribution</th><th>verdict</th><th>report digest</th>"
-            "<th>received</th><th>report</th></tr></thead><tbody>{}</tbody></table></div>",
-            head,
-            rows,
-        )
+            context["voids"] = sum("void" in item for item in task.evaluation["contributions"])
+        return render_to_string("admin/tasks/evaluation.html", context)
 
     @admin.display(description="deadline (as approved)")
     def deadline_as_approved(self, task: Task) -> str:
@@ -274,7 +264,11 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if is_sealed(contribution):
             return _sealed_text(contribution)
         item = evaluation_item(contribution)
-        return _void(item["void"]) if "void" in item else _report(item["report"])
+        if "void" in item:
+            return render_to_string("admin/tasks/void.html", {"void": item["void"]})
+        return render_to_string(
+            "admin/tasks/report.html", {"report": item["report"], "agent_rel": AGENT_LINK_REL}
+        )
 
 
 def _sealed_text(contribution: Contribution) -> str:
@@ -294,101 +288,22 @@ def _sealing_words(contribution: Contribution) -> str:
     )
 
 
-def _keys_note(task: Task) -> str:
-    """What a task whose keys are pending waits for, once its deadline has passed."""
-    if not task.keys_pending or task.deadline > timezone.now():
-        return ""
-    return (
-        " Some reports are sealed to the keypers: the worker evaluates the task once their "
-        f"releases open them, or at the end of their grace, {_utc(grace_end(task))}."
-    )
-
-
-def _void(void: dict[str, str]) -> SafeString:
-    return format_html(
-        '<p class="cairn-void"><strong>Void</strong> (<code>{}</code>): {}. Counted in no '
-        "verdict; no report is published.</p>",
-        void["code"],
-        void["message"],
-    )
-
-
 def _utc(moment: datetime) -> str:
     return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
 
 
-def _links(urls: list[str]) -> SafeString:
-    """Agents chose these URLs: links marked as such, each written out whole."""
-    return format_html(
-        '<ul class="cairn-list">{}</ul>',
-        format_html_join(
-            "", '<li><a href="{}" rel="{}">{}</a></li>', ((u, AGENT_LINK_REL, u) for u in urls)
-        ),
-    )
-
-
-def _items(title: str, items: list[str]) -> SafeString:
-    if not items:
-        return SafeString("")
-    return format_html(
-        '<p class="cairn-label">{}</p><ul class="cairn-list">{}</ul>',
-        title,
-        format_html_join("", "<li>{}</li>", ((item,) for item in items)),
-    )
-
-
-def _report(report: dict[str, Any]) -> SafeString:
-    """A revealed report as the public page shows it: the summary, then its lists."""
-    return format_html(
-        '<div class="cairn-report"><p>{}</p>{}{}{}<p class="cairn-label">sources read</p>{}</div>',
-        report["summary"],
-        _items("conditions", report["conditions"]),
-        _items("attempts", report["attempts"]),
-        _items("limitations", report["limitations"]),
-        _links(report["source_urls"]),
-    )
-
-
-_KEYPER_SEALED = SafeString('<br><span class="cairn-label">keyper-sealed</span>')
-
-
-def _contribution_row(contribution: Contribution) -> SafeString:
-    """One row of a task's evaluation table; a sealed contribution shows only who, when and how it
-    was sealed. Each cell names its column, so that on a phone a row reads as a stacked card."""
-    link = format_html(
-        '<a href="{}" title="{}"><code>{}</code></a>{}',
-        reverse("admin:tasks_contribution_change", args=[contribution.pk]),
-        contribution.id,
-        str(contribution.id)[:8],
-        _KEYPER_SEALED if contribution.keyper_seal is not None else "",
-    )
-    if is_sealed(contribution):
-        return format_html(
-            '<tr class="sealed"><td data-label="contribution">{}</td>'
-            '<td data-label="verdict" colspan="2">sealed</td><td data-label="received">{}</td>'
-            '<td data-label="report">{}</td></tr>',
-            link,
-            _utc(contribution.received_at),
-            _sealed_text(contribution),
-        )
-    item = evaluation_item(contribution)
-    if "void" in item:
-        return format_html(
-            '<tr class="void"><td data-label="contribution">{}</td>'
-            '<td data-label="verdict" colspan="2">void: <code>{}</code></td>'
-            '<td data-label="received">{}</td><td data-label="report">{}</td></tr>',
-            link,
-            item["void"]["code"],
-            _utc(contribution.received_at),
-            _void(item["void"]),
-        )
-    return format_html(
-        '<tr><td data-label="contribution">{}</td><td data-label="verdict">{}</td>'
-        '<td data-label="report digest"><code>{}</code></td><td data-label="received">{}</td>'
-        '<td data-label="report">{}</td></tr>',
-        link,
-        item["report"]["verdict"].replace("_", " "),
-        item["report_digest"],
-        _utc(contribution.received_at),
-        _report(item["report"]),
-    )
+def _contribution_row(contribution: Contribution) -> dict[str, Any]:
+    """A sealed contribution's row shows only who, when and how it was sealed."""
+    row: dict[str, Any] = {
+        "contribution": contribution,
+        "short_id": str(contribution.id)[:8],
+        "received": _utc(contribution.received_at),
+        "sealed": is_sealed(contribution),
+    }
+    if row["sealed"]:
+        row["sealed_text"] = _sealed_text(contribution)
+    else:
+        row["item"] = item = evaluation_item(contribution)
+        if "report" in item:
+            row["verdict"] = item["report"]["verdict"].replace("_", " ")
+    return row

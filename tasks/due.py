@@ -1,12 +1,8 @@
 """When a task is due for evaluation: open, past its deadline, and not awaiting its keypers
-(SPEC §4.3, §15.8). The sweep, the evaluation, every door's read and the replica routing ask
-this one rule, as a check on a loaded task or as SQL over a table that holds a task's `status`,
-`deadline` and `keys_pending` (the tasks' own, or a door's copy of them).
-
-A task awaiting its keypers is past its deadline but not due: only the worker evaluates it, once
-the keypers have released their shares, and a read neither evaluates it nor waits on its row.
-A replica may still show such a task open after the primary evaluated it, so the replica
-routing asks the wider rule, `PAST_DEADLINE`: open past its deadline, whether due or awaiting.
+(SPEC §4.3, §15.8), as a check on a loaded task or as SQL over any table holding a task's
+`status`, `deadline` and `keys_pending`. A task awaiting its keypers is left to the worker, so a
+read never waits on its row; but a replica may show it open after the primary evaluated it, so
+replica routing asks the wider rule, `PAST_DEADLINE`.
 """
 
 from __future__ import annotations
@@ -64,7 +60,7 @@ class OpenPastDeadline:
         return {"working": TaskStatus.WORKING.value, "now": now}
 
     def any_now(self) -> bool:
-        """`any_sql`, now, where this context reads."""
+        """`any_sql`, now."""
         now = statements.db_value(Task, "deadline", timezone.now())
         found = statements.fetch_one("SELECT " + self.any_sql(), self.params(now))
         return found is not None and bool(found[0])

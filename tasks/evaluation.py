@@ -90,11 +90,10 @@ def _keys_settled(task: Task, contributions: Sequence[Counted], *, at: datetime)
 def evaluation_apply(
     task: Task, contributions: Sequence[Counted], *, evaluated_at: datetime
 ) -> TaskChange:
-    """Set the evaluation fields of a still-working task from its contributions, in received order,
-    their reports opened into the evaluation, the reports' public copy (from the server's seal, or
-    from the keypers' releases); and render its view again. Counts and outcome are over the
-    reports that are not void. Saving the task (`EVALUATION_FIELDS`) and its read models' rows
-    (`task_changed` of the change returned) is the caller's, under its row lock."""
+    """Set the evaluation of a still-working task from its contributions, in received order, their
+    reports opened into it (it is their public copy), and render its view again; void reports
+    count in no verdict. Saving the task and the change returned is the caller's, under its row
+    lock."""
     items = [_item(task, contribution) for contribution in contributions]
     verdicts = [item["report"]["verdict"] for item in items if "void" not in item]
     outcome, verdict = decide(verdicts, task.min_independent)
@@ -155,13 +154,8 @@ def _task_locked(task_id: uuid.UUID) -> Task | None:
 
 
 def task_evaluate(*, task_id: uuid.UUID) -> bool:
-    """Evaluate a task whose deadline has passed. True when this call did it.
-
-    Safe to call from any number of workers and readers at once: the row lock and the
-    "still working" guard let exactly one of them write, and the result never changes. A task
-    whose keys are pending is left to the worker (`task_evaluate_with_releases`): its reports
-    cannot be opened before the keypers release their shares.
-    """
+    """Evaluate a task that is due. True when this call did it. Safe from any number of workers
+    and readers at once: the row lock and the "still working" guard let exactly one write."""
     if _evaluations_held():
         return False
     with transaction.atomic():
@@ -175,14 +169,10 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
 def task_evaluate_with_releases(
     *, task_id: uuid.UUID, collected: Mapping[uuid.UUID, list[dict[str, Any]]]
 ) -> bool:
-    """Keep the releases collected for a task's keyper-sealed contributions (by contribution id,
-    as `ledger.releases.releases_collect` returned them), then evaluate the task if every sealed
-    report is opened or void for good (`_keys_settled`). True when this call evaluated it.
-
-    The collecting is the caller's, outside any transaction: a keyper's answer may take seconds,
-    and no row lock waits on the network. Exactly once like `task_evaluate`: the task's row lock,
-    under which its contributions' releases are also written, and the "still working" guard.
-    """
+    """Keep the releases collected for a task's keyper-sealed contributions (by contribution id),
+    then evaluate the task if every sealed report is opened or void for good. True when this call
+    evaluated it. The collecting is the caller's, outside any transaction, so that no row lock
+    waits on a keyper's answer; exactly once as `task_evaluate` is."""
     if _evaluations_held():
         return False
     with transaction.atomic():
@@ -213,10 +203,8 @@ def _releases_kept(contribution: Contribution, collected: Sequence[dict[str, Any
 
 
 def task_evaluated_if_due(task: Task) -> Task:
-    """The task, evaluated first when its deadline has passed: what a door calls before it shows
-    one task, so none shows a task open past its deadline (SPEC §4.3). Lists call
-    `tasks_evaluate_due` instead. A task whose keys are pending stays open until the worker has
-    its keypers' releases (SPEC §15.8): a read never waits on a keyper."""
+    """The task, evaluated first when it is due, so no door shows a task open past its deadline
+    (SPEC §4.3). A task awaiting its keypers stays open: a read never waits on a keyper."""
     if DUE.holds(task, timezone.now()):
         task_evaluate(task_id=task.pk)
         task.refresh_from_db()
@@ -230,16 +218,13 @@ def _status_changes(batch: list[Task]) -> dict[str, int]:
     return changes
 
 
-# What the sweep does not read of a task: what the evaluation sets before anything reads it, and
-# what neither the view, the log entry nor a read model shows. Each column read is a value
-# converted and set on each task; a field read after all would cost a query a task, which
-# `test_the_sweeps_reads_do_not_grow_with_its_batch` would see.
-_SET_BY_THE_EVALUATION = (
-    *EVALUATION_FIELDS,
-    "poster",
-)
+# What the sweep reads of a task: not what the evaluation sets before anything reads it, nor
+# what neither the view, the log entry nor a read model shows (the poster). A field left out
+# here but read after all would cost a query a task.
 _SWEEP_READS = tuple(
-    field.name for field in Task._meta.concrete_fields if field.name not in _SET_BY_THE_EVALUATION
+    field.name
+    for field in Task._meta.concrete_fields
+    if field.name not in (*EVALUATION_FIELDS, "poster")
 )
 # What the sweep reads of its batch's contributions: rows of the fields an evaluation reads
 # (`Counted`), not model objects, whose construction costs more than the read itself.
@@ -257,14 +242,10 @@ _CONTRIBUTION_FIELDS_READ = (
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a batch is evaluated and freed. A batch makes tens of
-    thousands of objects (rows, views, forms), so the collector would run again and again over
-    Django's long-lived ones, a real share of the worker's work a task. A batch's
-    objects hold no cycles of their own, and are freed by their counts before the collector is
-    back: its first pass then finds the few that outlived the batch, not every one it made.
-    The switch is the whole process's: a web process whose read sweeps a batch leaves its other
-    threads' cycles for after it, and of two batches at once in one process, whichever found the
-    collector on turns it back on."""
+    """Python's cycle collector off while a batch is evaluated and freed: a batch makes so many
+    objects that the collector would run again and again over Django's long-lived ones, and the
+    batch's own hold no cycles, so reference counts free them. The switch is the process's:
+    other threads' cycles wait for the end of the batch."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -313,13 +294,9 @@ BATCH_SIZE = 1000
 
 
 def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
-    """Evaluate every task past its deadline but those whose keys are pending (the worker's, in
-    `tasks.keyper_sweep`), a batch per transaction; returns how many this call did.
-
-    Rows another evaluator holds are skipped, not waited for: that evaluator is doing them. Every
-    list read calls this first and almost always finds nothing due, so one probe outside any
-    transaction (`DUE.any_sql`) answers that case.
-    """
+    """Evaluate every due task, a batch per transaction; returns how many this call did. Rows
+    another evaluator holds are skipped, not waited for: it is doing them. List reads call this
+    first and almost always find nothing due, so one probe outside any transaction answers that."""
     if not DUE.any_now() or _evaluations_held():
         return 0
     evaluated = 0

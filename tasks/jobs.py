@@ -41,10 +41,8 @@ def evaluate_task(task_id: str) -> bool:
 
 
 def evaluate_due() -> int:
-    """The sweep: catches any task whose own schedule was lost or late, collects the keypers'
-    releases for the tasks whose keys are pending and evaluates those they settle (only the
-    worker does: a read never waits on a keyper), then notes that it ran (the readiness check
-    looks for a sweep in the last two minutes)."""
+    """The sweep: catches any task whose own schedule was lost or late, evaluates those whose
+    keypers' releases are in, then notes that it ran for the readiness check."""
 
     def sweep() -> int:
         evaluated = tasks_evaluate_due() + tasks_evaluate_with_releases()

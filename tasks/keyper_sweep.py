@@ -1,10 +1,6 @@
 """The sweep's step for tasks whose keys are pending (SPEC §15.8): collect the keypers' releases of
-their sealed reports, and evaluate each task once its reports can be opened, or its grace is over.
-
-It runs in the worker's sweep, every minute, so a task is evaluated within a minute of the k-th
-release of its last report. Asking a keyper is a network call, made outside any transaction; only
-keeping what came back and evaluating take the task's row lock, briefly
-(`tasks.evaluation.task_evaluate_with_releases`).
+their sealed reports, outside any transaction, and evaluate each task once its reports can be
+opened, or its grace is over.
 """
 
 from __future__ import annotations
@@ -62,8 +58,7 @@ def _releases_collected(
 
 def tasks_evaluate_with_releases() -> int:
     """Collect releases for every task awaiting keys, and evaluate those it settles; returns how
-    many this call evaluated. Safe beside other sweeps: collecting twice asks twice for the same
-    bytes, and the evaluation is exactly once."""
+    many. Safe beside other sweeps: the evaluation is exactly once."""
     until = time.monotonic() + COLLECTING_S
     evaluated = 0
     for task_id in tasks_awaiting_keys():

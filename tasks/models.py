@@ -49,13 +49,11 @@ class Task(models.Model):
     verdict = models.CharField(max_length=24, blank=True)
     evaluated_at = models.DateTimeField(null=True, blank=True)
     evaluation = models.JSONField(null=True, blank=True)
-    # Set by the first keyper-sealed contribution (SPEC §15.8): the task is not evaluated at its
-    # deadline by whoever reads it, but by the worker once the keypers' releases are in, or their
-    # grace is over; it clears this in the transaction that evaluates.
+    # Set by the first keyper-sealed contribution (SPEC §15.8): only the worker evaluates the task,
+    # once the keypers' releases are in or their grace is over.
     keys_pending = models.BooleanField(default=False)
-    # The §3.2 view, rendered once by `tasks.rendered.task_render` in the transaction that
-    # changes the task and served as stored. `rendered_version` says when to render again. A
-    # door's own forms live in the door's tables (`tasks.changes`).
+    # The §3.2 view as `tasks.rendered.task_render` stored it; `rendered_version` says when to
+    # render again.
     view_json = models.TextField(blank=True, editable=False)
     rendered_version = models.PositiveSmallIntegerField(default=0, editable=False)
 
@@ -114,9 +112,8 @@ class Contribution(models.Model):
         Agent, on_delete=models.PROTECT, related_name="contributions", db_index=False
     )
     operation_id = models.CharField(max_length=200)
-    # The report is stored only sealed (AES-256-GCM, SPEC §15.6); the evaluation opens it into the
-    # task's evaluation, its public copy (`tasks.sealing`). Null on a contribution evaluated before
-    # migration 0012, which kept its public copy instead and dropped the seal.
+    # The report is stored only sealed (AES-256-GCM, SPEC §15.6); its public copy is in the task's
+    # evaluation. Null on a contribution evaluated before migration 0012 dropped such seals.
     sealed_report = models.BinaryField(null=True, blank=True)
     # Empty for a keyper-sealed contribution: its digest is the opened report's, which only the
     # evaluation (its item, from the keypers' releases) holds.

@@ -1,11 +1,8 @@
-"""Opening a keyper-sealed report at its task's evaluation (SPEC §15.8).
-
-The server never held the report: its key comes from the keypers' releases, collected from the
-deadline + 60 s (`tasks.keyper_sweep`). Opened, the report meets the rules the plain form meets at
-receipt (§4.1, §5, §6), the same functions in the same order; a report that fails one, or that
-cannot be opened, is *void* with the code of what failed, kept in the evaluation and counted in no
-verdict. Every step here reads the contribution's stored envelope and releases and nothing else,
-so anyone holding the published item can redo it.
+"""Opening a keyper-sealed report at its task's evaluation (SPEC §15.8), with the key the
+keypers' releases give. Opened, the report meets the rules the plain form meets at receipt; one
+that fails a rule, or cannot be opened, is *void* with the code of what failed and counted in no
+verdict. Every step reads only the stored envelope and releases, so anyone holding the published
+item can redo it.
 """
 
 from __future__ import annotations
@@ -126,14 +123,7 @@ def sealed_opening(
     except (SealError, ValueError) as exc:
         return _inconsistent(shares, seal, task, site=site, reason=str(exc))
     try:
-        report, salt = report_open(
-            b64u_decode(seal["ciphertext"]),
-            key,
-            site=site,
-            task_id=str(task.id),
-            deadline=task.deadline_text,
-            commitment=seal["commitment"],
-        )
+        report, salt = _opened(seal, key, task, site=site)
     except (SealError, ValueError) as exc:
         if not final and released < min(keypers, threshold + 1):
             return None
@@ -160,21 +150,34 @@ def _inconsistent(
     screen refuses is void for private content, which publishes neither."""
     for chosen in itertools.combinations(shares, seal["threshold"]):
         try:
-            report, _ = report_open(
-                b64u_decode(seal["ciphertext"]),
-                key_combine(list(chosen), seal["threshold"]),
-                site=site,
-                task_id=str(task.id),
-                deadline=task.deadline_text,
-                commitment=seal["commitment"],
-            )
+            report, _ = _opened(seal, key_combine(list(chosen), seal["threshold"]), task, site=site)
         except (SealError, ValueError):
             continue
-        try:
-            refuse_if(privacy.screen(privacy.texts_anywhere(report)))
-        except Refusal as refusal:
-            return Void(str(refusal.code), refusal.message)
+        if private := _private_void(report):
+            return private
     return Void(INCONSISTENT_SHARES, f"the released shares do not give one key: {reason}")
+
+
+def _opened(
+    seal: dict[str, Any], key: bytes, task: Task, *, site: str
+) -> tuple[dict[str, Any], str]:
+    return report_open(
+        b64u_decode(seal["ciphertext"]),
+        key,
+        site=site,
+        task_id=str(task.id),
+        deadline=task.deadline_text,
+        commitment=seal["commitment"],
+    )
+
+
+def _private_void(report: dict[str, Any]) -> Void | None:
+    """Void for private content when any text of the report, wherever it is, trips the screen."""
+    try:
+        refuse_if(privacy.screen(privacy.texts_anywhere(report)))
+    except Refusal as refusal:
+        return Void(str(refusal.code), refusal.message)
+    return None
 
 
 def _is_salt(text: str) -> bool:
@@ -197,11 +200,7 @@ def report_rules_void(report: dict[str, Any], task: Task) -> Void | None:
     void = _first_rule_void(report, task)
     if void is None or void.code == ErrorCode.PRIVATE_CONTENT:
         return void
-    try:
-        refuse_if(privacy.screen(privacy.texts_anywhere(report)))
-    except Refusal as refusal:
-        return Void(str(refusal.code), refusal.message)
-    return void
+    return _private_void(report) or void
 
 
 def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:

@@ -1,9 +1,6 @@
-"""What every door shows of tasks to anyone: one task, a page of a list, a page of the feed. Each
-is read on a replica where one serves (`core.replicas.public_read`), unless what the replica
-holds could be behind what the primary decided: the task is not there yet, or it or any task is
-open past its deadline (`tasks.due.PAST_DEADLINE`). Then the primary answers, after the domain
-evaluated what is due (`tasks.due.DUE`), so no door shows a task open past its deadline
-(SPEC §4.3, §16.1).
+"""What every door shows of tasks to anyone. Each is read on a replica where one serves, unless
+the replica could be behind what the primary decided (the task is not there yet, or a task is open
+past its deadline): then the primary answers, after evaluating what is due (SPEC §4.3, §16.1).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""A task's §3.2 view, rendered once when the task changes and stored in its row (`view_json`).
-
-Zulip's `rendered_content`: the writer renders, every reader is served the stored text. A task
-changes three times at most (posted, a contribution counted, evaluated), each time inside a
-service's transaction, and is read far more often. The view holds no sealed content, so neither
-can its stored text. A door that keeps a form of its own (the A2A door's Task JSON) keeps it in
-its own tables, written through the one hook `tasks.changes.task_changed`.
+"""A task's §3.2 view, rendered once when the task changes and stored in its row (`view_json`),
+as Zulip's `rendered_content`: a task changes a few times, inside a service's transaction, and is
+read far more often. A door's own forms live in its own tables (`tasks.changes.task_changed`).
 """
 
 from __future__ import annotations
@@ -28,9 +24,8 @@ RENDERED_FIELDS = ("view_json", "rendered_version")
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON that Cairn writes itself, by orjson, several times faster than `json.dumps`
-    on the write path. What orjson refuses (an int beyond 64 bits, a lone surrogate) goes to
-    `json.dumps`, which writes or refuses it."""
+    """Compact JSON by orjson, on the write path; what orjson refuses (an int beyond 64 bits, a
+    lone surrogate) goes to `json.dumps`, which writes or refuses it."""
     try:
         return orjson.dumps(value).decode()
     except TypeError:
@@ -38,8 +33,7 @@ def json_text(value: Any) -> str:
 
 
 def task_view(task: Task) -> dict[str, Any]:
-    """The public view of SPEC §3.2: no agent id, no sealed content, only the count of
-    contributions. Built when the task changes (`task_render`); readers get the stored one."""
+    """The public view of SPEC §3.2: no agent id, no sealed content."""
     return {
         "id": str(task.id),
         "title": task.title,

@@ -1,11 +1,8 @@
 """A contribution's report while sealed and once revealed (SPEC §4.2, §15.6, §15.8).
 
-A report is stored once, sealed, and stays so. The evaluation opens every report of its task into
-the task's evaluation, which is public: that is the report's public copy, and the only one a
-reader of an evaluated task is given. The sweep therefore never rewrites a contribution's row.
-A keyper-sealed report is not the server's to open before its keypers release the key, so
-nobody here reads it before the evaluation, its author included; and a report its evaluation
-found void has no public copy at all.
+A report is stored once, sealed, and stays so: its public copy is its item in the task's
+evaluation, so the sweep never rewrites a contribution's row. A keyper-sealed report is not the
+server's to open before the keypers release its key, and a void report has no public copy.
 """
 
 from __future__ import annotations
@@ -73,8 +70,7 @@ def report_unsealed(contribution: Sealed) -> dict[str, Any]:
 
 
 def evaluation_item(contribution: Contribution) -> dict[str, Any]:
-    """The contribution's item in its task's evaluation: its report, digest and salt, or its
-    void, and for a keyper-sealed one its envelope and releases (`tasks.opening.sealed_item`)."""
+    """The contribution's item in its task's evaluation."""
     evaluation = contribution.task.evaluation or {}
     contribution_id = str(contribution.id)
     for item in evaluation.get("contributions", ()):

@@ -43,22 +43,21 @@ def receipt_claims(contribution: Contribution) -> dict[str, str]:
     server having neither its report nor its salt (§15.8)."""
     seal = contribution.keyper_seal
     if seal is not None:
-        return {
-            "contribution_id": str(contribution.id),
-            "task_id": str(contribution.task_id),
-            "operation_id": contribution.operation_id,
+        sealed = {
             "commitment": seal["commitment"],
             "ciphertext_digest": seal["ciphertext_digest"],
             "sealed": KEYPERS_SEALED,
-            "received_at": format_instant(contribution.received_at),
-            "sealed_until": contribution.task.deadline_text,
+        }
+    else:
+        sealed = {
+            "report_digest": contribution.report_digest,
+            **({"salt": contribution.salt} if contribution.salt else {}),
         }
     return {
         "contribution_id": str(contribution.id),
         "task_id": str(contribution.task_id),
         "operation_id": contribution.operation_id,
-        "report_digest": contribution.report_digest,
-        **({"salt": contribution.salt} if contribution.salt else {}),
+        **sealed,
         "received_at": format_instant(contribution.received_at),
         "sealed_until": contribution.task.deadline_text,
     }
@@ -80,8 +79,7 @@ def task_log_index(task_id: uuid.UUID) -> int | None:
 
 
 def task_get(task_id: str | uuid.UUID) -> Task:
-    """The task as stored. A door evaluates it first when it is due
-    (`tasks.evaluation.task_evaluated_if_due`): a read never writes."""
+    """The task as stored: a read never writes."""
     return get_by_id(Task, task_id, what="task")
 
 
@@ -102,10 +100,9 @@ def task_page(
     status_timestamp_after: datetime | None = None,
     with_evaluation: bool = True,
 ) -> TaskPage:
-    """One page of tasks, newest status first (ties by id), by keyset so a deep page costs what
-    the first does. `filter_key` names the filter; a cursor only works with the filter it came from.
-    `with_evaluation=False` does not load the evaluations (the largest column), for a caller that
-    will not show them. The door evaluates what is due first (`tasks_evaluate_due`)."""
+    """One page of tasks, newest status first, by keyset so a deep page costs what the first
+    does; a cursor only works with the `filter_key` it came from. `with_evaluation=False` leaves
+    out the largest column, for a caller that will not show it."""
     matches = Task.objects.all()
     if statuses is not None:
         matches = matches.filter(status__in=statuses)
@@ -215,8 +212,7 @@ _WRITE_FIELDS = tuple(
 
 
 def task_get_for_write(task_id: Any) -> Task:
-    """`task_get` for a write, in one prepared statement (`core.statements`): the task without
-    its stored forms."""
+    """`task_get` for a write, in one prepared statement, without the stored forms."""
     key = id_or_not_found(task_id, what="task")
     row = statements.fetch_one(_task_for_write(), [statements.db_value(Task, "id", key)])
     if row is None:

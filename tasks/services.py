@@ -153,10 +153,9 @@ class ContributorRecord:
 
 
 def _task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> ContributorRecord:
-    """Lock the task's row (Zulip's `access_…(lock=True)`), refresh into `task` what may have
-    changed since it was read (its status, count and whether its keys are pending), and read the
-    agent's own contributions, in one statement. Call inside a transaction holding the agent's row lock: an
-    agent's contributions are only written under that lock, so the statement sees every one."""
+    """Lock the task's row, refresh into `task` what may have changed since it was read, and read
+    the agent's own contributions, in one statement. Call holding the agent's row lock, under
+    which alone its contributions are written, so the statement sees every one."""
     row = statements.fetch_one(
         _task_lock_for_contribution_sql(),
         [
@@ -286,10 +285,9 @@ def _keyper_sealed_checked(task: Task, payload: Any) -> _Checked:
 def contribution_submit(
     *, agent: Agent, task_id: Any, payload: Any, operation_id: str, door: Door, client: str = ""
 ) -> WriteResult:
-    """Seal a contribution to an open task and answer with a receipt: a report sent plain
-    (`cairn.task.contribution/0.1`), which the server seals at rest, or one its contributor
-    sealed to the site's keypers (`cairn.task.contribution.sealed/0.1`). Both forms meet the
-    same task, state and caps checks under the same locks."""
+    """Seal a contribution to an open task and answer with a receipt. The plain form is sealed
+    at rest by the server; the sealed form comes sealed to the keypers by its contributor. Both
+    meet the same task, state and caps checks under the same locks."""
 
     def check() -> _Checked:
         task = task_evaluated_if_due(task_get_for_write(task_id))

@@ -1,9 +1,6 @@
-"""The public task view (SPEC §3.2, §4.3) as pydantic models: they generate `/schemas/a2a/open-task.json`.
-
-`task_view` builds the view; these models only describe its shape, and a test checks that every view
-`task_view` writes validates against them. The eight request fields are the posting model's own, so the
-view's request cannot drift from what was approved.
-"""
+"""The public task view (SPEC §3.2, §4.3) as pydantic models, for `/schemas/a2a/open-task.json`:
+they describe what `task_view` builds, and take the request fields from the posting model, so the
+view's request cannot drift from what was approved."""
 
 from __future__ import annotations
 
