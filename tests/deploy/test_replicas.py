@@ -93,10 +93,10 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
         deployment.start_web()
         deployment.start_worker()
         grpc_service = deployment._spawn("grpc", [sys.executable, "-m", "cairn.grpc"])
-        _wait_grpc_serving(grpc_address, grpc_service)
+        wait_grpc_serving(grpc_address, grpc_service)
         made = Cluster(primary, replica, deployment, grpc_address)
         for url in made.webs:
-            _wait_replica_state(url, "serving")
+            wait_replica_state(url, "serving")
         yield made
     finally:
         if deployment is not None:
@@ -110,7 +110,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
                 server.remove()
 
 
-def _wait_grpc_serving(address: str, service: Service) -> None:
+def wait_grpc_serving(address: str, service: Service) -> None:
     give_up = time.monotonic() + 30
     while True:
         try:
@@ -300,7 +300,7 @@ def _readiness(url: str) -> tuple[int, dict[str, Any]]:
     return answer.status_code, answer.json()
 
 
-def _wait_replica_state(url: str, state: str, within_s: float = 30) -> dict[str, Any]:
+def wait_replica_state(url: str, state: str, within_s: float = 30) -> dict[str, Any]:
     """/readyz of `url` once it says the replica is in `state`."""
     give_up = time.monotonic() + within_s
     while True:
@@ -407,8 +407,8 @@ def test_a_paused_replica_never_shows_a_task_open_past_its_deadline(cluster):
             cluster.replica, "SELECT status FROM tasks_task WHERE id = %s", task_id
         )[0]
         assert still_open == "working"
-        first = _wait_replica_state(cluster.webs[0], "serving")
-        second = _wait_replica_state(cluster.webs[1], "lagging")
+        first = wait_replica_state(cluster.webs[0], "serving")
+        second = wait_replica_state(cluster.webs[1], "lagging")
         print(
             f"\nreplay paused: {len(reads)} reads across the deadline; the replica is "
             f"{first['checks']['replicas']['replicas']['replica1']['state']} to the first web "
@@ -434,7 +434,7 @@ def test_a_paused_replica_never_shows_a_task_open_past_its_deadline(cluster):
     )[0]
     assert evaluated_at is not None
     assert (evaluated_at - deadline).total_seconds() <= PROMISED_LAG_S
-    _wait_replica_state(cluster.webs[1], "serving")
+    wait_replica_state(cluster.webs[1], "serving")
 
 
 def test_a_stopped_replica_is_skipped_and_takes_the_reads_again_when_back(cluster):
@@ -448,7 +448,7 @@ def test_a_stopped_replica_is_skipped_and_takes_the_reads_again_when_back(cluste
         failed = [read for read in reads if read.status != 200 or read.state != "open"]
         assert not failed, f"with the replica stopped: {failed}"
         for url in cluster.webs:
-            body = _wait_replica_state(url, "down")
+            body = wait_replica_state(url, "down")
             # Readiness is the primary's and the worker's sweep's alone.
             others = [check["ok"] for name, check in body["checks"].items() if name != "replicas"]
             assert body["checks"]["database"]["ok"], body
@@ -465,7 +465,7 @@ def test_a_stopped_replica_is_skipped_and_takes_the_reads_again_when_back(cluste
         cluster.replica.wait_ready()
 
     for url in cluster.webs:
-        _wait_replica_state(url, "serving")
+        wait_replica_state(url, "serving")
         metrics = httpx.get(f"{url}/metrics", timeout=10).text
         assert 'cairn_replica_serving{replica="replica1"} 1.0' in metrics, metrics
     time.sleep(STATS_REPORTED_S)  # the primary's counts of the reads it took meanwhile

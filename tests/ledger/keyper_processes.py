@@ -153,15 +153,23 @@ class SiteProcess(CairnProcess):
         self, keypers: list[KeyperProcess], *, threshold: int, quorum: int, **settings: str
     ) -> None:
         self.configure(
-            CAIRN_SIGNING_KEY=pem(self.site_key),
-            CAIRN_WITNESSES="\n".join(f"{k.witness_vkey} {k.url}/api/witness" for k in keypers),
-            CAIRN_WITNESS_QUORUM=str(quorum),
-            CAIRN_KEYPERS="\n".join(
+            **self.keyper_settings(keypers, threshold=threshold, quorum=quorum), **settings
+        )
+
+    def keyper_settings(
+        self, keypers: list[KeyperProcess], *, threshold: int, quorum: int
+    ) -> dict[str, str]:
+        """The site's key, its witnesses (the keypers) and its keypers, as its environment says
+        them: for this process, or for any deployment that serves as this site."""
+        return {
+            "CAIRN_SIGNING_KEY": pem(self.site_key),
+            "CAIRN_WITNESSES": "\n".join(f"{k.witness_vkey} {k.url}/api/witness" for k in keypers),
+            "CAIRN_WITNESS_QUORUM": str(quorum),
+            "CAIRN_KEYPERS": "\n".join(
                 f"{k.keyper.name} {k.keyper.hpke_key} {k.keyper.url}" for k in keypers
             ),
-            CAIRN_KEYPER_THRESHOLD=str(threshold),
-            **settings,
-        )
+            "CAIRN_KEYPER_THRESHOLD": str(threshold),
+        }
 
     def sequence(self) -> None:
         """One run of the sequencer job as a worker runs it: integrate, sign, ask the witnesses
