@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,7 +32,6 @@ from core.clock import format_instant, now_ms
 from core.errors import ErrorCode, Refusal
 from ledger.models import Leaf, Log
 
-logger = logging.getLogger(__name__)
 RETRY_AFTER_S = 60
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, OuterRef, QuerySet, Subquery
@@ -73,21 +72,6 @@ def checkpoints_covering(*, index: int, log: LogRef | None = None) -> list[Check
         )
     latest = checkpoint_quorate_latest(log)
     return [earliest] if latest is None or latest.pk == earliest.pk else [earliest, latest]
-
-
-def checkpoint_witnessed_at(checkpoint: Checkpoint) -> datetime | None:
-    """When a quorum of the configured witnesses had seen the checkpoint (SPEC §15.4): the
-    quorum-th earliest of their cosignature times, None while it lacks the quorum. Without
-    witnesses the site's own time of signing is the only one there is."""
-    quorum = witness_quorum()
-    if quorum == 0:
-        return checkpoint.created_at
-    times = list(
-        checkpoint.cosignatures.filter(witness__in=[w.key.text for w in witnesses_configured()])
-        .order_by("signed_at")
-        .values_list("signed_at", flat=True)[:quorum]
-    )
-    return times[quorum - 1] if len(times) == quorum else None
 
 
 def checkpointed_size(log: LogRef) -> int:

@@ -31,11 +31,6 @@ def contributions_sealed(
     return contributions.filter(_SEALED) if sealed else contributions.exclude(_SEALED)
 
 
-def revealed_report(contribution: Contribution) -> dict[str, Any] | None:
-    """The report as anyone may read it: None while it is sealed, or when it is void."""
-    return None if is_sealed(contribution) else evaluation_item(contribution).get("report")
-
-
 def contribution_report(contribution: Contribution) -> dict[str, Any] | None:
     """The report for its author: the public copy once evaluated (None when void), else opened
     from its seal (None when sealed to the keypers: the server cannot open it yet)."""

@@ -22,19 +22,11 @@ from ledger.entries import TASK as TASK_ENTRY
 from ledger.models import Leaf
 from tasks.counts import task_count
 from tasks.models import Contribution, Task, TaskStatus
-from tasks.payloads import OpenTaskRequest
 from tasks.rendered import RENDERED_FIELDS, stored_view
 from tasks.sealing import contribution_report
 
 # A keyper-sealed contribution's receipt says so (SPEC §15.8).
 KEYPERS_SEALED = "keypers"
-# The request fields, in the order the view shows them; they are what the approval digest covers.
-REQUEST_FIELDS = tuple(OpenTaskRequest.model_fields)
-
-
-def task_request(view: dict[str, Any]) -> dict[str, Any]:
-    """The approved request inside a view: hash it with JCS to check `public_input_digest`."""
-    return {name: view[name] for name in REQUEST_FIELDS}
 
 
 def receipt_claims(contribution: Contribution) -> dict[str, str]:

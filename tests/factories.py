@@ -8,6 +8,7 @@ from typing import Any
 
 from core.canonical import canonical_digest
 from core.clock import format_instant, now_ms
+from tasks.payloads import OpenTaskRequest
 
 SOURCE = (
     "https://github.com/a2aproject/a2a-js/blob/main/src/client/transports/json_rpc_transport.ts"
@@ -35,6 +36,11 @@ def open_task_request(**changes: Any) -> dict[str, Any]:
     }
     request.update(changes)
     return request
+
+
+def task_request(view: dict[str, Any]) -> dict[str, Any]:
+    """The approved request inside a task's view: what `public_input_digest` is the JCS hash of."""
+    return {name: view[name] for name in OpenTaskRequest.model_fields}
 
 
 def open_task_payload(

@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 from core.canonical import canonical_digest, canonical_json
 from tasks.models import Outcome, TaskStatus
 from tasks.rendered import task_view
-from tasks.selectors import task_request
-from tests.factories import open_task_payload, open_task_request
+from tests.factories import open_task_payload, open_task_request, task_request
 
 
 @pytest.mark.parametrize(

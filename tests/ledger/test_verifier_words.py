@@ -11,7 +11,6 @@ import pytest
 
 from ledger.verifier import VERIFIER
 from tasks.payloads import VERDICTS, OpenTaskRequest
-from tasks.selectors import REQUEST_FIELDS
 from tests.scripts import loaded_script
 
 
@@ -22,7 +21,7 @@ def verifier() -> Iterator[ModuleType]:
 
 
 def test_it_recomputes_the_digest_over_the_fields_the_server_approves(verifier):
-    assert verifier.REQUEST_FIELDS == tuple(OpenTaskRequest.model_fields) == REQUEST_FIELDS
+    assert verifier.REQUEST_FIELDS == tuple(OpenTaskRequest.model_fields)
 
 
 def test_it_counts_the_verdicts_the_server_counts(verifier):

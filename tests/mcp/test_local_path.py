@@ -16,8 +16,8 @@ from core.canonical import canonical_digest
 from core.clock import parse_instant
 from tasks.models import Task
 from tasks.rendered import task_view
-from tasks.selectors import task_get, task_request
-from tests.factories import SOURCE, contribution_report, open_task_request
+from tasks.selectors import task_get
+from tests.factories import SOURCE, contribution_report, open_task_request, task_request
 from tests.mcp.conftest import LOCAL_VERSION_CLIENT, call, connected
 
 
