@@ -161,8 +161,9 @@ class Deployment:
         )
         assert done.returncode == 0, f"manage.py {' '.join(args)} failed:\n{done.stderr[-3000:]}"
 
-    def start_web(self) -> Service:
-        port = free_port()
+    def start_web(self, port: int | None = None) -> Service:
+        """A uvicorn process on `port` (one a process before it served on, say) or a free one."""
+        port = port or free_port()
         service = self._spawn("web", [sys.executable, "-m", "cairn.serve", "--port", str(port)])
         url = f"http://127.0.0.1:{port}"
         answering(url, service.process, seconds=30, log=service.tail)
