@@ -109,6 +109,16 @@ class Witness:
         """The site's `CAIRN_WITNESSES` naming it."""
         return f"{self.key.text} {self.deployment.web_urls[0]}/api/witness"
 
+    def follow(self, log_key: str) -> None:
+        """As its operator does for a site's new log: the log's verifier key added beside the
+        ones it follows (`CAIRN_WITNESSED_LOGS`, one a line), and the witness restarted at the
+        address the site knows it by."""
+        url = self.deployment.web_urls.pop()
+        self.deployment.stop_all()
+        settings = self.deployment.env
+        settings["CAIRN_WITNESSED_LOGS"] = f"{settings['CAIRN_WITNESSED_LOGS']}\n{log_key}"
+        self.deployment.start_web(port=int(url.rsplit(":", 1)[1]))
+
 
 def witness_cairn(folder: Path, server: PrivatePostgres) -> Witness:
     """A witness Cairn's web process, on SQLite in `folder`; `server` only fills the field."""
@@ -249,19 +259,23 @@ class Checkpoint:
     cosigned: bool  # by the witness
 
 
-def checkpoint(site: str, witness: Witness) -> Checkpoint:
-    text = httpx.get(f"{site}/api/log/checkpoint", timeout=10).text
+def checkpoint(site: str, witness: Witness, log: str = "/api/log") -> Checkpoint:
+    """The latest checkpoint of the site's log served under `log` (log 0's by default)."""
+    text = httpx.get(f"{site}{log}/checkpoint", timeout=10).text
     note = note_parse(text)
     body = checkpoint_body_parse(note.body)
     return Checkpoint(text, body.tree_size, body.root, note.signed_by(witness.key) is not None)
 
 
-def wait_cosigned(site: str, witness: Witness, *, beyond: int, within_s: float = 90) -> Checkpoint:
-    """The site's latest checkpoint once it is larger than `beyond` and cosigned by the witness."""
+def wait_cosigned(
+    site: str, witness: Witness, *, beyond: int, log: str = "/api/log", within_s: float = 90
+) -> Checkpoint:
+    """The latest checkpoint of the site's log under `log` once it is larger than `beyond` and
+    cosigned by the witness."""
     give_up = time.monotonic() + within_s
     while True:
         try:
-            latest = checkpoint(site, witness)
+            latest = checkpoint(site, witness, log)
         except (httpx.HTTPError, ValueError):
             latest = None
         if latest is not None and latest.size > beyond and latest.cosigned:

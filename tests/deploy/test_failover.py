@@ -5,10 +5,12 @@ and worker on libpq's multi-host URL naming both, with `target_session_attrs=rea
 Cairn witnessing the site's log; a load of task posts and contributions keeping every receipt.
 Mid-load the primary's WAL sender is stopped, so the standby falls behind, then the primary is
 killed (SIGKILL, every process of it) and the standby promoted by the docs' block; the dead
-primary's address is rebuilt as a standby of the new primary, and the same again. Writes resume
-each time without a restart of Cairn, every task and receipt answered is in the log, and the
-witness cosigns the checkpoints after the failovers, which extend those before them. Every figure
-is printed (run with -s to see them).
+primary's address is rebuilt as a standby of the new primary, and the same again; and a third
+time at the moment that matters most to the log: the standby stops receiving while the worker's
+sequencer is in a run (entries appended and a checkpoint signed, the commit waiting for the
+standby), and the primary is killed then. Writes resume each time without a restart of Cairn,
+every task and receipt answered is in the log, and the witness cosigns the checkpoints after the
+failovers, which extend those before them. Every figure is printed (run with -s to see them).
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from ledger.services import SEQUENCER_LOCK
 from tests.deploy.failover import (
     DATABASE,
     Load,
@@ -83,17 +87,64 @@ def _synchronous_standby(
     return standby
 
 
-def _fail_over(load: Load, primary: PrivatePostgres, standby: PrivatePostgres, round: int) -> None:
+def _behind_for_a_while(primary: PrivatePostgres, sender: int) -> tuple[float, str]:
+    """The standby receives nothing for `STANDBY_BEHIND_S` seconds: when it stopped receiving,
+    and the moment said."""
+    os.kill(sender, signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    time.sleep(STANDBY_BEHIND_S)
+    return stopped_at, f"the standby had received nothing for {STANDBY_BEHIND_S} s"
+
+
+def _behind_mid_sequencer(primary: PrivatePostgres, sender: int) -> tuple[float, str]:
+    """The standby stops receiving while a sequencer run holds its lock (its entries appended,
+    its checkpoint signed, in a transaction not yet committed), and until that run's commit waits
+    for the standby: the moment its work is on the primary alone. When the run ends first (it
+    had nothing to write, or had committed), the standby catches up and the next run is
+    waited for. Returns when the standby stopped receiving, and the moment said."""
+    held = (
+        "SELECT l.pid, a.wait_event, a.query FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+        " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
+        " AND l.classid = %s AND l.objid = %s"
+    )
+    key = [(SEQUENCER_LOCK >> 32) & 0xFFFFFFFF, SEQUENCER_LOCK & 0xFFFFFFFF]
+    give_up = time.monotonic() + 120
+    with psycopg.connect(primary.url(DATABASE), autocommit=True) as conn:
+        while True:
+            assert time.monotonic() < give_up, "no sequencer run was caught committing"
+            running = conn.execute(held, key).fetchall()
+            if not running:
+                time.sleep(0.01)
+                continue
+            os.kill(sender, signal.SIGSTOP)
+            stopped_at = time.monotonic()
+            ((pid, _, _),) = running
+            while (run := conn.execute(f"{held} AND l.pid = %s", [*key, pid]).fetchall()) and (
+                run[0][1] != "SyncRep"
+            ):
+                time.sleep(0.01)
+            if run:
+                return stopped_at, (
+                    f"the sequencer's run was at `{run[0][2]}`, waiting for the standby"
+                )
+            os.kill(sender, signal.SIGCONT)
+
+
+def _fail_over(
+    load: Load,
+    primary: PrivatePostgres,
+    standby: PrivatePostgres,
+    round: int,
+    behind: Callable[[PrivatePostgres, int], tuple[float, str]] = _behind_for_a_while,
+) -> None:
     """Mid-load: the standby falls behind (the primary's WAL sender stops sending, as a network
-    would), the primary is killed, the standby promoted; until writes are answered again and as
-    many receipts again are kept."""
+    would, for as long as `behind` says), the primary is killed, the standby promoted; until
+    writes are answered again and as many receipts again are kept."""
     load.wait_receipts(len(load.receipts) + RECEIPTS_EACH_SIDE)
     ((sender,),) = primary.sql(
         "SELECT pid FROM pg_stat_replication WHERE application_name = 'standby1'"
     )
-    os.kill(sender, signal.SIGSTOP)
-    stopped_at = time.monotonic()
-    time.sleep(STANDBY_BEHIND_S)
+    stopped_at, moment = behind(primary, sender)
     answered_while_behind = len([at for at in load.answered_at if at > stopped_at])
     primary.kill()
     killed_at = time.monotonic()
@@ -103,10 +154,10 @@ def _fail_over(load: Load, primary: PrivatePostgres, standby: PrivatePostgres, r
     resumed_at = load.first_answer_after(promoted_at)
     assert standby.sql("SELECT pg_is_in_recovery()") == [(False,)]
     print(
-        f"\nfailover {round}: {answered_before} receipts before the kill, "
-        f"{answered_while_behind} writes answered in the {STANDBY_BEHIND_S} s the standby "
-        f"received nothing before it; promoted {promoted_at - killed_at:.1f} s after the kill, "
-        f"writes answered again {resumed_at - promoted_at:.1f} s after the promotion"
+        f"\nfailover {round}: {answered_before} receipts before the kill, when {moment}; "
+        f"{answered_while_behind} writes answered in the {killed_at - stopped_at:.1f} s before "
+        f"it; promoted {promoted_at - killed_at:.1f} s after the kill, writes answered again "
+        f"{resumed_at - promoted_at:.1f} s after the promotion"
     )
     load.wait_receipts(answered_before + RECEIPTS_EACH_SIDE)
 
@@ -136,6 +187,9 @@ def test_a_synchronous_standby_promoted_mid_load_keeps_every_receipt(servers, tm
         third = _synchronous_standby(servers, second, port=first.port)
         witnessed.append(wait_cosigned(web, witness, beyond=witnessed[-1].size))
         _fail_over(load, second, third, 2)
+        fourth = _synchronous_standby(servers, third, port=second.port)
+        witnessed.append(wait_cosigned(web, witness, beyond=witnessed[-1].size))
+        _fail_over(load, third, fourth, 3, behind=_behind_mid_sequencer)
     print(
         f"{len(load.receipts)} receipts, {len(load.tasks)} tasks; other answers {dict(load.other)}"
     )
@@ -148,6 +202,6 @@ def test_a_synchronous_standby_promoted_mid_load_keeps_every_receipt(servers, tm
         assert_extends(web, earlier, witnessed[-1])
     assert_never_rolled_back(web)
     print(
-        f"witnessed checkpoints of sizes {[c.size for c in witnessed]}: the last, after both "
-        "failovers, extends each before"
+        f"witnessed checkpoints of sizes {[c.size for c in witnessed]}: the last, after every "
+        "failover, extends each before"
     )
