@@ -24,12 +24,13 @@ class Command(BaseCommand):
         except RestartRefused as refused:
             raise CommandError(f"log_restart refused: {refused}") from None
         cosigned = witnesses_cosign()
-        lost = max(done.previous_size - done.lost_from, 0)
+        gone = max(done.previous_size - done.lost_from, 0)
         self.stdout.write(
             f"started {done.log.origin} (routes under {done.log.path}/) after "
             f"{done.previous.origin}\n"
             f"  lost_from {done.lost_from}: the previous checkpoint held {done.previous_size} "
-            f"entries, {lost} of them are lost\n"
+            f"entries, {gone} of them past what this database logged; the writes among them "
+            "that it still holds are logged again, the rest are lost\n"
             f"  logged again {done.logged_again} queued entries after the restart entry; "
             f"checkpoint of {done.checkpoint.tree_size} signed, {cosigned} cosignatures\n"
             f"  witnesses follow it with the verifier key {log_verifier_key(done.log.origin).text}"
