@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from cairn.env import created_once
 from cairn.startup import load_settings
 from ledger.keyper_seal import keyper_public
 from ledger.signed_note import COSIGNATURE_V1, private_verifier_key
@@ -44,15 +45,6 @@ def _pem(key: Ed25519PrivateKey | X25519PrivateKey) -> str:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
-
-
-def _kept(path: Path, make: str) -> str:
-    """A key file made once (mode 0600) and reused, so a keyper keeps its name's keys."""
-    if not path.is_file():
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(make)
-    return path.read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -77,11 +69,15 @@ class LocalKeyper:
         return self.folder / "web.log"
 
     def keys(self) -> tuple[Ed25519PrivateKey, X25519PrivateKey]:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        witness = _kept(self.folder / "witness_key.pem", _pem(Ed25519PrivateKey.generate()))
-        keyper = _kept(self.folder / "keyper_key.pem", _pem(X25519PrivateKey.generate()))
-        _kept(self.folder / "signing_key.pem", _pem(Ed25519PrivateKey.generate()))
-        _kept(self.folder / "seal_key", os.urandom(32).hex())
+        """Its keys, made once and kept, so a keyper keeps its name's keys."""
+        witness = created_once(
+            self.folder / "witness_key.pem", lambda: _pem(Ed25519PrivateKey.generate())
+        )
+        keyper = created_once(
+            self.folder / "keyper_key.pem", lambda: _pem(X25519PrivateKey.generate())
+        )
+        created_once(self.folder / "signing_key.pem", lambda: _pem(Ed25519PrivateKey.generate()))
+        created_once(self.folder / "seal_key", lambda: os.urandom(32).hex())
         loaded = (
             serialization.load_pem_private_key(witness.encode(), password=None),
             serialization.load_pem_private_key(keyper.encode(), password=None),
