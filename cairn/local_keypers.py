@@ -1,15 +1,11 @@
 """`make run` with two keypers on this machine (SPEC §15.8): `python -m cairn.local_keypers -- make run`.
 
-Sealing against the keeper needs keypers, which a developer's `make run` does not list. So that a
-sealed contribution can be tried on one machine, this starts two more Cairns beside it, each a
-witness of the site's log and a keyper for it, with its own SQLite database and keys in a folder
-of its own (made once, kept), then runs the command given (`make run`) with `CAIRN_WITNESSES` and
-`CAIRN_KEYPERS` naming them. Every key is on this machine, the keeper's own: the keypers show the
-flow and protect nothing. The protection needs keypers the keeper does not run.
-
-The command runs in a process group of its own, so Ctrl-C or SIGTERM here stops it as a whole
-(`make run` stops its three processes on SIGTERM), then the keypers; when any of them ends, the
-rest are stopped, naming which.
+So that a sealed contribution can be tried on one machine, this starts two more Cairns beside the
+site, each a witness of its log and a keyper for it with its own SQLite database and keys in a
+folder of its own, then runs the command given with `CAIRN_WITNESSES` and `CAIRN_KEYPERS` naming
+them. Every key is the keeper's own: they show the flow and protect nothing. The command runs in a
+process group of its own, so a stop here stops it as a whole, then the keypers; when any of them
+ends, the rest are stopped, naming which.
 """
 
 from __future__ import annotations

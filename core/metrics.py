@@ -1,9 +1,7 @@
-"""Cairn's Prometheus metrics that are counted as things happen (SPEC §16).
-
-Counted per process; with several web processes, set `PROMETHEUS_MULTIPROC_DIR` (a folder every
-process on the host can write) and `/metrics` adds them up. The numbers held in the database
-(tasks per state, evaluation lag) are read at scrape time instead, so they are exact whatever
-process answers the scrape.
+"""Cairn's Prometheus metrics that are counted as things happen (SPEC §16), per process: with
+several web processes, set `PROMETHEUS_MULTIPROC_DIR` and `/metrics` adds them up. The numbers
+held in the database are read at scrape time instead (`ops.collectors`), exact whichever process
+answers.
 """
 
 from __future__ import annotations
