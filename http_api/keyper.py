@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
-from functools import wraps
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -21,24 +19,13 @@ from django.views.decorators.http import require_POST, require_safe
 
 from core.clock import now_ms, parse_instant
 from core.errors import ErrorCode, Refusal
-from http_api.witness import STATUS, body_within_limit, over_limit_reason
+from http_api.witness import STATUS, body_within_limit, only_when, over_limit_reason
 from ledger.keyper import keyper_description, keyper_enabled, keyper_release
 from ledger.refusals import WitnessRefusal
 
 logger = logging.getLogger(__name__)
 
-View = Callable[[HttpRequest], HttpResponse]
-
-
-def _when_keyper(view: View) -> View:
-    @wraps(view)
-    def wrapped(request: HttpRequest) -> HttpResponse:
-        if not keyper_enabled():
-            refusal = Refusal(ErrorCode.NOT_FOUND, "this site is not a keyper")
-            return JsonResponse(refusal.as_body(), status=404)
-        return view(request)
-
-    return wrapped
+_when_keyper = only_when(keyper_enabled, "this site is not a keyper")
 
 
 def _refused(refusal: WitnessRefusal) -> JsonResponse:

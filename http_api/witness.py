@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import wraps
-from typing import Concatenate, ParamSpec
+from typing import Any, TypeVar, cast
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -43,20 +43,25 @@ STATUS = {
 }
 TEXT = "text/plain; charset=utf-8"
 
-P = ParamSpec("P")
+View = TypeVar("View", bound=Callable[..., HttpResponse])
 
 
-def _when_witness(
-    view: Callable[Concatenate[HttpRequest, P], HttpResponse],
-) -> Callable[Concatenate[HttpRequest, P], HttpResponse]:
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
-        if not witness_enabled():
-            refusal = Refusal(ErrorCode.NOT_FOUND, "this site is not a witness")
-            return JsonResponse(refusal.as_body(), status=404)
-        return view(request, *args, **kwargs)
+def only_when(enabled: Callable[[], bool], refusal: str) -> Callable[[View], View]:
+    """A view that is an unknown path (404, `refusal`) while `enabled()` is false."""
 
-    return wrapped
+    def decorate(view: View) -> View:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not enabled():
+                return JsonResponse(Refusal(ErrorCode.NOT_FOUND, refusal).as_body(), status=404)
+            return view(request, *args, **kwargs)
+
+        return cast(View, wrapped)
+
+    return decorate
+
+
+_when_witness = only_when(witness_enabled, "this site is not a witness")
 
 
 def _refused(status: int, reason: str) -> HttpResponse:
