@@ -1,11 +1,10 @@
 """Database connections never cross a fork (SPEC §16).
 
-django-q2 forks its sentinel, workers, monitor and pusher, and forks again whenever it replaces one
-that died. A PostgreSQL connection is a socket bound to one server session: a child that inherits
-it shares the session with its parent, their statements interleave, and transactions stop being
-atomic. So the forking process gives back every connection and closes its pools just before any
-fork, and each child opens its own on first use. django-q2 already calls `close_all()` before it
-forks, but with a pool that only returns the connection to the pool, which the child then inherits.
+django-q2 forks its processes, and forks again to replace one that died. A child that inherits a
+PostgreSQL connection shares its server session with the parent: their statements interleave and
+transactions stop being atomic. django-q2's `close_all()` before a fork only returns a pooled
+connection to the pool, which the child then inherits, so the forking process gives back every
+connection and closes its pools, and each child opens its own on first use.
 """
 
 from __future__ import annotations

@@ -144,8 +144,8 @@ def _key_text(name: str, raw: str) -> str:
         ) from None
 
 
-def _created_once(path: Path, make: Callable[[], str]) -> str:
-    """A development key: created on first start under var/ (mode 0600) and reused after."""
+def created_once(path: Path, make: Callable[[], str]) -> str:
+    """A development key: created on first start (mode 0600) and reused after."""
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -164,7 +164,7 @@ def _key_or_created(
         return text
     if create_at is None:
         raise ImproperlyConfigured(f"{name} must be set ({form}, or its file's path)")
-    return _created_once(create_at, make)
+    return created_once(create_at, make)
 
 
 def _pem_checked(name: str, text: str, kind: type, algorithm: str) -> str:

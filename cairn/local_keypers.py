@@ -1,15 +1,11 @@
 """`make run` with two keypers on this machine (SPEC §15.8): `python -m cairn.local_keypers -- make run`.
 
-Sealing against the keeper needs keypers, which a developer's `make run` does not list. So that a
-sealed contribution can be tried on one machine, this starts two more Cairns beside it, each a
-witness of the site's log and a keyper for it, with its own SQLite database and keys in a folder
-of its own (made once, kept), then runs the command given (`make run`) with `CAIRN_WITNESSES` and
-`CAIRN_KEYPERS` naming them. Every key is on this machine, the keeper's own: the keypers show the
-flow and protect nothing. The protection needs keypers the keeper does not run.
-
-The command runs in a process group of its own, so Ctrl-C or SIGTERM here stops it as a whole
-(`make run` stops its three processes on SIGTERM), then the keypers; when any of them ends, the
-rest are stopped, naming which.
+So that a sealed contribution can be tried on one machine, this starts two more Cairns beside the
+site, each a witness of its log and a keyper for it with its own SQLite database and keys in a
+folder of its own, then runs the command given with `CAIRN_WITNESSES` and `CAIRN_KEYPERS` naming
+them. Every key is the keeper's own: they show the flow and protect nothing. The command runs in a
+process group of its own, so a stop here stops it as a whole, then the keypers; when any of them
+ends, the rest are stopped, naming which.
 """
 
 from __future__ import annotations
@@ -30,6 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from cairn.env import created_once
 from cairn.startup import load_settings
 from ledger.keyper_seal import keyper_public
 from ledger.signed_note import COSIGNATURE_V1, private_verifier_key
@@ -44,15 +41,6 @@ def _pem(key: Ed25519PrivateKey | X25519PrivateKey) -> str:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
-
-
-def _kept(path: Path, make: str) -> str:
-    """A key file made once (mode 0600) and reused, so a keyper keeps its name's keys."""
-    if not path.is_file():
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(make)
-    return path.read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -77,11 +65,15 @@ class LocalKeyper:
         return self.folder / "web.log"
 
     def keys(self) -> tuple[Ed25519PrivateKey, X25519PrivateKey]:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        witness = _kept(self.folder / "witness_key.pem", _pem(Ed25519PrivateKey.generate()))
-        keyper = _kept(self.folder / "keyper_key.pem", _pem(X25519PrivateKey.generate()))
-        _kept(self.folder / "signing_key.pem", _pem(Ed25519PrivateKey.generate()))
-        _kept(self.folder / "seal_key", os.urandom(32).hex())
+        """Its keys, made once and kept, so a keyper keeps its name's keys."""
+        witness = created_once(
+            self.folder / "witness_key.pem", lambda: _pem(Ed25519PrivateKey.generate())
+        )
+        keyper = created_once(
+            self.folder / "keyper_key.pem", lambda: _pem(X25519PrivateKey.generate())
+        )
+        created_once(self.folder / "signing_key.pem", lambda: _pem(Ed25519PrivateKey.generate()))
+        created_once(self.folder / "seal_key", lambda: os.urandom(32).hex())
         loaded = (
             serialization.load_pem_private_key(witness.encode(), password=None),
             serialization.load_pem_private_key(keyper.encode(), password=None),

@@ -1,18 +1,15 @@
 """The single files Cairn hands its users (the offline verifier, the local MCP server), assembled
 from the modules the site itself imports, the way SQLite ships its amalgamation.
 
-A served file's source (`verify/cairn_verify.py`, `local_mcp/cairn_mcp.py`) imports the site's own
-modules by name (`from ledger.merkle import leaf_hash`); the build puts the text of each such module,
-and of the modules they import in turn, above the source's own code, dependencies first, and drops
-the imports between them. Nothing else changes: the user still runs one file with its PEP 723
-header, and anyone can rebuild the exact bytes from a commit with the standard library alone:
+A served file's source imports the site's modules by name; the build puts the text of each, and
+of what they import in turn, above the source's own code, dependencies first, and drops the
+imports between them. Anyone can rebuild the exact bytes from a commit with the standard library:
 
     python3 -m core.amalgam verify/cairn_verify.py > cairn_verify.py
 
-A module built in must import neither Django nor a module of the site as a whole
-(`from core import privacy`), nor rename what it imports from one: each would mean something other
-in one file than in the site. Two parts defining the same top-level name would too; each is an
-error here, not a surprise in a user's hands.
+A module built in must not import Django, a site package as a whole (`from core import privacy`),
+or rename what it imports, and no two parts may define one top-level name: each would mean
+something else in one file than in the site, so each is an error here.
 """
 
 from __future__ import annotations

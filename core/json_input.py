@@ -1,10 +1,9 @@
 """What counts as JSON from a client, for every door (SPEC §8.2, §6).
 
-Python's parser takes some bytes that are no usable JSON (a string with a lone surrogate, which no
-database or hash can hold), and fails on others with errors that are not about syntax (a
-`RecursionError` on deep nesting, a `ValueError` naming its own digit limit). One function reads a
-body once, by one rule, so the A2A endpoint, the HTTP routes and MCP answer the same bytes the
-same way: a parse error that says what is wrong, never a server error.
+Python's parser takes some bytes that are no usable JSON (a lone surrogate, which no database or
+hash can hold) and fails on others with errors that are not about syntax (deep nesting, its digit
+limit). One function reads a body by one rule, so every door answers the same bytes the same way:
+a parse error that says what is wrong, never a server error.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Logging (SPEC §16): one JSON object per line with `CAIRN_LOG_FORMAT=json`, plain lines otherwise.
 
-A client's mistake (a bad body, a bad JSON-RPC envelope, a 4xx, a refused CSRF check) is logged at
-INFO without a traceback; WARNING and tracebacks are kept for the server's own faults, so an
-operator's alert on them is not set off by whoever sends garbage.
-
-Logs hold no secret: no token and no query string, where a token pasted into a URL would be.
-Django's request records carry the request itself, which the JSON formatter would write out as
-its full path, query string included; they are written as method and path instead.
+A client's mistake (a bad body or envelope, a 4xx, a refused CSRF check) is logged at INFO without
+a traceback, so an operator's alert on WARNING is not set off by whoever sends garbage. Logs hold
+no token and no query string (where a pasted token would be): Django's request records are
+written as method and path, not the full URL.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Cairn's Prometheus metrics that are counted as things happen (SPEC §16).
-
-Counted per process; with several web processes, set `PROMETHEUS_MULTIPROC_DIR` (a folder every
-process on the host can write) and `/metrics` adds them up. The numbers held in the database
-(tasks per state, evaluation lag) are read at scrape time instead, so they are exact whatever
-process answers the scrape.
+"""Cairn's Prometheus metrics that are counted as things happen (SPEC §16), per process: with
+several web processes, set `PROMETHEUS_MULTIPROC_DIR` and `/metrics` adds them up. The numbers
+held in the database are read at scrape time instead (`ops.collectors`), exact whichever process
+answers.
 """
 
 from __future__ import annotations
@@ -98,35 +96,20 @@ def with_request_metrics(app: ASGIApp) -> ASGIApp:
         try:
             await app(scope, receive, send_and_note)
         finally:
-            _duration(door, method).observe(time.perf_counter() - started)
-            _requests(door, method, status).inc()
+            _series(REQUEST_DURATION, door, method).observe(time.perf_counter() - started)
+            _series(REQUESTS, door, method, str(status)).inc()
 
     return measured
 
 
-# Each labelled series looked up once: `labels()` checks its arguments on every call, a cost a
-# stored read should not pay on every request. The servers parse a fixed set of methods.
-@functools.lru_cache(maxsize=256)
-def _duration(door: str, method: str) -> Any:
-    return REQUEST_DURATION.labels(door, method)
-
-
-@functools.lru_cache(maxsize=1024)
-def _requests(door: str, method: str, status: int) -> Any:
-    return REQUESTS.labels(door, method, str(status))
-
-
 def grpc_call_observed(method: str, code: str, seconds: float) -> None:
     """Count one gRPC call of the A2A service and how long it took."""
-    _grpc_duration(method).observe(seconds)
-    _grpc_requests(method, code).inc()
+    _series(GRPC_REQUEST_DURATION, method).observe(seconds)
+    _series(GRPC_REQUESTS, method, code).inc()
 
 
-@functools.lru_cache(maxsize=256)
-def _grpc_duration(method: str) -> Any:
-    return GRPC_REQUEST_DURATION.labels(method)
-
-
-@functools.lru_cache(maxsize=1024)
-def _grpc_requests(method: str, code: str) -> Any:
-    return GRPC_REQUESTS.labels(method, code)
+# Each labelled series looked up once: `labels()` checks its arguments on every call, a cost a
+# stored read should not pay on every request. The servers parse a fixed set of methods.
+@functools.lru_cache(maxsize=4096)
+def _series(metric: Any, *labels: str) -> Any:
+    return metric.labels(*labels)

@@ -7,6 +7,7 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpResponse, HttpResponseNotModified, JsonResponse
 from django.utils.cache import patch_vary_headers
+from django.utils.deprecation import MiddlewareMixin
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.caching import TOKEN_HEADER, answer_caching, shown_by
@@ -129,15 +130,9 @@ def _not_modified(response: HttpResponse) -> HttpResponse:
     return not_modified
 
 
-class OutageMiddleware:
+class OutageMiddleware(MiddlewareMixin):
     """A database outage during a Django view answers 503 with Retry-After (SPEC §16): JSON under
     /api/, a short page elsewhere. The DRF routes translate it themselves, with every refusal."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        return self.get_response(request)
 
     def process_exception(self, request, exception):
         refusal = outage_refusal(exception)

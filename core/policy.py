@@ -1,12 +1,7 @@
-"""The numbers and words every door states, in one place, so no door restates them: the page cap,
-the realm, the status vocabularies, the body limit and Cairn's version.
-
-Values the settings own (the body limit) are read from them on each call, so a test's
-`override_settings` and a deployment's environment reach every door alike.
-
-The status vocabularies are each door's words for "which tasks (or calls) a list holds", mapped
-to the statuses stored on the rows (None: every status). The stored statuses are stated here too,
-and the domain's `TaskStatus` and `CallStatus` take their values from them.
+"""The numbers and words every door states, in one place: the page cap, the realm, the status
+vocabularies, the body limit and Cairn's version. Values the settings own are read on each call,
+so `override_settings` and the environment reach every door alike. Each status vocabulary maps a
+door's words for a list to the statuses stored on the rows (None: every status).
 """
 
 from __future__ import annotations

@@ -157,105 +157,73 @@ class _Detector:
     found: Callable[[str], object]
 
 
-def _pattern(regex: str, flags: int = 0) -> Callable[[str], object]:
-    return re.compile(regex, flags).search
-
-
 _EMAIL_KIND = "e-mail"
 _CREDENTIAL = "credential"
 _PRIVATE_URL = "private URL"
 _LOCAL_PATH = "local path"
 _RAW_LOG = "raw log"
+_LOOKS_LIKE = {
+    _CREDENTIAL: "a credential",
+    _PRIVATE_URL: "a private URL",
+    _LOCAL_PATH: "a local file path",
+    _RAW_LOG: "a raw log",
+}
+
+
+def _detector(
+    kind: str, detail: str, found: str | Callable[[str], object], flags: int = 0
+) -> _Detector:
+    """A detector whose message is "looks like <kind> (<detail>)"; `found` a regex or a check."""
+    search = re.compile(found, flags).search if isinstance(found, str) else found
+    return _Detector(kind, f"looks like {_LOOKS_LIKE[kind]} ({detail})", search)
+
 
 _DETECTORS = (
     _Detector(_EMAIL_KIND, "looks like an e-mail address", _has_email),
-    _Detector(
+    _detector(
         _CREDENTIAL,
-        "looks like a credential (a Cairn token)",
-        _pattern(r"\bcairn_(?=[A-Za-z0-9_-]{0,42}[A-Z0-9])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+        "a Cairn token",
+        r"\bcairn_(?=[A-Za-z0-9_-]{0,42}[A-Z0-9])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])",
     ),
-    _Detector(
+    _detector(
+        _CREDENTIAL, "a PEM private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+    ),
+    _detector(
+        _CREDENTIAL, "a JSON Web Token", r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"
+    ),
+    _detector(_CREDENTIAL, "an AWS access key", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    _detector(
         _CREDENTIAL,
-        "looks like a credential (a PEM private key)",
-        _pattern(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+        "a GitHub token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
     ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a JSON Web Token)",
-        _pattern(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (an AWS access key)",
-        _pattern(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a GitHub token)",
-        _pattern(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a Slack token)",
-        _pattern(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a secret API key)",
-        _pattern(r"(?<![\w-])sk-[A-Za-z0-9_-]{20,}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a Google API key)",
-        _pattern(r"\bAIza[A-Za-z0-9_-]{35}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a bearer token)",
-        _pattern(r"\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{20,}"),
-    ),
-    _Detector(
-        _CREDENTIAL,
-        "looks like a credential (a password or secret with its value)",
-        _SECRET_ASSIGNMENT.search,
-    ),
-    _Detector(
+    _detector(_CREDENTIAL, "a Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    _detector(_CREDENTIAL, "a secret API key", r"(?<![\w-])sk-[A-Za-z0-9_-]{20,}"),
+    _detector(_CREDENTIAL, "a Google API key", r"\bAIza[A-Za-z0-9_-]{35}"),
+    _detector(_CREDENTIAL, "a bearer token", r"\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{20,}"),
+    _detector(_CREDENTIAL, "a password or secret with its value", _SECRET_ASSIGNMENT.search),
+    _detector(_PRIVATE_URL, "a local or internal host", _PRIVATE_HOST.search),
+    _detector(_PRIVATE_URL, "a loopback, private or link-local IP address", _has_private_ip),
+    _detector(
         _PRIVATE_URL,
-        "looks like a private URL (a local or internal host)",
-        _PRIVATE_HOST.search,
+        "a URL carrying a user name and password",
+        r"\b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@:]*:[^\s/?#@]+@",
+        re.IGNORECASE,
     ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a loopback, private or link-local IP address)",
-        _has_private_ip,
-    ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a URL carrying a user name and password)",
-        _pattern(r"\b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@:]*:[^\s/?#@]+@", re.IGNORECASE),
-    ),
-    _Detector(
-        _PRIVATE_URL,
-        "looks like a private URL (a URL to a local file)",
-        _pattern(r"(?<![\w.+-])file:/", re.IGNORECASE),
-    ),
-    _Detector(_PRIVATE_URL, "looks like a private URL (a signed URL)", _has_signed_url),
-    _Detector(
+    _detector(_PRIVATE_URL, "a URL to a local file", r"(?<![\w.+-])file:/", re.IGNORECASE),
+    _detector(_PRIVATE_URL, "a signed URL", _has_signed_url),
+    _detector(
         _LOCAL_PATH,
-        "looks like a local file path (inside a home directory)",
-        _pattern(
+        "inside a home directory",
+        (
             r"(?<![\w.~/-])(?:/home/[\w.-]|/Users/[\w.-]|/root/)"
             r"|\b(?i:[a-z]:[\\/]+users[\\/])"
             r"|(?<![\w~/\\])~/(?=[A-Za-z._])"
         ),
     ),
-    _Detector(
-        _RAW_LOG,
-        "looks like a raw log (a Python traceback)",
-        _pattern(r"Traceback \(most recent call last\)"),
-    ),
-    _Detector(_RAW_LOG, "looks like a raw log (a stack trace)", _has_stack_trace),
-    _Detector(_RAW_LOG, "looks like a raw log (timestamped log lines)", _has_timestamped_run),
+    _detector(_RAW_LOG, "a Python traceback", r"Traceback \(most recent call last\)"),
+    _detector(_RAW_LOG, "a stack trace", _has_stack_trace),
+    _detector(_RAW_LOG, "timestamped log lines", _has_timestamped_run),
 )
 
 

@@ -311,46 +311,35 @@ def _next_page(operation_id: str) -> dict[str, Any]:
     )
 
 
+def _task(operation_id: str, description: str, pointer: str) -> dict[str, Any]:
+    """A link passing the task id at `pointer` in the answer's body."""
+    return _link(operation_id, description, task_id=f"$response.body#{pointer}")
+
+
+def _call(operation_id: str, description: str, pointer: str) -> dict[str, Any]:
+    return _link(operation_id, description, call_id=f"$response.body#{pointer}")
+
+
 # Where an answer leads (OpenAPI links): the ids and cursors it gives and the operations that take
 # them. Registration leads nowhere a link can say: its token is a credential, not a parameter.
 _LINKS: dict[str, dict[str, Any]] = {
     "tasks_list": {
         "NextPage": _next_page("tasks_list"),
-        "FirstTask": _link(
-            "task_get", "The first task listed.", task_id="$response.body#/tasks/0/id"
-        ),
+        "FirstTask": _task("task_get", "The first task listed.", "/tasks/0/id"),
     },
     "task_post": {
-        "GetTask": _link("task_get", "The task just posted.", task_id="$response.body#/task/id"),
-        "Contribute": _link(
-            "contribution_submit", "Contribute to it.", task_id="$response.body#/task/id"
-        ),
+        "GetTask": _task("task_get", "The task just posted.", "/task/id"),
+        "Contribute": _task("contribution_submit", "Contribute to it.", "/task/id"),
     },
-    "tasks_mine": {
-        "FirstTask": _link(
-            "task_get", "The caller's newest task.", task_id="$response.body#/tasks/0/id"
-        ),
-    },
-    "task_get": {
-        "Contribute": _link(
-            "contribution_submit", "Contribute to it.", task_id="$response.body#/id"
-        ),
-    },
-    "contribution_submit": {
-        "GetTask": _link("task_get", "The task contributed to.", task_id="$response.body#/task/id"),
-    },
+    "tasks_mine": {"FirstTask": _task("task_get", "The caller's newest task.", "/tasks/0/id")},
+    "task_get": {"Contribute": _task("contribution_submit", "Contribute to it.", "/id")},
+    "contribution_submit": {"GetTask": _task("task_get", "The task contributed to.", "/task/id")},
     "calls_list": {
         "NextPage": _next_page("calls_list"),
-        "FirstCall": _link(
-            "call_get", "The first call listed.", call_id="$response.body#/calls/0/id"
-        ),
+        "FirstCall": _call("call_get", "The first call listed.", "/calls/0/id"),
     },
-    "call_get": {
-        "Answer": _link("call_answer", "Answer it.", call_id="$response.body#/id"),
-    },
-    "call_answer": {
-        "GetCall": _link("call_get", "The call answered.", call_id="$response.body#/call_id"),
-    },
+    "call_get": {"Answer": _call("call_answer", "Answer it.", "/id")},
+    "call_answer": {"GetCall": _call("call_get", "The call answered.", "/call_id")},
 }
 
 

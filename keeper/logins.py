@@ -1,14 +1,10 @@
-"""The keeper's login, against guessing: django-axes counts failed logins in the
-database, so every web process sees one count, and refuses a login for an account or from an
-address that failed `AXES_FAILURE_LIMIT` times within `AXES_COOLOFF_TIME`, for that long, before
-its password is checked. This module adds what Cairn keeps of each attempt: a line in the log (at
-INFO, with the client's address, which `cairn.serve` takes from a trusted proxy as for every
-request) and an entry in the keeper's audit log: `keeper_login`, `keeper_login_failed` (a wrong
-password, which counts) or `keeper_login_refused` (the lock answered; no password was checked).
-
-Attempts are checked one at a time, so that processes answering at once cannot each find the count
-under the limit and all check a password: `AdminSite.login` runs in a transaction holding
-`one_login_at_a_time`.
+"""The keeper's login, against guessing: django-axes counts failed logins in the database, so every
+web process sees one count, and refuses an account or address over its limit before the password
+is checked. This module adds what Cairn keeps of each attempt: a log line at INFO with the
+client's address, and an audit entry (`keeper_login`, `keeper_login_failed`: a wrong password,
+which counts, or `keeper_login_refused`: the lock answered). Attempts are checked one at a time
+(`one_login_at_a_time`), so that processes answering at once cannot each find the count under the
+limit and all check a password.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """`/api/mcp` as an ASGI endpoint: the official SDK's streamable HTTP transport, stateless, JSON answers.
 
-The session manager needs a running task group, so it lives for the life of the server: `lifespan()`
-creates one and runs it (a manager runs only once, so every start makes a new one).
+The session manager needs a running task group, so `lifespan()` creates one for the life of the
+server (a manager runs only once, so every start makes a new one).
 
-Host check. The SDK's own DNS-rebinding guard matches fixed strings only, so it is replaced by
-Django's rule: the Host must be one Django itself would serve (`ALLOWED_HOSTS`, read per request,
-plus the host of `CAIRN_SITE_URL`), and loopback (127.0.0.1, localhost, [::1]) is always served,
-with any port. A rebinding attack reaches the server under the attacker's host name, which this
-refuses; a loopback Host only comes from something already on the machine. Origin is not checked:
-the endpoint holds no identity and no cookie and only serves what is public on every other door,
-so a page in a browser learns nothing it could not read itself.
+The SDK's DNS-rebinding guard matches fixed strings only, so it is replaced by Django's rule: the
+Host must be one Django would serve, and loopback with any port always is. A rebinding attack
+arrives under the attacker's host name, which this refuses. Origin is not checked: the endpoint
+holds no identity and no cookie and serves only what every other door shows publicly.
 """
 
 from __future__ import annotations

@@ -144,22 +144,20 @@ def task_feed(request: HttpRequest) -> HttpResponse:
             "agent_rel": AGENT_LINK_REL,
         }
 
+    def shown(page: dict[str, Any]) -> Shown:
+        return Shown.listing(view_open_until(task) for task in page["tasks"])
+
     return paged_list(
-        request, "tasks/feed.html", modes=TASK_MODES, nav="tasks", page=page, shown=_feed_shown
+        request, "tasks/feed.html", modes=TASK_MODES, nav="tasks", page=page, shown=shown
     )
-
-
-def _feed_shown(page: dict[str, Any]) -> Shown:
-    return Shown.listing(view_open_until(task) for task in page["tasks"])
 
 
 @require_safe
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
-    return detail_page(request, "task", task_shown, task_id, _task_page, shown=_task_shown)
+    def shown(page: dict[str, Any]) -> Shown:
+        return Shown.task(view_open_until(page["task"]))
 
-
-def _task_shown(page: dict[str, Any]) -> Shown:
-    return Shown.task(view_open_until(page["task"]))
+    return detail_page(request, "task", task_shown, task_id, _task_page, shown=shown)
 
 
 def _task_page(task: Task) -> dict[str, Any]:

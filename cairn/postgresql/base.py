@@ -1,17 +1,14 @@
 """Django's PostgreSQL backend, failing fast while the database is unreachable (SPEC §16).
 
-Under ASGI, Django runs every synchronous view on one thread per process, so requests queue behind
-one another: if each of them waited out the pool's timeout while the database is down, the tenth
-would wait ten times as long. Once getting a connection has failed, the next second's requests
-fail at once; after that one request tries again, so the server finds the database within a
-second or two of its return.
+Under ASGI every synchronous view of a process runs on one thread, so requests queue: if each
+waited out the pool's timeout while the database is down, the tenth would wait ten times as long.
+Once getting a connection has failed, the next second's requests fail at once; then one request
+tries again, so the server finds the database within a second or two of its return.
 
-A connection from the pool is checked before use, as psycopg's `check_connection` would, but
-without its round trip (an empty query before every request's first statement):
-an idle connection has nothing to read unless the server has spoken, and when PostgreSQL stops or
-restarts each backend sends its client a termination notice and closes the socket, which the
-client sees as readable at once. Only a readable connection gets the round trip; one the server
-has ended fails it, and is closed and given back, so the pool replaces it.
+A pooled connection is checked before use without psycopg's round trip: an idle connection has
+nothing to read unless the server has spoken (PostgreSQL sends a termination notice and closes the
+socket when it stops), so only a readable one gets the round trip, and one the server ended is
+closed and given back for the pool to replace.
 """
 
 from __future__ import annotations
