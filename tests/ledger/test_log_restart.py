@@ -76,7 +76,10 @@ def test_a_restarted_log_records_what_was_lost_and_takes_writes_again(
     printed = _restarted()
 
     assert f"started {origin}" in printed
-    assert "lost_from 290: the previous checkpoint held 320 entries, 30 of them past what this database logged" in printed
+    assert (
+        "lost_from 290: the previous checkpoint held 320 entries, 30 of them past what this database logged"
+        in printed
+    )
     assert "logged again 2 queued entries" in printed
     assert log_verifier_key(origin).text in printed
     entries = http.get("/api/log/1/entries?start=0&end=10").json()["entries"]
