@@ -875,6 +875,18 @@ class Site:
             raise Failed(f"{share.get('keyper')} is not a pinned keyper")
         _, keyper = found
         size = self.keyper_checkpoint_size(keyper.name, sealed.origin)
+        task_log, contribution_log = sealed.task_log, sealed.contribution_log
+        if contribution_log.log_path == task_log.log_path:
+            contribution_entry = task_log.entry_proof(*sealed.contribution_entry, size)
+        else:  # written after a restart, to a task logged before it (§16.2)
+            assert contribution_log.trusted is not None
+            origin = contribution_log.trusted.origin
+            later = self.keyper_checkpoint_size(keyper.name, origin)
+            contribution_entry = {
+                **contribution_log.entry_proof(*sealed.contribution_entry, later),
+                "origin": origin,
+                "size": later,
+            }
         body = {
             "site": sealed.origin,
             "task_id": sealed.task_id,
@@ -884,8 +896,8 @@ class Site:
             "sealed_share": share["sealed_share"],
             "ciphertext_digest": sealed.ciphertext_digest,
             "size": size,
-            "task_entry": self.entry_proof(*sealed.task_entry, size),
-            "contribution_entry": self.entry_proof(*sealed.contribution_entry, size),
+            "task_entry": task_log.entry_proof(*sealed.task_entry, size),
+            "contribution_entry": contribution_entry,
         }
         status, answer = http_post_json(f"{keyper.url.rstrip('/')}/release", body)
         if status != 200:
@@ -1374,7 +1386,9 @@ SALT_BYTES = 32
 @dataclass(frozen=True)
 class Sealed:
     """One keyper-sealed contribution as the log binds it: what its shares were sealed for and
-    what a release request names."""
+    what a release request names. Each entry is indexed in the log that holds it, the site read
+    through that log: the task's, whose origin the shares are bound to, and the contribution's,
+    the same or, after a restart (§16.2), a later one."""
 
     origin: str
     task_id: str
@@ -1384,6 +1398,8 @@ class Sealed:
     ciphertext_digest: str
     task_entry: tuple[int, dict[str, Any]]
     contribution_entry: tuple[int, dict[str, Any]]
+    task_log: Site
+    contribution_log: Site
 
     @property
     def not_before(self) -> datetime:
@@ -1462,10 +1478,19 @@ def _opened(sealed: Sealed, ciphertext: bytes, key: bytes) -> tuple[Any, str]:
 
 
 def sealed_of(
-    site: Site, view: dict[str, Any], logged: dict[str, Any], item: dict[str, Any]
+    site: Site,
+    view: dict[str, Any],
+    logged: dict[str, Any],
+    item: dict[str, Any],
+    chain: list[tuple[Site, int, int]] | None = None,
 ) -> Sealed:
-    """The contribution's seal as its log entries bind it: Failed when it is not logged."""
-    assert site.trusted is not None
+    """The contribution's seal as its log entries bind it: Failed when it is not logged.
+    `logged` is indexed across `chain` (as `chain_read` gives it); without one, every index is
+    the site's current log's."""
+
+    def at(index: int) -> tuple[Site, int]:
+        return chain_place(chain or [(site, 0, 0)], index)
+
     entries = [
         c
         for c in logged["contributions"]
@@ -1474,15 +1499,20 @@ def sealed_of(
     if not entries or "commitment" not in entries[0]["entry"]:
         raise Failed("it is not logged with a commitment")
     sealed = item.get("sealed", {})
+    task_log, task_index = at(logged["index"])
+    contribution_log, contribution_index = at(entries[0]["index"])
+    assert task_log.trusted is not None
     return Sealed(
-        origin=site.trusted.origin,
+        origin=task_log.trusted.origin,
         task_id=view["id"],
         contribution_id=item["contribution_id"],
         deadline=logged["entry"]["deadline"],
         threshold=sealed.get("threshold", site.keyper_threshold),
         ciphertext_digest=sealed.get("ciphertext_digest", ""),
-        task_entry=(logged["index"], logged["entry"]),
-        contribution_entry=(entries[0]["index"], entries[0]["entry"]),
+        task_entry=(task_index, logged["entry"]),
+        contribution_entry=(contribution_index, entries[0]["entry"]),
+        task_log=task_log,
+        contribution_log=contribution_log,
     )
 
 
@@ -1668,9 +1698,14 @@ def _keys_unavailable_check(
 
 
 def sealed_checks(
-    report: Report, site: Site, view: dict[str, Any], logged: dict[str, Any] | None
+    report: Report,
+    site: Site,
+    view: dict[str, Any],
+    logged: dict[str, Any] | None,
+    chain: list[tuple[Site, int, int]],
 ) -> None:
-    """Every sealed item of the task's evaluation (§15.8 "The verifier")."""
+    """Every sealed item of the task's evaluation (§15.8 "The verifier"), `logged` indexed
+    across the site's `chain` of logs."""
     evaluation = view.get("evaluation")
     if evaluation is None or logged is None:
         return
@@ -1679,7 +1714,8 @@ def sealed_checks(
             continue
 
         def check(item: dict[str, Any] = item) -> str:
-            return sealed_item_check(site, report, view, sealed_of(site, view, logged, item), item)
+            sealed = sealed_of(site, view, logged, item, chain)
+            return sealed_item_check(site, report, view, sealed, item)
 
         report.check(f"keyper-sealed contribution {item['contribution_id']}", check)
 
@@ -1819,7 +1855,8 @@ def command_task(site: Site, reference: str) -> int:
     if trusted is None:
         return _finish(report)
     rules, applied = LogRules(), list[tuple[int, dict[str, Any]]]()
-    for reading, kept_to, offset in chain_read(site, trusted):
+    chain = chain_read(site, trusted)
+    for reading, kept_to, offset in chain:
         served = reading.get_json(f"{reading.log_path}/tasks/{view['id']}")["entries"]
         current = reading is site
         _task_logged_in(report, reading, (kept_to, offset, current), served, rules, applied)
@@ -1832,7 +1869,7 @@ def command_task(site: Site, reference: str) -> int:
             report.fail(problem)
         if view["evaluation"] is not None and not report.failures and not report.waiting.until:
             print("ok    the evaluation lists exactly the contributions logged for the task")
-        sealed_checks(report, site, view, logged)
+        sealed_checks(report, site, view, logged, chain)
     return _finish(report)
 
 
@@ -1848,6 +1885,12 @@ def chain_read(site: Site, trusted: Checkpoint) -> list[tuple[Site, int, int]]:
             readings.append((site.on_log(restart.previous, old_trusted), kept_to, offset))
         offset += restart.lost_from
     return [*readings, (site, trusted.size, offset)]
+
+
+def chain_place(chain: list[tuple[Site, int, int]], index: int) -> tuple[Site, int]:
+    """The log of `chain` holding the entry at `index` of the chain, and its index there."""
+    reading, _, offset = next(link for link in reversed(chain) if link[2] <= index)
+    return reading, index - offset
 
 
 def _task_logged_in(
@@ -2082,16 +2125,20 @@ def command_log(site: Site, full: bool) -> int:
         f"      {trusted.size} entries, root {trusted.root.hex()}; kept as the last checkpoint seen"
     )
     if full:
+        for reading, _, _ in chain_read(site, trusted):
+            checkpoint = reading.trusted
+            assert checkpoint is not None
 
-        def recomputed() -> str:
-            tree = CompactRange()
-            for _, entry in site.entries(0, trusted.size):
-                tree.append(leaf_hash(entry))
-            if tree.root() != trusted.root:
-                raise Failed("the entries served do not hash to the checkpoint's root")
-            return f"{tree.size} entries"
+            def recomputed(reading: Site = reading, checkpoint: Checkpoint = checkpoint) -> str:
+                tree = CompactRange()
+                for _, entry in reading.entries(0, checkpoint.size):
+                    tree.append(leaf_hash(entry))
+                if tree.root() != checkpoint.root:
+                    raise Failed("the entries served do not hash to the checkpoint's root")
+                return f"{tree.size} entries"
 
-        report.check("the root recomputed from every entry", recomputed)
+            of = f" of {checkpoint.origin}" if site.restarts else ""
+            report.check(f"the root recomputed from every entry{of}", recomputed)
     return _finish(report)
 
 
@@ -2202,11 +2249,12 @@ def _evaluation_monitored(report: Report, site: Site, rules: LogRules, task_id: 
         return  # the rules failed it: no task entry, or a second evaluation entry
     view = site.get_json(f"/api/a2a-tasks/{task_id}")
     logged = rules.logged_as_published(task_id, view)
+    assert site.trusted is not None
+    chain = chain_read(site, site.trusted)
     if logged is None:
-        assert site.trusted is not None
         served = [
             (offset + item["index"], item["entry"])
-            for reading, _, offset in chain_read(site, site.trusted)
+            for reading, _, offset in chain
             for item in reading.get_json(f"{reading.log_path}/tasks/{task_id}")["entries"]
         ]
         try:
@@ -2220,7 +2268,7 @@ def _evaluation_monitored(report: Report, site: Site, rules: LogRules, task_id: 
     _view_checks(report, view)
     for problem in problems:
         report.fail(f"task {task_id}: {problem}")
-    sealed_checks(report, site, view, logged)
+    sealed_checks(report, site, view, logged, chain)
     if report.failures == before:
         print(f"ok    task {task_id}: its evaluation matches its logged contributions")
 
@@ -2268,15 +2316,17 @@ def command_seal(
     if trusted is None:
         return _finish(report)
     task_entry = _task_entry(view)
-    index = report.check(
-        "the task's entry and deadline are under it", lambda: site.included(task_entry, trusted)
+    found = report.check(
+        "the task's entry and deadline are under it",
+        lambda: _task_entry_log(site, trusted, task_entry),
     )
-    if index is None:
+    if found is None:
         return _finish(report)
+    origin, index = found
     salt = b64u(secrets.token_bytes(32))
     payload = seal(
         document,
-        site=trusted.origin,
+        site=origin,
         task_id=view["id"],
         task_entry=index,
         deadline=task_entry["deadline"],
@@ -2286,7 +2336,7 @@ def command_seal(
     )
     kept = {
         "cairn_url": site.url,
-        "site": trusted.origin,
+        "site": origin,
         "task_id": view["id"],
         "deadline": task_entry["deadline"],
         "commitment": payload["commitment"],
@@ -2306,6 +2356,18 @@ def command_seal(
     )
     print(json.dumps(payload), file=out)
     return _finish(report)
+
+
+def _task_entry_log(site: Site, trusted: Checkpoint, entry: dict[str, Any]) -> tuple[str, int]:
+    """The origin of the log holding the task's entry and the entry's index there, proven under
+    that log's witnessed checkpoint: a task's entry stays in the log it was written to, so after
+    a restart (§16.2) an older task's is in an earlier log, and its shares are bound there."""
+    for reading, kept_to, _ in chain_read(site, trusted)[:-1]:
+        assert reading.trusted is not None
+        served = reading.get_json(f"{reading.log_path}/tasks/{entry['task_id']}")["entries"]
+        if any(item["entry"] == entry and item["index"] < kept_to for item in served):
+            return reading.trusted.origin, reading.included(entry, reading.trusted)
+    return trusted.origin, site.included(entry, trusted)
 
 
 def keep_private(path: Path, value: Any) -> None:
