@@ -853,6 +853,17 @@ class Site:
             raise Failed(f"{path} is not a checkpoint of {origin}")
         return int(lines[1])
 
+    def keyper_size(self, name: str, log: Site) -> int:
+        """The tree of `log` (this site read through one of its logs) a release of keyper
+        `name` is proven against: the checkpoint this verifier trusts for that log when the
+        keyper cosigned it, else the latest the keyper cosigned, which for a log the site
+        restarted may be a tree the site lost and can no longer prove against."""
+        trusted, witness = log.trusted, self.witness_named(name)
+        assert trusted is not None
+        if witness is not None and witness.text in trusted.cosigned:
+            return trusted.size
+        return self.keyper_checkpoint_size(name, trusted.origin)
+
     def entry_proof(self, index: int, entry: dict[str, Any], size: int) -> dict[str, Any]:
         """An entry as a release request carries it: its index, JCS text and audit path to the
         tree of `size` entries, which the site serves."""
@@ -868,23 +879,23 @@ class Site:
         return {"index": index, "entry": text.decode(), "proof": proof["hashes"]}
 
     def release_ask(self, sealed: Sealed, share: dict[str, Any]) -> dict[str, Any]:
-        """The keyper's release of one sealed share, asked with the proofs the site serves for the
-        tree the keyper last cosigned (§15.8); Failed when it gives none."""
+        """The keyper's release of one sealed share, asked with the proofs the site serves, each
+        entry in the log that holds it, for a tree of it the keyper cosigned (§15.8); Failed
+        when it gives none."""
         found = self.keyper_named(str(share.get("keyper")))
         if found is None:
             raise Failed(f"{share.get('keyper')} is not a pinned keyper")
         _, keyper = found
-        size = self.keyper_checkpoint_size(keyper.name, sealed.origin)
         task_log, contribution_log = sealed.task_log, sealed.contribution_log
+        size = self.keyper_size(keyper.name, task_log)
         if contribution_log.log_path == task_log.log_path:
             contribution_entry = task_log.entry_proof(*sealed.contribution_entry, size)
         else:  # written after a restart, to a task logged before it (§16.2)
+            later = self.keyper_size(keyper.name, contribution_log)
             assert contribution_log.trusted is not None
-            origin = contribution_log.trusted.origin
-            later = self.keyper_checkpoint_size(keyper.name, origin)
             contribution_entry = {
                 **contribution_log.entry_proof(*sealed.contribution_entry, later),
-                "origin": origin,
+                "origin": contribution_log.trusted.origin,
                 "size": later,
             }
         body = {
@@ -1482,15 +1493,10 @@ def sealed_of(
     view: dict[str, Any],
     logged: dict[str, Any],
     item: dict[str, Any],
-    chain: list[tuple[Site, int, int]] | None = None,
+    chain: list[tuple[Site, int, int]],
 ) -> Sealed:
     """The contribution's seal as its log entries bind it: Failed when it is not logged.
-    `logged` is indexed across `chain` (as `chain_read` gives it); without one, every index is
-    the site's current log's."""
-
-    def at(index: int) -> tuple[Site, int]:
-        return chain_place(chain or [(site, 0, 0)], index)
-
+    `logged` is indexed across `chain` (as `chain_read` gives it)."""
     entries = [
         c
         for c in logged["contributions"]
@@ -1499,8 +1505,8 @@ def sealed_of(
     if not entries or "commitment" not in entries[0]["entry"]:
         raise Failed("it is not logged with a commitment")
     sealed = item.get("sealed", {})
-    task_log, task_index = at(logged["index"])
-    contribution_log, contribution_index = at(entries[0]["index"])
+    task_log, task_index = chain_place(chain, logged["index"])
+    contribution_log, contribution_index = chain_place(chain, entries[0]["index"])
     assert task_log.trusted is not None
     return Sealed(
         origin=task_log.trusted.origin,
@@ -2453,12 +2459,12 @@ def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
         print("ok    the evaluation counts it with this report: there is nothing to dispute")
         return _finish(report)
     print(f"      the evaluation voids it as {void.get('code')}: {void.get('message')}")
-    logged = _logged_task(report, site, view["id"], trusted)
+    logged, chain = _logged_task(report, site, view["id"], trusted)
     if logged is None:
         return _finish(report)
     try:
         wrongful, why = _void_disputed(
-            site, report, view, sealed_of(site, view, logged, item), item, kept
+            site, report, view, sealed_of(site, view, logged, item, chain), item, kept
         )
     except Failed as failure:
         report.fail(str(failure))
@@ -2471,23 +2477,28 @@ def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
 
 def _logged_task(
     report: Report, site: Site, task_id: str, trusted: Checkpoint
-) -> dict[str, Any] | None:
-    """The task's entries as the log's rules read them, each proven under the checkpoint."""
+) -> tuple[dict[str, Any] | None, list[tuple[Site, int, int]]]:
+    """The task's entries as the log's rules read them across the site's chain of logs, each
+    proven under its log's checkpoint; and the chain they are indexed across."""
     rules, applied = LogRules(), []
-    for item in site.get_json(f"{site.log_path}/tasks/{task_id}")["entries"]:
-        if item["index"] >= trusted.size:
-            continue
-        index = report.check(
-            f"{describe(item['entry'])} is in the log",
-            lambda e=item["entry"]: site.included(e, trusted),
-        )
-        if index is not None and index == item["index"]:
-            applied.append((index, item["entry"]))
-            rules.apply(index, item["entry"], _jcs_leaf(item["entry"]))
+    chain = chain_read(site, trusted)
+    for reading, kept_to, offset in chain:
+        checkpoint = reading.trusted
+        assert checkpoint is not None
+        for item in reading.get_json(f"{reading.log_path}/tasks/{task_id}")["entries"]:
+            if item["index"] >= kept_to:
+                continue
+            index = report.check(
+                f"{describe(item['entry'])} is in the log",
+                lambda e=item["entry"], r=reading, c=checkpoint: r.included(e, c),
+            )
+            if index is not None and index == item["index"]:
+                applied.append((offset + index, item["entry"]))
+                rules.apply(offset + index, item["entry"], _jcs_leaf(item["entry"]))
     logged = rules.logged(task_id, applied)
     if logged is None:
         report.fail("the task's entry is not in the log")
-    return logged
+    return logged, chain
 
 
 def _void_disputed(
