@@ -41,6 +41,7 @@ from ledger.keyper_seal import (
     share_open,
 )
 from ledger.keys import configured_private_key
+from ledger.logs import origin_place
 from ledger.merkle import inclusion_verify, leaf_hash
 from ledger.models import CosignedCheckpoint, KeyperRelease
 from ledger.refusals import Refused, WitnessRefusal
@@ -69,15 +70,20 @@ _FIELDS = (
     "contribution_entry",
 )
 _ENTRY_FIELDS = ("index", "entry", "proof")
+# A contribution entry in a later log than its task's also names that log and a tree of it.
+_ELSEWHERE_FIELDS = (*_ENTRY_FIELDS, "origin", "size")
 
 
 @dataclass(frozen=True)
 class ProvenEntry:
-    """A log entry as the asker sends it: its index, its JCS text and its audit path."""
+    """A log entry as the asker sends it: its index, its JCS text and its audit path, and the
+    log and tree size it is proven in when they are not the request's."""
 
     index: int
     text: str
     proof: list[bytes]
+    origin: str | None = None
+    size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -144,7 +150,8 @@ def _count(value: Any, path: str, *, least: int, most: int) -> int:
 
 
 def _proven_entry(value: Any, path: str) -> ProvenEntry:
-    fields = _object(value, path, _ENTRY_FIELDS)
+    names = _ELSEWHERE_FIELDS if isinstance(value, dict) and "origin" in value else _ENTRY_FIELDS
+    fields = _object(value, path, names)
     index = _count(fields["index"], f"{path}.index", least=0, most=_LARGEST_SIZE - 1)
     text = fields["entry"]
     if not isinstance(text, str) or not text:
@@ -155,7 +162,12 @@ def _proven_entry(value: Any, path: str) -> ProvenEntry:
     for n, item in enumerate(proof):
         if not isinstance(item, str) or not _HASH.fullmatch(item):
             raise _malformed(f"{path}.proof[{n}]", "must be a SHA-256 hash in lower-case hex")
-    return ProvenEntry(index, text, [bytes.fromhex(item) for item in proof])
+    hashes = [bytes.fromhex(item) for item in proof]
+    if names is _ENTRY_FIELDS:
+        return ProvenEntry(index, text, hashes)
+    origin = _text(fields["origin"], f"{path}.origin", longest=255)
+    size = _count(fields["size"], f"{path}.size", least=1, most=_LARGEST_SIZE)
+    return ProvenEntry(index, text, hashes, origin, size)
 
 
 def release_request_parse(body: bytes) -> ReleaseRequest:
@@ -243,11 +255,33 @@ class _Logged:
     commitment: str
 
 
+def _in_later_log(request: ReleaseRequest) -> dict[str, Any]:
+    """The contribution's entry proven in the log that holds it, a later log of the task's site
+    (SPEC §16.2: `<host>/cairn/log/<n>` after `<host>/cairn/log`), against a root of it this
+    keyper cosigned: a site that restarted its log writes a contribution there to a task whose
+    entry stays in the log before."""
+    entry = request.contribution_entry
+    assert entry.origin is not None and entry.size is not None
+    first, number = origin_place(request.site)
+    later_first, later = origin_place(entry.origin)
+    if later_first != first or later <= number:
+        raise _not_proven(
+            f"{entry.origin} is not a later log of {request.site}", "contribution_entry.origin"
+        )
+    if entry.origin not in witnessed_logs():
+        raise WitnessRefusal(Refused.UNKNOWN_LOG, f"this keyper does not follow {entry.origin}")
+    root = _cosigned_root(entry.origin, entry.size)
+    return _entry_proven("contribution_entry", entry, entry.size, root)
+
+
 def _logged(request: ReleaseRequest) -> _Logged:
     root = _cosigned_root(request.site, request.size)
     task = _entry_proven("task_entry", request.task_entry, request.size, root)
-    contribution = _entry_proven(
-        "contribution_entry", request.contribution_entry, request.size, root
+    elsewhere = request.contribution_entry.origin is not None
+    contribution = (
+        _in_later_log(request)
+        if elsewhere
+        else _entry_proven("contribution_entry", request.contribution_entry, request.size, root)
     )
     if task.get("type") != TASK or task.get("task_id") != request.task_id:
         raise _not_proven(f"the entry is not the {TASK} entry of task_id", "task_entry")
@@ -263,7 +297,7 @@ def _logged(request: ReleaseRequest) -> _Logged:
     commitment = contribution.get("commitment")
     if not isinstance(commitment, str):
         raise _not_proven("the entry carries no commitment", "contribution_entry")
-    if request.contribution_entry.index <= request.task_entry.index:
+    if not elsewhere and request.contribution_entry.index <= request.task_entry.index:
         raise _not_proven("the entry comes before its task's entry", "contribution_entry")
     deadline_at = _instant(task, "task_entry", "deadline")
     if _instant(contribution, "contribution_entry", "received_at") > deadline_at:

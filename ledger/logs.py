@@ -56,6 +56,31 @@ def log_numbered(number: int) -> LogRef:
     return _ref(row)
 
 
+@dataclass(frozen=True)
+class InLog:
+    """A leaf where its log serves it: that log, and its index there."""
+
+    log: LogRef
+    index: int
+
+
+def leaf_in_log(leaf_index: int) -> InLog:
+    """Where `Leaf` `leaf_index` is served: the log whose run of leaves holds it."""
+    row = Log.objects.filter(start__lte=leaf_index).order_by("-start").first()
+    log = log_first() if row is None else _ref(row)
+    return InLog(log, leaf_index - log.start)
+
+
+def origin_place(origin: str) -> tuple[str, int]:
+    """An origin as a site names its logs (§16.2): its log 0's origin and its number, so
+    `<host>/cairn/log/<n>` is log n of the site whose log 0 is `<host>/cairn/log`. Any other
+    origin is a log 0 of its own."""
+    first, _, number = origin.rpartition("/")
+    if first.endswith("/cairn/log") and number.isdigit() and not number.startswith("0"):
+        return first, int(number)
+    return origin, 0
+
+
 def logs_all() -> list[LogRef]:
     """Every log, oldest first."""
     return [log_first(), *(_ref(row) for row in Log.objects.order_by("number"))]

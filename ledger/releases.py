@@ -1,11 +1,13 @@
 """The site's side of a keyper release (SPEC §15.8): ask each keyper for its share of a sealed
 report's key, with the proofs it needs, and keep the answers that are what they claim to be.
 
-A keyper checks everything against a root it cosigned itself, so each is asked at the latest
-checkpoint it cosigned that holds the contribution's entry. Keypers are remote parties that may
-be down, slow or wrong, so they are asked all at once, each for at most `RELEASE_TIMEOUT_S`, and
-one that fails is skipped (and asked again at the next sweep), never raised: the grace window,
-not this function, decides when a report is void. Only the calling thread reads the database;
+A keyper checks everything against a root it cosigned itself, so each entry is proven in the log
+that holds it, at the latest checkpoint of that log the keyper cosigned that holds it: the task's
+entry stays in the log it was written to, and after a restart (SPEC §16.2) the contribution's may
+be in a later one. Keypers are remote parties that may be down, slow or wrong, so they are asked
+all at once, each for at most `RELEASE_TIMEOUT_S`, and one that fails is skipped (and asked again
+at the next sweep), never raised: the grace window, not this function, decides when a report is
+void. Only the calling thread reads the database;
 the threads speak HTTP and nothing else. Nothing is written here: the caller keeps the list.
 """
 
@@ -24,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from core.canonical import canonical_json
 from core.clock import parse_instant
-from ledger.entries import CONTRIBUTION, MAX_MERGE_DELAY
+from ledger.entries import CONTRIBUTION, MAX_MERGE_DELAY, TASK
 from ledger.keyper_seal import (
     KEY_BYTES,
     Keyper,
@@ -33,8 +35,8 @@ from ledger.keyper_seal import (
     release_verify,
 )
 from ledger.keypers import keypers_configured
+from ledger.logs import InLog, leaf_in_log
 from ledger.models import Cosignature, Leaf
-from ledger.notes import log_origin
 from ledger.selectors import inclusion_proof
 from ledger.witnesses import Witness, witnesses_configured
 
@@ -60,25 +62,42 @@ class _Ask:
     keyper: Keyper
     witness: Witness
     index: int
+    site: str  # the origin of the log holding the task's entry, which the shares are bound to
     body: bytes
 
 
-def _cosigned_size(witness: Witness, entry_index: int) -> int | None:
-    """The tree size of the latest of the site's checkpoints this witness cosigned that holds
-    entry `entry_index`: a root the keyper keeps, so it can check proofs against it."""
+def _cosigned_size(witness: Witness, entry: InLog) -> int | None:
+    """The tree size of the latest of the site's checkpoints of the entry's log this witness
+    cosigned that holds the entry: a root the keyper keeps, so it can check proofs against it."""
     return (
-        Cosignature.objects.filter(witness=witness.key.text, checkpoint__tree_size__gt=entry_index)
+        Cosignature.objects.filter(
+            witness=witness.key.text,
+            checkpoint__log=entry.log.number,
+            checkpoint__tree_size__gt=entry.index,
+        )
         .order_by("-checkpoint_id")
         .values_list("checkpoint__tree_size", flat=True)
         .first()
     )
 
 
-def _entry_leaves(contribution: Contribution, task_entry: int) -> tuple[Leaf, Leaf] | None:
-    """The task's entry and the contribution's in the log, or None while either is not in the
-    tree yet. A task has a handful of entries, found by its index."""
+@dataclass(frozen=True)
+class _Entries:
+    """The task's entry and the contribution's, each with the log that serves it: the same log,
+    or, when the site restarted its log in between (SPEC §16.2), a later one for the
+    contribution."""
+
+    task: Leaf
+    task_at: InLog
+    contribution: Leaf
+    contribution_at: InLog
+
+
+def _entry_leaves(contribution: Contribution) -> _Entries | None:
+    """The task's entry and the contribution's in the logs, or None while either is not in a
+    tree yet. A task has a handful of entries, found by its id."""
     leaves = list(Leaf.objects.filter(task_id=contribution.task_id).order_by("index"))
-    task_leaf = next((leaf for leaf in leaves if leaf.index == task_entry), None)
+    first = leaves[0] if leaves else None
     contribution_id = str(contribution.id)
     mine = (
         leaf
@@ -87,29 +106,48 @@ def _entry_leaves(contribution: Contribution, task_entry: int) -> tuple[Leaf, Le
         and entry.get("contribution_id") == contribution_id
     )
     contribution_leaf = next(mine, None)
-    if task_leaf is None or contribution_leaf is None:
+    if first is None or json.loads(first.entry).get("type") != TASK or contribution_leaf is None:
         return None
-    return task_leaf, contribution_leaf
+    return _Entries(
+        first, leaf_in_log(first.index), contribution_leaf, leaf_in_log(contribution_leaf.index)
+    )
+
+
+def _proven(leaf: Leaf, at: InLog, size: int) -> dict[str, Any]:
+    proof = inclusion_proof(leaf_hash=leaf.leaf_hash, tree_size=size, log=at.log)
+    return {"index": at.index, "entry": leaf.entry, "proof": proof.hashes}
+
+
+def _proofs(entries: _Entries, witness: Witness) -> dict[str, Any] | None:
+    """The request's `size` and proven entries for a keyper, each entry proven in its own log
+    against the latest root of that log the keyper cosigned: one root when both are in one log;
+    else the contribution's entry names its log's origin and size. None while the keyper has
+    cosigned no checkpoint holding an entry."""
+    task_at, contribution_at = entries.task_at, entries.contribution_at
+    same_log = task_at.log == contribution_at.log
+    contribution_size = _cosigned_size(witness, contribution_at)
+    task_size = contribution_size if same_log else _cosigned_size(witness, task_at)
+    if task_size is None or contribution_size is None:
+        return None
+    proven = _proven(entries.contribution, contribution_at, contribution_size)
+    if not same_log:
+        proven |= {"origin": contribution_at.log.origin, "size": contribution_size}
+    return {
+        "size": task_size,
+        "task_entry": _proven(entries.task, task_at, task_size),
+        "contribution_entry": proven,
+    }
 
 
 def _asks(contribution: Contribution, released: set[str]) -> list[_Ask]:
     """One request per listed keyper that has not released yet and can be asked now."""
     sealed = contribution.keyper_seal or {}
-    leaves = _entry_leaves(contribution, sealed["task_entry"])
-    if leaves is None:
+    entries = _entry_leaves(contribution)
+    if entries is None or entries.task_at.index != sealed["task_entry"]:
         logger.info("releases of %s: its entries are not in the log yet", contribution.id)
         return []
     keypers = {keyper.name: keyper for keyper in keypers_configured()}
     witnesses = {witness.name: witness for witness in witnesses_configured()}
-    proofs: dict[tuple[int, int], list[str]] = {}
-
-    def proven(leaf: Leaf, size: int) -> dict[str, Any]:
-        if (leaf.index, size) not in proofs:
-            proof = inclusion_proof(leaf_hash=leaf.leaf_hash, tree_size=size)
-            proofs[leaf.index, size] = proof.hashes
-        return {"index": leaf.index, "entry": leaf.entry, "proof": proofs[leaf.index, size]}
-
-    task_leaf, contribution_leaf = leaves
     asks = []
     for share in sealed["shares"]:
         name = share["keyper"]
@@ -121,28 +159,26 @@ def _asks(contribution: Contribution, released: set[str]) -> list[_Ask]:
                 "releases of %s: %s is no longer a configured keyper", contribution.id, name
             )
             continue
-        size = _cosigned_size(witness, contribution_leaf.index)
-        if size is None:
+        proofs = _proofs(entries, witness)
+        if proofs is None:
             logger.info(
-                "releases of %s: %s has cosigned no checkpoint holding entry %s yet",
+                "releases of %s: %s has cosigned no checkpoint holding its entries yet",
                 contribution.id,
                 name,
-                contribution_leaf.index,
             )
             continue
         body = {
-            "site": log_origin(),
+            "site": entries.task_at.log.origin,
             "task_id": str(contribution.task_id),
             "contribution_id": str(contribution.id),
             "index": share["index"],
             "threshold": sealed["threshold"],
             "sealed_share": share["sealed_share"],
             "ciphertext_digest": sealed["ciphertext_digest"],
-            "size": size,
-            "task_entry": proven(task_leaf, size),
-            "contribution_entry": proven(contribution_leaf, size),
+            **proofs,
         }
-        asks.append(_Ask(keyper, witness, share["index"], canonical_json(body)))
+        site = entries.task_at.log.origin
+        asks.append(_Ask(keyper, witness, share["index"], site, canonical_json(body)))
     return asks
 
 
@@ -195,7 +231,7 @@ def _release_checked(
         raise ReleaseFailure(f"claims a release at {answer['released_at']}, before its time")
     claims = release_claims(
         keyper=ask.keyper.name,
-        site=log_origin(),
+        site=ask.site,
         task_id=str(contribution.task_id),
         contribution_id=str(contribution.id),
         index=ask.index,

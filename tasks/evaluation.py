@@ -18,7 +18,6 @@ from core.clock import format_instant, now_ms
 from ledger import log_state
 from ledger.entries import evaluation_entry
 from ledger.jobs import sequencing_nudge
-from ledger.notes import log_origin
 from ledger.services import log_queue
 from tasks.changes import TaskChange, task_changed
 from tasks.counts import task_count_change
@@ -28,6 +27,7 @@ from tasks.opening import KeyperSealed, grace_end, releases_from, sealed_item, s
 from tasks.payloads import VERDICTS
 from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.sealing import Sealed, report_unsealed
+from tasks.selectors import task_sealed_site
 
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
 RULE = "cairn.rules/0.1"
@@ -70,7 +70,7 @@ def _item(task: Task, contribution: Counted) -> dict[str, Any]:
     received_at = format_instant(contribution.received_at)
     if contribution.keyper_seal is None:
         return _plain_item(contribution, received_at=received_at)
-    opening = sealed_opening(contribution, task, site=log_origin(), final=True)
+    opening = sealed_opening(contribution, task, site=task_sealed_site(task.pk), final=True)
     assert opening is not None, "a final opening never waits"
     return sealed_item(contribution, opening, received_at=received_at)
 
@@ -79,7 +79,7 @@ def _keys_settled(task: Task, contributions: Sequence[Counted], *, at: datetime)
     """Whether every keyper-sealed report of the task is opened or void for good at `at`: what
     the worker waits for before it evaluates a task whose keys were pending."""
     final = at >= grace_end(task)
-    site = log_origin()
+    site = task_sealed_site(task.pk)
     return all(
         sealed_opening(contribution, task, site=site, final=final) is not None
         for contribution in contributions

@@ -11,11 +11,11 @@ from typing import Any
 
 from django.utils import timezone
 
-from ledger.notes import log_origin
 from ledger.releases import releases_collect
 from tasks.evaluation import task_evaluate_with_releases
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.opening import RELEASES_AFTER, sealed_opening
+from tasks.selectors import task_sealed_site
 
 # How long a sweep goes on asking keypers. Each keyper has 5 s to answer, so a run of slow
 # keypers could outlast the worker's job (55 s, `Q_CLUSTER["timeout"]`); what is not asked this
@@ -46,7 +46,7 @@ def _releases_collected(
         .select_related("task")
         .order_by("seq")
     )
-    site = log_origin()
+    site = task_sealed_site(task_id)
     collected = {}
     for contribution in contributions:
         if time.monotonic() >= until:

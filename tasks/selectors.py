@@ -19,7 +19,9 @@ from core.errors import ErrorCode, Refusal
 from core.lookups import get_by_id, id_or_not_found
 from core.policy import TASK_MODES
 from ledger.entries import TASK as TASK_ENTRY
+from ledger.logs import InLog, leaf_in_log
 from ledger.models import Leaf
+from ledger.notes import log_origin
 from tasks.counts import task_count
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.rendered import RENDERED_FIELDS, stored_view
@@ -59,15 +61,24 @@ def receipt_view(contribution: Contribution) -> dict[str, str]:
     return {**receipt_claims(contribution), "signature": contribution.receipt_signature}
 
 
-def task_log_index(task_id: uuid.UUID) -> int | None:
-    """The index of the task's own entry in the log, None while it waits for the sequencer. A
-    task's entry comes before any other of that task (SPEC §15.3), so it is the task's first."""
+def task_entry_logged(task_id: uuid.UUID) -> InLog | None:
+    """The log holding the task's own entry and its index there, None while it waits for the
+    sequencer. A task's entry comes before any other of that task (SPEC §15.3), so it is the
+    task's first; it is logged once, in the log that was current then, which is where a sealed
+    contribution names it (§15.8) even after a restart started a later log (§16.2)."""
     first = (
         Leaf.objects.filter(task_id=task_id).order_by("index").values_list("index", "entry").first()
     )
     if first is None or json.loads(first[1]).get("type") != TASK_ENTRY:
         return None
-    return first[0]
+    return leaf_in_log(first[0])
+
+
+def task_sealed_site(task_id: uuid.UUID) -> str:
+    """The `site` a keyper-sealed contribution of the task is bound to (SPEC §15.8): the origin
+    of the log holding the task's entry, log 0's until the entry is logged."""
+    logged = task_entry_logged(task_id)
+    return log_origin() if logged is None else logged.log.origin
 
 
 def task_get(task_id: str | uuid.UUID) -> Task:

@@ -51,7 +51,7 @@ from tasks.rules import (
     source_issues,
     task_entry_issues,
 )
-from tasks.selectors import receipt_claims, receipt_view, task_get_for_write, task_log_index
+from tasks.selectors import receipt_claims, receipt_view, task_entry_logged, task_get_for_write
 
 TASK_POST = "task_post"
 CONTRIBUTION_SUBMIT = "contribution_submit"
@@ -262,9 +262,10 @@ def _keyper_sealed_checked(task: Task, payload: Any) -> _Checked:
             ErrorCode.UNKNOWN_SCHEMA, message, [Issue("schema", ErrorCode.UNKNOWN_SCHEMA, message)]
         )
     parsed = parse_payload(SealedContributionPayload, payload)
+    logged = task_entry_logged(task.pk)
     refuse_if(
         keyper_envelope_issues(parsed, keypers)
-        + task_entry_issues(parsed.task_entry, task_log_index(task.pk))
+        + task_entry_issues(parsed.task_entry, None if logged is None else logged.index)
     )
     _refuse_if_closed(task)
     refuse_if(sealed_approval_issues(parsed))

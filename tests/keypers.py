@@ -16,7 +16,7 @@ from ledger.notes import log_origin
 from ledger.services import log_sequence
 from ledger.signed_note import COSIGNATURE_V1, private_verifier_key
 from tasks.models import Task
-from tasks.selectors import task_log_index
+from tasks.selectors import task_entry_logged
 from tests.factories import contribution_report
 
 
@@ -74,9 +74,9 @@ def keypers_environment(keypers: list[SiteKeyper], threshold: int) -> dict[str, 
 def logged_entry(task: Task) -> int:
     """The index of the task's entry, once the sequencer has taken it into the log."""
     log_sequence()
-    index = task_log_index(task.pk)
-    assert index is not None
-    return index
+    logged = task_entry_logged(task.pk)
+    assert logged is not None
+    return logged.index
 
 
 def sealed_payload(

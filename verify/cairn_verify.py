@@ -833,6 +833,17 @@ class Site:
             raise Failed(f"{path} is not a checkpoint of {origin}")
         return int(lines[1])
 
+    def keyper_size(self, name: str, log: Site) -> int:
+        """The tree of `log` (this site read through one of its logs) a release of keyper
+        `name` is proven against: the checkpoint this verifier trusts for that log when the
+        keyper cosigned it, else the latest the keyper cosigned, which for a log the site
+        restarted may be a tree the site lost and can no longer prove against."""
+        trusted, witness = log.trusted, self.witness_named(name)
+        assert trusted is not None
+        if witness is not None and witness.text in trusted.cosigned:
+            return trusted.size
+        return self.keyper_checkpoint_size(name, trusted.origin)
+
     def entry_proof(self, index: int, entry: dict[str, Any], size: int) -> dict[str, Any]:
         """An entry as a release request carries it: its index, JCS text and audit path to the
         tree of `size` entries, which the site serves."""
@@ -848,13 +859,25 @@ class Site:
         return {"index": index, "entry": text.decode(), "proof": proof["hashes"]}
 
     def release_ask(self, sealed: Sealed, share: dict[str, Any]) -> dict[str, Any]:
-        """The keyper's release of one sealed share, asked with the proofs the site serves for the
-        tree the keyper last cosigned (§15.8); Failed when it gives none."""
+        """The keyper's release of one sealed share, asked with the proofs the site serves, each
+        entry in the log that holds it, for a tree of it the keyper cosigned (§15.8); Failed
+        when it gives none."""
         found = self.keyper_named(str(share.get("keyper")))
         if found is None:
             raise Failed(f"{share.get('keyper')} is not a pinned keyper")
         _, keyper = found
-        size = self.keyper_checkpoint_size(keyper.name, sealed.origin)
+        task_log, contribution_log = sealed.task_log, sealed.contribution_log
+        size = self.keyper_size(keyper.name, task_log)
+        if contribution_log.log_path == task_log.log_path:
+            contribution_entry = task_log.entry_proof(*sealed.contribution_entry, size)
+        else:  # written after a restart, to a task logged before it (§16.2)
+            later = self.keyper_size(keyper.name, contribution_log)
+            assert contribution_log.trusted is not None
+            contribution_entry = {
+                **contribution_log.entry_proof(*sealed.contribution_entry, later),
+                "origin": contribution_log.trusted.origin,
+                "size": later,
+            }
         body = {
             "site": sealed.origin,
             "task_id": sealed.task_id,
@@ -864,8 +887,8 @@ class Site:
             "sealed_share": share["sealed_share"],
             "ciphertext_digest": sealed.ciphertext_digest,
             "size": size,
-            "task_entry": self.entry_proof(*sealed.task_entry, size),
-            "contribution_entry": self.entry_proof(*sealed.contribution_entry, size),
+            "task_entry": task_log.entry_proof(*sealed.task_entry, size),
+            "contribution_entry": contribution_entry,
         }
         status, answer = http_post_json(f"{keyper.url.rstrip('/')}/release", body)
         if status != 200:
@@ -1354,7 +1377,9 @@ SALT_BYTES = 32
 @dataclass(frozen=True)
 class Sealed:
     """One keyper-sealed contribution as the log binds it: what its shares were sealed for and
-    what a release request names."""
+    what a release request names. Each entry is indexed in the log that holds it, the site read
+    through that log: the task's, whose origin the shares are bound to, and the contribution's,
+    the same or, after a restart (§16.2), a later one."""
 
     origin: str
     task_id: str
@@ -1364,6 +1389,8 @@ class Sealed:
     ciphertext_digest: str
     task_entry: tuple[int, dict[str, Any]]
     contribution_entry: tuple[int, dict[str, Any]]
+    task_log: Site
+    contribution_log: Site
 
     @property
     def not_before(self) -> datetime:
@@ -1442,10 +1469,14 @@ def _opened(sealed: Sealed, ciphertext: bytes, key: bytes) -> tuple[Any, str]:
 
 
 def sealed_of(
-    site: Site, view: dict[str, Any], logged: dict[str, Any], item: dict[str, Any]
+    site: Site,
+    view: dict[str, Any],
+    logged: dict[str, Any],
+    item: dict[str, Any],
+    chain: list[tuple[Site, int, int]],
 ) -> Sealed:
-    """The contribution's seal as its log entries bind it: Failed when it is not logged."""
-    assert site.trusted is not None
+    """The contribution's seal as its log entries bind it: Failed when it is not logged.
+    `logged` is indexed across `chain` (as `chain_read` gives it)."""
     entries = [
         c
         for c in logged["contributions"]
@@ -1454,15 +1485,20 @@ def sealed_of(
     if not entries or "commitment" not in entries[0]["entry"]:
         raise Failed("it is not logged with a commitment")
     sealed = item.get("sealed", {})
+    task_log, task_index = chain_place(chain, logged["index"])
+    contribution_log, contribution_index = chain_place(chain, entries[0]["index"])
+    assert task_log.trusted is not None
     return Sealed(
-        origin=site.trusted.origin,
+        origin=task_log.trusted.origin,
         task_id=view["id"],
         contribution_id=item["contribution_id"],
         deadline=logged["entry"]["deadline"],
         threshold=sealed.get("threshold", site.keyper_threshold),
         ciphertext_digest=sealed.get("ciphertext_digest", ""),
-        task_entry=(logged["index"], logged["entry"]),
-        contribution_entry=(entries[0]["index"], entries[0]["entry"]),
+        task_entry=(task_index, logged["entry"]),
+        contribution_entry=(contribution_index, entries[0]["entry"]),
+        task_log=task_log,
+        contribution_log=contribution_log,
     )
 
 
@@ -1648,9 +1684,14 @@ def _keys_unavailable_check(
 
 
 def sealed_checks(
-    report: Report, site: Site, view: dict[str, Any], logged: dict[str, Any] | None
+    report: Report,
+    site: Site,
+    view: dict[str, Any],
+    logged: dict[str, Any] | None,
+    chain: list[tuple[Site, int, int]],
 ) -> None:
-    """Every sealed item of the task's evaluation (§15.8 "The verifier")."""
+    """Every sealed item of the task's evaluation (§15.8 "The verifier"), `logged` indexed
+    across the site's `chain` of logs."""
     evaluation = view.get("evaluation")
     if evaluation is None or logged is None:
         return
@@ -1659,7 +1700,8 @@ def sealed_checks(
             continue
 
         def check(item: dict[str, Any] = item) -> str:
-            return sealed_item_check(site, report, view, sealed_of(site, view, logged, item), item)
+            sealed = sealed_of(site, view, logged, item, chain)
+            return sealed_item_check(site, report, view, sealed, item)
 
         report.check(f"keyper-sealed contribution {item['contribution_id']}", check)
 
@@ -1799,7 +1841,8 @@ def command_task(site: Site, reference: str) -> int:
     if trusted is None:
         return _finish(report)
     rules, applied = LogRules(), list[tuple[int, dict[str, Any]]]()
-    for reading, kept_to, offset in chain_read(site, trusted):
+    chain = chain_read(site, trusted)
+    for reading, kept_to, offset in chain:
         served = reading.get_json(f"{reading.log_path}/tasks/{view['id']}")["entries"]
         current = reading is site
         _task_logged_in(report, reading, (kept_to, offset, current), served, rules, applied)
@@ -1812,7 +1855,7 @@ def command_task(site: Site, reference: str) -> int:
             report.fail(problem)
         if view["evaluation"] is not None and not report.failures and not report.waiting.until:
             print("ok    the evaluation lists exactly the contributions logged for the task")
-        sealed_checks(report, site, view, logged)
+        sealed_checks(report, site, view, logged, chain)
     return _finish(report)
 
 
@@ -1828,6 +1871,12 @@ def chain_read(site: Site, trusted: Checkpoint) -> list[tuple[Site, int, int]]:
             readings.append((site.on_log(restart.previous, old_trusted), kept_to, offset))
         offset += restart.lost_from
     return [*readings, (site, trusted.size, offset)]
+
+
+def chain_place(chain: list[tuple[Site, int, int]], index: int) -> tuple[Site, int]:
+    """The log of `chain` holding the entry at `index` of the chain, and its index there."""
+    reading, _, offset = next(link for link in reversed(chain) if link[2] <= index)
+    return reading, index - offset
 
 
 def _task_logged_in(
@@ -2066,16 +2115,20 @@ def command_log(site: Site, full: bool) -> int:
         f"      {trusted.size} entries, root {trusted.root.hex()}; kept as the last checkpoint seen"
     )
     if full:
+        for reading, _, _ in chain_read(site, trusted):
+            checkpoint = reading.trusted
+            assert checkpoint is not None
 
-        def recomputed() -> str:
-            tree = CompactRange()
-            for _, entry in site.entries(0, trusted.size):
-                tree.append(leaf_hash(entry))
-            if tree.root() != trusted.root:
-                raise Failed("the entries served do not hash to the checkpoint's root")
-            return f"{tree.size} entries"
+            def recomputed(reading: Site = reading, checkpoint: Checkpoint = checkpoint) -> str:
+                tree = CompactRange()
+                for _, entry in reading.entries(0, checkpoint.size):
+                    tree.append(leaf_hash(entry))
+                if tree.root() != checkpoint.root:
+                    raise Failed("the entries served do not hash to the checkpoint's root")
+                return f"{tree.size} entries"
 
-        report.check("the root recomputed from every entry", recomputed)
+            of = f" of {checkpoint.origin}" if site.restarts else ""
+            report.check(f"the root recomputed from every entry{of}", recomputed)
     return _finish(report)
 
 
@@ -2186,11 +2239,12 @@ def _evaluation_monitored(report: Report, site: Site, rules: LogRules, task_id: 
         return  # the rules failed it: no task entry, or a second evaluation entry
     view = site.get_json(f"/api/a2a-tasks/{task_id}")
     logged = rules.logged_as_published(task_id, view)
+    assert site.trusted is not None
+    chain = chain_read(site, site.trusted)
     if logged is None:
-        assert site.trusted is not None
         served = [
             (offset + item["index"], item["entry"])
-            for reading, _, offset in chain_read(site, site.trusted)
+            for reading, _, offset in chain
             for item in reading.get_json(f"{reading.log_path}/tasks/{task_id}")["entries"]
         ]
         try:
@@ -2204,7 +2258,7 @@ def _evaluation_monitored(report: Report, site: Site, rules: LogRules, task_id: 
     _view_checks(report, view)
     for problem in problems:
         report.fail(f"task {task_id}: {problem}")
-    sealed_checks(report, site, view, logged)
+    sealed_checks(report, site, view, logged, chain)
     if report.failures == before:
         print(f"ok    task {task_id}: its evaluation matches its logged contributions")
 
@@ -2252,15 +2306,17 @@ def command_seal(
     if trusted is None:
         return _finish(report)
     task_entry = task_entry_of(view)
-    index = report.check(
-        "the task's entry and deadline are under it", lambda: site.included(task_entry, trusted)
+    found = report.check(
+        "the task's entry and deadline are under it",
+        lambda: _task_entry_log(site, trusted, task_entry),
     )
-    if index is None:
+    if found is None:
         return _finish(report)
+    origin, index = found
     kept = sealed_kept(
         document,
         cairn_url=site.url,
-        site=trusted.origin,
+        site=origin,
         view=view,
         task_entry=index,
         keypers=keypers,
@@ -2279,6 +2335,18 @@ def command_seal(
     )
     print(json.dumps(payload), file=out)
     return _finish(report)
+
+
+def _task_entry_log(site: Site, trusted: Checkpoint, entry: dict[str, Any]) -> tuple[str, int]:
+    """The origin of the log holding the task's entry and the entry's index there, proven under
+    that log's witnessed checkpoint: a task's entry stays in the log it was written to, so after
+    a restart (§16.2) an older task's is in an earlier log, and its shares are bound there."""
+    for reading, kept_to, _ in chain_read(site, trusted)[:-1]:
+        assert reading.trusted is not None
+        served = reading.get_json(f"{reading.log_path}/tasks/{entry['task_id']}")["entries"]
+        if any(item["entry"] == entry and item["index"] < kept_to for item in served):
+            return reading.trusted.origin, reading.included(entry, reading.trusted)
+    return trusted.origin, site.included(entry, trusted)
 
 
 def keep_private(path: Path, value: Any) -> None:
@@ -2351,12 +2419,12 @@ def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
         print("ok    the evaluation counts it with this report: there is nothing to dispute")
         return _finish(report)
     print(f"      the evaluation voids it as {void.get('code')}: {void.get('message')}")
-    logged = _logged_task(report, site, view["id"], trusted)
+    logged, chain = _logged_task(report, site, view["id"], trusted)
     if logged is None:
         return _finish(report)
     try:
         wrongful, why = _void_disputed(
-            site, report, view, sealed_of(site, view, logged, item), item, kept
+            site, report, view, sealed_of(site, view, logged, item, chain), item, kept
         )
     except Failed as failure:
         report.fail(str(failure))
@@ -2369,23 +2437,28 @@ def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
 
 def _logged_task(
     report: Report, site: Site, task_id: str, trusted: Checkpoint
-) -> dict[str, Any] | None:
-    """The task's entries as the log's rules read them, each proven under the checkpoint."""
+) -> tuple[dict[str, Any] | None, list[tuple[Site, int, int]]]:
+    """The task's entries as the log's rules read them across the site's chain of logs, each
+    proven under its log's checkpoint; and the chain they are indexed across."""
     rules, applied = LogRules(), []
-    for item in site.get_json(f"{site.log_path}/tasks/{task_id}")["entries"]:
-        if item["index"] >= trusted.size:
-            continue
-        index = report.check(
-            f"{describe(item['entry'])} is in the log",
-            lambda e=item["entry"]: site.included(e, trusted),
-        )
-        if index is not None and index == item["index"]:
-            applied.append((index, item["entry"]))
-            rules.apply(index, item["entry"], _jcs_leaf(item["entry"]))
+    chain = chain_read(site, trusted)
+    for reading, kept_to, offset in chain:
+        checkpoint = reading.trusted
+        assert checkpoint is not None
+        for item in reading.get_json(f"{reading.log_path}/tasks/{task_id}")["entries"]:
+            if item["index"] >= kept_to:
+                continue
+            index = report.check(
+                f"{describe(item['entry'])} is in the log",
+                lambda e=item["entry"], r=reading, c=checkpoint: r.included(e, c),
+            )
+            if index is not None and index == item["index"]:
+                applied.append((offset + index, item["entry"]))
+                rules.apply(offset + index, item["entry"], _jcs_leaf(item["entry"]))
     logged = rules.logged(task_id, applied)
     if logged is None:
         report.fail("the task's entry is not in the log")
-    return logged
+    return logged, chain
 
 
 def _void_disputed(

@@ -31,7 +31,7 @@ from ledger.keyper_seal import (
 from ledger.notes import log_origin
 from ledger.services import log_sequence
 from tasks.models import Contribution, Task
-from tasks.selectors import task_log_index
+from tasks.selectors import task_entry_logged
 from tasks.services import contribution_submit
 
 
@@ -60,9 +60,9 @@ def keypers_held(count: int = 3) -> list[HeldKeyper]:
 def task_entry_index(task: Task) -> int:
     """The leaf index of the task's log entry, sequencing what is queued first."""
     log_sequence()
-    index = task_log_index(task.pk)
-    assert index is not None
-    return index
+    logged = task_entry_logged(task.pk)
+    assert logged is not None
+    return logged.index
 
 
 def sealed_payload(

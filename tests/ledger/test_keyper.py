@@ -431,6 +431,21 @@ def test_a_log_the_keyper_does_not_follow_is_not_found(http, keyper, case):
     _refused(_ask(http, request), 404, "not_found")
 
 
+def test_a_contribution_entry_in_another_log_must_be_in_a_later_log_of_the_site_it_follows(
+    http, keyper, case, time_machine
+):
+    _after_the_time(time_machine, case)
+    request = _request(http, case)
+    for origin, status, code, path in (
+        (log_origin(), 422, "not_proven", "contribution_entry.origin"),  # the task's own log
+        ("elsewhere.example/cairn/log/1", 422, "not_proven", "contribution_entry.origin"),
+        (f"{log_origin()}/1", 404, "not_found", None),  # a later log it does not follow
+    ):
+        elsewhere = {**request["contribution_entry"], "origin": origin, "size": request["size"]}
+        asked = _ask(http, {**request, "contribution_entry": elsewhere})
+        _refused(asked, status, code, path)
+
+
 def _set(request: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     changed = json.loads(json.dumps(request))
     *parents, last = path.split(".")
