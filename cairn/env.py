@@ -6,7 +6,7 @@ import base64
 import os
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, x25519
 from django.core.exceptions import ImproperlyConfigured
 
 from core.site import is_loopback
-from ledger.signed_note import COSIGNATURE_V1, NoteError, verifier_key_parse
+from ledger.signed_note import COSIGNATURE_V1, NoteError, VerifierKey, verifier_key_parse
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -167,15 +167,16 @@ def _key_or_created(
     return _created_once(create_at, make)
 
 
-def _ed25519_pem_checked(name: str, text: str) -> str:
+def _pem_checked(name: str, text: str, kind: type, algorithm: str) -> str:
     try:
         key = serialization.load_pem_private_key(text.encode(), password=None)
     except (ValueError, TypeError):
         raise ImproperlyConfigured(
-            f"{name} must be an Ed25519 private key as unencrypted PKCS#8 PEM, or its file's path"
+            f"{name} must be an {algorithm} private key as unencrypted PKCS#8 PEM, or its file's "
+            "path"
         ) from None
-    if not isinstance(key, ed25519.Ed25519PrivateKey):
-        raise ImproperlyConfigured(f"{name} must be an Ed25519 key, not {type(key).__name__}")
+    if not isinstance(key, kind):
+        raise ImproperlyConfigured(f"{name} must be an {algorithm} key, not {type(key).__name__}")
     return text
 
 
@@ -191,30 +192,20 @@ def env_signing_key(name: str, *, create_at: Path | None) -> str:
     """An Ed25519 private key as PKCS#8 PEM (the value, or the path of a file holding it)."""
     form = "an Ed25519 private key as PKCS#8 PEM"
     text = _key_or_created(name, create_at=create_at, form=form, make=_new_ed25519_pem)
-    return _ed25519_pem_checked(name, text)
+    return _pem_checked(name, text, ed25519.Ed25519PrivateKey, "Ed25519")
 
 
 def env_optional_signing_key(name: str) -> str:
     """Like `env_signing_key`, but unset means the feature it enables is off: ""."""
     text = _key_text(name, env_str(name))
-    return _ed25519_pem_checked(name, text) if text else ""
+    return _pem_checked(name, text, ed25519.Ed25519PrivateKey, "Ed25519") if text else ""
 
 
 def env_optional_x25519_key(name: str) -> str:
     """An X25519 private key as PKCS#8 PEM (the value, or the path of a file holding it); unset
     means the feature it enables is off: ""."""
     text = _key_text(name, env_str(name))
-    if not text:
-        return ""
-    try:
-        key = serialization.load_pem_private_key(text.encode(), password=None)
-    except (ValueError, TypeError):
-        raise ImproperlyConfigured(
-            f"{name} must be an X25519 private key as unencrypted PKCS#8 PEM, or its file's path"
-        ) from None
-    if not isinstance(key, x25519.X25519PrivateKey):
-        raise ImproperlyConfigured(f"{name} must be an X25519 key, not {type(key).__name__}")
-    return text
+    return _pem_checked(name, text, x25519.X25519PrivateKey, "X25519") if text else ""
 
 
 def _entries(name: str) -> list[str]:
@@ -223,32 +214,42 @@ def _entries(name: str) -> list[str]:
     return [line.strip() for line in raw.splitlines() if line.strip()]
 
 
+def _verifier_key(name: str, text: str, *, type: int) -> VerifierKey:
+    try:
+        return verifier_key_parse(text, type=type)
+    except NoteError as error:
+        raise ImproperlyConfigured(f"{name}: {error}") from None
+
+
 def env_verifier_keys(name: str, *, type: int) -> list[str]:
     """C2SP signed-note verifier keys of one signature type, one per line (or `;`)."""
-    keys = []
+    return [_verifier_key(name, entry, type=type).text for entry in _entries(name)]
+
+
+def _fields(name: str, what: str, form: str) -> Iterator[list[str]]:
+    """Each entry of the setting split into the fields `form` names (each `<...>`), all of them."""
     for entry in _entries(name):
-        try:
-            keys.append(verifier_key_parse(entry, type=type).text)
-        except NoteError as error:
-            raise ImproperlyConfigured(f"{name}: {error}") from None
-    return keys
+        parts = entry.split()
+        if len(parts) != form.count("<"):
+            raise ImproperlyConfigured(f"{name}: each {what} is `{form}`")
+        yield parts
+
+
+def _url_checked(name: str, of: str, url: str) -> str:
+    url = url.rstrip("/")
+    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+        raise ImproperlyConfigured(f"{name}: the URL of {of} must be http(s)://host/...")
+    return url
 
 
 def env_witnesses(name: str) -> list[dict[str, str]]:
     """`<cosignature/v1 verifier key> <URL>` per line (or `;`): `[{"name", "key", "url"}]`."""
     witnesses = []
-    for entry in _entries(name):
-        parts = entry.split()
-        if len(parts) != 2:
-            raise ImproperlyConfigured(f"{name}: each witness is `<verifier key> <URL>`")
-        try:
-            key = verifier_key_parse(parts[0], type=COSIGNATURE_V1)
-        except NoteError as error:
-            raise ImproperlyConfigured(f"{name}: {error}") from None
-        url = parts[1].rstrip("/")
-        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
-            raise ImproperlyConfigured(f"{name}: the URL of {key.name} must be http(s)://host/...")
-        witnesses.append({"name": key.name, "key": key.text, "url": url})
+    for text, url in _fields(name, "witness", "<verifier key> <URL>"):
+        key = _verifier_key(name, text, type=COSIGNATURE_V1)
+        witnesses.append(
+            {"name": key.name, "key": key.text, "url": _url_checked(name, key.name, url)}
+        )
     if len({w["key"] for w in witnesses}) != len(witnesses):
         raise ImproperlyConfigured(f"{name} names a witness twice")
     return witnesses
@@ -257,20 +258,16 @@ def env_witnesses(name: str) -> list[dict[str, str]]:
 def env_keypers(name: str) -> list[dict[str, str]]:
     """`<name> <hpke_key> <URL>` per line (or `;`): `[{"name", "hpke_key", "url"}]`, in order."""
     keypers = []
-    for entry in _entries(name):
-        parts = entry.split()
-        if len(parts) != 3:
-            raise ImproperlyConfigured(f"{name}: each keyper is `<name> <hpke_key> <URL>`")
-        keyper, hpke_key, url = parts[0], parts[1], parts[2].rstrip("/")
+    for keyper, hpke_key, url in _fields(name, "keyper", "<name> <hpke_key> <URL>"):
         try:
             x25519.X25519PublicKey.from_public_bytes(_b64u_decode(hpke_key))
         except ValueError:
             raise ImproperlyConfigured(
                 f"{name}: the hpke_key of {keyper} is not a raw X25519 public key in base64url"
             ) from None
-        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
-            raise ImproperlyConfigured(f"{name}: the URL of {keyper} must be http(s)://host/...")
-        keypers.append({"name": keyper, "hpke_key": hpke_key, "url": url})
+        keypers.append(
+            {"name": keyper, "hpke_key": hpke_key, "url": _url_checked(name, keyper, url)}
+        )
     if len({k["name"] for k in keypers}) != len(keypers):
         raise ImproperlyConfigured(f"{name} names a keyper twice")
     return keypers
