@@ -12,33 +12,17 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
-from functools import wraps
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST, require_safe
 
 from core.clock import now_ms, parse_instant
 from core.errors import ErrorCode, Refusal
-from http_api.witness import STATUS, body_within_limit, over_limit_reason
+from http_api.witness import STATUS, body_within_limit, over_limit_reason, role_route
 from ledger.keyper import keyper_description, keyper_enabled, keyper_release
 from ledger.refusals import WitnessRefusal
 
 logger = logging.getLogger(__name__)
-
-View = Callable[[HttpRequest], HttpResponse]
-
-
-def _when_keyper(view: View) -> View:
-    @wraps(view)
-    def wrapped(request: HttpRequest) -> HttpResponse:
-        if not keyper_enabled():
-            refusal = Refusal(ErrorCode.NOT_FOUND, "this site is not a keyper")
-            return JsonResponse(refusal.as_body(), status=404)
-        return view(request)
-
-    return wrapped
 
 
 def _refused(refusal: WitnessRefusal) -> JsonResponse:
@@ -54,9 +38,7 @@ def _refused(refusal: WitnessRefusal) -> JsonResponse:
     return JsonResponse(body, status=status)
 
 
-@csrf_exempt
-@_when_keyper
-@require_POST
+@role_route(keyper_enabled, "keyper", require_POST)
 def release_view(request: HttpRequest) -> HttpResponse:
     body = body_within_limit(request)
     if body is None:
@@ -71,8 +53,6 @@ def release_view(request: HttpRequest) -> HttpResponse:
     return response
 
 
-@csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
-@_when_keyper
-@require_safe
+@role_route(keyper_enabled, "keyper", require_safe)
 def keyper_view(request: HttpRequest) -> HttpResponse:
     return JsonResponse(keyper_description())

@@ -44,19 +44,29 @@ STATUS = {
 TEXT = "text/plain; charset=utf-8"
 
 P = ParamSpec("P")
+RouteView = Callable[Concatenate[HttpRequest, P], HttpResponse]
 
 
-def _when_witness(
-    view: Callable[Concatenate[HttpRequest, P], HttpResponse],
-) -> Callable[Concatenate[HttpRequest, P], HttpResponse]:
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
-        if not witness_enabled():
-            refusal = Refusal(ErrorCode.NOT_FOUND, "this site is not a witness")
-            return JsonResponse(refusal.as_body(), status=404)
-        return view(request, *args, **kwargs)
+def role_route(
+    enabled: Callable[[], bool], role: str, methods: Callable[[RouteView[P]], RouteView[P]]
+) -> Callable[[RouteView[P]], RouteView[P]]:
+    """A route of a role the site plays only when configured to (a witness, a keyper): an unknown
+    path while it does not. Other servers call it, not browsers, so there is no CSRF check (and a
+    read's other methods get 405, not a CSRF refusal)."""
 
-    return wrapped
+    def route(view: RouteView[P]) -> RouteView[P]:
+        answering = methods(view)
+
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+            if not enabled():
+                refusal = Refusal(ErrorCode.NOT_FOUND, f"this site is not a {role}")
+                return JsonResponse(refusal.as_body(), status=404)
+            return answering(request, *args, **kwargs)
+
+        return csrf_exempt(wrapped)
+
+    return route
 
 
 def _refused(status: int, reason: str) -> HttpResponse:
@@ -80,9 +90,7 @@ def over_limit_reason() -> str:
     return f"the body is over {body_limit() // 1024} KiB"
 
 
-@csrf_exempt
-@_when_witness
-@require_POST
+@role_route(witness_enabled, "witness", require_POST)
 def add_checkpoint_view(request: HttpRequest) -> HttpResponse:
     body = body_within_limit(request)
     if body is None:
@@ -98,16 +106,12 @@ def add_checkpoint_view(request: HttpRequest) -> HttpResponse:
     return HttpResponse(cosignature, content_type=TEXT)
 
 
-@csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
-@_when_witness
-@require_safe
+@role_route(witness_enabled, "witness", require_safe)
 def witness_view(request: HttpRequest) -> HttpResponse:
     return JsonResponse(witness_description())
 
 
-@csrf_exempt
-@_when_witness
-@require_safe
+@role_route(witness_enabled, "witness", require_safe)
 def cosigned_checkpoint_view(request: HttpRequest, origin_digest: str) -> HttpResponse:
     """`GET /api/witness/<hex SHA-256 of origin>/checkpoint`: the latest checkpoint of that log
     this witness cosigned, with its cosignature (§15.8), so anyone can see which roots a keyper
