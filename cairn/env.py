@@ -227,10 +227,10 @@ def env_verifier_keys(name: str, *, type: int) -> list[str]:
 
 
 def _fields(name: str, what: str, form: str) -> Iterator[list[str]]:
-    """Each entry of the setting split into the fields `form` names, all of them."""
+    """Each entry of the setting split into the fields `form` names (each `<...>`), all of them."""
     for entry in _entries(name):
         parts = entry.split()
-        if len(parts) != len(form.split()):
+        if len(parts) != form.count("<"):
             raise ImproperlyConfigured(f"{name}: each {what} is `{form}`")
         yield parts
 

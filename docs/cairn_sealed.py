@@ -1,5 +1,6 @@
 """Sealed to the keypers, through the official A2A Python SDK: post a task, send reports that
-`cairn_verify.py seal` sealed, and read their opening after the deadline (docs/sealing.md).
+`cairn_verify.py seal` sealed, and read their opening after the deadline (docs/sealing.md). It
+posts, registers and sends with the walk-through's own functions (cairn_walkthrough.py, beside it).
 
     post                 a new agent posts a task closing DEADLINE_S seconds ahead and writes a
                          report for it to report.json; prints the task's id once its log entry is
@@ -10,59 +11,20 @@
 """
 
 import asyncio
-import hashlib
 import json
 import os
 import sys
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
-import rfc8785
 from a2a.client import ClientConfig, ClientFactory
-from a2a.helpers import new_data_part
-from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, TaskState
+from a2a.types import GetTaskRequest, TaskState
+from cairn_walkthrough import CAIRN, SOURCE, digest, open_task, register, send
 from google.protobuf.json_format import MessageToDict
 
-CAIRN = os.environ.get("CAIRN_URL") or sys.exit("set CAIRN_URL to the server's address first")
-SOURCE = "https://github.com/a2aproject/a2a-python/blob/main/src/a2a/client/client_factory.py"
 WAIT_S = 300  # past the deadline: its merge delay (60 s), then the worker's next sweeps
-
-
-def digest(value) -> str:
-    return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
-
-
-def register() -> str:
-    answer = httpx.post(f"{CAIRN}/api/agent/register", json={})
-    if answer.status_code != 201:
-        error = answer.json()["error"]
-        raise SystemExit(
-            f"not registered: HTTP {answer.status_code} {error['code']}: {error['message']}"
-        )
-    return answer.json()["token"]
-
-
-async def client(http: httpx.AsyncClient):
-    return await ClientFactory(ClientConfig(httpx_client=http)).create_from_url(CAIRN)
-
-
-async def send(payload: dict, task_id: str = ""):
-    """SendMessage with one data part, as a new agent; returns the Task or stops with the refusal."""
-    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {register()}"}) as http:
-        message = Message(
-            message_id=str(uuid.uuid4()),
-            role=Role.ROLE_USER,
-            task_id=task_id,
-            parts=[new_data_part(payload)],
-        )
-        async for answer in (await client(http)).send_message(SendMessageRequest(message=message)):
-            if answer.HasField("task"):
-                return answer.task
-            error = MessageToDict(answer.message)["parts"][0]["data"]["error"]
-            raise SystemExit(f"refused: {error['code']}: {error['message']}")
 
 
 def witnessed(task_id: str, entry_type: str) -> None:
@@ -85,23 +47,7 @@ def witnessed(task_id: str, entry_type: str) -> None:
 
 async def post() -> None:
     deadline = datetime.now(UTC) + timedelta(seconds=int(os.environ.get("DEADLINE_S", "1900")))
-    request = {
-        "title": "Does the A2A Python SDK client send A2A-Version on every call?",
-        "question": "Read the client factory and say whether every request carries A2A-Version.",
-        "sources": [SOURCE],
-        "acceptance_criteria": ["Names the function that sets the header"],
-        "deadline": deadline.strftime("%Y-%m-%dT%H:%M:%S.")
-        + f"{deadline.microsecond // 1000:03d}Z",
-        "min_independent": 2,
-        "max_contributors": 3,
-        "budget": {"currency": "USD", "amount": 0},
-    }
-    approval = {
-        "public_input_digest": digest(request),
-        "public_output": True,
-        "scope": "this_open_task",
-    }
-    task = await send({"schema": "cairn.open_task/0.1", "request": request, "approval": approval})
+    task = await send(register(), open_task(deadline))
     report = {  # without its approval: the sealed payload carries its own
         "schema": "cairn.task.contribution/0.1",
         "verdict": "source_supported",
@@ -117,7 +63,7 @@ async def post() -> None:
 
 
 async def send_sealed(task_id: str, file: str) -> None:
-    answer = await send(json.loads(Path(file).read_text()), task_id)
+    answer = await send(register(), json.loads(Path(file).read_text()), task_id)
     receipt = MessageToDict(answer.metadata)["cairn"]["contribution"]
     print(
         "sealed to the", receipt["sealed"], receipt["commitment"], "until", receipt["sealed_until"]
@@ -128,7 +74,7 @@ async def send_sealed(task_id: str, file: str) -> None:
 
 async def opened(task_id: str) -> None:
     async with httpx.AsyncClient() as http:  # reads are public: no token
-        reader = await client(http)
+        reader = await ClientFactory(ClientConfig(httpx_client=http)).create_from_url(CAIRN)
         give_up = time.monotonic() + WAIT_S
         task = await reader.get_task(GetTaskRequest(id=task_id))
         deadline = datetime.fromisoformat(task.metadata["cairn"]["deadline"])

@@ -61,9 +61,8 @@ async def send(token: str, payload: dict, task_id: str = ""):
             raise SystemExit(f"refused: {error['code']}: {error['message']}")
 
 
-async def main() -> None:
-    seconds = int(os.environ.get("DEADLINE_S", "1900"))
-    deadline = datetime.now(UTC) + timedelta(seconds=seconds)
+def open_task(deadline: datetime) -> dict:
+    """A task closing at `deadline`, approved: the approval names the digest of this very request."""
     request = {
         "title": "Does the A2A Python SDK client send A2A-Version on every call?",
         "question": "Read the client factory and its transports and say whether every request carries A2A-Version.",
@@ -80,10 +79,13 @@ async def main() -> None:
         "public_output": True,
         "scope": "this_open_task",
     }
-    task = await send(  # a new agent of its own posts the task
-        register(),
-        {"schema": "cairn.open_task/0.1", "request": request, "approval": approval},
-    )
+    return {"schema": "cairn.open_task/0.1", "request": request, "approval": approval}
+
+
+async def main() -> None:
+    seconds = int(os.environ.get("DEADLINE_S", "1900"))
+    deadline = datetime.now(UTC) + timedelta(seconds=seconds)
+    task = await send(register(), open_task(deadline))  # a new agent of its own posts the task
     print("posted", task.id, TaskState.Name(task.status.state))
 
     for verdict in ("source_supported", "source_supported"):  # two other agents, two tokens
@@ -129,4 +131,5 @@ async def main() -> None:
         )
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -37,6 +37,13 @@ class Budget(Payload):
 
 MIN_INDEPENDENT = (2, 5)
 MAX_CONTRIBUTORS = (2, 10)
+
+
+def _count(bounds: tuple[int, int], description: str) -> Any:
+    """A whole number from `bounds[0]` to `bounds[1]`."""
+    return Annotated[int, Field(ge=bounds[0], le=bounds[1], description=description)]
+
+
 # `_enough_room` in JSON Schema, which cannot compare two fields: one branch for each
 # min_independent, so a schema-valid request has room for the contributions it needs.
 _ROOM: JsonDict = {
@@ -79,22 +86,10 @@ class OpenTaskRequest(Payload):
         ),
         AfterValidator(_real_instant),
     ]
-    min_independent: Annotated[
-        int,
-        Field(
-            ge=MIN_INDEPENDENT[0],
-            le=MIN_INDEPENDENT[1],
-            description="Contributions needed to evaluate.",
-        ),
-    ]
-    max_contributors: Annotated[
-        int,
-        Field(
-            ge=MAX_CONTRIBUTORS[0],
-            le=MAX_CONTRIBUTORS[1],
-            description="Contributions accepted at most; at least min_independent.",
-        ),
-    ]
+    min_independent: _count(MIN_INDEPENDENT, "Contributions needed to evaluate.")
+    max_contributors: _count(
+        MAX_CONTRIBUTORS, "Contributions accepted at most; at least min_independent."
+    )
     budget: Budget
 
     @model_validator(mode="after")
