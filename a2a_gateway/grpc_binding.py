@@ -52,13 +52,13 @@ from google.protobuf.message import Message
 
 from a2a_gateway import read_connections
 from a2a_gateway.binding_reads import read_here
-from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE
+from a2a_gateway.handler import AGENT_STATE, CYCLE_STATE, ORIGIN_STATE
+from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import StoredPage, StoredTask, stored_read
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
     REQUEST_HANDLER,
     AgentUser,
-    DjangoCycle,
     TokenRefusal,
     token_agent,
     version_error,
@@ -82,10 +82,12 @@ MethodHandler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 @dataclass(frozen=True)
 class CallFacts:
     """What the checks learned of a call, for the handler: the agent of its Bearer token
-    (SendMessage) and the site's origin, for the links a refusal gives."""
+    (SendMessage), the site's origin, for the links a refusal gives, and the call's
+    `DjangoCycle`, in which the handler's work on the ORM's thread runs."""
 
     agent: Agent | None
     origin: str
+    cycle: DjangoCycle
 
 
 _CALL_FACTS: ContextVar[CallFacts | None] = ContextVar("cairn_grpc_call_facts", default=None)
@@ -105,6 +107,7 @@ class GrpcContextBuilder(DefaultGrpcServerCallContextBuilder):
         facts = _CALL_FACTS.get()
         if facts is not None:
             built.state[ORIGIN_STATE] = facts.origin
+            built.state[CYCLE_STATE] = facts.cycle
             if facts.agent is not None:
                 built.user = AgentUser(facts.agent)
                 built.state[AGENT_STATE] = facts.agent
@@ -212,7 +215,7 @@ async def call_facts(
     refused = await version_error(metadata)
     if refused is not None:
         raise refused
-    return CallFacts(agent=agent, origin=site_url())
+    return CallFacts(agent=agent, origin=site_url(), cycle=cycle)
 
 
 def _code_name(context: grpc.aio.ServicerContext, finished: bool) -> str:

@@ -48,17 +48,17 @@ from a2a.types import (
 )
 from a2a.utils.errors import A2AError
 from a2a.utils.proto_utils import validate_proto_required_fields
-from asgiref.sync import sync_to_async
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
+from a2a_gateway.request_cycle import INSIDE_DJANGO, DjangoCycle
 from a2a_gateway.stored_reads import DJANGO_SOURCE, no_tenant, read_page, read_task
 from a2a_gateway.translate import (
     data_of,
     ints_from_doubles,
     refusal_message,
-    task_from_body,
+    task_answer,
 )
 from agents.models import Agent
 from calls.published_schemas import published_schema_url
@@ -72,6 +72,7 @@ logger = logging.getLogger(__name__)
 AGENT_STATE = "cairn.agent"  # the Agent of a valid Bearer token, when the method needs one
 AS_SENT_STATE = "cairn.as_sent"  # `AsSent`: what the SDK's parse into a proto loses
 ORIGIN_STATE = "cairn.origin"  # the site's origin, for the links a refusal gives
+CYCLE_STATE = "cairn.cycle"  # the request's `DjangoCycle`, for the work on the ORM's thread
 
 MAX_MESSAGE_ID = 128
 PART_KINDS = {"text": "text", "raw": "file", "url": "file", "data": "data", None: "empty"}
@@ -223,6 +224,12 @@ def _refusal_as_error(refusal: Refusal) -> A2AError | None:
     return None
 
 
+def _cycle(context: ServerCallContext) -> DjangoCycle:
+    """The request's cycle; a caller that gave none is inside Django's own."""
+    cycle = context.state.get(CYCLE_STATE)
+    return cycle if isinstance(cycle, DjangoCycle) else INSIDE_DJANGO
+
+
 def _payload(message: Message, context: ServerCallContext) -> Any:
     """The one data part's JSON as sent (`AsSent`), its numbers made ints where integral, as
     `data_of` does: SDK clients write every number as a double. Converted back from the proto
@@ -259,23 +266,26 @@ class CairnRequestHandler(RequestHandler):
         operation = self.operation_for(message)
         if len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":
             if message.task_id:  # an unknown task is -32001 whatever the message holds
-                await sync_to_async(_task_exists)(message.task_id)
+                await _cycle(context).call_last(_task_exists, message.task_id)
             refusal = _payload_part_refusal(message, operation, context.state.get(ORIGIN_STATE, ""))
             return refusal_message(refusal, task_id=message.task_id)
         try:
-            result = await sync_to_async(operation.perform)(
-                agent=agent,
-                task_id=message.task_id,
-                payload=_payload(message, context),
-                operation_id=message.message_id,
-                client=client,
+            result = await _cycle(context).call_last(
+                functools.partial(
+                    operation.perform,
+                    agent=agent,
+                    task_id=message.task_id,
+                    payload=_payload(message, context),
+                    operation_id=message.message_id,
+                    client=client,
+                )
             )
         except Refusal as refusal:
             error = _refusal_as_error(refusal)
             if error is not None:
                 raise error from None
             return refusal_message(refusal, task_id=message.task_id)
-        return task_from_body(result.body)
+        return task_answer(result.body, result.form)
 
     @_guarded
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
@@ -302,7 +312,7 @@ class CairnRequestHandler(RequestHandler):
     @validate_request_params
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         no_tenant(params)
-        await sync_to_async(_task_exists)(params.id)
+        await _cycle(context).call_last(_task_exists, params.id)
         raise TaskNotCancelableError(
             message="tasks on Cairn are public and permanent: none can be canceled"
         )

@@ -37,6 +37,7 @@ from starlette.routing import Match, Route
 from a2a_gateway import transport
 from a2a_gateway.binding_reads import fast_rest_read
 from a2a_gateway.handler import AsSent
+from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
 from a2a_gateway.transport import ENDPOINT_PATH, Reply
 from core.json_input import InvalidJson, parse_json
@@ -205,7 +206,7 @@ async def rest_reply(
     raw = await transport.bounded_body(headers.get("content-length"), body)
     if raw is None:
         return _error(transport.body_too_large(), status=413)
-    cycle = transport.DjangoCycle(inside_already=not outside_django)
+    cycle = DjangoCycle(inside_already=not outside_django)
     try:
         agent = None
         if path == SEND_PATH:
@@ -252,7 +253,7 @@ async def rest_reply(
             path,
             headers,
             document,
-            transport.Facts(agent=agent, origin=origin, as_sent=as_sent),
+            transport.Facts(agent=agent, origin=origin, as_sent=as_sent, cycle=cycle),
             body=raw,
             method=method,
             query_string=str(query).encode(),

@@ -30,13 +30,13 @@ from jsonrpc.jsonrpc2 import JSONRPC20Request
 from a2a_gateway.binding_reads import FAST_METHODS, fast_read
 from a2a_gateway.card import CARD_METHODS, card_reply
 from a2a_gateway.handler import AsSent
+from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
     ENDPOINT_PATH,
     REQUEST_HANDLER,
     CairnContextBuilder,
-    DjangoCycle,
     Facts,
     Reply,
     TokenRefusal,
@@ -213,7 +213,7 @@ async def a2a_reply(
             return checked
         await cycle.enter()
         params = document.get("params") if isinstance(document, dict) else None
-        facts = Facts(agent=checked, origin=origin, as_sent=AsSent.of(params))
+        facts = Facts(agent=checked, origin=origin, as_sent=AsSent.of(params), cycle=cycle)
         answer = await DISPATCHER.handle_requests(
             dispatcher_request(path, headers, document, facts)
         )

@@ -28,7 +28,7 @@ from google.protobuf.json_format import MessageToDict
 from a2a_gateway.models import TaskForm
 from a2a_gateway.translate import task_from_view
 from core import statements
-from tasks.changes import TaskChange
+from tasks.changes import ChangesWritten, TaskChange
 
 
 def sdk_json(value: Any) -> str:
@@ -58,7 +58,11 @@ def v0_3_task_json(task: Task) -> str:
 
 def task_form(change: TaskChange) -> TaskForm:
     """The changed task's row: its Task in each form, and the columns reads filter by."""
-    task = task_from_view(change.view)
+    return task_row(change, task_from_view(change.view))
+
+
+def task_row(change: TaskChange, task: Task) -> TaskForm:
+    """`task_form` of the Task already built from the change's view."""
     listed, listed_full = listed_json(task)
     return TaskForm(
         task_id=change.task.pk,
@@ -73,7 +77,10 @@ def task_form(change: TaskChange) -> TaskForm:
     )
 
 
-def task_forms_written(changes: Sequence[TaskChange]) -> tuple[statements.Write, ...]:
+def task_forms_written(changes: Sequence[TaskChange]) -> ChangesWritten:
     """`tasks.changes.task_changed` for the A2A door (`CAIRN_TASK_CHANGED`): each changed task's
-    forms, written whole over the last ones."""
-    return statements.upserted([task_form(change) for change in changes])
+    forms, written whole over the last ones, and the Task they were written from, which answers
+    the write that changed it (`translate.task_answer`)."""
+    tasks = [task_from_view(change.view) for change in changes]
+    rows = [task_row(change, task) for change, task in zip(changes, tasks, strict=True)]
+    return ChangesWritten(statements.upserted(rows), tuple(tasks))

@@ -85,9 +85,17 @@ def task_message(view: dict[str, Any], *, cairn: dict[str, Any], evaluation: Any
     return task
 
 
-def task_from_body(body: dict[str, Any]) -> Task:
-    """A write's answer (`{"task": view}` or `{"task": view, "receipt": {...}}`), first or replayed."""
-    return task_from_view(body["task"], body.get("receipt"))
+def task_answer(body: dict[str, Any], stored: Task | None) -> Task:
+    """A write's answer (`{"task": view}` or `{"task": view, "receipt": {...}}`): the Task the
+    write stored (`stored_forms.task_forms_written`, handed back as `WriteResult.form`), with the
+    receipt when there is one; a replay, which stored nothing, builds it from its record's body."""
+    if stored is None:
+        return task_from_view(body["task"], body.get("receipt"))
+    answer = Task()
+    answer.CopyFrom(stored)
+    if "receipt" in body:
+        answer.metadata.fields["cairn"].struct_value["contribution"] = body["receipt"]
+    return answer
 
 
 def refusal_message(refusal: Refusal, *, task_id: str = "") -> Message:

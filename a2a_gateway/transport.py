@@ -22,19 +22,18 @@ from a2a.types import InternalError, InvalidParamsError, InvalidRequestError
 from a2a.utils.constants import PROTOCOL_VERSION_1_0
 from a2a.utils.errors import A2AError, VersionNotSupportedError
 from a2a.utils.version_validator import validate_version
-from asgiref.sync import sync_to_async
-from django.core import signals
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from starlette.requests import Request as StarletteRequest
 
 from a2a_gateway.handler import (
     AGENT_STATE,
     AS_SENT_STATE,
+    CYCLE_STATE,
     ORIGIN_STATE,
     AsSent,
     CairnRequestHandler,
 )
-from a2a_gateway.stored_reads import DjangoSource
+from a2a_gateway.request_cycle import DjangoCycle
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
@@ -128,37 +127,15 @@ class TokenRefusal:
     unauthenticated: bool
 
 
-class DjangoCycle:
-    """Django's request signals around work on the ORM's thread, for a caller outside Django's
-    request cycle (the ASGI app): the connection is checked before and given back after, as
-    under Django. Entered before the first such work only, so a read answered from the stored
-    forms on the event loop never enters it."""
-
-    def __init__(self, *, inside_already: bool) -> None:
-        self.inside_already = inside_already
-        self.started = False
-
-    async def enter(self) -> None:
-        if not self.inside_already and not self.started:
-            self.started = True
-            await sync_to_async(signals.request_started.send)(sender=DjangoSource)
-
-    async def leave(self) -> None:
-        if self.started:
-            self.started = False
-            await sync_to_async(signals.request_finished.send)(sender=DjangoSource)
-
-
 async def token_agent(
     headers: Mapping[str, str], operation: str, cycle: DjangoCycle
 ) -> Agent | TokenRefusal:
     """The agent of the Bearer token that `operation` (named as its binding names it) needs, or
     why there is none. Asked before the version (SPEC §8.2), so a request without a token never
     reaches the domain."""
-    await cycle.enter()
     token = bearer_token(headers.get("authorization", ""))
     try:
-        agent = await sync_to_async(agent_for_token)(token) if token else None
+        agent = await cycle.call(agent_for_token, token) if token else None
     except Exception as exc:
         outage = outage_refusal(exc)
         if outage is None:
@@ -277,12 +254,14 @@ class AgentUser(User):
 @dataclass(frozen=True)
 class Facts:
     """What a binding learned of a request before the dispatcher, for the handler: the agent
-    of its Bearer token (SendMessage), the site's origin (for a refusal's links), and the values
-    the SDK's parse into a proto loses (`AsSent`)."""
+    of its Bearer token (SendMessage), the site's origin (for a refusal's links), the values
+    the SDK's parse into a proto loses (`AsSent`), and the request's `DjangoCycle`, in which the
+    handler's work on the ORM's thread runs."""
 
     agent: Agent | None
     origin: str
     as_sent: AsSent
+    cycle: DjangoCycle
 
 
 class ParsedRequest(StarletteRequest):
@@ -317,6 +296,7 @@ class CairnContextBuilder(DefaultServerCallContextBuilder):
                 context.state[AGENT_STATE] = facts.agent
             context.state[AS_SENT_STATE] = facts.as_sent
             context.state[ORIGIN_STATE] = facts.origin
+            context.state[CYCLE_STATE] = facts.cycle
         return context
 
 

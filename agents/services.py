@@ -123,10 +123,14 @@ def agent_lock(agent: Agent) -> None:
 
 @dataclass(frozen=True)
 class WriteResult:
-    """What an accepted write answers. `replayed` says it was answered from the operation record."""
+    """What an accepted write answers. `replayed` says it was answered from the operation record.
+    `form`: the read model's form of the task the write changed (`tasks.changes.ChangesWritten`),
+    for a door that answers in that form; None for a replay, whose answer is its record's body,
+    and for a write that changed no task."""
 
     body: dict[str, Any]
     replayed: bool = False
+    form: Any = None
 
 
 def operation_replay(

@@ -24,12 +24,14 @@ Checked = TypeVar("Checked")
 @dataclass(frozen=True)
 class Performed:
     """What a write made: the body it answers with (and replays), the object the audit log names,
-    and the rows still to write, which go with the operation record in one statement."""
+    the rows still to write, which go with the operation record in one statement, and the read
+    model's form of the task it changed (`WriteResult.form`)."""
 
     body: dict[str, Any]
     object_type: str
     object_id: str
     writes: tuple[statements.Write, ...] = ()
+    form: Any = None
 
 
 def agent_write(
@@ -81,4 +83,4 @@ def agent_write(
                 object_id=performed.object_id,
             ),
         )
-    return WriteResult(performed.body)
+    return WriteResult(performed.body, form=performed.form)

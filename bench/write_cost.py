@@ -10,7 +10,13 @@ here first, against the tree before it, alternately:
     taskset -c 0 .venv/bin/python bench/write_cost.py [count] [first line]
     PYTHONPATH=<checkout of the tree before> taskset -c 0 .venv/bin/python bench/write_cost.py
 
-Each run recreates `cairn_bench_write` from its template, so every run meets the same tasks.
+Each run recreates its database (`cairn_bench_write`, or `BENCH_WRITE_DB`) from the write
+template, so every run meets the same tasks. On a loaded machine, run the two trees at once on
+the same core, each on its own database, so both meet the same load:
+
+    BENCH_WRITE_DB=cairn_bench_write_a PYTHONPATH=<tree before>:<tree before>/bench \
+      taskset -c 0 .venv/bin/python bench/write_cost.py 1500 &
+    BENCH_WRITE_DB=cairn_bench_write_b PYTHONPATH=.:bench taskset -c 0 .venv/bin/python bench/write_cost.py 1500
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ import psycopg
 
 BENCH = Path(__file__).resolve().parent
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5433")
-DB = "cairn_bench_write"
+DB = os.environ.get("BENCH_WRITE_DB", "cairn_bench_write")
+TEMPLATE = "cairn_bench_write_tpl"
 REQUESTS = BENCH / "var" / "write_tpl" / "cairn_contributions.txt"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -33,7 +40,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 def recreate_database() -> None:
     with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB} TEMPLATE {DB}_tpl")
+        conn.execute(f"CREATE DATABASE {DB} TEMPLATE {TEMPLATE}")
 
 
 def postgres_cpu_seconds(backend: int) -> float:

@@ -5,7 +5,10 @@ A door may keep its own copy of each task's public form, in its own tables (the 
 reader could see the task in one state and its copy in another. The domain cannot import a door,
 so the composition root names the function in the setting `CAIRN_TASK_CHANGED` (a dotted path,
 `cairn/settings.py`), and every service that changes a task calls `task_changed` inside its
-transaction and sends the rows it returns with its own (`core.statements.write_all`).
+transaction and sends the rows it returns with its own (`core.statements.write_all`). The read
+model also hands back what it built each row from, its own form of the task, so a door that
+answers the write in that form (the A2A door answers a SendMessage with its Task) answers with
+the one it stored rather than building it again from the view.
 
 One setting, one callable: reading the settings shows every reader of the domain's changes. A
 registry filled at import time or from an `AppConfig.ready` would hide which readers run behind
@@ -34,7 +37,16 @@ class TaskChange:
     view: dict[str, Any]
 
 
-TaskChanged = Callable[[Sequence[TaskChange]], Sequence[Write]]
+@dataclass(frozen=True)
+class ChangesWritten:
+    """What a read model makes of changed tasks: the rows to send with the change, and its own
+    form of each task (opaque to the domain), in the order of the changes."""
+
+    writes: tuple[Write, ...] = ()
+    forms: tuple[Any, ...] = ()
+
+
+TaskChanged = Callable[[Sequence[TaskChange]], ChangesWritten]
 
 
 @cache
@@ -51,10 +63,11 @@ def hook_resolved() -> None:
         _hook(settings.CAIRN_TASK_CHANGED)
 
 
-def task_changed(changes: Sequence[TaskChange]) -> tuple[Write, ...]:
-    """The rows the configured read model writes for these changed tasks (none when no read model
-    is configured). Call inside the transaction that changes them and send the rows with its own."""
+def task_changed(changes: Sequence[TaskChange]) -> ChangesWritten:
+    """The rows the configured read model writes for these changed tasks, and its forms of them
+    (nothing when no read model is configured). Call inside the transaction that changes them and
+    send the rows with its own."""
     path = settings.CAIRN_TASK_CHANGED
     if not path or not changes:
-        return ()
-    return tuple(_hook(path)(changes))
+        return ChangesWritten()
+    return _hook(path)(changes)

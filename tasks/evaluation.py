@@ -133,7 +133,9 @@ def _evaluation_write(
     """Evaluate a task whose row the caller holds locked, and write it, its read models, its count
     and its log entry."""
     change = evaluation_apply(task, contributions, evaluated_at=evaluated_at)
-    statements.write_all(statements.updated(task, EVALUATION_FIELDS), *task_changed([change]))
+    statements.write_all(
+        statements.updated(task, EVALUATION_FIELDS), *task_changed([change]).writes
+    )
     task_count_change({TaskStatus.WORKING: -1, task.status: 1})
     log_queue([evaluation_entry(task)])
     transaction.on_commit(sequencing_nudge)
@@ -278,7 +280,7 @@ def _batch_evaluate(batch_size: int) -> int:
             evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms()) for task in batch
         ]
         statements.write_all(
-            *statements.updated_many(batch, EVALUATION_FIELDS), *task_changed(changes)
+            *statements.updated_many(batch, EVALUATION_FIELDS), *task_changed(changes).writes
         )
         task_count_change(_status_changes(batch))
         log_queue(evaluation_entry(task) for task in batch)

@@ -84,7 +84,7 @@ def tasks_render(tasks: Iterable[Task]) -> int:
         view = task_render(task)
         statements.write_all(
             statements.updated(task, RENDERED_FIELDS),
-            *task_changed([TaskChange(task, view)]),
+            *task_changed([TaskChange(task, view)]).writes,
         )
         count += 1
     return count

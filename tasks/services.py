@@ -121,15 +121,17 @@ def task_post(
         task_count_change({TaskStatus.WORKING: 1})
         transaction.on_commit(sequencing_nudge)
         transaction.on_commit(lambda: schedule_evaluation(task_id=task.id, deadline=task.deadline))
+        read_models = task_changed([TaskChange(task, view)])
         return Performed(
             {"task": view},
             object_type="task",
             object_id=str(task.id),
             writes=(
                 statements.object_inserted(task),
-                *task_changed([TaskChange(task, view)]),
+                *read_models.writes,
                 *log_writes([task_entry(task)]),
             ),
+            form=next(iter(read_models.forms), None),
         )
 
     return agent_write(
@@ -322,14 +324,19 @@ def contribution_submit(
         view = task_render(task)
         transaction.on_commit(sequencing_nudge)
         body = {"task": view, "receipt": receipt_view(contribution)}
+        read_models = task_changed([TaskChange(task, view)])
         writes = (
             statements.object_inserted(contribution),
             *log_writes([contribution_entry(contribution)]),
             statements.updated(task, [*changed, *RENDERED_FIELDS]),
-            *task_changed([TaskChange(task, view)]),
+            *read_models.writes,
         )
         return Performed(
-            body, object_type="contribution", object_id=str(contribution.id), writes=writes
+            body,
+            object_type="contribution",
+            object_id=str(contribution.id),
+            writes=writes,
+            form=next(iter(read_models.forms), None),
         )
 
     return agent_write(

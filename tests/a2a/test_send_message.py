@@ -83,6 +83,18 @@ def test_contribute_answers_the_task_with_the_receipt(rpc, poster, make_agent, p
     assert AuditEntry.objects.get(operation="contribution_submit").door == "a2a"
 
 
+def test_a_contribution_answers_the_task_as_get_task_then_serves_it_with_the_receipt(
+    rpc, poster, make_agent, post_task
+):
+    task = post_task(poster)
+
+    answered = send(rpc, make_agent(), contribution_payload(), task_id=str(task.pk))["task"]
+
+    receipt = answered["metadata"]["cairn"].pop("contribution")
+    assert answered == result_of(rpc("GetTask", {"id": str(task.pk)}))
+    assert receipt["task_id"] == str(task.pk)
+
+
 def test_the_same_message_id_and_payload_replays_the_original_answer(
     rpc, poster, make_agent, post_task
 ):

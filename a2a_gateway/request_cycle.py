@@ -1,0 +1,70 @@
+"""Django's request signals around the work an A2A request does on the ORM's thread, for a caller
+outside Django's request cycle (the ASGI app, the gRPC server): the connection is checked before
+that work and given back after it, as under Django.
+
+Every step from the event loop to the ORM's thread is a hop between threads, which costs more
+than the statement a step runs, so the cycle is entered in the hop of the request's first work
+and left in the hop of its last (`call_last`), not in hops of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.core import signals
+
+Result = TypeVar("Result")
+
+
+class DjangoCycle:
+    """One request's cycle. `inside_already`: the caller is inside Django's request cycle (its
+    view), which sends the signals itself."""
+
+    def __init__(self, *, inside_already: bool) -> None:
+        self.inside_already = inside_already
+        self.started = False
+
+    async def call(self, work: Callable[..., Result], *args: Any) -> Result:
+        """`work(*args)` on the ORM's thread, inside the cycle."""
+        result: Result = await sync_to_async(self._run)(work, args, False)
+        return result
+
+    async def call_last(self, work: Callable[..., Result], *args: Any) -> Result:
+        """`call` for the request's last work on the ORM's thread: the cycle is left after it, in
+        the same hop, whether it returns or raises."""
+        result: Result = await sync_to_async(self._run)(work, args, True)
+        return result
+
+    async def enter(self) -> None:
+        """Enter the cycle before work that reaches the ORM's thread on its own (the SDK's
+        dispatcher reading through `stored_reads.DJANGO_SOURCE`)."""
+        if not self.inside_already and not self.started:
+            await sync_to_async(self._enter)()
+
+    async def leave(self) -> None:
+        if self.started:
+            await sync_to_async(self._leave)()
+
+    def _run(self, work: Callable[..., Result], args: tuple[Any, ...], last: bool) -> Result:
+        self._enter()
+        try:
+            return work(*args)
+        finally:
+            if last:
+                self._leave()
+
+    def _enter(self) -> None:
+        if not self.inside_already and not self.started:
+            self.started = True
+            signals.request_started.send(sender=DjangoCycle)
+
+    def _leave(self) -> None:
+        if self.started:
+            self.started = False
+            signals.request_finished.send(sender=DjangoCycle)
+
+
+# The cycle of a caller that gave none: the handler called from inside Django's view.
+INSIDE_DJANGO = DjangoCycle(inside_already=True)
