@@ -1,11 +1,8 @@
-"""What every A2A binding checks and carries, decided once (SPEC §8.2, §8.6): the body limit, the
-Bearer token, the version and the params' shape, and the request the SDK's dispatchers read.
-
-A binding (`jsonrpc_binding` for JSON-RPC, `http_json_binding` for HTTP+JSON) asks these checks in SPEC §8.2's order
-and writes their verdict in its own error format; the checks themselves return the SDK's errors
-(or an `Agent`), not a wire answer, so the same question is refused for the same reason, with the
-same words, on every binding, and a binding that is not HTTP can ask them too. `Reply` is the HTTP
-answer the HTTP bindings and the card hand to the two servers (Django's view, the ASGI app).
+"""What every A2A binding checks and carries (SPEC §8.2, §8.6): the body limit, the Bearer token,
+the version, the params' shape, and the request the SDK's dispatchers read. The checks return the
+SDK's errors, not a wire answer, so every binding, HTTP or not, refuses the same question for the
+same reason in its own format. `Reply` is the HTTP answer the bindings and the card hand to the two
+servers (Django's view, the ASGI app).
 """
 
 from __future__ import annotations
@@ -130,9 +127,8 @@ class TokenRefusal:
 
 class DjangoCycle:
     """Django's request signals around work on the ORM's thread, for a caller outside Django's
-    request cycle (the ASGI app): the connection is checked before and given back after, as
-    under Django. Entered before the first such work only, so a read answered from the stored
-    forms on the event loop never enters it."""
+    request cycle (the ASGI app), so the connection is checked and given back. Entered before
+    the first such work only: a read answered on the event loop never enters it."""
 
     def __init__(self, *, inside_already: bool) -> None:
         self.inside_already = inside_already
@@ -331,8 +327,7 @@ def dispatcher_request(
     query_string: bytes = b"",
     path_params: Mapping[str, str] | None = None,
 ) -> ParsedRequest:
-    """The request an SDK dispatcher reads: the JSON-RPC one reads `document`, the HTTP+JSON one
-    `body`, and the context builder adds `facts`."""
+    """The request an SDK dispatcher reads (`ParsedRequest`)."""
     scope = {
         "type": "http",
         "method": method,
