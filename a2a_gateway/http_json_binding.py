@@ -1,19 +1,14 @@
 """The A2A 1.0 HTTP+JSON binding (SPEC §8.6, A2A 1.0 §11) under `<site>/api/a2a`.
 
-The SDK's own REST routes and dispatcher answer, over the same request handler as JSON-RPC; this
-module adapts them as `jsonrpc_binding` adapts the JSON-RPC dispatcher. It matches the SDK's routes
-itself, so that a path or a method the binding does not have answers this binding's error object
-(the SDK's tenant routes are left out: Cairn has no tenants). Then, in SPEC §8.2's order, the
-checks every binding shares (`a2a_gateway.transport`), written as this binding's error objects:
-the body limit, the Bearer token of `message:send` (401 before anything is parsed), the version,
-and the body, read by Cairn's JSON reader (depth, lone surrogates) so that no client's bytes reach
-the SDK's parser as a 5xx, and checked for the params' shape. Some answers differ from the SDK's,
-as §8.6 says: A2A 1.0's table sends TaskNotCancelableError with 409; ListTasks' `status` also
-takes A2A §11's short forms (`working`); and params protobuf cannot read (a body's
-`"metadata": 3`, `pageSize=many`, `includeArtifacts=maybe`) get the invalid-params error JSON-RPC
-gives the same question, where the SDK's REST dispatcher says invalid request, or reads an
-unknown boolean as false. GetTask and ListTasks come from the stored forms where they can
-(`a2a_gateway.binding_reads`, as on JSON-RPC), the rest from the SDK's dispatcher.
+The SDK's own REST routes and dispatcher answer, over the same request handler as JSON-RPC. This
+module matches the routes itself, so a path or method the binding lacks gets this binding's error
+(the SDK's tenant routes are left out: Cairn has no tenants), then runs the shared checks
+(`a2a_gateway.transport`) in SPEC §8.2's order, and reads a body with Cairn's JSON reader so no
+client's bytes reach the SDK's parser as a 5xx. Where §8.6 says so the answers differ from the
+SDK's: TaskNotCancelableError is 409 (A2A 1.0's table); `status` takes §11's short forms
+(`working`); params protobuf cannot read get JSON-RPC's invalid-params error, where the SDK says
+invalid request or reads an unknown boolean as false. GetTask and ListTasks are answered from the
+stored forms (`a2a_gateway.binding_reads`), the rest by the SDK's dispatcher.
 """
 
 from __future__ import annotations
@@ -163,14 +158,6 @@ def _query_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
     return None
 
 
-def _token_refusal(refused: transport.TokenRefusal) -> Reply:
-    """A token refusal: HTTP's 401 with the challenge when no valid token came (SPEC §8.2), else
-    (an outage) this binding's error object with the status the SDK gives an internal error."""
-    if refused.unauthenticated:
-        return transport.unauthenticated_reply(refused)
-    return _error(refused.error)
-
-
 def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:
     """The dispatcher's answer, with A2A's status where the SDK's table differs."""
     if status >= 400:
@@ -195,10 +182,8 @@ async def rest_reply(
     reads: Source = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
-    """The answer to one request of the binding. `headers` are lower-cased; `body` yields the
-    request body's chunks; `fast_reads=False` sends GetTask and ListTasks to the SDK's dispatcher
-    too (the reference the fast path is tested against); `reads` is where the fast path finds the
-    stored forms; `outside_django`: the caller is not inside Django's request cycle."""
+    """The answer to one request of the binding; `body` yields its chunks. The other arguments
+    are `jsonrpc_binding.a2a_reply`'s."""
     route, path_params, allowed = _match(method, path)
     if route is None:
         return _unrouted(method, path, allowed)
@@ -211,7 +196,10 @@ async def rest_reply(
         if path == SEND_PATH:
             found = await transport.token_agent(headers, "message:send", cycle)
             if isinstance(found, transport.TokenRefusal):
-                return _token_refusal(found)
+                # No valid token: HTTP's 401 (SPEC §8.2); an outage: an internal error.
+                if found.unauthenticated:
+                    return transport.unauthenticated_reply(found)
+                return _error(found.error)
             agent = found
         refused = await transport.version_error(headers)
         if refused is not None:
