@@ -180,17 +180,12 @@ def supported_interfaces(site: str, grpc_url: str) -> list[AgentInterface]:
 
 
 def agent_card(
-    site: str,
-    witnesses: dict[str, Any] | None = None,
-    grpc_url: str | None = None,
-    started: list[dict[str, Any]] | None = None,
+    site: str, witnesses: dict[str, Any], grpc_url: str, started: list[dict[str, Any]]
 ) -> AgentCard:
     """The card: one skill per operation the request handler dispatches, the payload schemas in
     one extension. `grpc_url`: where the gRPC binding is served ("" when it is off); `started`:
     the logs the keeper started after log 0."""
-    witnesses = witnessing() if witnesses is None else witnesses
-    logs = logs_listed(site, logs_started() if started is None else started)
-    grpc_url = settings.CAIRN_GRPC_URL if grpc_url is None else grpc_url
+    logs = logs_listed(site, started)
     operations = CairnRequestHandler.operations  # the registry the handler dispatches through
     return AgentCard(
         name="Cairn",
