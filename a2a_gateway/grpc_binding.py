@@ -41,18 +41,18 @@ from google.protobuf.message import Message
 
 from a2a_gateway import read_connections
 from a2a_gateway.binding_reads import read_here
-from a2a_gateway.handler import AGENT_STATE, ORIGIN_STATE
+from a2a_gateway.handler import AsSent
 from a2a_gateway.stored_reads import StoredPage, StoredTask, stored_read
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
     REQUEST_HANDLER,
-    AgentUser,
     DjangoCycle,
+    Facts,
     TokenRefusal,
     token_agent,
     version_error,
+    with_facts,
 )
-from agents.models import Agent
 from core.metrics import grpc_call_observed
 from core.site import site_url
 
@@ -68,31 +68,16 @@ Behaviour = Callable[..., Any]
 MethodHandler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 
 
-@dataclass(frozen=True)
-class CallFacts:
-    """What the checks learned of a call, for the handler: the agent of its Bearer token
-    (SendMessage) and the site's origin, for the links a refusal gives."""
-
-    agent: Agent | None
-    origin: str
-
-
-_CALL_FACTS: ContextVar[CallFacts | None] = ContextVar("cairn_grpc_call_facts", default=None)
+_CALL_FACTS: ContextVar[Facts | None] = ContextVar("cairn_grpc_call_facts", default=None)
 
 
 class GrpcContextBuilder(DefaultGrpcServerCallContextBuilder):
-    """The SDK's context for a gRPC call, plus the call's `CallFacts`, in the state keys the
-    handler reads on every binding."""
+    """The SDK's context for a gRPC call, plus the call's `Facts`."""
 
     def build(self, context: grpc.aio.ServicerContext) -> ServerCallContext:
         built = super().build(context)
         facts = _CALL_FACTS.get()
-        if facts is not None:
-            built.state[ORIGIN_STATE] = facts.origin
-            if facts.agent is not None:
-                built.user = AgentUser(facts.agent)
-                built.state[AGENT_STATE] = facts.agent
-        return built
+        return built if facts is None else with_facts(built, facts)
 
 
 class StoredForms:
@@ -240,7 +225,7 @@ class A2ACalls(grpc.aio.ServerInterceptor):
 
     async def _checked(
         self, method: str, context: grpc.aio.ServicerContext, cycle: DjangoCycle
-    ) -> CallFacts:
+    ) -> Facts:
         """SPEC §8.2's checks in their order, the token (SendMessage only) then the version: the
         call's facts, or the call aborted with the binding's answer to a failed check. No valid
         token is gRPC's UNAUTHENTICATED, with no ErrorInfo: authentication is not an A2A error."""
@@ -256,7 +241,7 @@ class A2ACalls(grpc.aio.ServerInterceptor):
         refused = await version_error(metadata)
         if refused is not None:
             await self._abort(refused, context)
-        return CallFacts(agent=agent, origin=site_url())
+        return Facts(agent=agent, origin=site_url(), as_sent=AsSent())
 
     @asynccontextmanager
     async def _call(

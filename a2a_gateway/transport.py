@@ -301,18 +301,23 @@ class ParsedRequest(StarletteRequest):
         return self.raw
 
 
+def with_facts(context: ServerCallContext, facts: Facts) -> ServerCallContext:
+    """The SDK's call context with a request's `Facts`, in the state keys the handler reads."""
+    if facts.agent is not None:
+        context.user = AgentUser(facts.agent)
+        context.state[AGENT_STATE] = facts.agent
+    context.state[AS_SENT_STATE] = facts.as_sent
+    context.state[ORIGIN_STATE] = facts.origin
+    return context
+
+
 class CairnContextBuilder(DefaultServerCallContextBuilder):
     """The SDK's context (it keeps the headers its version check reads), plus the request's `Facts`."""
 
     def build(self, request: StarletteRequest) -> ServerCallContext:
         context = super().build(request)
         if isinstance(request, ParsedRequest):
-            facts = request.facts
-            if facts.agent is not None:
-                context.user = AgentUser(facts.agent)
-                context.state[AGENT_STATE] = facts.agent
-            context.state[AS_SENT_STATE] = facts.as_sent
-            context.state[ORIGIN_STATE] = facts.origin
+            with_facts(context, request.facts)
         return context
 
 
