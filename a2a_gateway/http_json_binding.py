@@ -14,7 +14,7 @@ stored forms (`a2a_gateway.binding_reads`), the rest by the SDK's dispatcher.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from a2a.server.routes.rest_routes import create_rest_routes
@@ -120,42 +120,24 @@ def _list_query(query: QueryParams) -> tuple[QueryParams, AsSent]:
     return QueryParams(items), AsSent(status=state_name(query.getlist("status")[-1]))
 
 
-def _unreadable(error: Exception) -> Reply:
-    """Params protobuf cannot read: the invalid-params error, with the parser's words, that the
-    SDK's JSON-RPC dispatcher answers them with (SPEC §8.6: the same question, the same error)."""
-    return _error(InvalidParamsError(data={"parseError": str(error)}))
-
-
-def _body_refusal(document: Any, model: type[Message]) -> Reply | None:
-    """The error for a body the SDK's dispatcher could not parse into `model`, else None. Asked
-    only when the dispatcher answered 400, so a body is parsed into its proto once, not twice:
-    the dispatcher says invalid request for what protobuf cannot read, and nothing ran."""
+def _unreadable(parse: Callable[[], object]) -> Reply | None:
+    """The invalid-params error, with the parser's words, for params `parse` cannot read, else
+    None: what the SDK's JSON-RPC dispatcher answers them with (SPEC §8.6: the same question,
+    the same error), where its REST dispatcher says invalid request."""
     try:
-        ParseDict(document, model(), ignore_unknown_fields=True)
+        parse()
     except Exception as error:  # whatever the parser refuses, JSON-RPC calls invalid params
-        return _unreadable(error)
+        return _error(InvalidParamsError(data={"parseError": str(error)}))
     return None
 
 
-def _boolean_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
-    """The error for a boolean that is neither `true` nor `false` (A2A 1.0 §11.5), else None:
-    the SDK's reader takes any other word for false, which JSON-RPC, given a non-boolean,
-    refuses."""
+def _check_booleans(query: QueryParams, model: type[Message]) -> None:
+    """Refuses a boolean that is neither `true` nor `false` (A2A 1.0 §11.5): the SDK's reader
+    takes any other word for false, which JSON-RPC, given a non-boolean, refuses."""
     for field in model.DESCRIPTOR.fields:
         sent = query.getlist(field.camelcase_name)
         if field.type == field.TYPE_BOOL and sent and sent[-1].lower() not in ("true", "false"):
-            return _unreadable(ValueError(f"{field.camelcase_name} must be true or false"))
-    return None
-
-
-def _query_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
-    """The error for a query that does not read as `model`, else None. Asked only of a query the
-    fast path declined, which parses the same query itself."""
-    try:
-        parse_params(query, model())
-    except Exception as error:  # as for a body
-        return _unreadable(error)
-    return None
+            raise ValueError(f"{field.camelcase_name} must be true or false")
 
 
 def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:
@@ -220,7 +202,7 @@ async def rest_reply(
             query, as_sent = _list_query(query)
         model = FAST_MODELS.get(route.path)
         if model is not None:
-            unreadable = _boolean_refusal(query, model)
+            unreadable = _unreadable(lambda: _check_booleans(query, model))
             if unreadable is not None:
                 return unreadable
             if fast_reads:
@@ -233,7 +215,8 @@ async def rest_reply(
                 if served is not None:
                     served_body, shown = served
                     return Reply(200, served_body, content_type=A2A_JSON_MEDIA_TYPE, shown=shown)
-            unreadable = _query_refusal(query, model)
+            # Only a query the stored read declined: it parses the same query itself.
+            unreadable = _unreadable(lambda: parse_params(query, model()))
             if unreadable is not None:
                 return unreadable
         request = transport.dispatcher_request(
@@ -249,7 +232,10 @@ async def rest_reply(
         await cycle.enter()
         answer = await route.endpoint(request)
         if answer.status_code == 400 and path in BODY_MODELS:
-            unreadable = _body_refusal(document, BODY_MODELS[path])
+            # Asked only after the dispatcher's 400, so a body is parsed into its proto once.
+            unreadable = _unreadable(
+                lambda: ParseDict(document, BODY_MODELS[path](), ignore_unknown_fields=True)
+            )
             if unreadable is not None:
                 return unreadable
         return _as_a2a(
