@@ -1,16 +1,12 @@
 """GetTask, ListTasks and A2A 0.3's tasks/get in each binding's wrapping, around the one read
 (`a2a_gateway.stored_reads`).
 
-The SDK's dispatcher would parse a read's params into a proto, ask the handler for a Task (which
-the handler gets from the same read, as stored JSON) and write it back out with `MessageToDict`.
-Here the params are parsed the same way and the stored text is wrapped as it is: JSON-RPC in its
-envelope, HTTP+JSON as the body, and 0.3's tasks/get the Task's stored 0.3 form in JSON-RPC's
-envelope. A read the handler would refuse (an unknown task, bad params) raises the SDK's error
-here too, and each binding writes it as its dispatcher writes the handler's, so a refused read
-is read once; so does a read that failed (`handler.failure_error`). What returns None goes to
-the dispatcher, which answers it in its own words, having read nothing here: params protobuf or
-the 0.3 adapter's model cannot read, and a read the ASGI app's pool could not make
-(`read_connections.Unavailable`), which the handler makes again through Django's checked connections.
+The params are parsed as the SDK's dispatcher parses them, and the stored text is wrapped as it is
+(JSON-RPC's envelope, HTTP+JSON's body, 0.3's form in JSON-RPC's envelope) rather than parsed into
+a Task and written out again. A refused or failed read raises the SDK's error, which each binding
+writes as its dispatcher would, so it is read once. None sends the request to the dispatcher, with
+nothing read here: params the SDK refuses in its own words, or a read the ASGI app's pool could not
+make (`read_connections.Unavailable`), which the handler makes again through Django.
 """
 
 from __future__ import annotations

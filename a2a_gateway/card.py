@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes.agent_card_routes import _etag_for
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -26,7 +27,6 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.utils import timezone
 
-from a2a_gateway.etag import card_etag
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
 from a2a_gateway.transport import ENDPOINT_PATH, Reply, json_bytes, method_refusal
@@ -180,17 +180,12 @@ def supported_interfaces(site: str, grpc_url: str) -> list[AgentInterface]:
 
 
 def agent_card(
-    site: str,
-    witnesses: dict[str, Any] | None = None,
-    grpc_url: str | None = None,
-    started: list[dict[str, Any]] | None = None,
+    site: str, witnesses: dict[str, Any], grpc_url: str, started: list[dict[str, Any]]
 ) -> AgentCard:
     """The card: one skill per operation the request handler dispatches, the payload schemas in
     one extension. `grpc_url`: where the gRPC binding is served ("" when it is off); `started`:
     the logs the keeper started after log 0."""
-    witnesses = witnessing() if witnesses is None else witnesses
-    logs = logs_listed(site, logs_started() if started is None else started)
-    grpc_url = settings.CAIRN_GRPC_URL if grpc_url is None else grpc_url
+    logs = logs_listed(site, started)
     operations = CairnRequestHandler.operations  # the registry the handler dispatches through
     return AgentCard(
         name="Cairn",
@@ -253,27 +248,21 @@ def agent_card(
 
 
 @lru_cache(maxsize=32)
-def _card_text(site: str, variant: str) -> str:
-    # Built once per site and process: the card depends only on the code, the site key, the
-    # configured witnesses and gRPC address and the logs started, and generating the payload
-    # schemas is the costly part of it.
+def _card_entity(site: str, variant: str) -> tuple[bytes, str, datetime]:
+    """The card's bytes, its ETag as the SDK's card route makes it, and when this process built
+    it: once per site and variant (`card_variant`), since nothing else changes the card, and
+    generating the payload schemas is the costly part of it."""
     variant_of = json.loads(variant)
     built_from = json.loads(variant_of["configured"])
     card = agent_card(site, built_from["witnessing"], built_from["grpc_url"], variant_of["started"])
-    return json.dumps(agent_card_to_dict(card_sign(card, site=site)))
+    card_json = agent_card_to_dict(card_sign(card, site=site))
+    return json_bytes(card_json), _etag_for(card_json), timezone.now()
 
 
 def agent_card_json(site: str) -> dict[str, Any]:
     """The card as the SDK's own card route serialises it (a fresh copy on every call)."""
-    return json.loads(_card_text(site, card_variant()))
-
-
-@lru_cache(maxsize=32)
-def _card_entity(site: str, variant: str) -> tuple[bytes, str, datetime]:
-    """The card's bytes, ETag and when this process built it, once per site, witnesses and
-    process: the card depends only on the code and those, so it cannot have changed since."""
-    card = agent_card_json(site)
-    return json_bytes(card), card_etag(card), timezone.now()
+    body: dict[str, Any] = json.loads(_card_entity(site, card_variant())[0])
+    return body
 
 
 def card_reply(*, method: str, site: str) -> Reply:

@@ -1,12 +1,9 @@
 """The GetTask results of evaluated tasks, kept in the process's memory.
 
-An evaluated task never changes again (SPEC §4.3) and no task is ever deleted (the keeper reads
-tasks, never edits them), so a copy of its stored form cannot go stale; only a change of the
-rendering code changes it, and that is a new process. A GetTask of a task kept here costs no
-database round trip, which on the event loop is most of a read's CPU. Open tasks are never kept: a contribution changes their count.
-
-The copies are bounded by their total length, the least recently read going first, so a process
-keeps the tasks it is asked for most within a few megabytes however many tasks the site has.
+An evaluated task never changes again (SPEC §4.3) and no task is deleted, so a kept copy cannot go
+stale (new rendering code is a new process), and a GetTask of a kept task costs no database round
+trip. Open tasks are never kept: a contribution changes them. The copies are bounded by their total
+length, the least recently read going first.
 """
 
 from __future__ import annotations

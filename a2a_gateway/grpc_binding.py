@@ -1,42 +1,31 @@
 """The A2A gRPC binding (SPEC §8.7): the SDK's own `GrpcHandler` over the request handler every
-binding shares, plus what the SDK leaves to the server, asked of `a2a_gateway.transport` as every
-binding asks it and placed where SPEC §8.2 wants it: the Bearer token of SendMessage
-(`UNAUTHENTICATED` before the version, so a call without one never reaches the domain) and the
-`a2a-version` metadata (before the params). Reads are the door's one read: the same stored Task,
-proto for proto.
+binding shares, with the checks the SDK leaves to the server asked of `a2a_gateway.transport` in
+SPEC §8.2's order: the Bearer token of SendMessage (`UNAUTHENTICATED`, before the version, so a
+call without one never reaches the domain), then the `a2a-version` metadata.
 
-GetTask and ListTasks are answered as the ASGI app answers them over JSON-RPC
-(`a2a_gateway.binding_reads`): the read's statement on the read pool, on this server's event loop
-and outside Django's request signals, and the stored forms sent as they are, here in their wire
-form. A refused read is aborted with the SDK's error, as the servicer aborts with the
-handler's; a read the pool could not make, or a database the pool does not serve, goes to the
-SDK's servicer, which answers it through the handler's own read. The wire
-forms: where JSON-RPC serves a stored text as it is, gRPC needs the Task in protobuf's wire
-format, and protobuf's JSON parser is pure Python, slow enough that parsing a page's items at
-each read would cost more than the rest of the read; so each text is parsed once
-(`StoredForms`) and its wire form kept. A page is its items' wire forms, each a one-task
-`ListTasksResponse`, and its own fields', joined: protobuf reads serialised messages one after
-another as one message with the repeated field's items in that order, so the bytes are those
-protobuf itself writes for the page.
+GetTask and ListTasks are answered from the stored forms on the read pool, as the ASGI app answers
+them (`a2a_gateway.binding_reads`); a read the pool cannot make goes to the SDK's servicer. gRPC
+needs a Task's wire form, and protobuf's pure-Python JSON parser would cost more than the rest of
+the read, so each stored text is parsed once and its wire form kept (`StoredForms`). A page is its
+items' wire forms, each a one-task `ListTasksResponse`, joined with its own fields: protobuf reads
+concatenated messages as one, so these are the bytes protobuf itself writes for the page.
 
-grpcio gives a call no request object to carry what the checks learned, and the SDK builds its
-call context synchronously, so the checks run in a server interceptor that wraps each method of
-the A2A service and hands the agent to `GrpcContextBuilder` through a context variable, which the
-SDK reads in the same task. The handler then sees what it sees over JSON-RPC. Each call runs
-inside Django's request signals (a stored read only when it falls to the servicer), as the ASGI
-app's work does, so its connections are checked before and given back after, and is counted by
-method and status code.
+grpcio gives a call no request object, and the SDK builds its call context synchronously, so the
+checks run in a server interceptor that hands their facts to `GrpcContextBuilder` through a
+context variable. Each call runs inside Django's request signals (a stored read only when it falls
+to the servicer), so its connections are checked and given back, and is counted by method and
+status code.
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Never, TypeAlias
 
 import grpc
 import orjson
@@ -52,18 +41,18 @@ from google.protobuf.message import Message
 
 from a2a_gateway import read_connections
 from a2a_gateway.binding_reads import read_here
-from a2a_gateway.handler import AGENT_STATE, CYCLE_STATE, ORIGIN_STATE
+from a2a_gateway.handler import AsSent
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import StoredPage, StoredTask, stored_read
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
     REQUEST_HANDLER,
-    AgentUser,
+    Facts,
     TokenRefusal,
     token_agent,
     version_error,
+    with_facts,
 )
-from agents.models import Agent
 from core.metrics import grpc_call_observed
 from core.site import site_url
 
@@ -79,39 +68,16 @@ Behaviour = Callable[..., Any]
 MethodHandler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 
 
-@dataclass(frozen=True)
-class CallFacts:
-    """What the checks learned of a call, for the handler: the agent of its Bearer token
-    (SendMessage), the site's origin, for the links a refusal gives, and the call's
-    `DjangoCycle`, in which the handler's work on the ORM's thread runs."""
-
-    agent: Agent | None
-    origin: str
-    cycle: DjangoCycle
-
-
-_CALL_FACTS: ContextVar[CallFacts | None] = ContextVar("cairn_grpc_call_facts", default=None)
-
-
-class Unauthenticated(Exception):
-    """No valid Bearer token on a call that needs one: gRPC's UNAUTHENTICATED, which is not an
-    A2A error (A2A 1.0 leaves authentication to the binding) and so carries no ErrorInfo."""
+_CALL_FACTS: ContextVar[Facts | None] = ContextVar("cairn_grpc_call_facts", default=None)
 
 
 class GrpcContextBuilder(DefaultGrpcServerCallContextBuilder):
-    """The SDK's context for a gRPC call, plus the call's `CallFacts`, in the state keys the
-    handler reads on every binding."""
+    """The SDK's context for a gRPC call, plus the call's `Facts`."""
 
     def build(self, context: grpc.aio.ServicerContext) -> ServerCallContext:
         built = super().build(context)
         facts = _CALL_FACTS.get()
-        if facts is not None:
-            built.state[ORIGIN_STATE] = facts.origin
-            built.state[CYCLE_STATE] = facts.cycle
-            if facts.agent is not None:
-                built.user = AgentUser(facts.agent)
-                built.state[AGENT_STATE] = facts.agent
-        return built
+        return built if facts is None else with_facts(built, facts)
 
 
 class StoredForms:
@@ -193,31 +159,6 @@ def call_metadata(context: grpc.aio.ServicerContext) -> dict[str, str]:
     return found
 
 
-async def _agent(method: str, metadata: Mapping[str, str], cycle: DjangoCycle) -> Agent:
-    """The agent of the call's Bearer token (the `authorization` metadata); raises
-    `Unauthenticated` without a valid one, and the SDK's internal error while the database cannot
-    say (SPEC §16)."""
-    found = await token_agent(metadata, method, cycle)
-    if not isinstance(found, TokenRefusal):
-        return found
-    if found.unauthenticated:
-        raise Unauthenticated(found.error.message)
-    raise found.error
-
-
-async def call_facts(
-    method: str, context: grpc.aio.ServicerContext, cycle: DjangoCycle
-) -> CallFacts:
-    """SPEC §8.2's checks in their order: the token (SendMessage only), then the version.
-    Raises `Unauthenticated` or the SDK's A2A error."""
-    metadata = call_metadata(context)
-    agent = await _agent(method, metadata, cycle) if method in AUTHENTICATED_METHODS else None
-    refused = await version_error(metadata)
-    if refused is not None:
-        raise refused
-    return CallFacts(agent=agent, origin=site_url(), cycle=cycle)
-
-
 def _code_name(context: grpc.aio.ServicerContext, finished: bool) -> str:
     code = context.code()
     if isinstance(code, grpc.StatusCode):
@@ -277,17 +218,30 @@ class A2ACalls(grpc.aio.ServerInterceptor):
         self._wrapped[full_name] = wrapped
         return wrapped
 
+    async def _abort(self, refused: A2AError, context: grpc.aio.ServicerContext) -> Never:
+        """The call aborted with the SDK's error, as the servicer aborts with the handler's."""
+        await self.servicer.abort_context(refused, context)
+        raise AssertionError("unreachable: an aborted call raises")
+
     async def _checked(
         self, method: str, context: grpc.aio.ServicerContext, cycle: DjangoCycle
-    ) -> CallFacts:
-        """The call's facts, or the call aborted with the binding's answer to a failed check."""
-        try:
-            return await call_facts(method, context, cycle)
-        except Unauthenticated as refused:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(refused))
-        except A2AError as refused:
-            await self.servicer.abort_context(refused, context)
-        raise AssertionError("unreachable: an aborted call raises")
+    ) -> Facts:
+        """SPEC §8.2's checks in their order, the token (SendMessage only) then the version: the
+        call's facts, or the call aborted with the binding's answer to a failed check. No valid
+        token is gRPC's UNAUTHENTICATED, with no ErrorInfo: authentication is not an A2A error."""
+        metadata = call_metadata(context)
+        agent = None
+        if method in AUTHENTICATED_METHODS:
+            found = await token_agent(metadata, method, cycle)
+            if isinstance(found, TokenRefusal):
+                if found.unauthenticated:
+                    await context.abort(grpc.StatusCode.UNAUTHENTICATED, found.error.message)
+                await self._abort(found.error, context)
+            agent = found
+        refused = await version_error(metadata)
+        if refused is not None:
+            await self._abort(refused, context)
+        return Facts(agent=agent, origin=site_url(), as_sent=AsSent(), cycle=cycle)
 
     @asynccontextmanager
     async def _call(
@@ -314,8 +268,7 @@ class A2ACalls(grpc.aio.ServerInterceptor):
                 try:
                     answer = await stored_answer(request) if stored else None
                 except A2AError as refused:
-                    await self.servicer.abort_context(refused, context)
-                    raise AssertionError("unreachable: an aborted call raises") from None
+                    await self._abort(refused, context)
                 if answer is None:
                     await outcome.cycle.enter()
                     answer = await behaviour(request, context)

@@ -1,25 +1,20 @@
 """The A2A 1.0 HTTP+JSON binding (SPEC §8.6, A2A 1.0 §11) under `<site>/api/a2a`.
 
-The SDK's own REST routes and dispatcher answer, over the same request handler as JSON-RPC; this
-module adapts them as `jsonrpc_binding` adapts the JSON-RPC dispatcher. It matches the SDK's routes
-itself, so that a path or a method the binding does not have answers this binding's error object
-(the SDK's tenant routes are left out: Cairn has no tenants). Then, in SPEC §8.2's order, the
-checks every binding shares (`a2a_gateway.transport`), written as this binding's error objects:
-the body limit, the Bearer token of `message:send` (401 before anything is parsed), the version,
-and the body, read by Cairn's JSON reader (depth, lone surrogates) so that no client's bytes reach
-the SDK's parser as a 5xx, and checked for the params' shape. Some answers differ from the SDK's,
-as §8.6 says: A2A 1.0's table sends TaskNotCancelableError with 409; ListTasks' `status` also
-takes A2A §11's short forms (`working`); and params protobuf cannot read (a body's
-`"metadata": 3`, `pageSize=many`, `includeArtifacts=maybe`) get the invalid-params error JSON-RPC
-gives the same question, where the SDK's REST dispatcher says invalid request, or reads an
-unknown boolean as false. GetTask and ListTasks come from the stored forms where they can
-(`a2a_gateway.binding_reads`, as on JSON-RPC), the rest from the SDK's dispatcher.
+The SDK's own REST routes and dispatcher answer, over the same request handler as JSON-RPC. This
+module matches the routes itself, so a path or method the binding lacks gets this binding's error
+(the SDK's tenant routes are left out: Cairn has no tenants), then runs the shared checks
+(`a2a_gateway.transport`) in SPEC §8.2's order, and reads a body with Cairn's JSON reader so no
+client's bytes reach the SDK's parser as a 5xx. Where §8.6 says so the answers differ from the
+SDK's: TaskNotCancelableError is 409 (A2A 1.0's table); `status` takes §11's short forms
+(`working`); params protobuf cannot read get JSON-RPC's invalid-params error, where the SDK says
+invalid request or reads an unknown boolean as false. GetTask and ListTasks are answered from the
+stored forms (`a2a_gateway.binding_reads`), the rest by the SDK's dispatcher.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from a2a.server.routes.rest_routes import create_rest_routes
@@ -126,50 +121,24 @@ def _list_query(query: QueryParams) -> tuple[QueryParams, AsSent]:
     return QueryParams(items), AsSent(status=state_name(query.getlist("status")[-1]))
 
 
-def _unreadable(error: Exception) -> Reply:
-    """Params protobuf cannot read: the invalid-params error, with the parser's words, that the
-    SDK's JSON-RPC dispatcher answers them with (SPEC §8.6: the same question, the same error)."""
-    return _error(InvalidParamsError(data={"parseError": str(error)}))
-
-
-def _body_refusal(document: Any, model: type[Message]) -> Reply | None:
-    """The error for a body the SDK's dispatcher could not parse into `model`, else None. Asked
-    only when the dispatcher answered 400, so a body is parsed into its proto once, not twice:
-    the dispatcher says invalid request for what protobuf cannot read, and nothing ran."""
+def _unreadable(parse: Callable[[], object]) -> Reply | None:
+    """The invalid-params error, with the parser's words, for params `parse` cannot read, else
+    None: what the SDK's JSON-RPC dispatcher answers them with (SPEC §8.6: the same question,
+    the same error), where its REST dispatcher says invalid request."""
     try:
-        ParseDict(document, model(), ignore_unknown_fields=True)
+        parse()
     except Exception as error:  # whatever the parser refuses, JSON-RPC calls invalid params
-        return _unreadable(error)
+        return _error(InvalidParamsError(data={"parseError": str(error)}))
     return None
 
 
-def _boolean_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
-    """The error for a boolean that is neither `true` nor `false` (A2A 1.0 §11.5), else None:
-    the SDK's reader takes any other word for false, which JSON-RPC, given a non-boolean,
-    refuses."""
+def _check_booleans(query: QueryParams, model: type[Message]) -> None:
+    """Refuses a boolean that is neither `true` nor `false` (A2A 1.0 §11.5): the SDK's reader
+    takes any other word for false, which JSON-RPC, given a non-boolean, refuses."""
     for field in model.DESCRIPTOR.fields:
         sent = query.getlist(field.camelcase_name)
         if field.type == field.TYPE_BOOL and sent and sent[-1].lower() not in ("true", "false"):
-            return _unreadable(ValueError(f"{field.camelcase_name} must be true or false"))
-    return None
-
-
-def _query_refusal(query: QueryParams, model: type[Message]) -> Reply | None:
-    """The error for a query that does not read as `model`, else None. Asked only of a query the
-    fast path declined, which parses the same query itself."""
-    try:
-        parse_params(query, model())
-    except Exception as error:  # as for a body
-        return _unreadable(error)
-    return None
-
-
-def _token_refusal(refused: transport.TokenRefusal) -> Reply:
-    """A token refusal: HTTP's 401 with the challenge when no valid token came (SPEC §8.2), else
-    (an outage) this binding's error object with the status the SDK gives an internal error."""
-    if refused.unauthenticated:
-        return transport.unauthenticated_reply(refused)
-    return _error(refused.error)
+            raise ValueError(f"{field.camelcase_name} must be true or false")
 
 
 def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:
@@ -196,10 +165,8 @@ async def rest_reply(
     reads: Source = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
-    """The answer to one request of the binding. `headers` are lower-cased; `body` yields the
-    request body's chunks; `fast_reads=False` sends GetTask and ListTasks to the SDK's dispatcher
-    too (the reference the fast path is tested against); `reads` is where the fast path finds the
-    stored forms; `outside_django`: the caller is not inside Django's request cycle."""
+    """The answer to one request of the binding; `body` yields its chunks. The other arguments
+    are `jsonrpc_binding.a2a_reply`'s."""
     route, path_params, allowed = _match(method, path)
     if route is None:
         return _unrouted(method, path, allowed)
@@ -212,7 +179,10 @@ async def rest_reply(
         if path == SEND_PATH:
             found = await transport.token_agent(headers, "message:send", cycle)
             if isinstance(found, transport.TokenRefusal):
-                return _token_refusal(found)
+                # No valid token: HTTP's 401 (SPEC §8.2); an outage: an internal error.
+                if found.unauthenticated:
+                    return transport.unauthenticated_reply(found)
+                return _error(found.error)
             agent = found
         refused = await transport.version_error(headers)
         if refused is not None:
@@ -233,7 +203,7 @@ async def rest_reply(
             query, as_sent = _list_query(query)
         model = FAST_MODELS.get(route.path)
         if model is not None:
-            unreadable = _boolean_refusal(query, model)
+            unreadable = _unreadable(lambda: _check_booleans(query, model))
             if unreadable is not None:
                 return unreadable
             if fast_reads:
@@ -246,7 +216,8 @@ async def rest_reply(
                 if served is not None:
                     served_body, shown = served
                     return Reply(200, served_body, content_type=A2A_JSON_MEDIA_TYPE, shown=shown)
-            unreadable = _query_refusal(query, model)
+            # Only a query the stored read declined: it parses the same query itself.
+            unreadable = _unreadable(lambda: parse_params(query, model()))
             if unreadable is not None:
                 return unreadable
         request = transport.dispatcher_request(
@@ -262,7 +233,10 @@ async def rest_reply(
         await cycle.enter()
         answer = await route.endpoint(request)
         if answer.status_code == 400 and path in BODY_MODELS:
-            unreadable = _body_refusal(document, BODY_MODELS[path])
+            # Asked only after the dispatcher's 400, so a body is parsed into its proto once.
+            unreadable = _unreadable(
+                lambda: ParseDict(document, BODY_MODELS[path](), ignore_unknown_fields=True)
+            )
             if unreadable is not None:
                 return unreadable
         return _as_a2a(

@@ -1,13 +1,9 @@
-"""The A2A JSON-RPC binding on `POST /api/a2a` (A2A 1.0, and A2A 0.3's methods through the SDK's
-0.3 adapter: SPEC §8.6), and `http_reply`, which gives a request for that path or for the card to
-the card or to this binding, whichever server carries it.
+"""The A2A JSON-RPC binding on `POST /api/a2a` (A2A 1.0, and 0.3's methods through the SDK's 0.3
+adapter: SPEC §8.6), and `http_reply`, which routes a request for that path or for the card.
 
-The SDK speaks A2A; this module only moves bytes and headers to and from its JSON-RPC dispatcher,
-after the checks SPEC §8.2 places before it (`a2a_gateway.transport`: the body limit, the Bearer
-token of SendMessage and 0.3's message/send, the version, the params' shape), written as
-JSON-RPC error objects; plus the envelope checks and the rules of 0.3's methods that only this
-binding has. The Django view (WSGI) and the ASGI app (uvicorn) translate their requests into
-`http_reply` and its `Reply` back, and nothing more.
+The SDK's JSON-RPC dispatcher speaks A2A; this module runs the checks SPEC §8.2 places before it
+(`a2a_gateway.transport`) and the envelope and 0.3 rules only this binding has, written as JSON-RPC
+error objects. The Django view and the ASGI app only translate their requests into `http_reply`.
 """
 
 from __future__ import annotations
@@ -126,21 +122,6 @@ def _parsed(body: bytes | None) -> Any:
         return _error(None, JSONParseError(message=str(error)))
 
 
-def _token_refusal(request_id: Any, refused: TokenRefusal) -> Reply:
-    """A token refusal: HTTP 401 with the challenge when no valid token came (SPEC §8.2), the
-    same answer as on HTTP+JSON (`unauthenticated_reply`); else (an outage) a JSON-RPC error
-    object with HTTP 200, as any JSON-RPC error."""
-    if refused.unauthenticated:
-        return unauthenticated_reply(refused)
-    return _error(request_id, refused.error)
-
-
-async def _version_refusal(request_id: Any, headers: Mapping[str, str]) -> Reply | None:
-    """The SDK's version error, or None when the request speaks A2A 1.x."""
-    refused = await version_error(headers)
-    return None if refused is None else _error(request_id, refused)
-
-
 def _params_refusal(request_id: Any, method: str, document: dict[str, Any]) -> Reply | None:
     """-32602 for params holding a value where the method's proto has an object."""
     if "params" not in document:
@@ -170,14 +151,17 @@ async def _checked(
     if method in AUTHENTICATED_METHODS:
         found = await token_agent(headers, method, cycle)
         if isinstance(found, TokenRefusal):
-            return _token_refusal(request_id, found)
+            # No valid token: HTTP's 401, as on HTTP+JSON; an outage: a JSON-RPC error object.
+            if found.unauthenticated:
+                return unauthenticated_reply(found)
+            return _error(request_id, found.error)
         agent = found
     if method in V0_3_METHODS:
         refused = await _v0_3_refusal(request_id, method, headers)
+    elif (version := await version_error(headers)) is not None:
+        refused = _error(request_id, version)
     else:
-        refused = await _version_refusal(request_id, headers) or _params_refusal(
-            request_id, method, document
-        )
+        refused = _params_refusal(request_id, method, document)
     if refused is not None:
         return refused
     if fast_reads and method in FAST_METHODS:
@@ -198,11 +182,10 @@ async def a2a_reply(
     outside_django: bool = False,
 ) -> Reply:
     """The answer to one `POST /api/a2a`. `headers` are lower-cased; `body` is None when it was
-    over the limit (read no further, parse nothing); `origin` is the site's, for the links a
-    refusal gives. `fast_reads=False` sends GetTask, ListTasks and 0.3's tasks/get to the SDK's
-    dispatcher too: the reference the fast path is tested against. `reads` is where the fast
-    path finds the stored forms; `outside_django`: the caller is not inside Django's request
-    cycle, so the work on the ORM's thread is wrapped in its signals here."""
+    over the limit; `origin` is the site's, for a refusal's links. `fast_reads=False` sends the
+    reads to the SDK's dispatcher too (the reference the stored reads are tested against);
+    `reads` is where the stored reads run; `outside_django`: the caller is outside Django's
+    request cycle, so the work on the ORM's thread is wrapped in its signals here."""
     document = _parsed(body)
     if isinstance(document, Reply):
         return document

@@ -1,23 +1,20 @@
 """GetTask and a ListTasks page read on the event loop, from a small async psycopg pool.
 
-Through Django a read costs three hops to the ORM's thread (the request signals and the query)
-and a connection taken from Django's pool, checked and given back on every request; for a read
-of one stored text column that is most of its cost. Here the read's statement (`a2a_gateway.stored_reads`,
-the very text Django's path runs) goes to a connection of the process's own pool, awaited on the
-event loop. Only the ASGI app uses it, on PostgreSQL; everything else goes through Django.
+Through Django a read costs three hops to the ORM's thread and a connection checked and given back
+on every request: most of the cost of reading one stored text column. Here the same statement
+(`a2a_gateway.stored_reads`) runs on a connection of the process's own pool, awaited on the event
+loop. Only the ASGI app and the gRPC server use it, on PostgreSQL.
 
 Safety, as SPEC §16 asks of every connection:
-- a pool belongs to the process and event loop that opened it: a forked child never uses its
-  parent's pool (it opens its own), and psycopg ends a connection only from the process that
-  opened it, so no server session is ever shared;
+- a pool belongs to the process and event loop that opened it: a forked child opens its own, so
+  no server session is ever shared;
 - a connection is not checked before use: a broken one fails its read, psycopg's pool drops it,
   and the request goes to the SDK's dispatcher, whose handler reads through Django's checked
-  connections and answers an outage with -32603 as every other request does;
+  connections and answers an outage as every other request does;
 - after a failure the pool is left alone for a second, so while the database is down a request
   spends no time here before Django fails it fast.
 
-With replicas (`core.replicas`) each replica has a pool of its own beside the primary's; a read
-goes to a replica that serves, and to the primary when that replica fails it.
+Each replica (`core.replicas`) has a pool of its own; a read it fails goes to the primary.
 """
 
 from __future__ import annotations
@@ -90,14 +87,12 @@ def _conninfo(alias: str) -> str:
     # The pool names itself only when the URL names no application.
     parameters.setdefault("application_name", "cairn-reads")
     if not _behind_transaction_pooler():
-        # The pool's statements plan alike whatever their values (one index each), but a
-        # generic plan of a page looks dear to PostgreSQL (its LIMIT is a parameter), so by
-        # default it would plan every page afresh, most of a page's time. That same unknown
-        # LIMIT costs a first page of a large table past the JIT threshold, and compiling it
-        # takes far longer than reading the page, so JIT is off. The
-        # URL's own options come after these, so they win where both set something. A
-        # transaction pooler keeps no session setting (and PgBouncer refuses `options`); the
-        # reads convert every time they read, whatever the session's time zone.
+        # The statements plan alike whatever their values, but a page's generic plan looks dear
+        # (its LIMIT is a parameter), so PostgreSQL would replan every page, and that unknown
+        # LIMIT puts a large table's first page past the JIT threshold, whose compiling costs
+        # more than the read. The URL's own options come after these and win. A transaction
+        # pooler keeps no session setting (PgBouncer refuses `options`); the reads convert
+        # times themselves, whatever the session's time zone.
         ours = "-c TimeZone=UTC -c plan_cache_mode=force_generic_plan -c jit=off"
         parameters["options"] = " ".join(filter(None, [ours, parameters.get("options")]))
     return make_conninfo(**parameters)

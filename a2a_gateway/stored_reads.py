@@ -1,19 +1,12 @@
-"""The one read of the A2A door: GetTask and a ListTasks page, for every binding and the SDK's own
-request handler, answered with the bytes `a2a_gateway.stored_forms` stored when the task last changed.
+"""The one read of the A2A door: GetTask and a ListTasks page, for every binding and the SDK's
+request handler, answered with the text `a2a_gateway.stored_forms` stored when the task last changed.
 
-Each read checks its params once (a tenant, `historyLength`, the page size, the status, the
-cursor), runs one statement on the door's table, and serves the stored text. The statement also
-says whether what it read is due for evaluation (`tasks.due.DUE`: open past its deadline, not
-awaiting its keypers); then the domain evaluates it (`tasks.evaluation`, the one call a read
-makes that writes) and the statement runs again, so no read shows a task open past its deadline
-and none renders a Task of its own. Refusals are the SDK's own A2A errors, which each binding
-writes in its own form.
-
-Where the statement runs is the caller's (`Source`): on Django's connection, or on the ASGI
-app's own pool on the event loop (`a2a_gateway.read_connections`); both run the same text, on a replica
-where one serves (`core.replicas`). A replica may be behind: a task it does not have, or what it
-shows open past its deadline (`tasks.due.PAST_DEADLINE`), is read again on the primary
-(`Source.primary`).
+One statement reads the text and says whether what it read is due for evaluation
+(`tasks.due.DUE`); the domain then evaluates it (the one write a read makes) and the statement runs
+again, so no read shows a task open past its deadline and none renders a Task. Where it runs is
+the caller's `Source`: Django's connection or the ASGI app's pool (`a2a_gateway.read_connections`),
+on a replica where one serves. A replica may be behind: what it lacks, or shows open past its
+deadline (`tasks.due.PAST_DEADLINE`), is read again on the primary.
 """
 
 from __future__ import annotations
@@ -82,10 +75,6 @@ class Source(Protocol):
     async def evaluated(self, key: uuid.UUID | None) -> None: ...
 
     def primary(self) -> Source: ...
-
-
-# ---------------------------------------------------------------------------------------------
-# The params, checked once
 
 
 def no_tenant(request: Any) -> None:
@@ -186,10 +175,6 @@ def task_key(request: GetTaskRequest) -> uuid.UUID:
         raise TaskNotFoundError(message="no task has this id") from None
 
 
-# ---------------------------------------------------------------------------------------------
-# The statements
-
-
 # The stored GetTask result of each protocol version.
 TASK_FORMS = {"1.0": "task_json", "0.3": "task_v0_3_json"}
 
@@ -264,7 +249,15 @@ def _page_sql(
     )
 
 
-def _page_params(query: PageQuery, now: datetime, source: Source) -> dict[str, Any]:
+def _page_statement(query: PageQuery, now: datetime, source: Source) -> tuple[str, dict[str, Any]]:
+    sql = _page_sql(
+        connection.vendor,
+        query.status is not None,
+        query.context is not None,
+        query.since is not None,
+        query.after is not None,
+        query.include_artifacts,
+    )
     params: dict[str, Any] = {
         **DUE.params(source.prepare("deadline", now)),
         **total_params(None if query.status is None else [query.status]),
@@ -277,23 +270,7 @@ def _page_params(query: PageQuery, now: datetime, source: Source) -> dict[str, A
     if query.after is not None:
         params["at"] = source.prepare("status_timestamp", query.after[0])
         params["pk"] = source.prepare("task", query.after[1])
-    return params
-
-
-def _page_statement(query: PageQuery, now: datetime, source: Source) -> tuple[str, dict[str, Any]]:
-    sql = _page_sql(
-        connection.vendor,
-        query.status is not None,
-        query.context is not None,
-        query.since is not None,
-        query.after is not None,
-        query.include_artifacts,
-    )
-    return sql, _page_params(query, now, source)
-
-
-# ---------------------------------------------------------------------------------------------
-# The reads
+    return sql, params
 
 
 async def _rows_settled(
@@ -401,10 +378,6 @@ async def stored_read(
     if isinstance(request, GetTaskRequest):
         return await stored_task(request, source)
     return await read_page(request, sent_status, source)
-
-
-# ---------------------------------------------------------------------------------------------
-# Django's connection
 
 
 def _evaluated(key: uuid.UUID | None) -> None:

@@ -1,11 +1,8 @@
-"""What every A2A binding checks and carries, decided once (SPEC §8.2, §8.6): the body limit, the
-Bearer token, the version and the params' shape, and the request the SDK's dispatchers read.
-
-A binding (`jsonrpc_binding` for JSON-RPC, `http_json_binding` for HTTP+JSON) asks these checks in SPEC §8.2's order
-and writes their verdict in its own error format; the checks themselves return the SDK's errors
-(or an `Agent`), not a wire answer, so the same question is refused for the same reason, with the
-same words, on every binding, and a binding that is not HTTP can ask them too. `Reply` is the HTTP
-answer the HTTP bindings and the card hand to the two servers (Django's view, the ASGI app).
+"""What every A2A binding checks and carries (SPEC §8.2, §8.6): the body limit, the Bearer token,
+the version, the params' shape, and the request the SDK's dispatchers read. The checks return the
+SDK's errors, not a wire answer, so every binding, HTTP or not, refuses the same question for the
+same reason in its own format. `Reply` is the HTTP answer the bindings and the card hand to the two
+servers (Django's view, the ASGI app).
 """
 
 from __future__ import annotations
@@ -284,19 +281,24 @@ class ParsedRequest(StarletteRequest):
         return self.raw
 
 
+def with_facts(context: ServerCallContext, facts: Facts) -> ServerCallContext:
+    """The SDK's call context with a request's `Facts`, in the state keys the handler reads."""
+    if facts.agent is not None:
+        context.user = AgentUser(facts.agent)
+        context.state[AGENT_STATE] = facts.agent
+    context.state[AS_SENT_STATE] = facts.as_sent
+    context.state[ORIGIN_STATE] = facts.origin
+    context.state[CYCLE_STATE] = facts.cycle
+    return context
+
+
 class CairnContextBuilder(DefaultServerCallContextBuilder):
     """The SDK's context (it keeps the headers its version check reads), plus the request's `Facts`."""
 
     def build(self, request: StarletteRequest) -> ServerCallContext:
         context = super().build(request)
         if isinstance(request, ParsedRequest):
-            facts = request.facts
-            if facts.agent is not None:
-                context.user = AgentUser(facts.agent)
-                context.state[AGENT_STATE] = facts.agent
-            context.state[AS_SENT_STATE] = facts.as_sent
-            context.state[ORIGIN_STATE] = facts.origin
-            context.state[CYCLE_STATE] = facts.cycle
+            with_facts(context, request.facts)
         return context
 
 
@@ -311,8 +313,7 @@ def dispatcher_request(
     query_string: bytes = b"",
     path_params: Mapping[str, str] | None = None,
 ) -> ParsedRequest:
-    """The request an SDK dispatcher reads: the JSON-RPC one reads `document`, the HTTP+JSON one
-    `body`, and the context builder adds `facts`."""
+    """The request an SDK dispatcher reads (`ParsedRequest`)."""
     scope = {
         "type": "http",
         "method": method,
