@@ -23,15 +23,11 @@ from a2a.server.request_handlers.request_handler import validate_request_params
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
-    DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
-    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
-    ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
     ListTasksResponse,
     Message,
@@ -43,7 +39,6 @@ from a2a.types import (
     Task,
     TaskNotCancelableError,
     TaskNotFoundError,
-    TaskPushNotificationConfig,
     UnsupportedOperationError,
 )
 from a2a.utils.errors import A2AError
@@ -331,25 +326,14 @@ class CairnRequestHandler(RequestHandler):
         raise UnsupportedOperationError(message="Cairn does not stream: poll GetTask instead")
         yield
 
-    async def on_create_task_push_notification_config(
-        self, params: TaskPushNotificationConfig, context: ServerCallContext
-    ) -> TaskPushNotificationConfig:
+    async def _push_notifications_unsupported(self, params: Any, context: ServerCallContext) -> Any:
         raise PushNotificationNotSupportedError()
 
-    async def on_get_task_push_notification_config(
-        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
-    ) -> TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError()
-
-    async def on_list_task_push_notification_configs(
-        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
-    ) -> ListTaskPushNotificationConfigsResponse:
-        raise PushNotificationNotSupportedError()
-
-    async def on_delete_task_push_notification_config(
-        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
-    ) -> None:
-        raise PushNotificationNotSupportedError()
+    # Cairn sends no push notifications, so all four of their operations give the same refusal.
+    on_create_task_push_notification_config = _push_notifications_unsupported
+    on_get_task_push_notification_config = _push_notifications_unsupported
+    on_list_task_push_notification_configs = _push_notifications_unsupported
+    on_delete_task_push_notification_config = _push_notifications_unsupported
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext

@@ -13,15 +13,8 @@ from typing import Any, Protocol
 
 from agents.models import Agent, Door
 from agents.services import WriteResult
-from core.payloads import Payload
-from tasks.payloads import (
-    CONTRIBUTION_SCHEMA,
-    OPEN_TASK_SCHEMA,
-    SEALED_CONTRIBUTION_SCHEMA,
-    ContributionPayload,
-    OpenTaskPayload,
-    SealedContributionPayload,
-)
+from core.payloads import Payload, schema_name
+from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tasks.services import contribution_submit, task_post
 
 
@@ -40,11 +33,16 @@ class SendMessageOperation:
     description: str
     tags: tuple[str, ...]
     examples: tuple[str, ...]
-    # The data-part payloads it takes, by schema name; the first is the form a client sends
-    # unless it knows better (a refusal of a message with no data part names them all).
-    payloads: tuple[tuple[str, type[Payload]], ...]
+    # The data-part payloads it takes; the first is the form a client sends unless it knows
+    # better (a refusal of a message with no data part names them all).
+    models: tuple[type[Payload], ...]
     names_task: bool  # a message for this operation carries the `taskId` of an existing task
     perform: Perform
+
+    @property
+    def payloads(self) -> tuple[tuple[str, type[Payload]], ...]:
+        """Its payload models by the schema name each takes."""
+        return tuple((schema_name(model), model) for model in self.models)
 
 
 def _post_task(
@@ -71,7 +69,7 @@ POST_TASK = SendMessageOperation(
     examples=(
         "Post a task asking whether a library release sends a given header on every request.",
     ),
-    payloads=((OPEN_TASK_SCHEMA, OpenTaskPayload),),
+    models=(OpenTaskPayload,),
     names_task=False,
     perform=_post_task,
 )
@@ -95,10 +93,7 @@ CONTRIBUTE = SendMessageOperation(
     examples=(
         "Contribute source_supported to a task, quoting the line of the source that answers it.",
     ),
-    payloads=(
-        (CONTRIBUTION_SCHEMA, ContributionPayload),
-        (SEALED_CONTRIBUTION_SCHEMA, SealedContributionPayload),
-    ),
+    models=(ContributionPayload, SealedContributionPayload),
     names_task=True,
     perform=partial(contribution_submit, door=Door.A2A),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
@@ -67,6 +67,12 @@ class Payload(BaseModel):
 
 
 P = TypeVar("P", bound=Payload)
+
+
+def schema_name(model: type[Payload]) -> str:
+    """The schema a payload model takes, read from its one `schema` value so it is written once."""
+    (name,) = get_args(model.model_fields["schema_"].annotation)
+    return str(name)
 
 
 def json_path(location: tuple[str | int, ...]) -> str:

@@ -196,13 +196,19 @@ _MODELS: tuple[type[BaseModel], ...] = (
 
 # Every route checks the body's size before anything else (`ApiView.initial`), reads included.
 _READ = (ErrorCode.PAYLOAD_TOO_LARGE, ErrorCode.INVALID_QUERY)
+# Every agent write of a payload meets these, before the rules of its own kind.
 _WRITE = (
     ErrorCode.PAYLOAD_TOO_LARGE,
     ErrorCode.UNAUTHORIZED,
     ErrorCode.INVALID_JSON,
     ErrorCode.INVALID_QUERY,
+    ErrorCode.IDEMPOTENCY_CONFLICT,
+    ErrorCode.UNKNOWN_SCHEMA,
+    ErrorCode.INVALID_PAYLOAD,
+    ErrorCode.APPROVAL_REQUIRED,
+    ErrorCode.PRIVATE_CONTENT,
+    ErrorCode.DAILY_CAP,
 )
-_REPLAY = (ErrorCode.IDEMPOTENCY_CONFLICT,)
 
 
 @dataclass(frozen=True)
@@ -238,10 +244,9 @@ _ROUTES: tuple[_Route, ...] = (
         "/api/a2a-tasks", "post", "task_post",
         "Post a source-review task (`cairn.open_task/0.1`). Its evaluation runs once, at the deadline.",
         201, "TaskPosted",
-        _WRITE + _REPLAY + (
-            ErrorCode.UNKNOWN_SCHEMA, ErrorCode.INVALID_PAYLOAD, ErrorCode.APPROVAL_REQUIRED,
+        _WRITE + (
             ErrorCode.PREVIEW_CHANGED, ErrorCode.SOURCE_NOT_ALLOWED, ErrorCode.DEADLINE_OUT_OF_RANGE,
-            ErrorCode.PRIVATE_CONTENT, ErrorCode.DAILY_CAP, ErrorCode.OPEN_TASK_CAP,
+            ErrorCode.OPEN_TASK_CAP,
         ),
         parameters=("idempotency_key",), body="OpenTaskPayload", token=True,
     ),
@@ -260,11 +265,10 @@ _ROUTES: tuple[_Route, ...] = (
         "Seal a contribution (`cairn.task.contribution/0.1`, or `cairn.task.contribution.sealed/0.1` "
         "when the site lists keypers) to an open task; answers with a receipt.",
         201, "ContributionAccepted",
-        _WRITE + _REPLAY + (
-            ErrorCode.NOT_FOUND, ErrorCode.UNKNOWN_SCHEMA, ErrorCode.INVALID_PAYLOAD, ErrorCode.TASK_CLOSED,
-            ErrorCode.APPROVAL_REQUIRED, ErrorCode.PREVIEW_CHANGED, ErrorCode.SOURCE_NOT_IN_TASK,
-            ErrorCode.PRIVATE_CONTENT, ErrorCode.OWN_TASK, ErrorCode.DUPLICATE_CONTRIBUTION,
-            ErrorCode.TASK_FULL, ErrorCode.DAILY_CAP,
+        _WRITE + (
+            ErrorCode.NOT_FOUND, ErrorCode.TASK_CLOSED, ErrorCode.PREVIEW_CHANGED,
+            ErrorCode.SOURCE_NOT_IN_TASK, ErrorCode.OWN_TASK, ErrorCode.DUPLICATE_CONTRIBUTION,
+            ErrorCode.TASK_FULL,
         ),
         parameters=("task_id", "idempotency_key"), body="ContributionSubmission", token=True,
     ),
@@ -282,10 +286,8 @@ _ROUTES: tuple[_Route, ...] = (
         "/api/a2a-calls/{call_id}/responses", "post", "call_answer",
         "Answer an open call (`cairn.call.response/0.1`); the answer is public at once.",
         201, "CallAnswerResult",
-        _WRITE + _REPLAY + (
-            ErrorCode.NOT_FOUND, ErrorCode.UNKNOWN_SCHEMA, ErrorCode.INVALID_PAYLOAD,
-            ErrorCode.APPROVAL_REQUIRED, ErrorCode.PRIVATE_CONTENT, ErrorCode.DAILY_CAP,
-            ErrorCode.CALL_CLOSED, ErrorCode.DUPLICATE_RESPONSE, ErrorCode.CALL_FULL,
+        _WRITE + (
+            ErrorCode.NOT_FOUND, ErrorCode.CALL_CLOSED, ErrorCode.DUPLICATE_RESPONSE, ErrorCode.CALL_FULL,
         ),
         parameters=("call_id", "idempotency_key"), body="CallResponsePayload", token=True,
     ),

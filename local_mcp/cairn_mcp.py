@@ -405,6 +405,16 @@ def key_like_issues(value: Any, path: str = "") -> list[dict[str, str]]:
 # ---------------------------------------------------------------------------------------------
 
 
+class _InHome:
+    """A file or folder of CAIRN_HOME, read as an attribute of the `Config` that says where it is."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, config: Config, owner: type[Config]) -> Path:
+        return config.home / self.name
+
+
 @dataclass(frozen=True)
 class Config:
     cairn_url: str
@@ -421,21 +431,10 @@ class Config:
             home_chosen=bool(home),
         )
 
-    @property
-    def token_file(self) -> Path:
-        return self.home / "token"
-
-    @property
-    def consent_file(self) -> Path:
-        return self.home / "consent.json"
-
-    @property
-    def card_file(self) -> Path:
-        return self.home / "card.json"
-
-    @property
-    def receipts_dir(self) -> Path:
-        return self.home / "receipts"
+    token_file = _InHome("token")
+    consent_file = _InHome("consent.json")
+    card_file = _InHome("card.json")
+    receipts_dir = _InHome("receipts")
 
 
 def _now() -> str:

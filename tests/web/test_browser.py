@@ -256,13 +256,17 @@ def test_a_feed_card_on_a_phone_is_a_compact_summary(open_tab, task_with):
 
 def test_desktop_screenshots(open_tab, task_with):
     task_with(title="Does docs.python.org say json.dumps sorts keys by default?")
+    backgrounds = {}
     for scheme in ("light", "dark"):
         tab = open_tab(viewport=DESKTOP, color_scheme=scheme)
         tab.page.goto("/a2a")
         tab.screenshot(f"feed-desktop-{scheme}")
+        backgrounds[scheme] = tab.page.evaluate("getComputedStyle(document.body).backgroundColor")
         tab.page.goto("/a2a/join")
         tab.screenshot(f"join-desktop-{scheme}")
         assert tab.console_errors == []
+    # The page follows the reader's colour scheme
+    assert backgrounds == {"light": "rgb(247, 246, 242)", "dark": "rgb(20, 22, 25)"}
 
 
 def _keeper_tab(open_tab, settings):

@@ -361,7 +361,8 @@ def test_stylesheet_is_served_and_needs_no_script(http):
     css = http.get("/static/cairn.css")
 
     assert css.status_code == 200
-    assert "prefers-color-scheme: dark" in css.text
+    assert "color-scheme: light dark" in css.text
+    assert "light-dark(" in css.text
     assert "system-ui" in css.text
 
 
