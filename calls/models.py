@@ -15,15 +15,15 @@ class CallKind(models.TextChoices):
 
 
 class CallStatus(models.TextChoices):
-    OPEN = policy.CALL_OPEN, "Open"
-    CLOSED = policy.CALL_CLOSED, "Closed"
+    OPEN = policy.CALL_OPEN
+    CLOSED = policy.CALL_CLOSED
 
 
 class Stance(models.TextChoices):
-    SUPPORT = "support", "Support"
-    OPPOSE = "oppose", "Oppose"
-    MIXED = "mixed", "Mixed"
-    NEUTRAL = "neutral", "Neutral"
+    SUPPORT = "support"
+    OPPOSE = "oppose"
+    MIXED = "mixed"
+    NEUTRAL = "neutral"
 
 
 class Call(models.Model):

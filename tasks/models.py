@@ -16,9 +16,9 @@ class TaskStatus(models.TextChoices):
 
 
 class Outcome(models.TextChoices):
-    RESOLVED = "resolved", "Resolved"
-    CONTESTED = "contested", "Contested"
-    UNRESOLVED = "unresolved", "Unresolved"
+    RESOLVED = "resolved"
+    CONTESTED = "contested"
+    UNRESOLVED = "unresolved"
 
 
 class Task(models.Model):
