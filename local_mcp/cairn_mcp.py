@@ -114,7 +114,14 @@ from ledger.pins import (
     site_keys,
     witness_key,
 )
-from ledger.signed_note import NoteError, VerifierKey, checkpoint_checked
+from ledger.signed_note import (
+    NoteError,
+    VerifierKey,
+    checkpoint_body_parse,
+    checkpoint_checked,
+    cosignature_verify,
+    note_parse,
+)
 from mcp_door.answers import READ_ONLY, tool_result, tools_lister
 from tasks.report_checks import report_texts, source_in_task_issues
 
@@ -992,7 +999,7 @@ async def _releases_ask_one(config: Config, http: httpx.AsyncClient, path: Path)
             continue
         try:
             release = await _release_ask(
-                http, kept, share, keyper, entries, (task_log[0], contribution_log[0])
+                http, kept, share, keyper, entries, (task_log, contribution_log)
             )
         except (httpx.HTTPError, ToolRefusal, ValueError, KeyError) as exc:
             logger.info("keyper %s gave no release of %s: %s", keyper["name"], path.name, exc)
@@ -1003,9 +1010,36 @@ async def _releases_ask_one(config: Config, http: httpx.AsyncClient, path: Path)
         keep_private(config, path, {**kept, "releases": [*kept["releases"], *added]})
 
 
-async def _keyper_size(http: httpx.AsyncClient, keyper: dict[str, str], origin: str) -> int | None:
-    """The size of the latest tree of log `origin` the keyper cosigned, as its witness serves
-    it: the tree a release's proofs must lead to."""
+def _cosigned_size(text: str, origin: str, witness: VerifierKey) -> int | None:
+    """The size of checkpoint `text` of log `origin` when `witness` cosigned it, else None."""
+    try:
+        note = note_parse(text)
+        body = checkpoint_body_parse(note.body)
+        signature = note.signed_by(witness)
+        if body.origin != origin or signature is None:
+            return None
+        cosignature_verify(note.body, signature, witness)
+    except NoteError:
+        return None
+    return body.tree_size
+
+
+async def _keyper_size(
+    http: httpx.AsyncClient, url: str, keyper: dict[str, str], at: tuple[LogListed, int]
+) -> int | None:
+    """The tree of the log a release's proofs must lead to, for the entry `at` its index there:
+    the latest witnessed checkpoint of it holding the entry that the keyper cosigned, else the
+    latest the keyper cosigned, which for a log the site restarted may be a tree the site lost
+    and can no longer prove against (§16.2)."""
+    log, index = at
+    response = await http.get(f"{url}{log.path}/checkpoints", params={"covering": index})
+    notes = response.json()["checkpoints"] if response.status_code == 200 else []
+    witness = witness_key(keyper["witness_key"])
+    for note in reversed(notes):
+        size = _cosigned_size(note, log.origin, witness)
+        if size is not None:
+            return size
+    origin = log.origin
     digest = hashlib.sha256(origin.encode()).hexdigest()
     response = await http.get(f"{keyper['witness_url'].rstrip('/')}/{digest}/checkpoint")
     lines = response.text.split("\n") if response.status_code == 200 else []
@@ -1031,22 +1065,21 @@ async def _release_ask(
     share: dict[str, Any],
     keyper: dict[str, str],
     entries: dict[str, dict[str, Any]],
-    logs: tuple[LogListed, LogListed],
+    logs: tuple[tuple[LogListed, int], tuple[LogListed, int]],
 ) -> dict[str, Any] | None:
     """One keyper's release, asked with each entry proven in the log that holds it (`logs`: the
-    task's entry's, then the contribution's), against the tree of that log the keyper last
-    cosigned; None when it gives none that its witness key verifies."""
+    task's entry's log and index there, then the contribution's), against a tree of that log the
+    keyper cosigned; None when it gives none that its witness key verifies."""
     origin = kept["site"]
-    task_log, contribution_log = logs
-    size = await _keyper_size(http, keyper, task_log.origin)
-    later = (
-        size
-        if contribution_log == task_log
-        else await _keyper_size(http, keyper, contribution_log.origin)
-    )
+    task_at, contribution_at = logs
+    task_log, contribution_log = task_at[0], contribution_at[0]
+    url = kept["cairn_url"]
+    size = await _keyper_size(http, url, keyper, contribution_at)
+    later = size
+    if contribution_log != task_log:
+        size = await _keyper_size(http, url, keyper, task_at)
     if size is None or later is None:
         return None
-    url = kept["cairn_url"]
     body = release_request(
         share,
         task_id=kept["task_id"],
