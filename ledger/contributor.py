@@ -1,6 +1,8 @@
 """What a contributor's client does with a task's public view, the same in the verifier's `seal`
-and in the local MCP server: the task's log entry the view says the log must hold, and a report
-sealed to the keypers with what the contributor keeps of it to dispute a void (SPEC §15.3, §15.8).
+and in the local MCP server: the task's log entry the view says the log must hold, which of the
+site's logs holds it, a report sealed to the keypers with what the contributor keeps of it to
+dispute a void, and a keyper's release asked with each entry proven in its own log (SPEC §15.3,
+§15.8, §16.2).
 
 Both are built with this module's text in them (`core.amalgam`), so it imports nothing of Django.
 """
@@ -8,6 +10,7 @@ Both are built with this module's text in them (`core.amalgam`), so it imports n
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.keyper_seal import Keyper, b64u, seal
@@ -23,6 +26,67 @@ def task_entry_of(view: dict[str, Any]) -> dict[str, Any]:
         "public_input_digest": view["public_input_digest"],
         "deadline": view["deadline"],
         "created_at": view["created_at"],
+    }
+
+
+def entry_log(
+    entry: dict[str, Any], listings: list[list[dict[str, Any]]]
+) -> tuple[int, int] | None:
+    """Which of a site's logs holds `entry`, as its place among `listings` (each log's listing of
+    the task's entries, `<log>/tasks/<id>`, oldest log first), and the index that log serves it
+    at; None when none serves it yet. An entry stays in the log it was written to, so after a
+    restart (§16.2) an older task's entry is in an earlier log, and what is sealed to the task,
+    or released of it, is bound there."""
+    for place, served in enumerate(listings):
+        for item in served:
+            if item["entry"] == entry:
+                return place, int(item["index"])
+    return None
+
+
+@dataclass(frozen=True)
+class EntryProven:
+    """An entry as a release request carries it: proven in the log that holds it (`origin`),
+    by the audit path (`proof`) of its JCS text to the tree of `size` entries of that log that
+    the keyper cosigned."""
+
+    origin: str
+    size: int
+    index: int
+    text: str
+    proof: list[str]
+
+    def asked(self) -> dict[str, Any]:
+        return {"index": self.index, "entry": self.text, "proof": self.proof}
+
+
+def release_request(
+    share: dict[str, Any],
+    *,
+    task_id: str,
+    contribution_id: str,
+    threshold: int,
+    ciphertext_digest: str,
+    task_entry: EntryProven,
+    contribution_entry: EntryProven,
+) -> dict[str, Any]:
+    """What a keyper's `/release` is asked for one sealed share (§15.8): bound to the log of the
+    task's entry; the contribution's entry names its own log and tree when it is in another, a
+    later one, written after a restart to a task logged before it (§16.2)."""
+    contribution = contribution_entry.asked()
+    if contribution_entry.origin != task_entry.origin:
+        contribution |= {"origin": contribution_entry.origin, "size": contribution_entry.size}
+    return {
+        "site": task_entry.origin,
+        "task_id": task_id,
+        "contribution_id": contribution_id,
+        "index": share["index"],
+        "threshold": threshold,
+        "sealed_share": share["sealed_share"],
+        "ciphertext_digest": ciphertext_digest,
+        "size": task_entry.size,
+        "task_entry": task_entry.asked(),
+        "contribution_entry": contribution,
     }
 
 

@@ -1,6 +1,6 @@
 """What a reader of a site pins of its card's verifiable extension (SPEC §15.5, §15.7): the
 witnesses' keys, quorum and URLs, and the keypers and their threshold, in the form
-`CAIRN_HOME/verify/<host>/witnesses.json` keeps them.
+`CAIRN_HOME/verify/<host>/witnesses.json` keeps them; and the logs it lists (§16.2).
 
 The verifier and the local MCP server keep the same pins, so both trust the same parties; both
 are built with this module's text in them (`core.amalgam`), so it imports nothing of Django.
@@ -9,6 +9,8 @@ are built with this module's text in them (`core.amalgam`), so it imports nothin
 from __future__ import annotations
 
 import base64
+import urllib.parse
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.signed_note import COSIGNATURE_V1, VerifierKey, verifier_key_parse
@@ -28,6 +30,32 @@ def card_trust(params: dict[str, Any]) -> dict[str, Any]:
         "keypers": keypers,
         "keyper_threshold": int(params.get("keyper_threshold", 0)) if keypers else 0,
     }
+
+
+@dataclass(frozen=True)
+class LogListed:
+    """One of the site's logs as its card lists them: its origin, and where its routes are
+    served on the site (`/api/log` for log 0, `/api/log/<n>` for a log started after it)."""
+
+    origin: str
+    path: str
+
+
+def logs_listed(params: dict[str, Any]) -> list[LogListed]:
+    """The logs the card's verifiable extension lists, oldest first; none when it lists none.
+    ValueError when it lists one it does not say how to read: a reader that skipped it could
+    not find the entries written there."""
+    listed = params.get("logs")
+    if not isinstance(listed, list):
+        return []
+    logs = []
+    for log in listed:
+        checkpoint = log.get("checkpoint") if isinstance(log, dict) else None
+        path = urllib.parse.urlsplit(str(checkpoint or "")).path
+        if not path.endswith("/checkpoint") or not isinstance(log.get("origin"), str):
+            raise ValueError(f"the site's card lists a log it does not say how to read: {log}")
+        logs.append(LogListed(log["origin"], path.removesuffix("/checkpoint")))
+    return logs
 
 
 def pins_completed(pinned: dict[str, Any], card: dict[str, Any]) -> tuple[dict[str, Any], bool]:

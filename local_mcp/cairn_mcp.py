@@ -90,7 +90,13 @@ from pydantic import (
 from core.canonical import canonical_digest, canonical_json
 from core.json_input import ints_from_doubles
 from core.privacy import screen
-from ledger.contributor import sealed_kept, task_entry_of
+from ledger.contributor import (
+    EntryProven,
+    entry_log,
+    release_request,
+    sealed_kept,
+    task_entry_of,
+)
 from ledger.keyper_seal import (
     Keyper,
     b64u_decode,
@@ -99,8 +105,23 @@ from ledger.keyper_seal import (
     release_verify,
 )
 from ledger.merkle import inclusion_verify, leaf_hash
-from ledger.pins import card_trust, keypers_differ, pins_completed, site_keys, witness_key
-from ledger.signed_note import NoteError, VerifierKey, checkpoint_checked
+from ledger.pins import (
+    LogListed,
+    card_trust,
+    keypers_differ,
+    logs_listed,
+    pins_completed,
+    site_keys,
+    witness_key,
+)
+from ledger.signed_note import (
+    NoteError,
+    VerifierKey,
+    checkpoint_body_parse,
+    checkpoint_checked,
+    cosignature_verify,
+    note_parse,
+)
 from mcp_door.answers import READ_ONLY, tool_result, tools_lister
 from tasks.report_checks import report_texts, source_in_task_issues
 
@@ -679,6 +700,7 @@ async def send(
 
 VERIFIABLE_EXTENSION = "urn:cairn:verifiable:v1"
 CONTRIBUTION_ENTRY = "cairn.log/contribution"
+FIRST_LOG_PATH = "/api/log"
 
 
 def _untrusted(message: str) -> ToolRefusal:
@@ -728,8 +750,8 @@ async def _get_json(http: httpx.AsyncClient, url: str) -> Any:
     return response.json()
 
 
-async def card_params(config: Config, http: httpx.AsyncClient) -> dict[str, Any]:
-    card = await _get_json(http, f"{config.cairn_url}/.well-known/agent-card.json")
+async def card_params(url: str, http: httpx.AsyncClient) -> dict[str, Any]:
+    card = await _get_json(http, f"{url}/.well-known/agent-card.json")
     for extension in card.get("capabilities", {}).get("extensions", []):
         if extension.get("uri") == VERIFIABLE_EXTENSION:
             return extension.get("params", {})
@@ -742,7 +764,7 @@ async def trust_pinned(config: Config, http: httpx.AsyncClient) -> Trust:
     lists others, or another threshold, is refused: sealing to them would trust parties nobody
     pinned."""
     home = config.home / "verify" / urllib.parse.urlsplit(config.cairn_url).netloc.replace(":", "_")
-    card = card_trust(await card_params(config, http))
+    card = card_trust(await card_params(config.cairn_url, http))
     jwks_file, pins_file = home / "jwks.json", home / "witnesses.json"
     jwks = _read_json(jwks_file)
     if jwks is None:
@@ -775,6 +797,29 @@ async def trust_pinned(config: Config, http: httpx.AsyncClient) -> Trust:
     )
 
 
+async def site_logs(url: str, http: httpx.AsyncClient, origin: str) -> list[LogListed]:
+    """The site's logs, oldest first, as its card lists them (§16.2); a card listing none is of
+    a site that never restarted its one log, whose origin is `origin` (empty when the caller
+    does not know it yet)."""
+    try:
+        listed = logs_listed(await card_params(url, http))
+    except ValueError as error:
+        raise _untrusted(str(error)) from None
+    return listed or [LogListed(origin, FIRST_LOG_PATH)]
+
+
+async def _entry_log(
+    http: httpx.AsyncClient, url: str, logs: list[LogListed], entry: dict[str, Any]
+) -> tuple[LogListed, int] | None:
+    """The log holding `entry` of task `entry["task_id"]`, and its index there."""
+    listings = [
+        (await _get_json(http, f"{url}{log.path}/tasks/{entry['task_id']}"))["entries"]
+        for log in logs
+    ]
+    found = entry_log(entry, listings)
+    return None if found is None else (logs[found[0]], found[1])
+
+
 def _pin(path: Path, value: Any) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     path.write_text(json.dumps(value, indent=2), encoding="utf-8")
@@ -784,20 +829,21 @@ async def task_entry_witnessed(
     config: Config, http: httpx.AsyncClient, view: dict[str, Any], trust: Trust
 ) -> tuple[Checkpoint, int]:
     """The checkpoint carrying the pinned witness quorum under which the task's entry, with its
-    deadline, is proven, and the entry's index: the keypers will find them in the trees they
-    cosigned, and release the shares for that task and deadline only."""
+    deadline, is proven in the log that holds it, and the entry's index there: the keypers will
+    find them in the trees they cosigned, and release the shares for that task and deadline
+    only."""
     entry = task_entry_of(view)
-    served = await _get_json(http, f"{config.cairn_url}/api/log/tasks/{view['id']}")
-    found = [item["index"] for item in served["entries"] if item["entry"] == entry]
-    if not found:
+    logs = await site_logs(config.cairn_url, http, "")
+    found = await _entry_log(http, config.cairn_url, logs, entry)
+    if found is None:
         raise _untrusted(
             "the task's entry is not yet in the log with its deadline: try again in a minute"
         )
-    response = await http.get(
-        f"{config.cairn_url}/api/log/checkpoints", params={"covering": found[0]}
-    )
+    log, index = found
+    base = f"{config.cairn_url}{log.path}"
+    response = await http.get(f"{base}/checkpoints", params={"covering": index})
     if response.status_code == 404 and trust.quorum == 0:
-        response = await http.get(f"{config.cairn_url}/api/log/checkpoint")
+        response = await http.get(f"{base}/checkpoint")
         notes = [response.text]
     elif response.status_code == 404:
         raise _untrusted(
@@ -808,6 +854,8 @@ async def task_entry_witnessed(
     if response.status_code != 200 or not notes:
         raise _untrusted(f"{response.request.url} answered HTTP {response.status_code}")
     checkpoint = checkpoint_verified(notes[-1], trust)
+    if log.origin and checkpoint.origin != log.origin:
+        raise _untrusted(f"{base} serves checkpoints of {checkpoint.origin}, not {log.origin}")
     if checkpoint.cosigned < trust.quorum:
         raise _untrusted(
             f"the checkpoint served as witnessed carries {checkpoint.cosigned} of the "
@@ -816,7 +864,7 @@ async def task_entry_witnessed(
     leaf = leaf_hash(canonical_json(entry))
     proof = await _get_json(
         http,
-        f"{config.cairn_url}/api/log/proof/inclusion?leaf_hash={leaf.hex()}&tree_size={checkpoint.size}",
+        f"{base}/proof/inclusion?leaf_hash={leaf.hex()}&tree_size={checkpoint.size}",
     )
     path = [bytes.fromhex(h) for h in proof["hashes"]]
     if not inclusion_verify(proof["index"], checkpoint.size, leaf, path, checkpoint.root):
@@ -937,12 +985,21 @@ async def _releases_ask_one(config: Config, http: httpx.AsyncClient, path: Path)
         "commitment": receipt["commitment"],
         "received_at": receipt["received_at"],
     }
+    logs = await site_logs(kept["cairn_url"], http, kept["site"])
+    task_log = await _entry_log(http, kept["cairn_url"], logs, kept["task_entry"]["entry"])
+    contribution_log = await _entry_log(http, kept["cairn_url"], logs, contribution_entry)
+    if task_log is None or contribution_log is None or task_log[0].origin != kept["site"]:
+        logger.info("the site serves the entries of %s in none of its logs", path.name)
+        return
+    entries = {"task_entry": kept["task_entry"]["entry"], "contribution_entry": contribution_entry}
     added = []
     for share, keyper in zip(kept["sealed"]["shares"], kept["keypers"], strict=True):
         if keyper["name"] in released:
             continue
         try:
-            release = await _release_ask(http, kept, share, keyper, contribution_entry)
+            release = await _release_ask(
+                http, kept, share, keyper, entries, (task_log, contribution_log)
+            )
         except (httpx.HTTPError, ToolRefusal, ValueError, KeyError) as exc:
             logger.info("keyper %s gave no release of %s: %s", keyper["name"], path.name, exc)
             continue
@@ -952,45 +1009,87 @@ async def _releases_ask_one(config: Config, http: httpx.AsyncClient, path: Path)
         keep_private(config, path, {**kept, "releases": [*kept["releases"], *added]})
 
 
-async def _release_ask(
-    http: httpx.AsyncClient,
-    kept: dict[str, Any],
-    share: dict[str, Any],
-    keyper: dict[str, str],
-    contribution_entry: dict[str, Any],
-) -> dict[str, Any] | None:
-    """One keyper's release, asked with the proofs the site serves for the tree that keyper
-    last cosigned; None when it gives none that its witness key verifies."""
-    origin = kept["site"]
+def _cosigned_size(text: str, origin: str, witness: VerifierKey) -> int | None:
+    """The size of checkpoint `text` of log `origin` when `witness` cosigned it, else None."""
+    try:
+        note = note_parse(text)
+        body = checkpoint_body_parse(note.body)
+        signature = note.signed_by(witness)
+        if body.origin != origin or signature is None:
+            return None
+        cosignature_verify(note.body, signature, witness)
+    except NoteError:
+        return None
+    return body.tree_size
+
+
+async def _keyper_size(
+    http: httpx.AsyncClient, url: str, keyper: dict[str, str], at: tuple[LogListed, int]
+) -> int | None:
+    """The tree of the log a release's proofs must lead to, for the entry `at` its index there:
+    the latest witnessed checkpoint of it holding the entry that the keyper cosigned, else the
+    latest the keyper cosigned, which for a log the site restarted may be a tree the site lost
+    and can no longer prove against (§16.2)."""
+    log, index = at
+    response = await http.get(f"{url}{log.path}/checkpoints", params={"covering": index})
+    notes = response.json()["checkpoints"] if response.status_code == 200 else []
+    witness = witness_key(keyper["witness_key"])
+    for note in reversed(notes):
+        size = _cosigned_size(note, log.origin, witness)
+        if size is not None:
+            return size
+    origin = log.origin
     digest = hashlib.sha256(origin.encode()).hexdigest()
     response = await http.get(f"{keyper['witness_url'].rstrip('/')}/{digest}/checkpoint")
     lines = response.text.split("\n") if response.status_code == 200 else []
     if len(lines) < 3 or lines[0] != origin or not lines[1].isdigit():
         return None
-    size = int(lines[1])
-    entries = {}
-    for name, entry in (
-        ("task_entry", kept["task_entry"]["entry"]),
-        ("contribution_entry", contribution_entry),
-    ):
-        text = canonical_json(entry)
-        proof = await _get_json(
-            http,
-            f"{kept['cairn_url']}/api/log/proof/inclusion?leaf_hash={leaf_hash(text).hex()}"
-            f"&tree_size={size}",
-        )
-        entries[name] = {"index": proof["index"], "entry": text.decode(), "proof": proof["hashes"]}
-    body = {
-        "site": origin,
-        "task_id": kept["task_id"],
-        "contribution_id": kept["contribution_id"],
-        "index": share["index"],
-        "threshold": kept["threshold"],
-        "sealed_share": share["sealed_share"],
-        "ciphertext_digest": ciphertext_digest(b64u_decode(kept["sealed"]["ciphertext"])),
-        "size": size,
-        **entries,
-    }
+    return int(lines[1])
+
+
+async def _entry_proven(
+    http: httpx.AsyncClient, url: str, log: LogListed, entry: dict[str, Any], size: int
+) -> EntryProven:
+    text = canonical_json(entry)
+    proof = await _get_json(
+        http,
+        f"{url}{log.path}/proof/inclusion?leaf_hash={leaf_hash(text).hex()}&tree_size={size}",
+    )
+    return EntryProven(log.origin, size, int(proof["index"]), text.decode(), proof["hashes"])
+
+
+async def _release_ask(
+    http: httpx.AsyncClient,
+    kept: dict[str, Any],
+    share: dict[str, Any],
+    keyper: dict[str, str],
+    entries: dict[str, dict[str, Any]],
+    logs: tuple[tuple[LogListed, int], tuple[LogListed, int]],
+) -> dict[str, Any] | None:
+    """One keyper's release, asked with each entry proven in the log that holds it (`logs`: the
+    task's entry's log and index there, then the contribution's), against a tree of that log the
+    keyper cosigned; None when it gives none that its witness key verifies."""
+    origin = kept["site"]
+    task_at, contribution_at = logs
+    task_log, contribution_log = task_at[0], contribution_at[0]
+    url = kept["cairn_url"]
+    size = await _keyper_size(http, url, keyper, contribution_at)
+    later = size
+    if contribution_log != task_log:
+        size = await _keyper_size(http, url, keyper, task_at)
+    if size is None or later is None:
+        return None
+    body = release_request(
+        share,
+        task_id=kept["task_id"],
+        contribution_id=kept["contribution_id"],
+        threshold=kept["threshold"],
+        ciphertext_digest=ciphertext_digest(b64u_decode(kept["sealed"]["ciphertext"])),
+        task_entry=await _entry_proven(http, url, task_log, entries["task_entry"], size),
+        contribution_entry=await _entry_proven(
+            http, url, contribution_log, entries["contribution_entry"], later
+        ),
+    )
     response = await http.post(f"{keyper['url'].rstrip('/')}/release", json=body)
     if response.status_code != 200:
         return None
@@ -1224,7 +1323,7 @@ async def _trust_if_sealing(config: Config, http: httpx.AsyncClient) -> Trust | 
     """The pinned trust when the site's card lists keypers (a contribution is sealed to them),
     else None (the plain form)."""
     try:
-        params = await card_params(config, http)
+        params = await card_params(config.cairn_url, http)
     except httpx.HTTPError as exc:
         raise _unreachable(config, exc) from None
     if not params.get("keypers"):

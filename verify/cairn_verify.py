@@ -80,7 +80,13 @@ from joserfc.jwk import KeySet, KeySetSerialization
 
 from core.canonical import canonical_digest, canonical_json
 from core.privacy import screen, texts_anywhere
-from ledger.contributor import sealed_kept, task_entry_of
+from ledger.contributor import (
+    EntryProven,
+    entry_log,
+    release_request,
+    sealed_kept,
+    task_entry_of,
+)
 from ledger.keyper_seal import (
     KEY_BYTES,
     Keyper,
@@ -94,7 +100,14 @@ from ledger.keyper_seal import (
     report_open,
 )
 from ledger.merkle import consistency_verify, inclusion_verify, leaf_hash, node_hash
-from ledger.pins import card_trust, keypers_differ, pins_completed, site_keys, witness_key
+from ledger.pins import (
+    card_trust,
+    keypers_differ,
+    logs_listed,
+    pins_completed,
+    site_keys,
+    witness_key,
+)
 from ledger.signed_note import NoteError, VerifierKey, checkpoint_checked
 from tasks.report_checks import report_texts, source_in_task_issues
 
@@ -445,22 +458,20 @@ class Site:
     def _pinned_logs(self) -> list[LogServed]:
         """The site's logs, oldest first, as its card lists them; their origins are pinned with
         the keys on first use, and a later card must keep every one pinned, in its place."""
-        listed = self.card_params().get("logs")
+        try:
+            listed = logs_listed(self.card_params())
+        except ValueError as error:
+            raise Failed(str(error)) from None
         pinned_file = self.home / "logs.json"
         pinned = (
             json.loads(pinned_file.read_text(encoding="utf-8")) if pinned_file.is_file() else []
         )
-        if not isinstance(listed, list) or not listed:
+        if not listed:
             if pinned:
                 raise Failed(f"the site's card no longer lists its logs; pinned before: {pinned}")
             return [LogServed(0, None, LOG_PATH)]
-        logs = []
-        for place, log in enumerate(listed):
-            path = urllib.parse.urlsplit(str(log.get("checkpoint", ""))).path
-            if not path.endswith("/checkpoint") or not isinstance(log.get("origin"), str):
-                raise Failed(f"the site's card lists a log it does not say how to read: {log}")
-            logs.append(LogServed(place, log["origin"], path.removesuffix("/checkpoint")))
-        origins = [str(log["origin"]) for log in listed]
+        logs = [LogServed(place, log.origin, log.path) for place, log in enumerate(listed)]
+        origins = [log.origin for log in listed]
         if origins[: len(pinned)] != pinned:
             raise Failed(
                 f"the site's card lists the logs {origins}, which drop or reorder the ones pinned "
@@ -844,9 +855,10 @@ class Site:
             return trusted.size
         return self.keyper_checkpoint_size(name, trusted.origin)
 
-    def entry_proof(self, index: int, entry: dict[str, Any], size: int) -> dict[str, Any]:
+    def entry_proof(self, index: int, entry: dict[str, Any], size: int) -> EntryProven:
         """An entry as a release request carries it: its index, JCS text and audit path to the
-        tree of `size` entries, which the site serves."""
+        tree of `size` entries of this log, which the site serves."""
+        assert self.trusted is not None
         text = canonical_json(entry)
         proof = self.get_json(
             f"{self.log_path}/proof/inclusion",
@@ -856,7 +868,7 @@ class Site:
             raise Failed(
                 f"the site proves {describe(entry)} at index {proof['index']}, not {index}"
             )
-        return {"index": index, "entry": text.decode(), "proof": proof["hashes"]}
+        return EntryProven(self.trusted.origin, size, index, text.decode(), proof["hashes"])
 
     def release_ask(self, sealed: Sealed, share: dict[str, Any]) -> dict[str, Any]:
         """The keyper's release of one sealed share, asked with the proofs the site serves, each
@@ -868,28 +880,20 @@ class Site:
         _, keyper = found
         task_log, contribution_log = sealed.task_log, sealed.contribution_log
         size = self.keyper_size(keyper.name, task_log)
-        if contribution_log.log_path == task_log.log_path:
-            contribution_entry = task_log.entry_proof(*sealed.contribution_entry, size)
-        else:  # written after a restart, to a task logged before it (§16.2)
-            later = self.keyper_size(keyper.name, contribution_log)
-            assert contribution_log.trusted is not None
-            contribution_entry = {
-                **contribution_log.entry_proof(*sealed.contribution_entry, later),
-                "origin": contribution_log.trusted.origin,
-                "size": later,
-            }
-        body = {
-            "site": sealed.origin,
-            "task_id": sealed.task_id,
-            "contribution_id": sealed.contribution_id,
-            "index": share["index"],
-            "threshold": sealed.threshold,
-            "sealed_share": share["sealed_share"],
-            "ciphertext_digest": sealed.ciphertext_digest,
-            "size": size,
-            "task_entry": task_log.entry_proof(*sealed.task_entry, size),
-            "contribution_entry": contribution_entry,
-        }
+        later = (
+            size
+            if contribution_log.log_path == task_log.log_path
+            else self.keyper_size(keyper.name, contribution_log)
+        )
+        body = release_request(
+            share,
+            task_id=sealed.task_id,
+            contribution_id=sealed.contribution_id,
+            threshold=sealed.threshold,
+            ciphertext_digest=sealed.ciphertext_digest,
+            task_entry=task_log.entry_proof(*sealed.task_entry, size),
+            contribution_entry=contribution_log.entry_proof(*sealed.contribution_entry, later),
+        )
         status, answer = http_post_json(f"{keyper.url.rstrip('/')}/release", body)
         if status != 200:
             raise Failed(
@@ -2341,12 +2345,19 @@ def _task_entry_log(site: Site, trusted: Checkpoint, entry: dict[str, Any]) -> t
     """The origin of the log holding the task's entry and the entry's index there, proven under
     that log's witnessed checkpoint: a task's entry stays in the log it was written to, so after
     a restart (§16.2) an older task's is in an earlier log, and its shares are bound there."""
-    for reading, kept_to, _ in chain_read(site, trusted)[:-1]:
-        assert reading.trusted is not None
-        served = reading.get_json(f"{reading.log_path}/tasks/{entry['task_id']}")["entries"]
-        if any(item["entry"] == entry and item["index"] < kept_to for item in served):
-            return reading.trusted.origin, reading.included(entry, reading.trusted)
-    return trusted.origin, site.included(entry, trusted)
+    earlier = chain_read(site, trusted)[:-1]
+    listings = [
+        [
+            item
+            for item in reading.get_json(f"{reading.log_path}/tasks/{entry['task_id']}")["entries"]
+            if item["index"] < kept_to
+        ]
+        for reading, kept_to, _ in earlier
+    ]
+    found = entry_log(entry, listings)
+    holding = site if found is None else earlier[found[0]][0]
+    assert holding.trusted is not None
+    return holding.trusted.origin, holding.included(entry, holding.trusted)
 
 
 def keep_private(path: Path, value: Any) -> None:
