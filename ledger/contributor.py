@@ -13,15 +13,14 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.entry_types import TASK
 from ledger.keyper_seal import Keyper, b64u, seal
-
-TASK_ENTRY = "cairn.log/task"
 
 
 def task_entry_of(view: dict[str, Any]) -> dict[str, Any]:
     """The task's log entry as its public view says it must read (§15.3)."""
     return {
-        "type": TASK_ENTRY,
+        "type": TASK,
         "task_id": view["id"],
         "public_input_digest": view["public_input_digest"],
         "deadline": view["deadline"],

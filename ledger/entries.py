@@ -10,13 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from core.canonical import canonical_digest
 from core.clock import format_instant
+from ledger.entry_types import CONTRIBUTION, EVALUATION, TASK
 
 if TYPE_CHECKING:
     from tasks.models import Contribution, Task
 
-TASK = "cairn.log/task"
-CONTRIBUTION = "cairn.log/contribution"
-EVALUATION = "cairn.log/evaluation"
 # The log's maximum merge delay (§15.3): an entry dated before a deadline may reach the log up to
 # this long after it, so nothing that waits for a deadline's last entries acts before it has passed.
 MAX_MERGE_DELAY = timedelta(seconds=60)

@@ -17,14 +17,13 @@ from core import statements
 from core.canonical import canonical_json
 from core.clock import now_ms
 from ledger import log_state
+from ledger.entry_types import RESTART
 from ledger.logs import LogRef, log_current, origin_numbered
 from ledger.models import Checkpoint, Log, QueuedEntry
 from ledger.selectors import checkpoint_note, checkpoint_quorate_latest
 from ledger.services import _append, _sequencer_lock, checkpoint_publish, tree_size
 from ledger.signed_note import note_parse
 from ledger.witnesses import witness_quorum
-
-RESTART = "cairn.log/restart"
 
 
 class RestartRefused(Exception):

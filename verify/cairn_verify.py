@@ -87,6 +87,7 @@ from ledger.contributor import (
     sealed_kept,
     task_entry_of,
 )
+from ledger.entry_types import CONTRIBUTION, EVALUATION, RESTART, TASK
 from ledger.keyper_seal import (
     KEY_BYTES,
     Keyper,
@@ -128,8 +129,6 @@ REQUEST_FIELDS = (
     "max_contributors",
     "budget",
 )
-TASK, CONTRIBUTION, EVALUATION = "cairn.log/task", "cairn.log/contribution", "cairn.log/evaluation"
-RESTART = "cairn.log/restart"
 LOG_PATH = "/api/log"
 NO_WITNESSES = (
     "no witnesses are pinned for this site: a split view (another history shown to others) or a "
