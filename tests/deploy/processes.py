@@ -200,9 +200,13 @@ def _tcp_inodes_to(port: int) -> dict[int, int]:
     return inodes
 
 
-def database_sockets(processes: list[psutil.Process], port: int) -> dict[int, set[int]]:
-    """For each process, the inodes of its TCP sockets connected to the database's port."""
-    wanted = _tcp_inodes_to(port)
+def database_sockets(
+    processes: list[psutil.Process], port: int, wanted: dict[int, int] | None = None
+) -> dict[int, set[int]]:
+    """For each process, the inodes of its TCP sockets connected to the database's port (of
+    those in `wanted`, one reading of the kernel's table, when given)."""
+    if wanted is None:
+        wanted = _tcp_inodes_to(port)
     held: dict[int, set[int]] = {}
     for process in processes:
         try:
@@ -222,11 +226,12 @@ def database_sockets(processes: list[psutil.Process], port: int) -> dict[int, se
 
 def database_client_ports(processes: list[psutil.Process], port: int) -> dict[int, set[int]]:
     """For each process, the client ports of its connections to the database's port (what
-    `pg_stat_activity.client_port` shows for them)."""
+    `pg_stat_activity.client_port` shows for them). One reading of the kernel's table serves
+    both lookups, so a connection closed in between is left out rather than half-seen."""
     ports = _tcp_inodes_to(port)
     return {
         pid: {ports[inode] for inode in inodes}
-        for pid, inodes in database_sockets(processes, port).items()
+        for pid, inodes in database_sockets(processes, port, ports).items()
     }
 
 
