@@ -9,6 +9,7 @@ Both are built with this module's text in them (`core.amalgam`), so it imports n
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,21 @@ class EntryProven:
 
     def asked(self) -> dict[str, Any]:
         return {"index": self.index, "entry": self.text, "proof": self.proof}
+
+
+def keyper_checkpoint_url(witness_url: str, origin: str) -> str:
+    """Where a keyper's witness serves the latest checkpoint of log `origin` it cosigned."""
+    return f"{witness_url.rstrip('/')}/{hashlib.sha256(origin.encode()).hexdigest()}/checkpoint"
+
+
+def keyper_checkpoint_size(text: str, origin: str) -> int | None:
+    """The tree size that checkpoint `text`, served by a keyper's witness, names for log
+    `origin`; None when it is not a checkpoint of that log. The keyper checks its own
+    cosignature when asked for a release, so the client need not."""
+    lines = text.split("\n")
+    if len(lines) < 3 or lines[0] != origin or not lines[1].isdigit():
+        return None
+    return int(lines[1])
 
 
 def release_request(

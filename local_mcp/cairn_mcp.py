@@ -37,7 +37,6 @@ Environment:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -93,6 +92,8 @@ from core.privacy import screen
 from ledger.contributor import (
     EntryProven,
     entry_log,
+    keyper_checkpoint_size,
+    keyper_checkpoint_url,
     release_request,
     sealed_kept,
     task_entry_of,
@@ -1038,13 +1039,10 @@ async def _keyper_size(
         size = _cosigned_size(note, log.origin, witness)
         if size is not None:
             return size
-    origin = log.origin
-    digest = hashlib.sha256(origin.encode()).hexdigest()
-    response = await http.get(f"{keyper['witness_url'].rstrip('/')}/{digest}/checkpoint")
-    lines = response.text.split("\n") if response.status_code == 200 else []
-    if len(lines) < 3 or lines[0] != origin or not lines[1].isdigit():
+    response = await http.get(keyper_checkpoint_url(keyper["witness_url"], log.origin))
+    if response.status_code != 200:
         return None
-    return int(lines[1])
+    return keyper_checkpoint_size(response.text, log.origin)
 
 
 async def _entry_proven(

@@ -83,6 +83,8 @@ from core.privacy import screen, texts_anywhere
 from ledger.contributor import (
     EntryProven,
     entry_log,
+    keyper_checkpoint_size,
+    keyper_checkpoint_url,
     release_request,
     sealed_kept,
     task_entry_of,
@@ -834,14 +836,14 @@ class Site:
         url = self.witness_urls.get(name)
         if not url:
             raise Failed(f"no URL is pinned for witness {name}")
-        path = f"{url.rstrip('/')}/{hashlib.sha256(origin.encode()).hexdigest()}/checkpoint"
+        path = keyper_checkpoint_url(url, origin)
         status, body = http_get(path)
         if status != 200:
             raise Failed(f"{path} answered {status}")
-        lines = body.decode(errors="replace").split("\n")
-        if len(lines) < 3 or lines[0] != origin or not lines[1].isdigit():
+        size = keyper_checkpoint_size(body.decode(errors="replace"), origin)
+        if size is None:
             raise Failed(f"{path} is not a checkpoint of {origin}")
-        return int(lines[1])
+        return size
 
     def keyper_size(self, name: str, log: Site) -> int:
         """The tree of `log` (this site read through one of its logs) a release of keyper
