@@ -22,8 +22,7 @@ from cairn.env import (
     env_keypers,
     env_list,
     env_listen_address,
-    env_optional_signing_key,
-    env_optional_x25519_key,
+    env_optional_key,
     env_seal_key,
     env_signing_key,
     env_str,
@@ -69,11 +68,11 @@ CAIRN_WITNESS_QUORUM = env_int(
     maximum=len(CAIRN_WITNESSES),
 )
 # Cairn as a witness of other logs (§15.4): off unless it has a key.
-CAIRN_WITNESS_SIGNING_KEY = env_optional_signing_key("CAIRN_WITNESS_SIGNING_KEY")
+CAIRN_WITNESS_SIGNING_KEY = env_optional_key("CAIRN_WITNESS_SIGNING_KEY", "Ed25519")
 CAIRN_WITNESS_NAME = env_str("CAIRN_WITNESS_NAME")
 CAIRN_WITNESSED_LOGS = env_verifier_keys("CAIRN_WITNESSED_LOGS", type=ED25519)
 # Keyper sealing (§15.8). As a keyper for the logs it witnesses: its X25519 key, off when unset.
-CAIRN_KEYPER_KEY = env_optional_x25519_key("CAIRN_KEYPER_KEY")
+CAIRN_KEYPER_KEY = env_optional_key("CAIRN_KEYPER_KEY", "X25519")
 # As a site: the keypers its contributors seal to, how many must release, and how long after the
 # deadline plus the merge delay a sealed report may wait for them before it is void.
 CAIRN_KEYPERS = env_keypers("CAIRN_KEYPERS")
