@@ -238,14 +238,11 @@ def _database(url: str, setting: str = "DATABASE_URL") -> dict:
         config["CONN_MAX_AGE"] = 0
         # The backend checks connections without a round trip (`cairn.postgresql.base`).
         config["CONN_HEALTH_CHECKS"] = False
-        # psycopg prepares a statement run five times on a connection, so PostgreSQL stops
-        # planning the same few queries each request (Django's default never prepares). Behind a
-        # transaction pooler, which cannot keep named statements, nothing is prepared and no
-        # server-side cursor is declared; server-side binding (unnamed statements) stays.
-        # SPEC §16: a request fails within 5 s while the database is down, and the pool finds it
-        # again within seconds (a failing reconnection is abandoned after 4 s rather than waiting
-        # out psycopg's growing back-off). The URL's libpq parameters reach every connection;
-        # its hosts and ports win over the URL's own, as in libpq.
+        # psycopg prepares a statement run five times on a connection, unless a transaction
+        # pooler (which cannot keep named statements) is in between. SPEC §16: a request fails
+        # within 5 s while the database is down, and a failing reconnection is abandoned after 4 s
+        # rather than waiting out psycopg's growing back-off. The URL's libpq parameters reach
+        # every connection; its hosts and ports win over the URL's own, as in libpq.
         parameters = _libpq_parameters(config.get("OPTIONS", {}), setting)
         if "host" in parameters:
             config["HOST"] = parameters.pop("host")
@@ -326,8 +323,6 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
-SECURE_CONTENT_TYPE_NOSNIFF = True
-SECURE_REFERRER_POLICY = "same-origin"
 # Behind a TLS proxy (SPEC §16): uvicorn sets the scheme from X-Forwarded-Proto for a proxy in
 # FORWARDED_ALLOW_IPS alone; SECURE_PROXY_SSL_HEADER stays unset, since Django would believe the
 # header from any client. HSTS covers this host only: includeSubDomains or preload would bind
@@ -392,8 +387,6 @@ CAIRN_SOURCE_HOSTS = env_list(
 )
 if not CAIRN_SOURCE_HOSTS:
     raise ImproperlyConfigured("CAIRN_SOURCE_HOSTS must name at least one host")
-# How often the worker sweeps for overdue tasks; SPEC §4.3 allows a minute at most.
-CAIRN_SWEEP_EVERY_MINUTES = 1
 # The read model every task change is written to, in the same transaction (`tasks.changes`): the
 # A2A door's stored public forms.
 CAIRN_TASK_CHANGED = "a2a_gateway.stored_forms.task_forms_written"
