@@ -320,6 +320,13 @@ def _check_every_field_written(
         )
 
 
+def _rows_sql(model: type[Model], names: tuple[str, ...], many: bool) -> str:
+    """The rows an INSERT writes: one of placeholders, or `many` from arrays (`_array`)."""
+    if many:
+        return f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
+    return f"VALUES ({', '.join(['%s'] * len(names))})"
+
+
 @cache
 def _insert_sql(
     model: type[Model],
@@ -327,13 +334,12 @@ def _insert_sql(
     vendor: str,
     defaulted: tuple[str, ...] = (),
     ignore_conflicts: bool = False,
+    many: bool = False,
 ) -> str:
     _check_every_field_written(model, names, defaulted)
-    placeholders = ", ".join(["%s"] * len(names))
     conflicts = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
-    return (
-        f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES ({placeholders}){conflicts}"
-    )
+    rows = _rows_sql(model, names, many)
+    return f"INSERT INTO {table(model)} ({columns(model, names)}) {rows}{conflicts}"
 
 
 def inserted(
@@ -403,14 +409,9 @@ def _upsert_sql(
             if field.name in adding
             else f"{quoted} = {new}"
         )
-    rows = (
-        f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
-        if many
-        else f"VALUES ({', '.join(['%s'] * len(names))})"
-    )
     action = f"DO UPDATE SET {', '.join(changed)}" if changed else "DO NOTHING"
     return (
-        f"INSERT INTO {table(model)} ({columns(model, names)}) {rows} "
+        f"INSERT INTO {table(model)} ({columns(model, names)}) {_rows_sql(model, names, many)} "
         f"ON CONFLICT ({column(model, pk_name)}) {action}"
     )
 
@@ -523,12 +524,6 @@ def _array(model: type[Model], name: str) -> str:
     return f"%b::{_field(model, name).db_type(connection)}[]"
 
 
-@cache
-def _insert_unnest_sql(model: type[Model], names: tuple[str, ...]) -> str:
-    arrays = ", ".join(_array(model, name) for name in names)
-    return f"INSERT INTO {table(model)} ({columns(model, names)}) SELECT * FROM unnest({arrays})"
-
-
 def rows_inserted(
     model: type[Model],
     names: Sequence[str],
@@ -541,7 +536,7 @@ def rows_inserted(
     db = _db()
     return _row_writes(
         _insert_sql(model, names, db.vendor),
-        lambda: _insert_unnest_sql(model, names),
+        lambda: _insert_sql(model, names, db.vendor, many=True),
         [_values(db, model, names, row) for row in rows],
     )
 
