@@ -301,8 +301,8 @@ def _replicas(raw: str, primary: dict) -> dict[str, dict]:
 
 
 DATABASES.update(_replicas(env_str("DATABASE_REPLICA_URLS"), DATABASES["default"]))
-# Public reads go to a replica (`core.replicas`); everything else, and everything while no
-# replica is configured, to the primary. Without replicas no router runs at all.
+# Public reads go to a replica (`core.replicas`), everything else to the primary; without replicas
+# no router runs at all.
 DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []
 # A replica further behind the primary than this is skipped until it has caught up.
 CAIRN_REPLICA_MAX_LAG_S = env_int("CAIRN_REPLICA_MAX_LAG_S", 5, minimum=0)
