@@ -1,10 +1,7 @@
-"""Database connections never cross a fork (SPEC §16).
-
-django-q2 forks its processes, and forks again to replace one that died. A child that inherits a
-PostgreSQL connection shares its server session with the parent: their statements interleave and
-transactions stop being atomic. django-q2's `close_all()` before a fork only returns a pooled
-connection to the pool, which the child then inherits, so the forking process gives back every
-connection and closes its pools, and each child opens its own on first use.
+"""Database connections never cross a fork (SPEC §16): a child that inherits a PostgreSQL
+connection shares its server session with the parent, and django-q2's `close_all()` before a fork
+only returns a pooled connection to the pool, which the child then inherits. So the forking process
+gives back every connection and closes its pools.
 """
 
 from __future__ import annotations

@@ -167,7 +167,16 @@ def _key_or_created(
     return created_once(create_at, make)
 
 
-def _pem_checked(name: str, text: str, kind: type, algorithm: str) -> str:
+_PRIVATE_KEYS = {"Ed25519": ed25519.Ed25519PrivateKey, "X25519": x25519.X25519PrivateKey}
+
+
+def private_pem(key: ed25519.Ed25519PrivateKey | x25519.X25519PrivateKey) -> str:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+def _pem_checked(name: str, text: str, algorithm: str) -> str:
     try:
         key = serialization.load_pem_private_key(text.encode(), password=None)
     except (ValueError, TypeError):
@@ -175,37 +184,27 @@ def _pem_checked(name: str, text: str, kind: type, algorithm: str) -> str:
             f"{name} must be an {algorithm} private key as unencrypted PKCS#8 PEM, or its file's "
             "path"
         ) from None
-    if not isinstance(key, kind):
+    if not isinstance(key, _PRIVATE_KEYS[algorithm]):
         raise ImproperlyConfigured(f"{name} must be an {algorithm} key, not {type(key).__name__}")
     return text
 
 
-def _new_ed25519_pem() -> str:
-    key = ed25519.Ed25519PrivateKey.generate()
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return pem.decode()
-
-
 def env_signing_key(name: str, *, create_at: Path | None) -> str:
     """An Ed25519 private key as PKCS#8 PEM (the value, or the path of a file holding it)."""
-    form = "an Ed25519 private key as PKCS#8 PEM"
-    text = _key_or_created(name, create_at=create_at, form=form, make=_new_ed25519_pem)
-    return _pem_checked(name, text, ed25519.Ed25519PrivateKey, "Ed25519")
+    text = _key_or_created(
+        name,
+        create_at=create_at,
+        form="an Ed25519 private key as PKCS#8 PEM",
+        make=lambda: private_pem(ed25519.Ed25519PrivateKey.generate()),
+    )
+    return _pem_checked(name, text, "Ed25519")
 
 
-def env_optional_signing_key(name: str) -> str:
-    """Like `env_signing_key`, but unset means the feature it enables is off: ""."""
+def env_optional_key(name: str, algorithm: str) -> str:
+    """Like `env_signing_key`, of `algorithm` (Ed25519 or X25519), but unset means the feature it
+    enables is off: ""."""
     text = _key_text(name, env_str(name))
-    return _pem_checked(name, text, ed25519.Ed25519PrivateKey, "Ed25519") if text else ""
-
-
-def env_optional_x25519_key(name: str) -> str:
-    """An X25519 private key as PKCS#8 PEM (the value, or the path of a file holding it); unset
-    means the feature it enables is off: ""."""
-    text = _key_text(name, env_str(name))
-    return _pem_checked(name, text, x25519.X25519PrivateKey, "X25519") if text else ""
+    return _pem_checked(name, text, algorithm) if text else ""
 
 
 def _entries(name: str) -> list[str]:

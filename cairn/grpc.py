@@ -1,13 +1,10 @@
-"""Serve the A2A gRPC binding (SPEC §8.7): `python -m cairn.grpc`.
+"""Serve the A2A gRPC binding (SPEC §8.7) and the standard health service on `CAIRN_GRPC_BIND`:
+`python -m cairn.grpc`.
 
-Its own process beside the web processes and the worker: grpcio's asyncio server with the SDK's
-A2A service over Cairn's handler and the standard health service, on `CAIRN_GRPC_BIND` (empty
-turns gRPC off). The bounds SPEC §16 sets for HTTP are grpcio's options (`server_options`), since
-no call reaches Python before its request has arrived whole. gRPC has no timer on a call's request
-once its stream is open, so a connection's age (GOAWAY after about `AGE_S`, closed `AGE_GRACE_S`
-later) is what cuts a client that stalls mid-request; a well-behaved client's channel just opens
-a new connection. SIGTERM or SIGINT stops it within 10 s: health turns NOT_SERVING and the calls
-in flight get `STOP_GRACE_S` to finish.
+SPEC §16's bounds are grpcio's options, since no call reaches Python before its request has arrived
+whole. gRPC has no timer on a call's request once its stream is open, so a connection's age (GOAWAY
+after about `AGE_S`) is what cuts a client that stalls mid-request; a well-behaved client's channel
+just opens a new connection. SIGTERM or SIGINT stops it within 10 s.
 """
 
 from __future__ import annotations
@@ -38,23 +35,6 @@ KEEPALIVE_TIMEOUT_S = 10
 STOP_GRACE_S = 7
 
 
-def server_options(max_message: int) -> list[tuple[str, int]]:
-    """grpcio's options for the bounds; `max_message` is the largest request in bytes."""
-    return [
-        ("grpc.max_receive_message_length", max_message),
-        ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
-        ("grpc.server_handshake_timeout_ms", HANDSHAKE_S * 1000),
-        ("grpc.max_connection_idle_ms", IDLE_S * 1000),
-        ("grpc.max_connection_age_ms", AGE_S * 1000),
-        ("grpc.max_connection_age_grace_ms", AGE_GRACE_S * 1000),
-        ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
-        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
-        # grpcio shares a port with any other process by default: a second server started on
-        # the same address must fail, not split the calls with the first.
-        ("grpc.so_reuseport", 0),
-    ]
-
-
 async def serve(bind: str) -> None:
     from a2a.types import a2a_pb2_grpc
 
@@ -65,7 +45,19 @@ async def serve(bind: str) -> None:
     servicer = grpc_handler()
     server = grpc.aio.server(
         interceptors=[A2ACalls(servicer)],
-        options=server_options(body_limit()),
+        options=[
+            ("grpc.max_receive_message_length", body_limit()),
+            ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
+            ("grpc.server_handshake_timeout_ms", HANDSHAKE_S * 1000),
+            ("grpc.max_connection_idle_ms", IDLE_S * 1000),
+            ("grpc.max_connection_age_ms", AGE_S * 1000),
+            ("grpc.max_connection_age_grace_ms", AGE_GRACE_S * 1000),
+            ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
+            ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
+            # grpcio shares a port with any other process by default: a second server started
+            # on the same address must fail, not split the calls with the first.
+            ("grpc.so_reuseport", 0),
+        ],
         maximum_concurrent_rpcs=MAX_CALLS,
     )
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(servicer, server)

@@ -1,11 +1,9 @@
 """`make run` with two keypers on this machine (SPEC §15.8): `python -m cairn.local_keypers -- make run`.
 
 So that a sealed contribution can be tried on one machine, this starts two more Cairns beside the
-site, each a witness of its log and a keyper for it with its own SQLite database and keys in a
-folder of its own, then runs the command given with `CAIRN_WITNESSES` and `CAIRN_KEYPERS` naming
-them. Every key is the keeper's own: they show the flow and protect nothing. The command runs in a
-process group of its own, so a stop here stops it as a whole, then the keypers; when any of them
-ends, the rest are stopped, naming which.
+site, each a witness of its log and a keyper for it with its own database and keys, then runs the
+command with `CAIRN_WITNESSES` and `CAIRN_KEYPERS` naming them. Every key is the keeper's own: they
+show the flow and protect nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from cairn.env import created_once
+from cairn.env import created_once, private_pem
 from cairn.startup import load_settings
 from ledger.keyper_seal import keyper_public
 from ledger.signed_note import COSIGNATURE_V1, private_verifier_key
@@ -35,12 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 KEYPERS = 2
 START_S = 120
 STOP_S = 20
-
-
-def _pem(key: Ed25519PrivateKey | X25519PrivateKey) -> str:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
 
 
 @dataclass(frozen=True)
@@ -67,12 +59,14 @@ class LocalKeyper:
     def keys(self) -> tuple[Ed25519PrivateKey, X25519PrivateKey]:
         """Its keys, made once and kept, so a keyper keeps its name's keys."""
         witness = created_once(
-            self.folder / "witness_key.pem", lambda: _pem(Ed25519PrivateKey.generate())
+            self.folder / "witness_key.pem", lambda: private_pem(Ed25519PrivateKey.generate())
         )
         keyper = created_once(
-            self.folder / "keyper_key.pem", lambda: _pem(X25519PrivateKey.generate())
+            self.folder / "keyper_key.pem", lambda: private_pem(X25519PrivateKey.generate())
         )
-        created_once(self.folder / "signing_key.pem", lambda: _pem(Ed25519PrivateKey.generate()))
+        created_once(
+            self.folder / "signing_key.pem", lambda: private_pem(Ed25519PrivateKey.generate())
+        )
         created_once(self.folder / "seal_key", lambda: os.urandom(32).hex())
         loaded = (
             serialization.load_pem_private_key(witness.encode(), password=None),

@@ -1,13 +1,9 @@
 """Serve Cairn under uvicorn as a deployment should (SPEC §16): `python -m cairn.serve`.
 
-The serving settings that `make run`, the deployment notes and the test suite's live server share:
-uvloop and httptools, no access log (the proxy keeps one), the client's address taken from the
-proxy's headers only for `FORWARDED_ALLOW_IPS`, and SPEC §16's bounds on what a client may make a
-worker hold. uvicorn has no option for those bounds under httptools (llhttp reads a head of any
-size, and uvicorn's only timer runs between requests; h11 is slower and no better), so
-`CairnHttpToolsProtocol` keeps them, relying on a few private members of uvicorn's protocol: the
-uvicorn version range is pinned in `pyproject.toml`, and `tests/ops/test_serving.py` checks those
-members are still there.
+uvicorn has no option for SPEC §16's bounds under httptools (llhttp reads a head of any size, and
+uvicorn's only timer runs between requests; h11 is slower and no better), so
+`CairnHttpToolsProtocol` keeps them, relying on a few private members of uvicorn's protocol: its
+version range is pinned in `pyproject.toml`, and `tests/ops/test_serving.py` checks those members.
 """
 
 from __future__ import annotations
@@ -43,17 +39,11 @@ _HEAD_TOO_LARGE = b"".join(
 
 
 class CairnHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, bounded (SPEC §16).
-
-    A head over `HEAD_LIMIT` bytes is answered 431 and the connection closed, the rest dropped
-    unparsed; bytes count from where a head may start, so a head pipelined behind another request
-    in one read counts from the next read. A client that pipelines requests without reading the
-    answers would grow uvicorn's queue without end, so reads are fed in pieces of at most
-    `HEAD_LIMIT` bytes and the connection is closed when `PIPELINE_LIMIT` requests wait.
-
-    One deadline runs while the client owes bytes (the head's, then the body's) and none while the
-    application has the request. The keep-alive timer starts as the connection opens, so a client
-    that connects and says nothing is closed like an idle one.
+    """uvicorn's httptools protocol, bounded (SPEC §16). Reads are fed in pieces of at most
+    `HEAD_LIMIT` bytes, so a client that pipelines without reading the answers cannot grow uvicorn's
+    queue without end. One deadline runs while the client owes bytes (the head's, then the body's),
+    none while the application has the request; the keep-alive timer starts as the connection
+    opens, so a client that connects and says nothing is closed like an idle one.
     """
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]

@@ -22,8 +22,7 @@ from cairn.env import (
     env_keypers,
     env_list,
     env_listen_address,
-    env_optional_signing_key,
-    env_optional_x25519_key,
+    env_optional_key,
     env_seal_key,
     env_signing_key,
     env_str,
@@ -69,11 +68,11 @@ CAIRN_WITNESS_QUORUM = env_int(
     maximum=len(CAIRN_WITNESSES),
 )
 # Cairn as a witness of other logs (§15.4): off unless it has a key.
-CAIRN_WITNESS_SIGNING_KEY = env_optional_signing_key("CAIRN_WITNESS_SIGNING_KEY")
+CAIRN_WITNESS_SIGNING_KEY = env_optional_key("CAIRN_WITNESS_SIGNING_KEY", "Ed25519")
 CAIRN_WITNESS_NAME = env_str("CAIRN_WITNESS_NAME")
 CAIRN_WITNESSED_LOGS = env_verifier_keys("CAIRN_WITNESSED_LOGS", type=ED25519)
 # Keyper sealing (§15.8). As a keyper for the logs it witnesses: its X25519 key, off when unset.
-CAIRN_KEYPER_KEY = env_optional_x25519_key("CAIRN_KEYPER_KEY")
+CAIRN_KEYPER_KEY = env_optional_key("CAIRN_KEYPER_KEY", "X25519")
 # As a site: the keypers its contributors seal to, how many must release, and how long after the
 # deadline plus the merge delay a sealed report may wait for them before it is void.
 CAIRN_KEYPERS = env_keypers("CAIRN_KEYPERS")
@@ -239,14 +238,11 @@ def _database(url: str, setting: str = "DATABASE_URL") -> dict:
         config["CONN_MAX_AGE"] = 0
         # The backend checks connections without a round trip (`cairn.postgresql.base`).
         config["CONN_HEALTH_CHECKS"] = False
-        # psycopg prepares a statement run five times on a connection, so PostgreSQL stops
-        # planning the same few queries each request (Django's default never prepares). Behind a
-        # transaction pooler, which cannot keep named statements, nothing is prepared and no
-        # server-side cursor is declared; server-side binding (unnamed statements) stays.
-        # SPEC §16: a request fails within 5 s while the database is down, and the pool finds it
-        # again within seconds (a failing reconnection is abandoned after 4 s rather than waiting
-        # out psycopg's growing back-off). The URL's libpq parameters reach every connection;
-        # its hosts and ports win over the URL's own, as in libpq.
+        # psycopg prepares a statement run five times on a connection, unless a transaction
+        # pooler (which cannot keep named statements) is in between. SPEC §16: a request fails
+        # within 5 s while the database is down, and a failing reconnection is abandoned after 4 s
+        # rather than waiting out psycopg's growing back-off. The URL's libpq parameters reach
+        # every connection; its hosts and ports win over the URL's own, as in libpq.
         parameters = _libpq_parameters(config.get("OPTIONS", {}), setting)
         if "host" in parameters:
             config["HOST"] = parameters.pop("host")
@@ -305,8 +301,8 @@ def _replicas(raw: str, primary: dict) -> dict[str, dict]:
 
 
 DATABASES.update(_replicas(env_str("DATABASE_REPLICA_URLS"), DATABASES["default"]))
-# Public reads go to a replica (`core.replicas`); everything else, and everything while no
-# replica is configured, to the primary. Without replicas no router runs at all.
+# Public reads go to a replica (`core.replicas`), everything else to the primary; without replicas
+# no router runs at all.
 DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []
 # A replica further behind the primary than this is skipped until it has caught up.
 CAIRN_REPLICA_MAX_LAG_S = env_int("CAIRN_REPLICA_MAX_LAG_S", 5, minimum=0)
@@ -327,8 +323,6 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
-SECURE_CONTENT_TYPE_NOSNIFF = True
-SECURE_REFERRER_POLICY = "same-origin"
 # Behind a TLS proxy (SPEC §16): uvicorn sets the scheme from X-Forwarded-Proto for a proxy in
 # FORWARDED_ALLOW_IPS alone; SECURE_PROXY_SSL_HEADER stays unset, since Django would believe the
 # header from any client. HSTS covers this host only: includeSubDomains or preload would bind
@@ -393,8 +387,6 @@ CAIRN_SOURCE_HOSTS = env_list(
 )
 if not CAIRN_SOURCE_HOSTS:
     raise ImproperlyConfigured("CAIRN_SOURCE_HOSTS must name at least one host")
-# How often the worker sweeps for overdue tasks; SPEC §4.3 allows a minute at most.
-CAIRN_SWEEP_EVERY_MINUTES = 1
 # The read model every task change is written to, in the same transaction (`tasks.changes`): the
 # A2A door's stored public forms.
 CAIRN_TASK_CHANGED = "a2a_gateway.stored_forms.task_forms_written"

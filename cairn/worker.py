@@ -1,35 +1,22 @@
 """The worker's sentinel and master: made to survive the sudden death of any of its processes and
 to stop within 10 s of SIGTERM (SPEC §16).
 
-Dying. django-q2's processes share multiprocessing queues and locks. A process killed while it
-holds one (a worker waiting in `task_queue.get()`, the monitor on the result queue, a feeder
-thread writing) leaves it held for good, and the cluster waits forever. So when any process dies
-unasked, the sentinel ends the cluster's processes and starts them anew around fresh queues,
-queueing a sweep first so what fell due meanwhile is evaluated at once. Jobs they held are
-handed out again by the broker, and the sweep catches any task whose job was lost.
+django-q2's processes share multiprocessing queues and locks, and one killed while it holds one
+leaves it held for good. So when any process dies unasked, the sentinel starts the cluster's
+processes anew around fresh queues and queues a sweep first; the broker hands their jobs out again.
+It waits for the database before making its broker (the ORM broker connects at once, and a failure
+there ends `qcluster`), and its first job is the sweep.
 
-Starting. django-q2's ORM broker connects the moment it is made, and a sentinel that fails there
-ends the whole `qcluster`, so it waits for the database first (everything may restart at once in
-an outage). Its first job is the sweep, not 30 s later when django-q2 first reads its schedules.
+On SIGTERM to the process group django-q2's master blocks for good in `multiprocessing.Event.set()`,
+whose Condition still counts the dead as sleepers, so only the master reacts to SIGTERM and SIGINT,
+by raising a `ProcessFlag` (a pipe, which no dead process can leave locked). The sentinel stops each
+process with a deadline and SIGKILLs any past it: each job commits in its own transactions and may
+run any number of times (tasks/jobs.py).
 
-Stopping. A SIGTERM to the process group (`kill -- -PGID`, systemd, `make run`) reaches every
-process: the sentinel and workers die where they stand, and django-q2's master then blocks for
-good in `multiprocessing.Event.set()`, whose Condition still counts the dead as sleepers. So only
-the master reacts to SIGTERM and SIGINT, by raising a `ProcessFlag` (a pipe, which no dead process
-can leave locked); every other process ignores both. The sentinel stops each process with a
-deadline (the pusher stops taking jobs, the workers finish the job in hand, the monitor saves
-their results) and SIGKILLs any process past it. That is safe because each job commits in its own
-transactions and may run any number of times (tasks/jobs.py): one ended midway runs again.
-
-Guarding (SPEC §4.3: evaluated within a minute of the deadline, whatever dies). django-q2's guard
-loop waits on each worker's timer lock, which a worker killed in the instant it hands in a result
-leaves held, and then nothing is replaced or scheduled until a restart (upstream django-q2 #23,
-#339). The sentinel's own loop waits on no lock a dead process may hold: a dead worker's timer is
-read without its lock, a live worker's lock is waited for one guard cycle at most (a lock not
-free by then is held by a worker that has just died, which the next cycle sees), and the queues
-are read without their counting lock. Only a worker that ended itself cleanly (a job's timeout,
-recycling) is replaced alone, as django-q2 does; any other end renews the whole cluster. The
-scheduler runs every 30 s of the clock, not of guard cycles, which renewals lengthen.
+django-q2's guard loop waits on each worker's timer lock, which a worker killed as it hands in a
+result leaves held, and then nothing is replaced or scheduled. This guard waits on no lock a dead
+process may hold, renews the whole cluster for any end but a clean one, and runs the scheduler
+every 30 s of the clock (SPEC §4.3: evaluated within a minute).
 """
 
 from __future__ import annotations

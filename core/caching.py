@@ -1,14 +1,7 @@
-"""What a cache may keep of each answer, and for how long (SPEC §16.1): decided here, once, for
-every door.
-
-A public read says what its answer shows (`Shown`): a task, which never changes once evaluated and
-changes at its deadline while open; a list of tasks, which a new task may join at any moment; a
-call or a list of calls; or a document that changes only with the code and the settings.
-`answer_caching` turns that, the method, whether a token came and the status into the answer's
-`Cache-Control`, `Vary`, `ETag` and `Last-Modified`, and says when the client already holds those
-bytes (304). A public read is cached alike with or without a token, since A2A clients may send
-theirs with every request; only an answer the token chose is private. Django's answers reach it
-through `core.middleware.CachingMiddleware`, the A2A door's own ASGI answers through its send.
+"""What a cache may keep of each answer, and for how long (SPEC §16.1), decided once for every
+door from what a public read says its answer shows (`Shown`). A public read is cached alike with or
+without a token, since A2A clients may send theirs with every request; only an answer the token
+chose is private.
 """
 
 from __future__ import annotations
@@ -38,7 +31,6 @@ NO_STORE = "no-store"
 PRIVATE = "private, no-store"
 TOKEN_HEADER = "Authorization"
 SAFE_METHODS = frozenset({"GET", "HEAD"})
-# Where a Django view leaves what its answer shows, for `CachingMiddleware`.
 _SHOWN_ATTRIBUTE = "cairn_shown"
 
 Answer = TypeVar("Answer")
@@ -92,7 +84,6 @@ def mark_shown(response: Answer, shown: Shown) -> Answer:
 
 
 def shown_by(response: Any) -> Shown | None:
-    """What a Django view marked its answer as showing (`mark_shown`), or None."""
     shown: Shown | None = getattr(response, _SHOWN_ATTRIBUTE, None)
     return shown
 

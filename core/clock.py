@@ -17,10 +17,8 @@ def now_ms() -> datetime:
 
 @lru_cache(maxsize=4096)
 def format_instant(moment: datetime) -> str:
-    """`isoformat` is cheaper than `strftime`, and every view, receipt and log entry writes
-    instants: an evaluation writes its instant into the view, the evaluation and the log entry,
-    and a batch of them holds few distinct instants, so each is written once (a datetime is
-    immutable, and equal instants in other zones write the same text)."""
+    """Cached: an evaluation writes its instant into the view, the evaluation and the log entry,
+    and a batch of them holds few distinct instants (equal instants in any zone write alike)."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
 
 

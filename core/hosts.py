@@ -15,10 +15,9 @@ DEBUG_HOSTS = [".localhost", "127.0.0.1", "[::1]"]
 
 @lru_cache(maxsize=64)
 def host_served(host: str) -> bool:
-    """Whether Django would serve a request with this Host header: the same rule on every path, so
-    a name that reaches the pages with 400 reaches the A2A endpoint with 400 too. Kept per Host
-    (a site answers to a few), so Django's parsing, a noticeable share of a stored read's cost,
-    runs once per name rather than once per request."""
+    """Whether Django would serve a request with this Host header, so every path refuses alike.
+    Kept per Host (a site answers to a few): Django's parsing is a noticeable share of a stored
+    read's cost."""
     allowed = settings.ALLOWED_HOSTS
     if settings.DEBUG and not allowed:
         allowed = DEBUG_HOSTS

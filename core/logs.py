@@ -12,24 +12,6 @@ import logging
 import re
 from typing import Any
 
-# The A2A SDK's dispatcher logs a client's bad envelope or params with a traceback at ERROR, and
-# every JSON-RPC error it answers at WARNING (at ERROR for -32603, the server's own fault).
-_SDK_DISPATCHER = "a2a.server.routes.jsonrpc_dispatcher"
-_SDK_CLIENT_MISTAKES = (
-    "Failed to validate base JSON-RPC request",
-    "Failed to parse request params",
-)
-_SDK_ANSWERED_ERROR = "Request Error"
-_SDK_INTERNAL_ERROR = "Code=-32603"
-# The SDK's version check logs every request whose A2A-Version it does not serve at WARNING,
-# though the answer (VersionNotSupportedError) tells the client exactly what to fix.
-_SDK_VERSION_CHECK = "a2a.utils.version_validator"
-_SDK_VERSION_MISMATCH = "Version mismatch:"
-# uvicorn's word for bytes that are not an HTTP request, which it answers with a 400 itself.
-_UVICORN = "uvicorn.error"
-_UVICORN_CLIENT_MISTAKE = "Invalid HTTP request received."
-
-
 # A bearer token as agents.services issues it: "cairn_" and 43 URL-safe characters.
 _TOKEN = re.compile(r"cairn_[A-Za-z0-9_-]{40,}")
 _TOKEN_REDACTED = "cairn_[redacted]"
@@ -73,15 +55,23 @@ def _is_client_mistake(record: logging.LogRecord) -> bool:
     if record.name == "django.request" or record.name.startswith("django.security."):
         # Django's refusals of a request: a 404, a refused CSRF check, a disallowed Host...
         return getattr(record, "status_code", 500) < 500
-    if record.name == _SDK_DISPATCHER:
+    if record.name == "a2a.server.routes.jsonrpc_dispatcher":
+        # The A2A SDK logs a client's bad envelope or params with a traceback at ERROR, and every
+        # JSON-RPC error it answers at WARNING (at ERROR for -32603, the server's own fault).
         message = record.getMessage()
-        if message.startswith(_SDK_ANSWERED_ERROR):
-            return _SDK_INTERNAL_ERROR not in message
-        return message in _SDK_CLIENT_MISTAKES
-    if record.name == _SDK_VERSION_CHECK:
-        return record.getMessage().startswith(_SDK_VERSION_MISMATCH)
-    if record.name == _UVICORN:
-        return record.getMessage() == _UVICORN_CLIENT_MISTAKE
+        if message.startswith("Request Error"):
+            return "Code=-32603" not in message
+        return message in (
+            "Failed to validate base JSON-RPC request",
+            "Failed to parse request params",
+        )
+    if record.name == "a2a.utils.version_validator":
+        # Every request whose A2A-Version the SDK does not serve, though the answer
+        # (VersionNotSupportedError) tells the client exactly what to fix.
+        return record.getMessage().startswith("Version mismatch:")
+    if record.name == "uvicorn.error":
+        # Bytes that are not an HTTP request, which uvicorn answers with a 400 itself.
+        return record.getMessage() == "Invalid HTTP request received."
     return False
 
 

@@ -13,14 +13,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from core.caching import TOKEN_HEADER, answer_caching, shown_by
 from core.outages import outage_refusal
 
-# No inline script or style anywhere on the site: pages work without JavaScript and style comes
-# from the one stylesheet, so everything an agent wrote can only ever be text.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
-)
 SECURITY_HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    # No inline script or style anywhere on the site: pages work without JavaScript and style
+    # comes from the one stylesheet, so everything an agent wrote can only ever be text.
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
 }

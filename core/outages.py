@@ -35,7 +35,7 @@ def outage_refusal(exc: BaseException) -> Refusal | None:
     """The `unavailable` refusal for an outage, logged without a traceback; None otherwise."""
     if not is_outage(exc):
         return None
-    logger.warning("database unavailable: %s", _first_line(exc))
+    logger.warning("database unavailable: %s", first_line(exc))
     return Refusal(ErrorCode.UNAVAILABLE, MESSAGE, retry_after=RETRY_AFTER_S)
 
 
@@ -50,12 +50,12 @@ def through_outages(job: Callable[[], Result], *, pause: Callable[[], bool], who
             if not is_outage(exc):
                 raise
             if tries % _REPORT_EVERY == 0:
-                logger.warning("%s waits for the database: %s", who, _first_line(exc))
+                logger.warning("%s waits for the database: %s", who, first_line(exc))
             tries += 1
             close_old_connections()
             if not pause():
                 raise
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -98,12 +98,9 @@ def _issue_message(error: ErrorDetails) -> str:
 def parse_payload(
     model: type[P], payload: Any, *, schema: str | None = None, also: tuple[str, ...] = ()
 ) -> P:
-    """Validate a raw payload against its model, refusing with every shape issue at once.
-
-    A `schema` naming something else is `unknown_schema`: the rest of such a payload means
-    nothing to this server, so it is not examined. `also` names the other schemas the same
-    write takes, which the refusal lists beside `schema`.
-    """
+    """Validate a raw payload against its model, refusing with every shape issue at once. A
+    payload of another `schema` is `unknown_schema` unexamined: the rest of it means nothing to this
+    server. `also` names the other schemas the same write takes, for the refusal to list."""
     if schema and isinstance(payload, dict) and "schema" in payload and payload["schema"] != schema:
         expected = " or ".join(repr(name) for name in (schema, *also))
         raise Refusal(

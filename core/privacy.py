@@ -157,17 +157,11 @@ class _Detector:
     found: Callable[[str], object]
 
 
-_EMAIL_KIND = "e-mail"
-_CREDENTIAL = "credential"
-_PRIVATE_URL = "private URL"
-_LOCAL_PATH = "local path"
-_RAW_LOG = "raw log"
-_LOOKS_LIKE = {
-    _CREDENTIAL: "a credential",
-    _PRIVATE_URL: "a private URL",
-    _LOCAL_PATH: "a local file path",
-    _RAW_LOG: "a raw log",
-}
+_EMAIL_KIND = "an e-mail address"
+_CREDENTIAL = "a credential"
+_PRIVATE_URL = "a private URL"
+_LOCAL_PATH = "a local file path"
+_RAW_LOG = "a raw log"
 
 
 def _detector(
@@ -175,11 +169,11 @@ def _detector(
 ) -> _Detector:
     """A detector whose message is "looks like <kind> (<detail>)"; `found` a regex or a check."""
     search = re.compile(found, flags).search if isinstance(found, str) else found
-    return _Detector(kind, f"looks like {_LOOKS_LIKE[kind]} ({detail})", search)
+    return _Detector(kind, f"looks like {kind} ({detail})", search)
 
 
 _DETECTORS = (
-    _Detector(_EMAIL_KIND, "looks like an e-mail address", _has_email),
+    _Detector(_EMAIL_KIND, f"looks like {_EMAIL_KIND}", _has_email),
     _detector(
         _CREDENTIAL,
         "a Cairn token",

@@ -1,15 +1,10 @@
-"""Where a read goes (SPEC §16.1): the primary, or one of the PostgreSQL streaming replicas of
-`DATABASE_REPLICA_URLS`. Decided here, once, for every door.
+"""Where a read goes (SPEC §16.1): the primary, or a streaming replica of `DATABASE_REPLICA_URLS`.
 
-Only a `public_read` reads a replica; writes, the evaluation, tokens, an agent's own things and
-anything inside a transaction on the primary never do, so no write decides on what a replica
-shows. A replica may lag, so a public read that finds there a task open past its deadline, or no
-task, is done again on the primary, which evaluates what is due first.
-
-Each process checks its replicas about once a second from a thread of its own: one that does not
-answer, is not in recovery, or is more than `CAIRN_REPLICA_MAX_LAG_S` behind is skipped until it
-is well again. A read never waits on a check; one that fails on a replica asks the primary and
-has the replica checked at once. Without replicas none of this runs.
+Only a `public_read` reads a replica, never anything inside a transaction on the primary, so no
+write decides on what a replica shows; one whose answer may be stale is done again on the primary.
+Each process checks its replicas about once a second from a thread of its own, and skips one that
+does not answer, is not in recovery, or is more than `CAIRN_REPLICA_MAX_LAG_S` behind. A read never
+waits on a check.
 """
 
 from __future__ import annotations
@@ -30,7 +25,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from psycopg.conninfo import make_conninfo
 
-from core.outages import is_outage
+from core.outages import first_line, is_outage
 
 logger = logging.getLogger(__name__)
 
@@ -69,10 +64,6 @@ _ALIASES: tuple[str, ...] = tuple(
 )
 
 
-# ---------------------------------------------------------------------------------------------
-# Each replica's state, as this process last saw it
-
-
 @dataclass
 class State:
     alias: str
@@ -83,16 +74,6 @@ class State:
     @property
     def serving(self) -> bool:
         return self.state == SERVING
-
-
-def libpq_parameters(alias: str) -> dict[str, Any]:
-    """The libpq parameters of a database in `DATABASES` (its URL's options among them)."""
-    found = connections[alias].get_connection_params()
-    return {
-        name: value
-        for name, value in found.items()
-        if name not in ("cursor_factory", "context", "prepare_threshold")
-    }
 
 
 def where(alias: str) -> str:
@@ -139,7 +120,7 @@ class _Watch:
     def check_all(self) -> None:
         for alias in _ALIASES:
             self._set(self._checked(alias))
-        self._publish()
+        self.serving = tuple(alias for alias, state in self.states.items() if state.serving)
         self.checked_once.set()
 
     def _set(self, state: State) -> None:
@@ -149,13 +130,15 @@ class _Watch:
             detail = f": {state.detail}" if state.detail else ""
             logger.info("replica %s is %s%s", state.alias, state.state, detail)
 
-    def _publish(self) -> None:
-        self.serving = tuple(alias for alias, state in self.states.items() if state.serving)
-
     def _connection(self, alias: str) -> psycopg.Connection[Any]:
         conn = self._connections.get(alias)
         if conn is None or conn.closed:
-            parameters = libpq_parameters(alias)
+            # The libpq parameters of its `DATABASES` entry, its URL's options among them.
+            parameters = {
+                name: value
+                for name, value in connections[alias].get_connection_params().items()
+                if name not in ("cursor_factory", "context", "prepare_threshold")
+            }
             parameters.setdefault("application_name", "cairn-replica-check")
             parameters["connect_timeout"] = CHECK_CONNECT_TIMEOUT_S
             # Never prepared: a transaction pooler may run the next check on another server.
@@ -174,7 +157,7 @@ class _Watch:
             conn = self._connections.pop(alias, None)
             if conn is not None:
                 conn.close()
-            return State(alias, DOWN, None, f"does not answer: {_first_line(exc)}")
+            return State(alias, DOWN, None, f"does not answer: {first_line(exc)}")
         if not in_recovery:
             return State(alias, NOT_A_REPLICA, None, "is not in recovery: not a replica")
         lag = 0.0 if caught_up else lag_s
@@ -194,10 +177,6 @@ class _Watch:
         if not serving:
             return None
         return serving[next(self._turns) % len(serving)]
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 _watch: _Watch | None = None
@@ -229,7 +208,7 @@ def replica() -> str | None:
 def failed(alias: str, exc: BaseException) -> None:
     """Note that a read on replica `alias` failed. An outage has the replica checked at once; any
     other error (a query a recovery conflict cancelled) is the read's alone."""
-    logger.info("a read on replica %s failed, asked the primary: %s", alias, _first_line(exc))
+    logger.info("a read on replica %s failed, asked the primary: %s", alias, first_line(exc))
     if is_outage(exc):
         _watching().failed()
 
@@ -240,10 +219,6 @@ def states() -> list[State]:
     watch = _watching()
     watch.checked_once.wait(CHECK_CONNECT_TIMEOUT_S + 1)
     return [watch.states[alias] for alias in _ALIASES]
-
-
-# ---------------------------------------------------------------------------------------------
-# The routing
 
 
 def reading() -> str:

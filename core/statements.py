@@ -1,13 +1,8 @@
-"""Every row the project writes, as plain SQL built from the models' own tables and columns.
-
-Services write rows only through these builders, so one place holds the rule that matters when a
-model grows a field: an INSERT that would leave a field without a value is refused
-(`FieldLeftOut`) unless the field is named `defaulted` (left to the database).
-
-The statements run on Django's own connection and are built once a process, not afresh from
-query objects as the ORM builds them: on the write path that building cost more CPU than
-PostgreSQL spent running them, and psycopg prepares a statement its connection runs again. Values
-pass through the fields' own conversions both ways, so the same text runs on PostgreSQL and SQLite.
+"""Every row the project writes, as plain SQL built once a process from the models' own tables
+and columns: building ORM queries on the write path cost more CPU than PostgreSQL spent running
+them, and psycopg prepares a statement its connection runs again. Values pass through the fields'
+own conversions both ways, so the same text runs on PostgreSQL and SQLite. An INSERT that would
+leave a field without a value is refused (`FieldLeftOut`) unless the field is named `defaulted`.
 """
 
 from __future__ import annotations
@@ -302,11 +297,15 @@ def _values(
     return [_db_value(db, model, name, value) for name, value in zip(names, row, strict=True)]
 
 
+def object_values(obj: Model) -> dict[str, Any]:
+    """Every written field of `obj` (`_written_fields`), by attribute name."""
+    return {field.attname: getattr(obj, field.attname) for field in _written_fields(type(obj))}
+
+
 def _object_rows(objs: Sequence[Model]) -> tuple[type[Model], tuple[str, ...], list[list[Any]]]:
     """The model, the written fields' attribute names and each object's values of them."""
-    model = type(objs[0])
-    names = tuple(field.attname for field in _written_fields(model))
-    return model, names, [[getattr(obj, name) for name in names] for obj in objs]
+    rows = [object_values(obj) for obj in objs]
+    return type(objs[0]), tuple(rows[0]), [list(row.values()) for row in rows]
 
 
 def _check_every_field_written(
@@ -321,6 +320,13 @@ def _check_every_field_written(
         )
 
 
+def _rows_sql(model: type[Model], names: tuple[str, ...], many: bool) -> str:
+    """The rows an INSERT writes: one of placeholders, or `many` from arrays (`_array`)."""
+    if many:
+        return f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
+    return f"VALUES ({', '.join(['%s'] * len(names))})"
+
+
 @cache
 def _insert_sql(
     model: type[Model],
@@ -328,13 +334,12 @@ def _insert_sql(
     vendor: str,
     defaulted: tuple[str, ...] = (),
     ignore_conflicts: bool = False,
+    many: bool = False,
 ) -> str:
     _check_every_field_written(model, names, defaulted)
-    placeholders = ", ".join(["%s"] * len(names))
     conflicts = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
-    return (
-        f"INSERT INTO {table(model)} ({columns(model, names)}) VALUES ({placeholders}){conflicts}"
-    )
+    rows = _rows_sql(model, names, many)
+    return f"INSERT INTO {table(model)} ({columns(model, names)}) {rows}{conflicts}"
 
 
 def inserted(
@@ -354,25 +359,15 @@ def inserted(
     )
 
 
-def object_values(obj: Model) -> dict[str, Any]:
-    """Every written field of `obj` (`_written_fields`), by attribute name."""
-    return {field.attname: getattr(obj, field.attname) for field in _written_fields(type(obj))}
-
-
 def object_inserted(obj: Model) -> Write:
     """INSERT `obj` with every one of its fields, as `save(force_insert=True)` would."""
-    return inserted(type(obj), object_values(obj))
+    (write,) = objects_inserted([obj])
+    return write
 
 
 def objects_inserted(objs: Sequence[Model]) -> tuple[Write, ...]:
     """`object_inserted` for many objects of one model, to send at once (as `rows_inserted`)."""
     return rows_inserted(*_object_rows(objs)) if objs else ()
-
-
-@cache
-def _returning_sql(model: type[Model], vendor: str) -> str:
-    auto = model._meta.auto_field
-    return "" if auto is None else f" RETURNING {column(model, auto.name)}"
 
 
 def created(obj: M) -> M:
@@ -381,11 +376,9 @@ def created(obj: M) -> M:
     its caller needs at once; other rows go with the write's others (`write_all`)."""
     model = type(obj)
     write = object_inserted(obj)
-    returning = _returning_sql(model, connection.vendor)
-    if returning:
-        auto = model._meta.auto_field
-        assert auto is not None
-        row = fetch_one(write.sql + returning, write.params)
+    auto = model._meta.auto_field
+    if auto is not None:
+        row = fetch_one(f"{write.sql} RETURNING {column(model, auto.name)}", write.params)
         assert row is not None, "an INSERT ... RETURNING returns its row"
         (key,) = python_values(model, (auto.name,), row)
         setattr(obj, auto.attname, key)
@@ -400,8 +393,6 @@ def created(obj: M) -> M:
 def _upsert_sql(
     model: type[Model], names: tuple[str, ...], added: tuple[str, ...], vendor: str, many: bool
 ) -> str:
-    """INSERT `names`, or, when the key is there, UPDATE every one of them but the key: to the new
-    value, or for those `added`, to the stored value plus the new one."""
     _check_every_field_written(model, names, ())
     pk_name = _pk_name(model)
     adding = {_field(model, name).name for name in added}
@@ -418,14 +409,9 @@ def _upsert_sql(
             if field.name in adding
             else f"{quoted} = {new}"
         )
-    rows = (
-        f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
-        if many
-        else f"VALUES ({', '.join(['%s'] * len(names))})"
-    )
     action = f"DO UPDATE SET {', '.join(changed)}" if changed else "DO NOTHING"
     return (
-        f"INSERT INTO {table(model)} ({columns(model, names)}) {rows} "
+        f"INSERT INTO {table(model)} ({columns(model, names)}) {_rows_sql(model, names, many)} "
         f"ON CONFLICT ({column(model, pk_name)}) {action}"
     )
 
@@ -475,13 +461,8 @@ def _update_sql(
 def updated(obj: Model, names: Sequence[str]) -> Write:
     """UPDATE these fields of `obj`'s row from the object (Django's `save(update_fields=…)`
     without its signals and its query building)."""
-    model = type(obj)
-    db = _db()
-    return Write(
-        _update_sql(model, tuple(names), db.vendor),
-        [_db_value(db, model, name, getattr(obj, _field(model, name).attname)) for name in names]
-        + [_db_value(db, model, _pk_name(model), obj.pk)],
-    )
+    (write,) = updated_many([obj], names)
+    return write
 
 
 def updated_if(
@@ -543,18 +524,10 @@ def _array(model: type[Model], name: str) -> str:
     return f"%b::{_field(model, name).db_type(connection)}[]"
 
 
-@cache
-def _insert_unnest_sql(model: type[Model], names: tuple[str, ...]) -> str:
-    arrays = ", ".join(_array(model, name) for name in names)
-    return f"INSERT INTO {table(model)} ({columns(model, names)}) SELECT * FROM unnest({arrays})"
-
-
 def rows_inserted(
     model: type[Model],
     names: Sequence[str],
     rows: Sequence[Sequence[Any]],
-    *,
-    defaulted: tuple[str, ...] = (),
 ) -> tuple[Write, ...]:
     """INSERT rows of `names` (Python values), every field of the model named (as `inserted`).
     On PostgreSQL several rows are one statement over `unnest` of an array a column, which runs in
@@ -562,8 +535,8 @@ def rows_inserted(
     names = tuple(names)
     db = _db()
     return _row_writes(
-        _insert_sql(model, names, db.vendor, defaulted),
-        lambda: _insert_unnest_sql(model, names),
+        _insert_sql(model, names, db.vendor),
+        lambda: _insert_sql(model, names, db.vendor, many=True),
         [_values(db, model, names, row) for row in rows],
     )
 

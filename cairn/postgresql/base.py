@@ -1,14 +1,10 @@
 """Django's PostgreSQL backend, failing fast while the database is unreachable (SPEC §16).
 
-Under ASGI every synchronous view of a process runs on one thread, so requests queue: if each
-waited out the pool's timeout while the database is down, the tenth would wait ten times as long.
-Once getting a connection has failed, the next second's requests fail at once; then one request
-tries again, so the server finds the database within a second or two of its return.
-
-A pooled connection is checked before use without psycopg's round trip: an idle connection has
-nothing to read unless the server has spoken (PostgreSQL sends a termination notice and closes the
-socket when it stops), so only a readable one gets the round trip, and one the server ended is
-closed and given back for the pool to replace.
+Under ASGI every synchronous view of a process runs on one thread, so requests queue: once getting
+a connection has failed, the next second's requests fail at once rather than each waiting out the
+pool's timeout. A pooled connection is checked before use without a round trip: an idle connection
+has nothing to read unless the server has spoken (a termination notice as it stops), so only a
+readable one gets psycopg's check.
 """
 
 from __future__ import annotations

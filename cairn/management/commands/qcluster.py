@@ -1,7 +1,5 @@
-"""`manage.py qcluster`: django-q2's command, with a sentinel that waits for the database, sweeps
-first, survives a killed worker and stops within its deadlines, under a master that only passes
-SIGTERM and SIGINT on (cairn/worker.py). It takes the place of django-q2's own because `cairn`
-comes first in INSTALLED_APPS."""
+"""`manage.py qcluster`: django-q2's command with cairn/worker.py's master and sentinel, in place
+of django-q2's own because `cairn` comes first in INSTALLED_APPS."""
 
 import os
 
