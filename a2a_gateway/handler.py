@@ -215,11 +215,6 @@ class CairnRequestHandler(RequestHandler):
 
     operations: tuple[SendMessageOperation, ...] = SEND_MESSAGE_OPERATIONS
 
-    @classmethod
-    def operation_for(cls, message: Message) -> SendMessageOperation:
-        names_task = bool(message.task_id)
-        return next(operation for operation in cls.operations if operation.names_task == names_task)
-
     @_guarded
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -233,7 +228,8 @@ class CairnRequestHandler(RequestHandler):
         agent: Agent | None = context.state.get(AGENT_STATE)
         if agent is None:  # the view answers 401 before this; never run a write without an agent
             raise InvalidRequestError(message="a valid Bearer token is required for SendMessage")
-        operation = self.operation_for(message)
+        names_task = bool(message.task_id)
+        operation = next(op for op in self.operations if op.names_task == names_task)
         if len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":
             if message.task_id:  # an unknown task is -32001 whatever the message holds
                 await _cycle(context).call(_task_exists, message.task_id, last=True)

@@ -117,15 +117,6 @@ def _parsed(body: bytes | None) -> Any:
         return _error(None, JSONParseError(message=str(error)))
 
 
-def _params_refusal(request_id: Any, method: str, document: dict[str, Any]) -> Reply | None:
-    """-32602 for params holding a value where the method's proto has an object."""
-    if "params" not in document:
-        return None
-    model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
-    refused = params_error(document["params"], model.DESCRIPTOR)
-    return None if refused is None else _error(request_id, refused)
-
-
 async def _checked(
     document: Any, headers: Mapping[str, str], cycle: DjangoCycle, fast_reads: bool, reads: Source
 ) -> Reply | Agent | None:
@@ -146,12 +137,15 @@ async def _checked(
         agent = found
     if method in V0_3_METHODS:
         refused = await _v0_3_refusal(request_id, method, headers)
-    elif (version := await version_error(headers)) is not None:
-        refused = _error(request_id, version)
+        if refused is not None:
+            return refused
     else:
-        refused = _params_refusal(request_id, method, document)
-    if refused is not None:
-        return refused
+        model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
+        error = await version_error(headers) or (
+            params_error(document["params"], model.DESCRIPTOR) if "params" in document else None
+        )
+        if error is not None:
+            return _error(request_id, error)
     if fast_reads and method in FAST_METHODS:
         answer = await fast_read(method, document, request_id, reads)
         if answer is not None:
