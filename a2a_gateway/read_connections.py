@@ -75,11 +75,10 @@ def _conninfo(alias: str) -> str:
     parameters.setdefault("application_name", "cairn-reads")
     if not _behind_transaction_pooler():
         # The statements plan alike whatever their values, but a page's generic plan looks dear
-        # (its LIMIT is a parameter), so PostgreSQL would replan every page, and that unknown
-        # LIMIT puts a large table's first page past the JIT threshold, whose compiling costs
-        # more than the read. The URL's own options come after these and win. A transaction
-        # pooler keeps no session setting (PgBouncer refuses `options`); the reads convert
-        # times themselves, whatever the session's time zone.
+        # (its LIMIT is a parameter): PostgreSQL would replan every page, and JIT-compile a large
+        # table's first page at more cost than the read. The URL's own options come after these
+        # and win. A transaction pooler keeps no session setting (PgBouncer refuses `options`);
+        # the reads convert times themselves, whatever the session's time zone.
         ours = "-c TimeZone=UTC -c plan_cache_mode=force_generic_plan -c jit=off"
         parameters["options"] = " ".join(filter(None, [ours, parameters.get("options")]))
     return make_conninfo(**parameters)

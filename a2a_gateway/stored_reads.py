@@ -174,7 +174,6 @@ def task_key(request: GetTaskRequest) -> uuid.UUID:
         raise TaskNotFoundError(message="no task has this id") from None
 
 
-# The stored GetTask result of each protocol version.
 TASK_FORMS = {"1.0": "task_json", "0.3": "task_v0_3_json"}
 
 

@@ -162,10 +162,9 @@ async def version_error(headers: Mapping[str, str]) -> A2AError | None:
     return None
 
 
-# The params' shape. protobuf's JSON parser iterates whatever it is given for a message field, so
-# a string there (`"configuration": "x"`) reads as an empty message and the request goes ahead as if
-# the field were absent. A client that sent it meant something else: SPEC §8.2 makes it invalid
-# params, checked before the SDK parses them.
+# The params' shape. protobuf's JSON parser reads a string given for a message field
+# (`"configuration": "x"`) as an empty message, as if the field were absent; the client meant
+# something else, so SPEC §8.2 makes it invalid params, checked before the SDK parses them.
 
 
 def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str | None:
