@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from typing import Any, Protocol
 
 import psycopg
@@ -378,13 +378,6 @@ async def stored_read(
     return await read_page(request, sent_status, source)
 
 
-def _evaluated(key: uuid.UUID | None) -> None:
-    if key is None:
-        tasks_evaluate_due()
-    else:
-        task_evaluate(task_id=key)
-
-
 class DjangoSource:
     """The statements on Django's connection, one hop to its thread each. `in_request_cycle`:
     inside Django's request signals, for a caller outside its request cycle (the ASGI app)."""
@@ -421,7 +414,8 @@ class DjangoSource:
         return found
 
     async def evaluated(self, key: uuid.UUID | None) -> None:
-        await sync_to_async(self._run)(_evaluated, key)
+        work = tasks_evaluate_due if key is None else partial(task_evaluate, task_id=key)
+        await sync_to_async(self._run)(work)
 
 
 def _fetch_all_on(alias: str, sql: str, params: dict[str, Any]) -> list[Row]:
