@@ -107,16 +107,6 @@ async def _v0_3_refusal(request_id: Any, method: str, headers: Mapping[str, str]
     return None
 
 
-def _parsed(body: bytes | None) -> Any:
-    """The body's JSON, or the `Reply` that refuses it: over the limit, or not JSON."""
-    if body is None:
-        return _error(None, body_too_large())
-    try:
-        return parse_json(body)
-    except InvalidJson as error:
-        return _error(None, JSONParseError(message=str(error)))
-
-
 async def _checked(
     document: Any, headers: Mapping[str, str], cycle: DjangoCycle, fast_reads: bool, reads: Source
 ) -> Reply | Agent | None:
@@ -167,9 +157,12 @@ async def a2a_reply(
     `fast_reads=False` sends the reads to the SDK's dispatcher too (the reference the stored
     reads are tested against); `outside_django`: the caller is outside Django's request cycle,
     so its signals are sent here."""
-    document = _parsed(body)
-    if isinstance(document, Reply):
-        return document
+    if body is None:
+        return _error(None, body_too_large())
+    try:
+        document = parse_json(body)
+    except InvalidJson as error:
+        return _error(None, JSONParseError(message=str(error)))
     cycle = DjangoCycle(inside_already=not outside_django)
     try:
         checked = await _checked(document, headers, cycle, fast_reads, reads)

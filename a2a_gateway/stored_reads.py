@@ -5,8 +5,7 @@ One statement reads the text and says whether what it read is due for evaluation
 (`tasks.due.DUE`); the domain then evaluates it (the one write a read makes) and the statement runs
 again, so no read shows a task open past its deadline and none renders a Task. Where it runs is
 the caller's `Source`: Django's connection or the ASGI app's pool (`a2a_gateway.read_connections`),
-on a replica where one serves. A replica may be behind: what it lacks, or shows open past its
-deadline (`tasks.due.PAST_DEADLINE`), is read again on the primary.
+on a replica where one serves.
 """
 
 from __future__ import annotations
