@@ -2,14 +2,11 @@
 card without Django's request cycle.
 
 Under Django's ASGI handler every request gets its own thread and passes the whole middleware
-stack; for a JSON-RPC call that is most of its cost. Here a request is
-translated into `a2a_gateway.jsonrpc_binding.http_reply` (the card and JSON-RPC) or
-`a2a_gateway.http_json_binding.rest_reply` (HTTP+JSON) and nothing more: a stored read is answered on the event
-loop (`a2a_gateway.read_connections`, on PostgreSQL), everything else by the SDK's dispatchers with the
-ORM work on asgiref's one shared thread. What the middleware stack gave these paths is
-kept: Django's Host rule, the security headers, every answer's caching headers
-(`core.caching`, as `CachingMiddleware` gives them), and Django's request signals around the work
-on the ORM's thread, so its connections are returned and checked exactly as under Django.
+stack; for a JSON-RPC call that is most of its cost. Here a request goes to its binding and
+nothing more: a stored read is answered on the event loop (`a2a_gateway.read_connections`),
+everything else by the SDK's dispatchers with the ORM work on asgiref's one shared thread. What the
+middleware gave these paths is kept: Django's Host rule, the security headers, the caching headers
+(`core.caching`), and Django's request signals around the work on the ORM's thread.
 """
 
 from __future__ import annotations
@@ -118,10 +115,6 @@ async def _send(send: Send, reply: Reply, *, head: bool = False) -> None:
     await send({"type": "http.response.body", "body": b"" if head else reply.body})
 
 
-def _origin(scope: Scope, host: str) -> str:
-    return site_url() or f"{scope.get('scheme', 'http')}://{host}"
-
-
 async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
     headers = _headers(scope)
     host = _host(scope, headers)
@@ -143,7 +136,7 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             method=scope["method"],
             path=scope["path"],
             headers=headers,
-            origin=_origin(scope, host),
+            origin=site_url() or f"{scope.get('scheme', 'http')}://{host}",
             body=_chunks(receive),
             reads=read_connections.POOL_SOURCE
             if read_connections.is_available()

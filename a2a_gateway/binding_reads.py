@@ -1,12 +1,8 @@
 """GetTask, ListTasks and A2A 0.3's tasks/get in each binding's wrapping, around the one read
-(`a2a_gateway.stored_reads`).
-
-The params are parsed as the SDK's dispatcher parses them, and the stored text is wrapped as it is
-(JSON-RPC's envelope, HTTP+JSON's body, 0.3's form in JSON-RPC's envelope) rather than parsed into
-a Task and written out again. A refused or failed read raises the SDK's error, which each binding
-writes as its dispatcher would, so it is read once. None sends the request to the dispatcher, with
-nothing read here: params the SDK refuses in its own words, or a read the ASGI app's pool could not
-make (`read_connections.Unavailable`), which the handler makes again through Django.
+(`a2a_gateway.stored_reads`): the params parsed as the SDK's dispatcher parses them, the stored
+text wrapped as it is rather than parsed into a Task and written out again. A refused read raises
+the SDK's error, which each binding writes as its dispatcher would. None leaves the request to the
+dispatcher: params the SDK refuses in its own words, or a read the pool could not make.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from a2a.compat.v0_3.jsonrpc_adapter import _to_v03_jsonrpc_error
 from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes.common import serialize_list_tasks_response
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.types import GetTaskRequest, ListTasksRequest, ListTasksResponse
+from a2a.types import GetTaskRequest, ListTasksRequest
 from a2a.utils.constants import VERSION_HEADER
 from a2a.utils.errors import A2AError
 from a2a.utils.proto_utils import parse_params
@@ -48,16 +44,6 @@ V0_3_GET_TASK = "tasks/get"
 FAST_METHODS = frozenset({"GetTask", "ListTasks", V0_3_GET_TASK})
 
 
-def page_result(page: StoredPage) -> dict[str, Any]:
-    """The ListTasks response as the SDK's serialiser writes it, the stored forms its tasks."""
-    response = ListTasksResponse(
-        next_page_token=page.next_cursor, page_size=page.page_size, total_size=page.total
-    )
-    result = serialize_list_tasks_response(response, page.include_artifacts)
-    result["tasks"] = [orjson.Fragment(text) for text in page.tasks]
-    return result
-
-
 def _in_envelope(request_id: Any, result: Any) -> bytes | None:
     """JSON-RPC's response around the result (stored JSON as `orjson.Fragment`s); None for an id
     orjson cannot write (an int beyond 64 bits), which the dispatcher then answers."""
@@ -68,8 +54,8 @@ def _in_envelope(request_id: Any, result: Any) -> bytes | None:
 
 
 async def read_here(read: Awaitable[T]) -> T | None:
-    """The stored read, or None when the pool could not read; raises the SDK's error that
-    refuses it, or `failure_error`'s when the database failed it."""
+    """The stored read, or None when the pool could not read; a database failure raises
+    `failure_error`'s error."""
     try:
         return await read
     except Unavailable:
@@ -79,15 +65,17 @@ async def read_here(read: Awaitable[T]) -> T | None:
 
 
 def _result(read: StoredTask | StoredPage) -> Any:
-    """The read's result as its binding writes it (its JSON as `orjson.Fragment`s)."""
-    return orjson.Fragment(read.text) if isinstance(read, StoredTask) else page_result(read)
+    """The read's result as the SDK's serialiser writes it, the stored forms as they are."""
+    if isinstance(read, StoredTask):
+        return orjson.Fragment(read.text)
+    result = serialize_list_tasks_response(read.response(), read.include_artifacts)
+    result["tasks"] = [orjson.Fragment(text) for text in read.tasks]
+    return result
 
 
 async def _v0_3_read(document: dict[str, Any], request_id: Any, source: Source) -> bytes | None:
-    """The reply body to a 0.3 tasks/get: its request read as the SDK's 0.3 adapter reads it (its
-    model, then its conversion to 1.0's GetTaskRequest, where a `historyLength` of 0 is none), the
-    stored 0.3 form of the Task in the same JSON-RPC envelope, or the error as the adapter writes
-    it."""
+    """The reply body to a 0.3 tasks/get, its request read and its error written as the SDK's
+    0.3 adapter does (its conversion to 1.0's GetTaskRequest reads a `historyLength` of 0 as none)."""
     try:
         parsed = types_v03.GetTaskRequest.model_validate(document)  # the adapter's model
     except ValidationError:  # the adapter refuses it in its own words
@@ -104,8 +92,8 @@ async def _v0_3_read(document: dict[str, Any], request_id: Any, source: Source) 
 async def fast_read(
     method: str, document: dict[str, Any], request_id: Any, source: Source = DJANGO_SOURCE
 ) -> bytes | None:
-    """The reply body to a GetTask, ListTasks or 0.3 tasks/get whose envelope and version (1.0:
-    and params shape) the endpoint has checked, or None when the SDK's dispatcher is to answer it."""
+    """The reply body to a GetTask, ListTasks or 0.3 tasks/get whose envelope, version and params'
+    shape the endpoint has checked."""
     if method == V0_3_GET_TASK:
         return await _v0_3_read(document, request_id, source)
     params = document.get("params", {})
@@ -124,8 +112,8 @@ async def fast_read(
 
 
 def _shown(read: StoredTask | StoredPage) -> Shown:
-    """What an HTTP+JSON read's answer shows, for a cache: the task, or the page's tasks. Its
-    binding answered it for the `A2A-Version` the request named (another gets an error)."""
+    """What an HTTP+JSON read's answer shows, for a cache; it varies by `A2A-Version` (another
+    version gets an error)."""
     if isinstance(read, StoredTask):
         return Shown.task(read.open_until, vary=(VERSION_HEADER,))
     return Shown.listing(read.open_until, vary=(VERSION_HEADER,))
@@ -139,9 +127,8 @@ async def fast_rest_read(
     source: Source = DJANGO_SOURCE,
 ) -> tuple[bytes, Shown] | None:
     """The body of an HTTP+JSON `GET /tasks/{id}` (`task_id`) or `GET /tasks` whose version the
-    binding has checked, its query read as the SDK's REST dispatcher reads it into `request`:
-    the result as is, without an envelope, and what it shows; None when the dispatcher is to
-    answer it. Raises the SDK's error that refuses the read, for the binding to write."""
+    binding has checked, its query read into `request` as the SDK's REST dispatcher reads it, and
+    what it shows."""
     try:
         parse_params(query, request)
     except ParseError:  # the SDK refuses it in its own words

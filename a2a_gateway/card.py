@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
-from a2a_gateway.transport import ENDPOINT_PATH, Reply, json_bytes, method_refusal
+from a2a_gateway.transport import ENDPOINT_PATH, JSON_TYPE, Reply, json_bytes, method_refusal
 from core.caching import Shown
 from core.policy import cairn_version
 from core.schemas import model_schema
@@ -45,7 +45,6 @@ from tasks.payloads import SEALED_CONTRIBUTION_SCHEMA
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
 VERIFIABLE_EXTENSION_URI = "urn:cairn:verifiable:v1"
 BEARER_SCHEME = "bearer"
-JSON = "application/json"
 CARD_PATH = "/.well-known/agent-card.json"
 CARD_METHODS = ("GET", "HEAD")
 # Every binding the endpoint speaks (SPEC §8.1, §8.6), JSON-RPC 1.0 first. Declaring the 0.3 one
@@ -96,8 +95,8 @@ def _skill(operation: SendMessageOperation) -> AgentSkill:
         description=operation.description,
         tags=list(operation.tags),
         examples=list(operation.examples),
-        input_modes=[JSON],
-        output_modes=[JSON],
+        input_modes=[JSON_TYPE],
+        output_modes=[JSON_TYPE],
     )
 
 
@@ -123,15 +122,8 @@ def witnessing() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _configured() -> str:
+    """The configured witnesses, keypers and gRPC address, kept until those settings change."""
     return json.dumps({"witnessing": witnessing(), "grpc_url": settings.CAIRN_GRPC_URL})
-
-
-def card_variant() -> str:
-    """What the card is built from besides the code, the site and its key: the configured
-    witnesses, keypers and gRPC address (kept until those settings change), and the logs the
-    keeper started (SPEC §16.2: kept beside the keys, read without the database), as a key for
-    the caches of the built card."""
-    return json.dumps({"configured": _configured(), "started": logs_started()})
 
 
 def logs_listed(site: str, started: list[dict[str, Any]]) -> list[dict[str, str]]:
@@ -161,22 +153,21 @@ setting_changed.connect(_witnessing_changed)
 
 def supported_interfaces(site: str, grpc_url: str) -> list[AgentInterface]:
     """The bindings of `INTERFACES` at the site's endpoint; with `grpc_url`, the gRPC server's
-    after the other A2A 1.0 ones (SPEC §8.7: the third interface)."""
-    served = [
+    after the two A2A 1.0 ones (SPEC §8.7: the third interface)."""
+    interfaces = [
         AgentInterface(
             url=f"{site}{ENDPOINT_PATH}", protocol_binding=binding, protocol_version=version
         )
         for binding, version in INTERFACES
     ]
-    if not grpc_url:
-        return served
-    grpc = AgentInterface(
-        url=grpc_url,
-        protocol_binding=TransportProtocol.GRPC.value,
-        protocol_version=PROTOCOL_VERSION_1_0,
-    )
-    current = [i for i in served if i.protocol_version == PROTOCOL_VERSION_1_0]
-    return [*current, grpc, *(i for i in served if i.protocol_version != PROTOCOL_VERSION_1_0)]
+    if grpc_url:
+        grpc = AgentInterface(
+            url=grpc_url,
+            protocol_binding=TransportProtocol.GRPC.value,
+            protocol_version=PROTOCOL_VERSION_1_0,
+        )
+        interfaces.insert(2, grpc)
+    return interfaces
 
 
 def agent_card(
@@ -241,37 +232,38 @@ def agent_card(
             )
         },
         security_requirements=[SecurityRequirement(schemes={BEARER_SCHEME: StringList()})],
-        default_input_modes=[JSON],
-        default_output_modes=[JSON],
+        default_input_modes=[JSON_TYPE],
+        default_output_modes=[JSON_TYPE],
         skills=[_skill(operation) for operation in operations],
     )
 
 
-@lru_cache(maxsize=32)
-def _card_entity(site: str, variant: str) -> tuple[bytes, str, datetime]:
+def _card_entity(site: str) -> tuple[bytes, str, datetime]:
     """The card's bytes, its ETag as the SDK's card route makes it, and when this process built
-    it: once per site and variant (`card_variant`), since nothing else changes the card, and
-    generating the payload schemas is the costly part of it."""
-    variant_of = json.loads(variant)
-    built_from = json.loads(variant_of["configured"])
-    card = agent_card(site, built_from["witnessing"], built_from["grpc_url"], variant_of["started"])
+    it: once per site, configuration and logs the keeper started (SPEC §16.2: read without the
+    database), since nothing else changes it, and generating the payload schemas costs."""
+    return _built_card(site, _configured(), json.dumps(logs_started()))
+
+
+@lru_cache(maxsize=32)
+def _built_card(site: str, configured: str, started: str) -> tuple[bytes, str, datetime]:
+    built_from = json.loads(configured)
+    card = agent_card(site, built_from["witnessing"], built_from["grpc_url"], json.loads(started))
     card_json = agent_card_to_dict(card_sign(card, site=site))
     return json_bytes(card_json), _etag_for(card_json), timezone.now()
 
 
 def agent_card_json(site: str) -> dict[str, Any]:
     """The card as the SDK's own card route serialises it (a fresh copy on every call)."""
-    body: dict[str, Any] = json.loads(_card_entity(site, card_variant())[0])
+    body: dict[str, Any] = json.loads(_card_entity(site)[0])
     return body
 
 
 def card_reply(*, method: str, site: str) -> Reply:
-    """The card as the SDK's card route serves it, a weak ETag its entity tag, and with the
-    `Last-Modified` A2A 1.0 §8.6.1 asks for: a public document (`core.caching`), kept five
-    minutes and revalidated with 304, with or without a token. A method other than
-    `CARD_METHODS` gets 405."""
+    """The card as the SDK's card route serves it, with the `Last-Modified` A2A 1.0 §8.6.1 asks
+    for: a public document (`core.caching`), with or without a token."""
     refused = method_refusal(method, CARD_METHODS)
     if refused is not None:
         return refused
-    body, etag, built = _card_entity(site, card_variant())
+    body, etag, built = _card_entity(site)
     return Reply(200, body, shown=Shown.document(etag=etag, last_modified=built))

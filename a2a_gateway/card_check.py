@@ -1,7 +1,6 @@
-"""Is the Agent Card true to the code? It guards the day someone starts editing the card by hand.
-
-A card is checked as JSON (as served), against what the request handler really dispatches and the
-payload models that really validate. Used by `manage.py card_check` and a Django system check.
+"""Is the Agent Card true to the code? It guards the day someone starts editing the card by hand:
+a card is checked as JSON (as served), against what the request handler really dispatches and the
+payload models that really validate.
 """
 
 from __future__ import annotations
@@ -19,14 +18,10 @@ from a2a_gateway.translate import ints_from_doubles
 from ledger.card_signing import card_verifier
 
 
-def _same_json(a: Any, b: Any) -> bool:
-    """Equal as JSON values, with the card's doubles read back as the integers they were (and
-    `true` never equal to `1`, as it would be in Python)."""
-
-    def text(value: Any) -> str:
-        return json.dumps(ints_from_doubles(value), sort_keys=True, separators=(",", ":"))
-
-    return text(a) == text(b)
+def _json_text(value: Any) -> str:
+    """The text that compares JSON values, the card's doubles read back as the integers they were
+    (and `true` never equal to `1`, as it would be in Python)."""
+    return json.dumps(ints_from_doubles(value), sort_keys=True, separators=(",", ":"))
 
 
 def _skill_problems(card: dict[str, Any]) -> list[str]:
@@ -86,7 +81,7 @@ def _schema_problems(card: dict[str, Any]) -> list[str]:
     for name, schema in expected.items():
         if name not in schemas:
             problems.append(f"the extension has no schema for {name!r}")
-        elif not _same_json(schemas[name], schema):
+        elif _json_text(schemas[name]) != _json_text(schema):
             problems.append(
                 f"the extension's schema {name!r} differs from the schema of the payload model "
                 f"{models[name].__module__}.{models[name].__name__}"

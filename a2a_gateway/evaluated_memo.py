@@ -1,9 +1,6 @@
-"""The GetTask results of evaluated tasks, kept in the process's memory.
-
-An evaluated task never changes again (SPEC §4.3) and no task is deleted, so a kept copy cannot go
-stale (new rendering code is a new process), and a GetTask of a kept task costs no database round
-trip. Open tasks are never kept: a contribution changes them. The copies are bounded by their total
-length, the least recently read going first.
+"""The GetTask results of evaluated tasks, kept in the process's memory: an evaluated task never
+changes again (SPEC §4.3) and no task is deleted, so a kept copy cannot go stale (new rendering
+code is a new process). Open tasks are never kept: a contribution changes them.
 """
 
 from __future__ import annotations
@@ -17,8 +14,8 @@ _OVERHEAD = 100  # a kept copy's str header and its place in the map, roughly
 
 
 class EvaluatedForms:
-    """Copies by task id, up to `max_chars` in all. Safe to share between threads: under WSGI
-    each request runs its own event loop on its own thread."""
+    """Copies by task id, up to `max_chars` in all, the least recently read dropped first. Safe to
+    share between threads: under WSGI each request runs its own event loop on its own thread."""
 
     def __init__(self, max_chars: int = MAX_CHARS) -> None:
         self.max_chars = max_chars
@@ -34,7 +31,6 @@ class EvaluatedForms:
             return text
 
     def keep(self, key: uuid.UUID, text: str) -> None:
-        """Keep the form of a task that is evaluated; the caller has read it so."""
         size = len(text) + _OVERHEAD
         if size > self.max_chars:
             return

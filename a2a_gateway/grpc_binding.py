@@ -1,20 +1,16 @@
 """The A2A gRPC binding (SPEC §8.7): the SDK's own `GrpcHandler` over the request handler every
-binding shares, with the checks the SDK leaves to the server asked of `a2a_gateway.transport` in
-SPEC §8.2's order: the Bearer token of SendMessage (`UNAUTHENTICATED`, before the version, so a
-call without one never reaches the domain), then the `a2a-version` metadata.
+binding shares, with the checks of `a2a_gateway.transport` in SPEC §8.2's order.
 
 GetTask and ListTasks are answered from the stored forms on the read pool, as the ASGI app answers
-them (`a2a_gateway.binding_reads`); a read the pool cannot make goes to the SDK's servicer. gRPC
-needs a Task's wire form, and protobuf's pure-Python JSON parser would cost more than the rest of
-the read, so each stored text is parsed once and its wire form kept (`StoredForms`). A page is its
-items' wire forms, each a one-task `ListTasksResponse`, joined with its own fields: protobuf reads
-concatenated messages as one, so these are the bytes protobuf itself writes for the page.
+them; a read the pool cannot make goes to the SDK's servicer. protobuf's pure-Python JSON parser
+would cost more than the rest of the read, so each stored text is parsed once and its wire form
+kept (`StoredForms`). A page is its items' wire forms, each a one-task `ListTasksResponse`, joined
+with its own fields: protobuf reads concatenated messages as one.
 
 grpcio gives a call no request object, and the SDK builds its call context synchronously, so the
 checks run in a server interceptor that hands their facts to `GrpcContextBuilder` through a
 context variable. Each call runs inside Django's request signals (a stored read only when it falls
-to the servicer), so its connections are checked and given back, and is counted by method and
-status code.
+to the servicer) and is counted by method and status code.
 """
 
 from __future__ import annotations
@@ -43,7 +39,7 @@ from a2a_gateway import read_connections
 from a2a_gateway.binding_reads import read_here
 from a2a_gateway.handler import AsSent
 from a2a_gateway.request_cycle import DjangoCycle
-from a2a_gateway.stored_reads import StoredPage, StoredTask, stored_read
+from a2a_gateway.stored_reads import StoredTask, stored_read
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
     REQUEST_HANDLER,
@@ -61,8 +57,7 @@ SERVICE = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].full_name
 # signals, entered only if the servicer answers instead); the others run inside them throughout.
 STORED_READS = frozenset({"GetTask", "ListTasks"})
 
-# A method's behaviour as grpcio holds it: (request, context) -> answer, or an async iterator of
-# answers for a streaming method.
+# (request, context) -> answer, or an async iterator of answers for a streaming method.
 Behaviour = Callable[..., Any]
 # Generic only in the type stubs, so named as a string.
 MethodHandler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
@@ -81,11 +76,9 @@ class GrpcContextBuilder(DefaultGrpcServerCallContextBuilder):
 
 
 class StoredForms:
-    """Stored texts and the wire form of what each parses to (`wrap` of its Task), up to
-    `max_bytes` of text and wire form in all, the least recently read dropped first. A text is
-    the whole key, so what is kept can never differ from what parsing the text again would give;
-    an open task's text changes with each contribution, and its former text is simply never asked
-    for again. Used on the server's one event loop only."""
+    """The wire form of `wrap` of the Task each stored text parses to, up to `max_bytes` of text
+    and wire form in all, the least recently read dropped first. The text is the whole key, so
+    what is kept cannot go stale: a changed task has a new text. Used on one event loop only."""
 
     def __init__(self, wrap: Callable[[Task], Message], max_bytes: int = 8 * 1024 * 1024) -> None:
         self.wrap, self.max_bytes = wrap, max_bytes
@@ -111,44 +104,33 @@ STORED_TASKS = StoredForms(lambda task: task)
 STORED_ITEMS = StoredForms(lambda task: ListTasksResponse(tasks=[task]))
 
 
-def _page_wire(page: StoredPage) -> bytes:
-    fields = ListTasksResponse(
-        next_page_token=page.next_cursor, page_size=page.page_size, total_size=page.total
-    )
-    return b"".join(map(STORED_ITEMS.wire, page.tasks)) + fields.SerializeToString()
-
-
 async def stored_answer(request: GetTaskRequest | ListTasksRequest) -> bytes | None:
     """The answer's wire form from the stored forms, read on the pool; None when the servicer is
-    to answer (the pool cannot serve, or could not read). Raises the SDK's error that refuses the
-    read, for the call to be aborted with it as the servicer aborts with the handler's."""
+    to answer. Raises the SDK's error that refuses the read."""
     if not read_connections.is_available():
         return None
     read = await read_here(stored_read(request, None, read_connections.POOL_SOURCE))
     if read is None:
         return None
-    return STORED_TASKS.wire(read.text) if isinstance(read, StoredTask) else _page_wire(read)
+    if isinstance(read, StoredTask):
+        return STORED_TASKS.wire(read.text)
+    return b"".join(map(STORED_ITEMS.wire, read.tasks)) + read.response().SerializeToString()
 
 
 def _as_stored(serialize: Callable[[Any], bytes] | None) -> Callable[[Any], bytes]:
     """A method's serialiser that sends a stored answer's wire form as it is."""
-
-    def serializer(answer: Any) -> bytes:
-        if isinstance(answer, bytes) or serialize is None:
-            return answer
-        return serialize(answer)
-
-    return serializer
+    return lambda answer: (
+        answer if isinstance(answer, bytes) or serialize is None else serialize(answer)
+    )
 
 
 def grpc_handler() -> GrpcHandler:
-    """The SDK's servicer of the A2A service over the request handler every binding dispatches to."""
     return GrpcHandler(REQUEST_HANDLER, context_builder=GrpcContextBuilder())
 
 
 def call_metadata(context: grpc.aio.ServicerContext) -> dict[str, str]:
-    """The call's text metadata, keys lower-cased; a key sent twice has its values joined with
-    commas, as HTTP joins a repeated header (so two `authorization` entries are no token)."""
+    """The call's text metadata, keys lower-cased, a repeated key's values joined with commas as
+    HTTP joins a repeated header (so two `authorization` entries are no token)."""
     found: dict[str, str] = {}
     for key, value in context.invocation_metadata() or ():
         name = key.lower()
@@ -170,7 +152,6 @@ def _code_name(context: grpc.aio.ServicerContext, finished: bool) -> str:
 
 @dataclass
 class _Outcome:
-    # Django's request signals, entered before the servicer's work (or the token's lookup)
     cycle: DjangoCycle
     finished: bool = False  # the behaviour returned, rather than raised or was cut
 
@@ -219,16 +200,14 @@ class A2ACalls(grpc.aio.ServerInterceptor):
         return wrapped
 
     async def _abort(self, refused: A2AError, context: grpc.aio.ServicerContext) -> Never:
-        """The call aborted with the SDK's error, as the servicer aborts with the handler's."""
         await self.servicer.abort_context(refused, context)
         raise AssertionError("unreachable: an aborted call raises")
 
     async def _checked(
         self, method: str, context: grpc.aio.ServicerContext, cycle: DjangoCycle
     ) -> Facts:
-        """SPEC §8.2's checks in their order, the token (SendMessage only) then the version: the
-        call's facts, or the call aborted with the binding's answer to a failed check. No valid
-        token is gRPC's UNAUTHENTICATED, with no ErrorInfo: authentication is not an A2A error."""
+        """SPEC §8.2's checks in their order, the token then the version: the call's facts, or the
+        call aborted. No valid token is UNAUTHENTICATED, with no ErrorInfo: it is no A2A error."""
         metadata = call_metadata(context)
         agent = None
         if method in AUTHENTICATED_METHODS:
@@ -247,8 +226,8 @@ class A2ACalls(grpc.aio.ServerInterceptor):
     async def _call(
         self, method: str, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[_Outcome]:
-        """One call of either kind: the checks, their facts for the handler, Django's request
-        signals around the work that needs them, and its metric when it ends, answered or not."""
+        """One call of either kind: the checks, their facts for the handler, and its metric when
+        it ends, answered or not."""
         started = time.perf_counter()
         outcome = _Outcome(DjangoCycle(inside_already=False))
         try:

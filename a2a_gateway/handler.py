@@ -1,9 +1,7 @@
-"""The SDK's `RequestHandler`, implemented over Cairn's services and the door's one read.
+"""The SDK's `RequestHandler` over Cairn's services and the door's one read (`stored_reads`).
 
 It translates and nothing more: the shape of a message is checked here, every rule of the domain
-stays in the services, and a `Refusal` is turned into its A2A form once. GetTask and ListTasks
-are the door's one read (`a2a_gateway.stored_reads`), which serves the Task stored when the task last
-changed; the SDK writes it back out as it would any Task. No SDK task store and no
+stays in the services, and a `Refusal` is turned into its A2A form once. No SDK task store and no
 `AgentExecutor`: tasks are public rows.
 """
 
@@ -48,13 +46,8 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
 from a2a_gateway.request_cycle import INSIDE_DJANGO, DjangoCycle
-from a2a_gateway.stored_reads import DJANGO_SOURCE, no_tenant, read_page, read_task
-from a2a_gateway.translate import (
-    data_of,
-    ints_from_doubles,
-    refusal_message,
-    task_answer,
-)
+from a2a_gateway.stored_reads import DJANGO_SOURCE, no_tenant, read_page, stored_task
+from a2a_gateway.translate import data_of, ints_from_doubles, refusal_message, task_answer
 from agents.models import Agent
 from calls.published_schemas import published_schema_url
 from core.errors import ErrorCode, Issue, Refusal
@@ -63,26 +56,24 @@ from tasks.selectors import task_get
 
 logger = logging.getLogger(__name__)
 
-# Keys of ServerCallContext.state, filled by the endpoint's context builder.
-AGENT_STATE = "cairn.agent"  # the Agent of a valid Bearer token, when the method needs one
-AS_SENT_STATE = "cairn.as_sent"  # `AsSent`: what the SDK's parse into a proto loses
-ORIGIN_STATE = "cairn.origin"  # the site's origin, for the links a refusal gives
-CYCLE_STATE = "cairn.cycle"  # the request's `DjangoCycle`, for the work on the ORM's thread
+# Keys of ServerCallContext.state, filled from a binding's `transport.Facts`.
+AGENT_STATE = "cairn.agent"
+AS_SENT_STATE = "cairn.as_sent"
+ORIGIN_STATE = "cairn.origin"
+CYCLE_STATE = "cairn.cycle"
 
 MAX_MESSAGE_ID = 128
 PART_KINDS = {"text": "text", "raw": "file", "url": "file", "data": "data", None: "empty"}
 
 Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
-# A value a client did not send at all.
-NOT_SENT: Any = object()
+NOT_SENT: Any = object()  # a value a client did not send at all
 
 
 @dataclass(frozen=True)
 class AsSent:
-    """The two values of a request that the SDK's parse into a proto loses, as the client wrote
-    them: a ListTasks `status` (the parser reads an unknown name as "no filter", which SPEC §8.5
-    refuses) and a SendMessage's first data part (read as JSON, which costs a fraction of
-    converting it back from the proto)."""
+    """Two values of a request as the client wrote them: a ListTasks `status` (the SDK's parser
+    reads an unknown name as "no filter", which SPEC §8.5 refuses) and a SendMessage's first data
+    part (read as JSON, which costs a fraction of converting it back from the proto)."""
 
     status: Any = None
     data: Any = NOT_SENT
@@ -100,7 +91,7 @@ class AsSent:
 
 def failure_error(exc: Exception, what: str) -> InternalError:
     """A failure as a -32603 that says only what a client can act on (the database is
-    unavailable: retry), so no Python text leaks; `what` failed, for the log."""
+    unavailable: retry), so no Python text leaks; `what` is for the log."""
     outage = outage_refusal(exc)
     if outage is not None:
         return InternalError(message=outage.message)
@@ -123,21 +114,10 @@ def _guarded(method: Method) -> Method:
     return wrapper  # type: ignore[return-value]
 
 
-def _required_fields_checked(method: Method) -> Method:
-    """The SDK's `validate_request_params` for SendMessage, run on a copy of the request whose JSON
-    values (data parts, metadata) are emptied. A `Struct` or `Value` has no REQUIRED field, so the
-    SDK finds the same errors without walking a payload value by value in Python, which was most
-    of the check's cost on a contribution."""
-
-    @functools.wraps(method)
-    async def wrapper(self: RequestHandler, params: Any, context: ServerCallContext) -> Any:
-        validate_proto_required_fields(_json_emptied(params))
-        return await method(self, params, context)
-
-    return wrapper  # type: ignore[return-value]
-
-
 def _json_emptied(request: SendMessageRequest) -> SendMessageRequest:
+    """A copy of the request whose JSON values (data parts, metadata) are emptied, for the SDK's
+    required-fields check: a `Struct` or `Value` has no REQUIRED field, so the SDK finds the same
+    errors without walking a payload value by value in Python, most of the check's cost."""
     shell = SendMessageRequest()
     shell.CopyFrom(request)
     holders: list[SendMessageRequest | Message | Part] = [
@@ -155,16 +135,13 @@ def _json_emptied(request: SendMessageRequest) -> SendMessageRequest:
     return shell
 
 
-def _is_message_id(text: str) -> bool:
-    """1..128 characters, none a control character: any id a client makes (the SDKs send UUIDs)."""
-    return 1 <= len(text) <= MAX_MESSAGE_ID and not any(
-        unicodedata.category(char) == "Cc" for char in text
-    )
-
-
 def _check_message(message: Message) -> None:
-    """The shape of a message Cairn can read (SPEC §8.2); what its payload says is for the services."""
-    if not _is_message_id(message.message_id):
+    """The shape of a message Cairn can read (SPEC §8.2); what its payload says is for the services.
+    Its id may be any a client makes (the SDKs send UUIDs) but for control characters."""
+    message_id = message.message_id
+    if not 1 <= len(message_id) <= MAX_MESSAGE_ID or any(
+        unicodedata.category(char) == "Cc" for char in message_id
+    ):
         raise InvalidParamsError(
             message=f"messageId must be 1 to {MAX_MESSAGE_ID} characters without control characters (it is the operation id)"
         )
@@ -220,15 +197,13 @@ def _refusal_as_error(refusal: Refusal) -> A2AError | None:
 
 
 def _cycle(context: ServerCallContext) -> DjangoCycle:
-    """The request's cycle; a caller that gave none is inside Django's own."""
     cycle = context.state.get(CYCLE_STATE)
     return cycle if isinstance(cycle, DjangoCycle) else INSIDE_DJANGO
 
 
 def _payload(message: Message, context: ServerCallContext) -> Any:
-    """The one data part's JSON as sent (`AsSent`), its numbers made ints where integral, as
-    `data_of` does: SDK clients write every number as a double. Converted back from the proto
-    when the caller did not say what was sent."""
+    """The one data part's JSON, as sent when the binding said (`AsSent`), its numbers made ints
+    where integral as `data_of` does: SDK clients write every number as a double."""
     sent = context.state.get(AS_SENT_STATE)
     if not isinstance(sent, AsSent) or sent.data is NOT_SENT:
         return data_of(message.parts[0])
@@ -236,21 +211,16 @@ def _payload(message: Message, context: ServerCallContext) -> Any:
 
 
 class CairnRequestHandler(RequestHandler):
-    """A2A 1.0 over Cairn. Tasks are public, so reads need no identity and nothing is owner-scoped."""
+    """A2A 1.0 over Cairn. Tasks are public: reads need no identity, nothing is owner-scoped."""
 
     operations: tuple[SendMessageOperation, ...] = SEND_MESSAGE_OPERATIONS
 
-    @classmethod
-    def operation_for(cls, message: Message) -> SendMessageOperation:
-        names_task = bool(message.task_id)
-        return next(operation for operation in cls.operations if operation.names_task == names_task)
-
     @_guarded
-    @_required_fields_checked
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Task | Message:
         """Post (no taskId) or contribute (taskId). Answers at once: nothing here waits for a deadline."""
+        validate_proto_required_fields(_json_emptied(params))
         no_tenant(params)
         message = params.message
         _check_message(message)
@@ -258,14 +228,15 @@ class CairnRequestHandler(RequestHandler):
         agent: Agent | None = context.state.get(AGENT_STATE)
         if agent is None:  # the view answers 401 before this; never run a write without an agent
             raise InvalidRequestError(message="a valid Bearer token is required for SendMessage")
-        operation = self.operation_for(message)
+        names_task = bool(message.task_id)
+        operation = next(op for op in self.operations if op.names_task == names_task)
         if len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":
             if message.task_id:  # an unknown task is -32001 whatever the message holds
-                await _cycle(context).call_last(_task_exists, message.task_id)
+                await _cycle(context).call(_task_exists, message.task_id, last=True)
             refusal = _payload_part_refusal(message, operation, context.state.get(ORIGIN_STATE, ""))
             return refusal_message(refusal, task_id=message.task_id)
         try:
-            result = await _cycle(context).call_last(
+            result = await _cycle(context).call(
                 functools.partial(
                     operation.perform,
                     agent=agent,
@@ -273,7 +244,8 @@ class CairnRequestHandler(RequestHandler):
                     payload=_payload(message, context),
                     operation_id=message.message_id,
                     client=client,
-                )
+                ),
+                last=True,
             )
         except Refusal as refusal:
             error = _refusal_as_error(refusal)
@@ -284,30 +256,24 @@ class CairnRequestHandler(RequestHandler):
 
     @_guarded
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
-        """The stored Task (`a2a_gateway.stored_reads`), as every binding serves it."""
-        return ParseDict(orjson.loads(await read_task(params, DJANGO_SOURCE)), Task())
+        stored = await stored_task(params, DJANGO_SOURCE)
+        return ParseDict(orjson.loads(stored.text), Task())
 
     @_guarded
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        """The stored page (`a2a_gateway.stored_reads`), as every binding serves it."""
         sent = context.state.get(AS_SENT_STATE)
         page = await read_page(
             params, sent.status if isinstance(sent, AsSent) else None, DJANGO_SOURCE
         )
-        return ListTasksResponse(
-            tasks=[ParseDict(orjson.loads(text), Task()) for text in page.tasks],
-            next_page_token=page.next_cursor,
-            page_size=page.page_size,
-            total_size=page.total,
-        )
+        return page.response([ParseDict(orjson.loads(text), Task()) for text in page.tasks])
 
     @_guarded
     @validate_request_params
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         no_tenant(params)
-        await _cycle(context).call_last(_task_exists, params.id)
+        await _cycle(context).call(_task_exists, params.id, last=True)
         raise TaskNotCancelableError(
             message="tasks on Cairn are public and permanent: none can be canceled"
         )

@@ -1,21 +1,20 @@
-"""The A2A 1.0 HTTP+JSON binding (SPEC §8.6, A2A 1.0 §11) under `<site>/api/a2a`.
+"""The A2A 1.0 HTTP+JSON binding (SPEC §8.6, A2A 1.0 §11) under `<site>/api/a2a`: the SDK's own
+REST routes and dispatcher, over the request handler JSON-RPC shares.
 
-The SDK's own REST routes and dispatcher answer, over the same request handler as JSON-RPC. This
-module matches the routes itself, so a path or method the binding lacks gets this binding's error
-(the SDK's tenant routes are left out: Cairn has no tenants), then runs the shared checks
-(`a2a_gateway.transport`) in SPEC §8.2's order, and reads a body with Cairn's JSON reader so no
-client's bytes reach the SDK's parser as a 5xx. Where §8.6 says so the answers differ from the
-SDK's: TaskNotCancelableError is 409 (A2A 1.0's table); `status` takes §11's short forms
-(`working`); params protobuf cannot read get JSON-RPC's invalid-params error, where the SDK says
-invalid request or reads an unknown boolean as false. GetTask and ListTasks are answered from the
-stored forms (`a2a_gateway.binding_reads`), the rest by the SDK's dispatcher.
+The routes are matched here, so a path or method the binding lacks gets this binding's error (the
+tenant routes are left out: Cairn has no tenants); then come the shared checks in SPEC §8.2's
+order, and a body is read with Cairn's JSON reader so no client's bytes reach the SDK's parser as
+a 5xx. Where §8.6 says so the answers differ from the SDK's: TaskNotCancelableError is 409 (A2A
+1.0's table); `status` takes §11's short forms (`working`); params protobuf cannot read get
+JSON-RPC's invalid-params error, where the SDK says invalid request or reads an unknown boolean as
+false.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from a2a.server.routes.rest_routes import create_rest_routes
 from a2a.types import GetTaskRequest, ListTasksRequest, SendMessageRequest, TaskState
@@ -24,6 +23,7 @@ from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import A2AError, InvalidParamsError
 from a2a.utils.errors import MethodNotFoundError as A2AMethodNotFoundError
 from a2a.utils.proto_utils import parse_params
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.json_format import ParseDict, ParseError
 from google.protobuf.message import Message
 from starlette.datastructures import QueryParams
@@ -40,16 +40,14 @@ from core.json_input import InvalidJson, parse_json
 REST_PREFIX = ENDPOINT_PATH + "/"
 SEND_PATH = f"{ENDPOINT_PATH}/message:send"
 LIST_PATH = f"{ENDPOINT_PATH}/tasks"
-# The routes whose reads the stored forms answer (`a2a_gateway.binding_reads`), and their requests.
+# The routes whose reads the stored forms answer, and their requests.
 FAST_MODELS: dict[str, type[GetTaskRequest | ListTasksRequest]] = {
     f"{ENDPOINT_PATH}/tasks/{{id}}": GetTaskRequest,
     LIST_PATH: ListTasksRequest,
 }
 # The bodies that hold a SendMessageRequest: where a JSON object is due, a client must send one.
-BODY_MODELS: dict[str, Any] = {
-    SEND_PATH: SendMessageRequest,
-    f"{ENDPOINT_PATH}/message:stream": SendMessageRequest,
-}
+BODY_PATHS = (SEND_PATH, f"{ENDPOINT_PATH}/message:stream")
+SEND_MESSAGE_FIELDS = cast(Descriptor, SendMessageRequest.DESCRIPTOR)
 # A2A 1.0's mapping table, where the SDK's differs (it sends TaskNotCancelableError with 400).
 STATUS_BY_REASON = {"TASK_NOT_CANCELABLE": 409}
 
@@ -68,7 +66,7 @@ def is_rest_path(path: str) -> bool:
 
 
 def _error(error: Exception, *, status: int | None = None, headers: Any = ()) -> Reply:
-    """The SDK's HTTP+JSON error object; `status` replaces the SDK's where A2A or HTTP says another."""
+    """The SDK's HTTP+JSON error object; `status` where A2A or HTTP says another than the SDK."""
     payload = build_rest_error_payload(error)
     if status is not None:
         payload["error"]["code"] = status
@@ -122,9 +120,8 @@ def _list_query(query: QueryParams) -> tuple[QueryParams, AsSent]:
 
 
 def _unreadable(parse: Callable[[], object]) -> Reply | None:
-    """The invalid-params error, with the parser's words, for params `parse` cannot read, else
-    None: what the SDK's JSON-RPC dispatcher answers them with (SPEC §8.6: the same question,
-    the same error), where its REST dispatcher says invalid request."""
+    """The invalid-params error, with the parser's words, for params `parse` cannot read: what
+    the SDK's JSON-RPC dispatcher answers (SPEC §8.6: the same question, the same error)."""
     try:
         parse()
     except Exception as error:  # whatever the parser refuses, JSON-RPC calls invalid params
@@ -133,8 +130,8 @@ def _unreadable(parse: Callable[[], object]) -> Reply | None:
 
 
 def _check_booleans(query: QueryParams, model: type[Message]) -> None:
-    """Refuses a boolean that is neither `true` nor `false` (A2A 1.0 §11.5): the SDK's reader
-    takes any other word for false, which JSON-RPC, given a non-boolean, refuses."""
+    """Refuses a boolean that is neither `true` nor `false` (A2A 1.0 §11.5), which the SDK's
+    reader takes for false."""
     for field in model.DESCRIPTOR.fields:
         sent = query.getlist(field.camelcase_name)
         if field.type == field.TYPE_BOOL and sent and sent[-1].lower() not in ("true", "false"):
@@ -165,8 +162,7 @@ async def rest_reply(
     reads: Source = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
-    """The answer to one request of the binding; `body` yields its chunks. The other arguments
-    are `jsonrpc_binding.a2a_reply`'s."""
+    """The answer to one request of the binding; the arguments are `jsonrpc_binding`'s."""
     route, path_params, allowed = _match(method, path)
     if route is None:
         return _unrouted(method, path, allowed)
@@ -179,7 +175,6 @@ async def rest_reply(
         if path == SEND_PATH:
             found = await transport.token_agent(headers, "message:send", cycle)
             if isinstance(found, transport.TokenRefusal):
-                # No valid token: HTTP's 401 (SPEC §8.2); an outage: an internal error.
                 if found.unauthenticated:
                     return transport.unauthenticated_reply(found)
                 return _error(found.error)
@@ -190,12 +185,12 @@ async def rest_reply(
         document: Any = None
         as_sent = AsSent()
         query = QueryParams(query_string)  # parsed once, for every step that reads it
-        if path in BODY_MODELS:
+        if path in BODY_PATHS:
             try:
                 document = parse_json(raw)
             except InvalidJson as error:
                 return _error(ParseError(str(error)))
-            misplaced = transport.params_error(document, BODY_MODELS[path].DESCRIPTOR, "body")
+            misplaced = transport.params_error(document, SEND_MESSAGE_FIELDS, "body")
             if misplaced is not None:
                 return _error(misplaced)
             as_sent = AsSent.of(document)
@@ -220,7 +215,7 @@ async def rest_reply(
             unreadable = _unreadable(lambda: parse_params(query, model()))
             if unreadable is not None:
                 return unreadable
-        request = transport.dispatcher_request(
+        request = transport.ParsedRequest(
             path,
             headers,
             document,
@@ -232,10 +227,10 @@ async def rest_reply(
         )
         await cycle.enter()
         answer = await route.endpoint(request)
-        if answer.status_code == 400 and path in BODY_MODELS:
+        if answer.status_code == 400 and path in BODY_PATHS:
             # Asked only after the dispatcher's 400, so a body is parsed into its proto once.
             unreadable = _unreadable(
-                lambda: ParseDict(document, BODY_MODELS[path](), ignore_unknown_fields=True)
+                lambda: ParseDict(document, SendMessageRequest(), ignore_unknown_fields=True)
             )
             if unreadable is not None:
                 return unreadable

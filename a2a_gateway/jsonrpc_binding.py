@@ -1,9 +1,6 @@
 """The A2A JSON-RPC binding on `POST /api/a2a` (A2A 1.0, and 0.3's methods through the SDK's 0.3
-adapter: SPEC §8.6), and `http_reply`, which routes a request for that path or for the card.
-
-The SDK's JSON-RPC dispatcher speaks A2A; this module runs the checks SPEC §8.2 places before it
-(`a2a_gateway.transport`) and the envelope and 0.3 rules only this binding has, written as JSON-RPC
-error objects. The Django view and the ASGI app only translate their requests into `http_reply`.
+adapter: SPEC §8.6). The SDK's dispatcher speaks A2A; this module runs the checks SPEC §8.2 places
+before it (`a2a_gateway.transport`) and the rules only this binding has, as JSON-RPC errors.
 """
 
 from __future__ import annotations
@@ -34,11 +31,11 @@ from a2a_gateway.transport import (
     REQUEST_HANDLER,
     CairnContextBuilder,
     Facts,
+    ParsedRequest,
     Reply,
     TokenRefusal,
     body_too_large,
     bounded_body,
-    dispatcher_request,
     json_bytes,
     method_refusal,
     params_error,
@@ -49,13 +46,12 @@ from a2a_gateway.transport import (
 from agents.models import Agent
 from core.json_input import InvalidJson, parse_json
 
-# Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL: the same endpoint.
+# Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL.
 ENDPOINT_PATHS = (ENDPOINT_PATH, ENDPOINT_PATH + "/")
 ENDPOINT_METHODS = ("GET", "HEAD", "POST")  # GET: the endpoint documents itself with the card
 # A2A 0.3's method names, served by the SDK's 0.3 adapter on the same endpoint (SPEC §8.6).
 V0_3_METHODS = frozenset(JSONRPC03Adapter.METHOD_TO_MODEL)
 V0_3_STREAMING_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
-
 
 DISPATCHER = JsonRpcDispatcher(
     REQUEST_HANDLER, context_builder=CairnContextBuilder(), enable_v0_3_compat=True
@@ -67,8 +63,8 @@ def _error(request_id: Any, error: A2AError | JSONParseError) -> Reply:
 
 
 def _single_request(document: Any) -> tuple[Any, str] | None:
-    """(id, method) of a well-formed single request for a method the SDK routes, else None:
-    everything else goes to the dispatcher untouched, which answers it as the SDK does."""
+    """(id, method) of a well-formed single request for a method the SDK routes, else None: the
+    dispatcher answers the rest as the SDK does."""
     if not isinstance(document, dict) or document.get("jsonrpc") != "2.0":
         return None
     request_id = document.get("id")
@@ -87,14 +83,13 @@ def _single_request(document: Any) -> tuple[Any, str] | None:
 
 @validate_version(PROTOCOL_VERSION_0_3)
 async def _speaks_a2a_0_3(context: ServerCallContext) -> None:
-    """The SDK's version rule for its 0.3 adapter: A2A-Version absent or 0.x."""
+    """The SDK's version rule for its 0.3 adapter."""
 
 
 async def _v0_3_refusal(request_id: Any, method: str, headers: Mapping[str, str]) -> Reply | None:
-    """What a 0.3 method gets before the SDK's 0.3 adapter, or None to go on. A version other
-    than 0.3 is -32009, which the adapter would turn into -32603 since 0.3 has no such code.
-    Cairn does not stream: the 0.3 streaming methods get 0.3's -32004 as one JSON answer, as
-    the 1.0 ones do, rather than an event stream holding only that error."""
+    """What a 0.3 method gets before the SDK's 0.3 adapter, or None to go on. Another version is
+    -32009, which the adapter would make -32603 (0.3 has no such code). The streaming methods get
+    0.3's -32004 as one JSON answer, as the 1.0 ones do, not as an event stream."""
     try:
         await _speaks_a2a_0_3(ServerCallContext(state={"headers": dict(headers)}))
     except A2AError as refused:
@@ -112,37 +107,12 @@ async def _v0_3_refusal(request_id: Any, method: str, headers: Mapping[str, str]
     return None
 
 
-def _parsed(body: bytes | None) -> Any:
-    """The body's JSON, or the `Reply` that refuses it: over the limit, or not JSON."""
-    if body is None:
-        return _error(None, body_too_large())
-    try:
-        return parse_json(body)
-    except InvalidJson as error:
-        return _error(None, JSONParseError(message=str(error)))
-
-
-def _params_refusal(request_id: Any, method: str, document: dict[str, Any]) -> Reply | None:
-    """-32602 for params holding a value where the method's proto has an object."""
-    if "params" not in document:
-        return None
-    model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
-    refused = params_error(document["params"], model.DESCRIPTOR)
-    return None if refused is None else _error(request_id, refused)
-
-
 async def _checked(
-    document: Any,
-    headers: Mapping[str, str],
-    cycle: DjangoCycle,
-    fast_reads: bool,
-    reads: Source,
+    document: Any, headers: Mapping[str, str], cycle: DjangoCycle, fast_reads: bool, reads: Source
 ) -> Reply | Agent | None:
-    """SPEC §8.2's checks in their order for a well-formed single request (the token, the
-    version, the params' shape; a 0.3 method: its version and streaming rules), then a read
-    answered from the stored forms (GetTask, ListTasks, 0.3's tasks/get). A `Reply` ends the
-    request there; else the agent (or None) goes with it to the dispatcher, which answers
-    everything else as the SDK does."""
+    """SPEC §8.2's checks in their order for a well-formed single request, then a read answered
+    from the stored forms: a `Reply` ends the request there; else its agent (or None) goes with
+    it to the dispatcher."""
     envelope = _single_request(document)
     if envelope is None:
         return None
@@ -151,19 +121,21 @@ async def _checked(
     if method in AUTHENTICATED_METHODS:
         found = await token_agent(headers, method, cycle)
         if isinstance(found, TokenRefusal):
-            # No valid token: HTTP's 401, as on HTTP+JSON; an outage: a JSON-RPC error object.
             if found.unauthenticated:
                 return unauthenticated_reply(found)
             return _error(request_id, found.error)
         agent = found
     if method in V0_3_METHODS:
         refused = await _v0_3_refusal(request_id, method, headers)
-    elif (version := await version_error(headers)) is not None:
-        refused = _error(request_id, version)
+        if refused is not None:
+            return refused
     else:
-        refused = _params_refusal(request_id, method, document)
-    if refused is not None:
-        return refused
+        model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
+        error = await version_error(headers) or (
+            params_error(document["params"], model.DESCRIPTOR) if "params" in document else None
+        )
+        if error is not None:
+            return _error(request_id, error)
     if fast_reads and method in FAST_METHODS:
         answer = await fast_read(method, document, request_id, reads)
         if answer is not None:
@@ -181,14 +153,16 @@ async def a2a_reply(
     reads: Source = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
-    """The answer to one `POST /api/a2a`. `headers` are lower-cased; `body` is None when it was
-    over the limit; `origin` is the site's, for a refusal's links. `fast_reads=False` sends the
-    reads to the SDK's dispatcher too (the reference the stored reads are tested against);
-    `reads` is where the stored reads run; `outside_django`: the caller is outside Django's
-    request cycle, so the work on the ORM's thread is wrapped in its signals here."""
-    document = _parsed(body)
-    if isinstance(document, Reply):
-        return document
+    """The answer to one `POST /api/a2a`; `body` is None when it was over the limit.
+    `fast_reads=False` sends the reads to the SDK's dispatcher too (the reference the stored
+    reads are tested against); `outside_django`: the caller is outside Django's request cycle,
+    so its signals are sent here."""
+    if body is None:
+        return _error(None, body_too_large())
+    try:
+        document = parse_json(body)
+    except InvalidJson as error:
+        return _error(None, JSONParseError(message=str(error)))
     cycle = DjangoCycle(inside_already=not outside_django)
     try:
         checked = await _checked(document, headers, cycle, fast_reads, reads)
@@ -197,9 +171,7 @@ async def a2a_reply(
         await cycle.enter()
         params = document.get("params") if isinstance(document, dict) else None
         facts = Facts(agent=checked, origin=origin, as_sent=AsSent.of(params), cycle=cycle)
-        answer = await DISPATCHER.handle_requests(
-            dispatcher_request(path, headers, document, facts)
-        )
+        answer = await DISPATCHER.handle_requests(ParsedRequest(path, headers, document, facts))
         return Reply(answer.status_code, bytes(answer.body))
     finally:
         await cycle.leave()
@@ -216,7 +188,7 @@ async def http_reply(
     outside_django: bool = False,
 ) -> Reply:
     """The answer to any request for the endpoint or the card. `headers` are lower-cased;
-    `body` yields the request body's chunks as they arrive."""
+    `body` yields the request body's chunks."""
     if path not in ENDPOINT_PATHS:
         return card_reply(method=method, site=origin)
     refused = method_refusal(method, ENDPOINT_METHODS)

@@ -5,10 +5,8 @@ from tasks.models import Task
 
 
 class TaskForm(models.Model):
-    """The A2A door's copy of each task: its A2A Task as the SDK's serialisers write it for each
-    question, with the columns GetTask and ListTasks filter and page by. Written in the
-    transaction that changes its task, through `tasks.changes` (`a2a_gateway.stored_forms`); read by
-    the one read function of every binding (`a2a_gateway.stored_reads`)."""
+    """The A2A door's copy of each task, written with its change (`stored_forms`) and read by
+    every binding (`stored_reads`), with the columns GetTask and ListTasks filter and page by."""
 
     task = models.OneToOneField(Task, primary_key=True, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=10)

@@ -1,8 +1,6 @@
-"""The SendMessage operations the A2A door dispatches to, one per skill on the Agent Card.
-
-The request handler picks its operation from this registry and the card's skills are derived
-from it, so the card cannot advertise an operation the handler does not perform.
-`card_check` (and the system check) compares the card against it.
+"""The SendMessage operations the A2A door dispatches to, one per skill on the Agent Card: the
+handler picks its operation from this registry and the card's skills are derived from it, so the
+card cannot advertise an operation the handler does not perform.
 """
 
 from __future__ import annotations
@@ -41,7 +39,6 @@ class SendMessageOperation:
 
     @property
     def payloads(self) -> tuple[tuple[str, type[Payload]], ...]:
-        """Its payload models by the schema name each takes."""
         return tuple((schema_name(model), model) for model in self.models)
 
 

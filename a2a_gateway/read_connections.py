@@ -2,19 +2,13 @@
 
 Through Django a read costs three hops to the ORM's thread and a connection checked and given back
 on every request: most of the cost of reading one stored text column. Here the same statement
-(`a2a_gateway.stored_reads`) runs on a connection of the process's own pool, awaited on the event
-loop. Only the ASGI app and the gRPC server use it, on PostgreSQL.
-
-Safety, as SPEC §16 asks of every connection:
-- a pool belongs to the process and event loop that opened it: a forked child opens its own, so
-  no server session is ever shared;
-- a connection is not checked before use: a broken one fails its read, psycopg's pool drops it,
-  and the request goes to the SDK's dispatcher, whose handler reads through Django's checked
-  connections and answers an outage as every other request does;
-- after a failure the pool is left alone for a second, so while the database is down a request
-  spends no time here before Django fails it fast.
-
-Each replica (`core.replicas`) has a pool of its own; a read it fails goes to the primary.
+(`a2a_gateway.stored_reads`) runs on the process's own pool, for the ASGI app and the gRPC server
+on PostgreSQL. Safe as SPEC §16 asks: a pool belongs to the process and event loop that opened it,
+so no server session is shared; a broken connection fails its read, the pool drops it, and the
+request goes to the SDK's dispatcher, whose handler reads through Django's checked connections;
+after a failure the pool is left alone for a second, so while the database is down Django fails
+a request fast. Each replica (`core.replicas`) has a pool of its own; a read it fails goes to the
+primary.
 """
 
 from __future__ import annotations
@@ -25,7 +19,6 @@ import os
 import time
 import uuid
 import weakref
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -47,15 +40,10 @@ POOL_TIMEOUT_S = 0.5
 FAIL_FAST_S = 1.0
 
 
-@dataclass
-class _ProcessPool:
-    pid: int
-    pool: AsyncConnectionPool[AsyncConnection[Any]]
-
-
-# One pool per event loop (uvicorn runs one; a test may run a second beside its server's) and
-# database (the primary's alias, and each replica's).
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _ProcessPool]] = (
+Pool = AsyncConnectionPool[AsyncConnection[Any]]
+# One pool per event loop (a test may run a second beside its server's), and in it per process (a
+# forked child opens its own) and database alias.
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str], Pool]] = (
     weakref.WeakKeyDictionary()
 )
 _unavailable_until = 0.0
@@ -67,7 +55,7 @@ def _on_postgresql() -> bool:
 
 
 def is_available() -> bool:
-    """Whether the ASGI app may read here: PostgreSQL, and no failure in the last second."""
+    """PostgreSQL, and no failure in the last second."""
     return _on_postgresql() and time.monotonic() >= _unavailable_until
 
 
@@ -76,9 +64,8 @@ _NOT_LIBPQ = ("cursor_factory", "context", "prepare_threshold")
 
 
 def _conninfo(alias: str) -> str:
-    """Django's connection parameters of database `alias` (the URL's libpq parameters among
-    them: `sslmode`, `options`, ... SPEC §16), with the pool's own additions where the URL leaves
-    room."""
+    """Django's connection parameters of database `alias` (the URL's libpq ones among them, SPEC
+    §16), with the pool's own where the URL leaves room."""
     parameters = {
         name: value
         for name, value in connections[alias].get_connection_params().items()
@@ -88,11 +75,10 @@ def _conninfo(alias: str) -> str:
     parameters.setdefault("application_name", "cairn-reads")
     if not _behind_transaction_pooler():
         # The statements plan alike whatever their values, but a page's generic plan looks dear
-        # (its LIMIT is a parameter), so PostgreSQL would replan every page, and that unknown
-        # LIMIT puts a large table's first page past the JIT threshold, whose compiling costs
-        # more than the read. The URL's own options come after these and win. A transaction
-        # pooler keeps no session setting (PgBouncer refuses `options`); the reads convert
-        # times themselves, whatever the session's time zone.
+        # (its LIMIT is a parameter): PostgreSQL would replan every page, and JIT-compile a large
+        # table's first page at more cost than the read. The URL's own options come after these
+        # and win. A transaction pooler keeps no session setting (PgBouncer refuses `options`);
+        # the reads convert times themselves, whatever the session's time zone.
         ours = "-c TimeZone=UTC -c plan_cache_mode=force_generic_plan -c jit=off"
         parameters["options"] = " ".join(filter(None, [ours, parameters.get("options")]))
     return make_conninfo(**parameters)
@@ -102,12 +88,12 @@ def _behind_transaction_pooler() -> bool:
     return settings.CAIRN_DB_POOLER == "transaction"
 
 
-async def _current_pool(alias: str) -> AsyncConnectionPool[AsyncConnection[Any]]:
-    loop = asyncio.get_running_loop()
-    loop_pools = _pools.setdefault(loop, {})
-    current = loop_pools.get(alias)
-    if current is None or current.pid != os.getpid():
-        pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
+async def _current_pool(alias: str) -> Pool:
+    loop_pools = _pools.setdefault(asyncio.get_running_loop(), {})
+    key = (os.getpid(), alias)
+    pool = loop_pools.get(key)
+    if pool is None:
+        pool = loop_pools[key] = AsyncConnectionPool(
             _conninfo(alias),
             min_size=1,
             max_size=POOL_MAX_SIZE,
@@ -123,34 +109,25 @@ async def _current_pool(alias: str) -> AsyncConnectionPool[AsyncConnection[Any]]
             name="cairn-reads",
         )
         await pool.open(wait=False)
-        current = loop_pools[alias] = _ProcessPool(os.getpid(), pool)
-    return current.pool
+    return pool
 
 
 async def close() -> None:
     """Close the running loop's pools (at the server's shutdown)."""
-    for current in _pools.pop(asyncio.get_running_loop(), {}).values():
-        if current.pid == os.getpid():
-            await current.pool.close()
+    for (pid, _), pool in _pools.pop(asyncio.get_running_loop(), {}).items():
+        if pid == os.getpid():
+            await pool.close()
 
 
 class Unavailable(Exception):
-    """The pool could not read: the binding leaves the request to the dispatcher, whose handler
-    reads through Django's checked connections and answers an outage as SPEC §16 says."""
+    """The pool could not read: the binding leaves the request to the dispatcher."""
 
 
 class PoolSource:
-    """`reads.Source` on this module's pools; the evaluation, which writes, on Django's thread.
-    `on_replicas`: read on a replica that serves, when there is one."""
+    """`stored_reads.Source` on this module's pools; the evaluation, which writes, on Django's
+    thread."""
 
     _django = DjangoSource(in_request_cycle=True)
-
-    def __init__(self, *, on_replicas: bool = True) -> None:
-        self.on_replicas = on_replicas and bool(replicas.configured())
-        self._primary = PoolSource(on_replicas=False) if self.on_replicas else self
-
-    def primary(self) -> PoolSource:
-        return self._primary
 
     def prepare(self, name: str, value: Any) -> Any:
         return value  # psycopg adapts a UUID and an aware datetime itself
@@ -158,9 +135,9 @@ class PoolSource:
     def read_back(self, names: tuple[str, ...], row: Row) -> Row:
         return row  # psycopg reads a UUID and a timestamptz as Python's own
 
-    async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]:
+    async def rows(self, sql: str, params: dict[str, Any], on_primary: bool) -> list[Row]:
         global _unavailable_until
-        replica = replicas.replica() if self.on_replicas else None
+        replica = None if on_primary else replicas.replica()
         if replica is not None:
             try:
                 return await _rows_on(replica, sql, params)

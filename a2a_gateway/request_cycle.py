@@ -1,10 +1,7 @@
 """Django's request signals around the work an A2A request does on the ORM's thread, for a caller
-outside Django's request cycle (the ASGI app, the gRPC server): the connection is checked before
-that work and given back after it, as under Django.
-
-Every step from the event loop to the ORM's thread is a hop between threads, which costs more
-than the statement a step runs, so the cycle is entered in the hop of the request's first work
-and left in the hop of its last (`call_last`), not in hops of their own.
+outside Django's request cycle (the ASGI app, the gRPC server), so its connection is checked and
+given back as under Django. A hop between threads costs more than the statement it runs, so the
+cycle is entered in the hop of the request's first work and left in that of its last.
 """
 
 from __future__ import annotations
@@ -26,15 +23,10 @@ class DjangoCycle:
         self.inside_already = inside_already
         self.started = False
 
-    async def call(self, work: Callable[..., Result], *args: Any) -> Result:
-        """`work(*args)` on the ORM's thread, inside the cycle."""
-        result: Result = await sync_to_async(self._run)(work, args, False)
-        return result
-
-    async def call_last(self, work: Callable[..., Result], *args: Any) -> Result:
-        """`call` for the request's last work on the ORM's thread: the cycle is left after it, in
-        the same hop, whether it returns or raises."""
-        result: Result = await sync_to_async(self._run)(work, args, True)
+    async def call(self, work: Callable[..., Result], *args: Any, last: bool = False) -> Result:
+        """`work(*args)` on the ORM's thread, inside the cycle; `last`: the request's last work
+        there, after which the cycle is left in the same hop, whether it returns or raises."""
+        result: Result = await sync_to_async(self._run)(work, args, last)
         return result
 
     async def enter(self) -> None:

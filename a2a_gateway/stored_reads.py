@@ -5,8 +5,7 @@ One statement reads the text and says whether what it read is due for evaluation
 (`tasks.due.DUE`); the domain then evaluates it (the one write a read makes) and the statement runs
 again, so no read shows a task open past its deadline and none renders a Task. Where it runs is
 the caller's `Source`: Django's connection or the ASGI app's pool (`a2a_gateway.read_connections`),
-on a replica where one serves. A replica may be behind: what it lacks, or shows open past its
-deadline (`tasks.due.PAST_DEADLINE`), is read again on the primary.
+on a replica where one serves.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from typing import Any, Protocol
 
 import psycopg
@@ -24,6 +23,8 @@ from a2a.types import (
     GetTaskRequest,
     InvalidParamsError,
     ListTasksRequest,
+    ListTasksResponse,
+    Task,
     TaskNotFoundError,
     TaskState,
 )
@@ -46,7 +47,6 @@ from tasks.due import DUE, PAST_DEADLINE
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.models import TaskStatus
 
-MAX_PAGE_SIZE = PAGE_CAP
 MAX_REQUESTED_PAGE_SIZE = 100  # what A2A lets a client ask for
 STATUS_FILTERS: dict[int, str | None] = {
     TaskState.TASK_STATE_UNSPECIFIED: None,
@@ -62,19 +62,17 @@ Row = tuple[Any, ...]
 class Source(Protocol):
     """Where the read's statement runs, and how its values cross: `prepare` turns a value into
     the statement's parameter for a column of `TaskForm`, `read_back` the values read of its
-    columns `names` into Python's. `evaluated` runs the domain's evaluation on Django's thread:
-    of one task, or of every task due (None). `primary` is the source that reads the primary
-    database: itself, unless it reads replicas."""
+    columns `names` into Python's. `rows` reads on a replica that serves, if any, unless
+    `on_primary`. `evaluated` runs the domain's evaluation on Django's thread: of one task, or of
+    every task due (None)."""
 
     def prepare(self, name: str, value: Any) -> Any: ...
 
     def read_back(self, names: tuple[str, ...], row: Row) -> Row: ...
 
-    async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]: ...
+    async def rows(self, sql: str, params: dict[str, Any], on_primary: bool) -> list[Row]: ...
 
     async def evaluated(self, key: uuid.UUID | None) -> None: ...
-
-    def primary(self) -> Source: ...
 
 
 def no_tenant(request: Any) -> None:
@@ -159,7 +157,7 @@ def page_query(request: ListTasksRequest, sent_status: Any) -> PageQuery:
         context=context,
         since=since,
         # A2A lets a server return fewer than asked; the response says how many a page holds.
-        page_size=min(requested, MAX_PAGE_SIZE),
+        page_size=min(requested, PAGE_CAP),
         filter_key=filter_key,
         after=after,
         include_artifacts=request.include_artifacts,
@@ -175,7 +173,6 @@ def task_key(request: GetTaskRequest) -> uuid.UUID:
         raise TaskNotFoundError(message="no task has this id") from None
 
 
-# The stored GetTask result of each protocol version.
 TASK_FORMS = {"1.0": "task_json", "0.3": "task_v0_3_json"}
 
 
@@ -205,8 +202,9 @@ def _task_sql(vendor: str, form: str) -> str:
     )
 
 
-def _task_params(key: uuid.UUID, now: datetime, source: Source) -> dict[str, Any]:
-    return {"pk": source.prepare("task", key), **DUE.params(source.prepare("deadline", now))}
+def _task_params(key: uuid.UUID, source: Source) -> dict[str, Any]:
+    now = source.prepare("deadline", timezone.now())
+    return {"pk": source.prepare("task", key), **DUE.params(now)}
 
 
 @cache
@@ -249,7 +247,7 @@ def _page_sql(
     )
 
 
-def _page_statement(query: PageQuery, now: datetime, source: Source) -> tuple[str, dict[str, Any]]:
+def _page_statement(query: PageQuery, source: Source) -> tuple[str, dict[str, Any]]:
     sql = _page_sql(
         connection.vendor,
         query.status is not None,
@@ -259,7 +257,7 @@ def _page_statement(query: PageQuery, now: datetime, source: Source) -> tuple[st
         query.include_artifacts,
     )
     params: dict[str, Any] = {
-        **DUE.params(source.prepare("deadline", now)),
+        **DUE.params(source.prepare("deadline", timezone.now())),
         **total_params(None if query.status is None else [query.status]),
         "limit": query.page_size + 1,
     }
@@ -274,21 +272,21 @@ def _page_statement(query: PageQuery, now: datetime, source: Source) -> tuple[st
 
 
 async def _rows_settled(
-    source: Source, read: Callable[[Source], Awaitable[list[Row]]], key: uuid.UUID | None
+    source: Source, read: Callable[[bool], Awaitable[list[Row]]], key: uuid.UUID | None
 ) -> list[Row]:
     """The rows of `read`, whose first says whether what it read is due (`DUE_AT`) and whether
     it is open past its deadline (`PAST_DEADLINE_AT`). What a replica does not have, or shows
     open past its deadline, is read on the primary, which may have evaluated it since. What is
     due is evaluated first (the task `key`, or every task due for None) and read again: a task
     awaiting its keypers is not due, so no read evaluates it or waits on its row."""
-    rows = await read(source)
-    primary = source.primary()
-    if primary is not source and (not rows or rows[0][PAST_DEADLINE_AT]):
-        source = primary
-        rows = await read(source)
+    rows = await read(False)
+    on_primary = False
+    if replicas.configured() and (not rows or rows[0][PAST_DEADLINE_AT]):
+        on_primary = True
+        rows = await read(on_primary)
     if rows and rows[0][DUE_AT]:
         await source.evaluated(key)
-        rows = await read(source)
+        rows = await read(on_primary)
     return rows
 
 
@@ -309,7 +307,7 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
         return StoredTask(kept, None)
     sql = _task_sql(connection.vendor, TASK_FORMS[version])
     rows = await _rows_settled(
-        source, lambda on: on.rows(sql, _task_params(key, timezone.now(), on)), key
+        source, lambda on_primary: source.rows(sql, _task_params(key, source), on_primary), key
     )
     if not rows:
         raise TaskNotFoundError(message="no task has this id")
@@ -321,11 +319,6 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
     return StoredTask(str(text), deadline)
 
 
-async def read_task(request: GetTaskRequest, source: Source, version: str = "1.0") -> str:
-    """`stored_task`'s text."""
-    return (await stored_task(request, source, version)).text
-
-
 @dataclass(frozen=True)
 class StoredPage:
     tasks: list[str]  # the stored list forms, in page order
@@ -335,6 +328,15 @@ class StoredPage:
     include_artifacts: bool
     open_until: list[datetime | None]  # each task's, in page order (`StoredTask.open_until`)
 
+    def response(self, tasks: Sequence[Task] = ()) -> ListTasksResponse:
+        """The page's own fields as a ListTasksResponse, with `tasks`."""
+        return ListTasksResponse(
+            tasks=tasks,
+            next_page_token=self.next_cursor,
+            page_size=self.page_size,
+            total_size=self.total,
+        )
+
 
 async def read_page(request: ListTasksRequest, sent_status: Any, source: Source) -> StoredPage:
     """A ListTasks page of stored list forms; `sent_status` is its `status` as the client wrote
@@ -343,12 +345,8 @@ async def read_page(request: ListTasksRequest, sent_status: Any, source: Source)
     if query.names_no_task:
         return StoredPage([], "", query.page_size, 0, query.include_artifacts, [])
     rows = await _rows_settled(
-        source, lambda on: on.rows(*_page_statement(query, timezone.now(), on)), None
+        source, lambda on_primary: source.rows(*_page_statement(query, source), on_primary), None
     )
-    return _page_of(query, rows, source)
-
-
-def _page_of(query: PageQuery, rows: Sequence[Row], source: Source) -> StoredPage:
     total = int(rows[0][2])
     width = len(PAGE_COLUMNS)
     listed = [
@@ -374,36 +372,17 @@ def _page_of(query: PageQuery, rows: Sequence[Row], source: Source) -> StoredPag
 async def stored_read(
     request: GetTaskRequest | ListTasksRequest, sent_status: Any, source: Source
 ) -> StoredTask | StoredPage:
-    """GetTask's task or ListTasks' page: what every binding asks."""
     if isinstance(request, GetTaskRequest):
         return await stored_task(request, source)
     return await read_page(request, sent_status, source)
 
 
-def _evaluated(key: uuid.UUID | None) -> None:
-    if key is None:
-        tasks_evaluate_due()
-    else:
-        task_evaluate(task_id=key)
-
-
 class DjangoSource:
     """The statements on Django's connection, one hop to its thread each. `in_request_cycle`:
-    send Django's request signals around each hop, for a caller outside Django's request cycle
-    (the ASGI app), so the connection is checked and given back. `on_replicas`: read on a
-    replica that serves, when there is one."""
+    inside Django's request signals, for a caller outside its request cycle (the ASGI app)."""
 
-    def __init__(self, *, in_request_cycle: bool = False, on_replicas: bool = True) -> None:
+    def __init__(self, *, in_request_cycle: bool = False) -> None:
         self.in_request_cycle = in_request_cycle
-        self.on_replicas = on_replicas and bool(replicas.configured())
-        self._primary = (
-            DjangoSource(in_request_cycle=in_request_cycle, on_replicas=False)
-            if self.on_replicas
-            else self
-        )
-
-    def primary(self) -> DjangoSource:
-        return self._primary
 
     def prepare(self, name: str, value: Any) -> Any:
         return statements.db_value(TaskForm, name, value)
@@ -420,8 +399,8 @@ class DjangoSource:
         finally:
             signals.request_finished.send(sender=DjangoSource)
 
-    async def rows(self, sql: str, params: dict[str, Any]) -> list[Row]:
-        replica = replicas.replica() if self.on_replicas else None
+    async def rows(self, sql: str, params: dict[str, Any], on_primary: bool) -> list[Row]:
+        replica = None if on_primary else replicas.replica()
         if replica is not None:
             try:
                 on_replica: list[Row] = await sync_to_async(self._run)(
@@ -434,7 +413,8 @@ class DjangoSource:
         return found
 
     async def evaluated(self, key: uuid.UUID | None) -> None:
-        await sync_to_async(self._run)(_evaluated, key)
+        work = tasks_evaluate_due if key is None else partial(task_evaluate, task_id=key)
+        await sync_to_async(self._run)(work)
 
 
 def _fetch_all_on(alias: str, sql: str, params: dict[str, Any]) -> list[Row]:

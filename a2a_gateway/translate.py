@@ -1,21 +1,26 @@
-"""Cairn's views and refusals in A2A's proto types, and A2A data parts back into plain JSON."""
+"""Cairn's views and refusals in A2A's proto types, A2A data parts back into plain JSON, and JSON
+text as the SDK writes it."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from core.clock import parse_instant
 from core.errors import Refusal
 from core.json_input import ints_from_doubles
 
 JSON = "application/json"
-EVALUATION_ARTIFACT_ID = "evaluation"
+
+
+def sdk_json(value: Any) -> str:
+    """JSON text as the SDK's dispatchers send it (Starlette's `JSONResponse`)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def data_of(part: Part) -> Any:
@@ -43,6 +48,11 @@ def task_state(view: dict[str, Any]) -> TaskState:
     return TaskState.TASK_STATE_COMPLETED
 
 
+def task_public(view: dict[str, Any]) -> dict[str, Any]:
+    """What `metadata.cairn` holds: the view without its evaluation, which is the artifact."""
+    return {key: value for key, value in view.items() if key != "evaluation"}
+
+
 def task_from_view(view: dict[str, Any], receipt: dict[str, Any] | None = None) -> Task:
     """The A2A Task of SPEC §8.4: id = contextId = the task's UUID, the public view in
     `metadata.cairn` (with the receipt in `metadata.cairn.contribution` when there is one), and
@@ -50,37 +60,15 @@ def task_from_view(view: dict[str, Any], receipt: dict[str, Any] | None = None) 
     public = task_public(view)
     if receipt is not None:
         public["contribution"] = receipt
-    return task_message(view, cairn=public, evaluation=view.get("evaluation"))
-
-
-def status_instant(view: dict[str, Any]) -> str:
-    """When the task entered its state: posted while open, else evaluated."""
-    return view["created_at"] if view["state"] == "open" else view["evaluated_at"]
-
-
-def status_timestamp(view: dict[str, Any]) -> Timestamp:
-    timestamp = Timestamp()
-    timestamp.FromDatetime(parse_instant(status_instant(view)))
-    return timestamp
-
-
-def task_public(view: dict[str, Any]) -> dict[str, Any]:
-    """What `metadata.cairn` holds: the view without its evaluation, which is the artifact."""
-    return {key: value for key, value in view.items() if key != "evaluation"}
-
-
-def task_message(view: dict[str, Any], *, cairn: dict[str, Any], evaluation: Any) -> Task:
-    """The Task with `cairn` as its metadata and `evaluation`, when not None, as its artifact."""
-    task = Task(id=view["id"], context_id=view["id"], metadata={"cairn": cairn})
+    task = Task(id=view["id"], context_id=view["id"], metadata={"cairn": public})
     task.status.state = task_state(view)
-    task.status.timestamp.CopyFrom(status_timestamp(view))
-    if evaluation is not None:
+    # When the task entered its state: posted while open, else evaluated.
+    instant = view["created_at"] if view["state"] == "open" else view["evaluated_at"]
+    task.status.timestamp.FromDatetime(parse_instant(instant))
+    if view.get("evaluation") is not None:
+        evaluation = data_part(view["evaluation"], JSON)
         task.artifacts.append(
-            Artifact(
-                artifact_id=EVALUATION_ARTIFACT_ID,
-                name="Evaluation",
-                parts=[data_part(evaluation, JSON)],
-            )
+            Artifact(artifact_id="evaluation", name="Evaluation", parts=[evaluation])
         )
     return task
 

@@ -1,18 +1,15 @@
 """What every A2A binding checks and carries (SPEC §8.2, §8.6): the body limit, the Bearer token,
 the version, the params' shape, and the request the SDK's dispatchers read. The checks return the
 SDK's errors, not a wire answer, so every binding, HTTP or not, refuses the same question for the
-same reason in its own format. `Reply` is the HTTP answer the bindings and the card hand to the two
-servers (Django's view, the ASGI app).
+same reason in its own format.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.types import InternalError, InvalidParamsError, InvalidRequestError
@@ -31,6 +28,7 @@ from a2a_gateway.handler import (
     CairnRequestHandler,
 )
 from a2a_gateway.request_cycle import DjangoCycle
+from a2a_gateway.translate import sdk_json
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
@@ -43,8 +41,6 @@ ENDPOINT_PATH = "/api/a2a"
 JSON_TYPE = "application/json"
 # The SDK reads a missing header as 0.3 and names that version; a client needs to hear the header is missing.
 MISSING_VERSION = f"the A2A-Version header is missing: send `A2A-Version: {PROTOCOL_VERSION_1_0}`"
-# What an HTTP binding sends with a token refusal's 401 (SPEC §8.2).
-CHALLENGE_HEADERS = (("WWW-Authenticate", WWW_AUTHENTICATE),)
 # protobuf's own JSON forms (Struct, Value, Timestamp, ...) are checked by its parser.
 _WELL_KNOWN = "google.protobuf."
 # The methods that need an agent (SPEC §8.2), by the names each binding gives them: A2A 1.0's
@@ -69,7 +65,7 @@ class Reply:
 
 
 def json_bytes(payload: Any) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    return sdk_json(payload).encode()
 
 
 def method_refusal(method: str, allowed: tuple[str, ...]) -> Reply | None:
@@ -78,9 +74,6 @@ def method_refusal(method: str, allowed: tuple[str, ...]) -> Reply | None:
         return None
     refusal = method_not_allowed(method, allowed)
     return Reply(405, json_bytes(refusal.as_body()), (("Allow", ", ".join(allowed)),))
-
-
-# The body limit.
 
 
 class ClientGone(Exception):
@@ -110,15 +103,10 @@ def body_too_large() -> InvalidRequestError:
     )
 
 
-# The Bearer token.
-
-
 @dataclass(frozen=True)
 class TokenRefusal:
-    """Why a request that needs an agent goes without one, for its binding to answer in its own
-    format: `unauthenticated` when no valid token came (HTTP: 401 with `CHALLENGE_HEADERS`), else
-    the token could not be checked for an outage, answered as the binding answers an internal
-    error."""
+    """Why a request that needs an agent goes without one: `unauthenticated` when no valid token
+    came (HTTP: 401), else an outage kept the token from being checked (an internal error)."""
 
     error: A2AError
     unauthenticated: bool
@@ -127,9 +115,8 @@ class TokenRefusal:
 async def token_agent(
     headers: Mapping[str, str], operation: str, cycle: DjangoCycle
 ) -> Agent | TokenRefusal:
-    """The agent of the Bearer token that `operation` (named as its binding names it) needs, or
-    why there is none. Asked before the version (SPEC §8.2), so a request without a token never
-    reaches the domain."""
+    """The agent of the Bearer token that `operation` (as its binding names it) needs, or why
+    there is none. Asked before the version (SPEC §8.2)."""
     token = bearer_token(headers.get("authorization", ""))
     try:
         agent = await cycle.call(agent_for_token, token) if token else None
@@ -149,19 +136,12 @@ async def token_agent(
 
 
 def unauthenticated_reply(refused: TokenRefusal) -> Reply:
-    """HTTP's 401 for a request without a valid token, with the challenge, alike on JSON-RPC and
-    HTTP+JSON. The body is the google.rpc.Status A2A 1.0 §11.6 writes for an HTTP error,
-    `UNAUTHENTICATED` as in A2A's §3.3.2, and carries no A2A ErrorInfo: authentication is not one
-    of A2A's errors (gRPC's UNAUTHENTICATED carries none either). Both official clients then
-    report the HTTP 401 itself: an SDK client reads an ErrorInfo's reason before the status (an
-    INVALID_REQUEST there made the Python client report a request to fix), and the JavaScript
-    client reads a JSON-RPC error object by its code before the status (-32600 made it report a
-    malformed request)."""
+    """HTTP's 401 with the challenge (SPEC §8.2), alike on JSON-RPC and HTTP+JSON: the
+    google.rpc.Status A2A 1.0 §11.6 writes, `UNAUTHENTICATED` (§3.3.2), with no A2A ErrorInfo,
+    since authentication is not an A2A error. Both official clients then report the 401 itself:
+    given an ErrorInfo or a JSON-RPC error code they read it first and report a bad request."""
     status = {"code": 401, "status": "UNAUTHENTICATED", "message": refused.error.message}
-    return Reply(401, json_bytes({"error": status}), CHALLENGE_HEADERS)
-
-
-# The version.
+    return Reply(401, json_bytes({"error": status}), (("WWW-Authenticate", WWW_AUTHENTICATE),))
 
 
 @validate_version(PROTOCOL_VERSION_1_0)
@@ -170,8 +150,7 @@ async def _speaks_a2a_1(context: ServerCallContext) -> None:
 
 
 async def version_error(headers: Mapping[str, str]) -> A2AError | None:
-    """The SDK's version error for a request that does not speak A2A 1.x, else None; every
-    binding of A2A 1.0 asks it."""
+    """The SDK's version error for a request that does not speak A2A 1.x, else None."""
     if headers.get("a2a-version") == PROTOCOL_VERSION_1_0:
         return None  # what the SDK's check accepts first: skip building its context
     try:
@@ -183,17 +162,9 @@ async def version_error(headers: Mapping[str, str]) -> A2AError | None:
     return None
 
 
-# The params' shape. protobuf's JSON parser iterates whatever it is given for a message field, so
-# a string there (`"configuration": "x"`) reads as an empty message and the request goes ahead as if
-# the field were absent. A client that sent it meant something else: SPEC §8.2 makes it invalid
-# params, checked before the SDK parses them.
-
-
-def _field(descriptor: Descriptor, key: str) -> FieldDescriptor | None:
-    field = descriptor.fields_by_name.get(key)
-    if field is not None:
-        return field
-    return next((item for item in descriptor.fields if item.json_name == key), None)
+# The params' shape. protobuf's JSON parser reads a string given for a message field
+# (`"configuration": "x"`) as an empty message, as if the field were absent; the client meant
+# something else, so SPEC §8.2 makes it invalid params, checked before the SDK parses them.
 
 
 def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str | None:
@@ -201,7 +172,9 @@ def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str 
     if not isinstance(value, dict):
         return path
     for key, item in value.items():
-        field = _field(descriptor, key)
+        field = descriptor.fields_by_name.get(key) or next(
+            (named for named in descriptor.fields if named.json_name == key), None
+        )
         message = field.message_type if field is not None else None
         if (
             field is None
@@ -226,34 +199,15 @@ def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str 
 def params_error(
     value: Any, descriptor: Descriptor, path: str = "params"
 ) -> InvalidParamsError | None:
-    """The invalid-params error for params (at `path`) holding a value where `descriptor`'s
-    message has an object, else None."""
+    """The invalid-params error for params holding a value where `descriptor` has an object."""
     where = _misplaced(value, descriptor, path)
     return None if where is None else InvalidParamsError(message=f"{where} must be an object")
 
 
-# The request an SDK dispatcher reads.
-
-
-class AgentUser(User):
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-
-    @property
-    def is_authenticated(self) -> bool:
-        return True
-
-    @property
-    def user_name(self) -> str:
-        return str(self.agent.pk)
-
-
 @dataclass(frozen=True)
 class Facts:
-    """What a binding learned of a request before the dispatcher, for the handler: the agent
-    of its Bearer token (SendMessage), the site's origin (for a refusal's links), the values
-    the SDK's parse into a proto loses (`AsSent`), and the request's `DjangoCycle`, in which the
-    handler's work on the ORM's thread runs."""
+    """What a binding learned of a request before the dispatcher, for the handler (`with_facts`):
+    the site's origin is for a refusal's links, the cycle for its work on the ORM's thread."""
 
     agent: Agent | None
     origin: str
@@ -262,17 +216,37 @@ class Facts:
 
 
 class ParsedRequest(StarletteRequest):
-    """The request as an SDK dispatcher reads it, its body already read by the binding: the
-    JSON-RPC dispatcher reads only `json()`, and gets that document rather than the bytes again;
-    the HTTP+JSON one reads `body()`, the bytes its proto parser takes."""
+    """The request as an SDK dispatcher reads it, its body already read by the binding: JSON-RPC's
+    reads the document from `json()`, HTTP+JSON's the bytes from `body()`."""
 
     def __init__(
-        self, scope: dict[str, Any], document: Any, facts: Facts, raw: bytes = b""
+        self,
+        path: str,
+        headers: Mapping[str, str],
+        document: Any,
+        facts: Facts,
+        *,
+        body: bytes = b"",
+        method: str = "POST",
+        query_string: bytes = b"",
+        path_params: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(scope)
+        super().__init__(
+            {
+                "type": "http",
+                "method": method,
+                "path": path,
+                "query_string": query_string,
+                "path_params": dict(path_params or {}),
+                "headers": [
+                    (key.encode("latin-1"), value.encode("latin-1"))
+                    for key, value in headers.items()
+                ],
+            }
+        )
         self.document = document
         self.facts = facts
-        self.raw = raw
+        self.raw = body
 
     async def json(self) -> Any:
         return self.document
@@ -282,9 +256,7 @@ class ParsedRequest(StarletteRequest):
 
 
 def with_facts(context: ServerCallContext, facts: Facts) -> ServerCallContext:
-    """The SDK's call context with a request's `Facts`, in the state keys the handler reads."""
     if facts.agent is not None:
-        context.user = AgentUser(facts.agent)
         context.state[AGENT_STATE] = facts.agent
     context.state[AS_SENT_STATE] = facts.as_sent
     context.state[ORIGIN_STATE] = facts.origin
@@ -300,28 +272,3 @@ class CairnContextBuilder(DefaultServerCallContextBuilder):
         if isinstance(request, ParsedRequest):
             with_facts(context, request.facts)
         return context
-
-
-def dispatcher_request(
-    path: str,
-    headers: Mapping[str, str],
-    document: Any,
-    facts: Facts,
-    *,
-    body: bytes = b"",
-    method: str = "POST",
-    query_string: bytes = b"",
-    path_params: Mapping[str, str] | None = None,
-) -> ParsedRequest:
-    """The request an SDK dispatcher reads (`ParsedRequest`)."""
-    scope = {
-        "type": "http",
-        "method": method,
-        "path": path,
-        "query_string": query_string,
-        "path_params": dict(path_params or {}),
-        "headers": [
-            (key.encode("latin-1"), value.encode("latin-1")) for key, value in headers.items()
-        ],
-    }
-    return ParsedRequest(scope, document, facts, body)

@@ -9,5 +9,5 @@ urlpatterns = [
     path("api/a2a", views.a2a_endpoint, name="a2a-endpoint"),
     # Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL.
     path("api/a2a/", views.a2a_endpoint),
-    path("api/a2a/<path:operation>", views.a2a_rest, name="a2a-rest"),
+    path("api/a2a/<path:operation>", views.a2a_endpoint, name="a2a-rest"),
 ]

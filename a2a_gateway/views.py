@@ -1,10 +1,10 @@
 """The A2A door under Django (WSGI, and any request the ASGI router leaves to Django): the views
-turn the request into the terms of the card (`a2a_gateway.card`) or of a binding
-(`a2a_gateway.jsonrpc_binding`, `a2a_gateway.http_json_binding`) and its `Reply` back into a response."""
+turn the request into the terms of the card or of a binding, and its `Reply` into a response."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from functools import partial
 
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -40,25 +40,14 @@ def agent_card(request: HttpRequest) -> HttpResponse:
 
 
 @csrf_exempt
-async def a2a_endpoint(request: HttpRequest) -> HttpResponse:
-    """`POST /api/a2a`: A2A 1.0 JSON-RPC. `GET` answers with the card: the endpoint documents itself."""
-    reply = await http_reply(
+async def a2a_endpoint(request: HttpRequest, operation: str = "") -> HttpResponse:
+    """`POST /api/a2a`: A2A 1.0 JSON-RPC (`GET` answers with the card: the endpoint documents
+    itself); `/api/a2a/message:send`, `/api/a2a/tasks`, ...: the A2A 1.0 HTTP+JSON binding."""
+    query_string = request.META.get("QUERY_STRING", "").encode("latin-1")
+    binding = partial(rest_reply, query_string=query_string) if operation else http_reply
+    reply = await binding(
         method=request.method or "",
         path=request.path,
-        headers={key.lower(): value for key, value in request.headers.items()},
-        origin=site_url(request),
-        body=_chunks(request),
-    )
-    return _response(reply)
-
-
-@csrf_exempt
-async def a2a_rest(request: HttpRequest, operation: str) -> HttpResponse:
-    """`/api/a2a/message:send`, `/api/a2a/tasks`, ...: the A2A 1.0 HTTP+JSON binding."""
-    reply = await rest_reply(
-        method=request.method or "",
-        path=request.path,
-        query_string=request.META.get("QUERY_STRING", "").encode("latin-1"),
         headers={key.lower(): value for key, value in request.headers.items()},
         origin=site_url(request),
         body=_chunks(request),

@@ -33,10 +33,10 @@ class MemorySource(PoolSource):
 
     kept: dict[Any, Any] = {}
 
-    async def rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
+    async def rows(self, sql: str, params: dict[str, Any], on_primary: bool) -> list[Any]:
         key = (sql, tuple(sorted((k, str(v)) for k, v in params.items() if k != "now")))
         if key not in self.kept:
-            self.kept[key] = await super().rows(sql, params)
+            self.kept[key] = await super().rows(sql, params, on_primary)
         return self.kept[key]
 
 
