@@ -335,8 +335,7 @@ def _release_kept(request: ReleaseRequest, share: bytes) -> bytes:
 
 
 def keyper_release(body: bytes) -> bytes:
-    """The JSON answer's bytes, the same every time for the same sealed share; WitnessRefusal
-    says why not."""
+    """The same bytes every time for the same sealed share; WitnessRefusal says why not."""
     request = release_request_parse(body)
     if request.site not in witnessed_logs():
         raise WitnessRefusal(Refused.UNKNOWN_LOG, f"this keyper does not follow {request.site}")

@@ -91,8 +91,8 @@ class _Entries:
 
 
 def _entry_leaves(contribution: Contribution) -> _Entries | None:
-    """The task's entry and the contribution's in the logs, or None while either is not in a
-    tree yet. A task has a handful of entries, found by its id."""
+    """None while either entry is not in a tree yet. A task has a handful of entries, found by
+    its id."""
     leaves = list(Leaf.objects.filter(task_id=contribution.task_id).order_by("index"))
     first = leaves[0] if leaves else None
     contribution_id = str(contribution.id)

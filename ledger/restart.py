@@ -60,9 +60,8 @@ def _size(note: str) -> int:
 
 
 def log_restart() -> Restarted:
-    """Start the next log, first entry the restart entry, then every queued entry in queue
-    order, and sign its first checkpoint. Refused unless the sequencer found the current log gone
-    back, and while a sequencer is at work."""
+    """Start the next log with the restart entry and every queued entry, and sign it. Refused
+    unless the sequencer found the current log gone back, and while a sequencer is at work."""
     with transaction.atomic():
         if not statements.advisory_lock(SEQUENCER_LOCK, wait=False):
             raise RestartRefused("the sequencer is at work: stop the worker, then run this again")

@@ -78,9 +78,8 @@ def entry_task_id(entry: str) -> uuid.UUID | None:
 
 
 def _append(queued: list[QueuedEntry], size: int, log: LogRef) -> int:
-    """Append `queued` to the tree of `size` leaves of `log`, storing every node it completes,
-    and delete them from the queue; returns the new size. A restart entry is appended unqueued
-    (no id)."""
+    """Append `queued`, storing every node it completes, and delete them from the queue; returns
+    the new size. A restart entry is appended unqueued (no id)."""
     nodes = nodes_get(perfect_nodes(0, size), log=log.number)  # the frontier: left siblings
     at = now_ms()
     leaves, new_nodes = [], []

@@ -26,8 +26,7 @@ class Tile:
 
 
 def _first(log: LogRef, level: int, index: int, width: int) -> int:
-    """The index of the tile's first hash among the tree's level-`8·level` nodes; `not_found`
-    when the checkpointed tree does not hold `width` of them."""
+    """The tile's first index among its level's nodes, once the checkpointed tree holds `width`."""
     hashes = checkpointed_size(log) >> (TILE_HEIGHT * level)  # subtrees of 256^level leaves
     first = index * TILE_WIDTH
     if hashes < first + width:

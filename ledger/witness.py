@@ -195,8 +195,7 @@ def _check_consistent(submission: Submission, state: WitnessedLog) -> None:
 
 
 def add_checkpoint(body: bytes) -> str:
-    """The cosignature line of the submitted checkpoint, once recorded; WitnessRefusal says why
-    not, with nothing recorded."""
+    """The cosignature line, once recorded; WitnessRefusal says why not, with nothing recorded."""
     submission = submission_parse(body)
     checkpoint = submission.checkpoint
     _check_signed(submission.note, checkpoint.origin)
