@@ -1,21 +1,18 @@
 """What a contributor's client does with a task's public view, the same in the verifier's `seal`
-and in the local MCP server: the task's log entry the view says the log must hold, which of the
-site's logs holds it, a report sealed to the keypers with what the contributor keeps of it to
-dispute a void, and a keyper's release asked with each entry proven in its own log (SPEC §15.3,
-§15.8, §16.2).
+and in the local MCP server: find the task's log entry, seal a report to the keypers, and ask a
+keyper's release (SPEC §15.3, §15.8, §16.2).
 
-Both are built with this module's text in them (`core.amalgam`), so it imports nothing of Django.
+Built into both (`core.amalgam`), so it imports nothing of Django.
 """
 
 from __future__ import annotations
 
 import hashlib
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from ledger.entry_types import TASK
-from ledger.keyper_seal import Keyper, b64u, seal
+from ledger.keyper_seal import Keyper, salt_new, seal
 
 
 def task_entry_of(view: dict[str, Any]) -> dict[str, Any]:
@@ -32,11 +29,9 @@ def task_entry_of(view: dict[str, Any]) -> dict[str, Any]:
 def entry_log(
     entry: dict[str, Any], listings: list[list[dict[str, Any]]]
 ) -> tuple[int, int] | None:
-    """Which of a site's logs holds `entry`, as its place among `listings` (each log's listing of
-    the task's entries, `<log>/tasks/<id>`, oldest log first), and the index that log serves it
-    at; None when none serves it yet. An entry stays in the log it was written to, so after a
-    restart (§16.2) an older task's entry is in an earlier log, and what is sealed to the task,
-    or released of it, is bound there."""
+    """Which of a site's logs holds `entry`, as its place among `listings` (each log's
+    `<log>/tasks/<id>`, oldest first), and its index there; None when none serves it yet. After a
+    restart (§16.2) an older task's entry stays in an earlier log, and its seals are bound there."""
     for place, served in enumerate(listings):
         for item in served:
             if item["entry"] == entry:
@@ -46,8 +41,7 @@ def entry_log(
 
 @dataclass(frozen=True)
 class EntryProven:
-    """An entry as a release request carries it: proven in the log that holds it (`origin`),
-    by the audit path (`proof`) of its JCS text to the tree of `size` entries of that log that
+    """An entry proven by its audit path to the tree of `size` entries of the log `origin` that
     the keyper cosigned."""
 
     origin: str
@@ -85,9 +79,8 @@ def release_request(
     task_entry: EntryProven,
     contribution_entry: EntryProven,
 ) -> dict[str, Any]:
-    """What a keyper's `/release` is asked for one sealed share (§15.8): bound to the log of the
-    task's entry; the contribution's entry names its own log and tree when it is in another, a
-    later one, written after a restart to a task logged before it (§16.2)."""
+    """What a keyper's `/release` is asked for one sealed share (§15.8); the contribution's entry
+    names its own log and tree when it is in a later one than the task's (§16.2)."""
     contribution = contribution_entry.asked()
     if contribution_entry.origin != task_entry.origin:
         contribution |= {"origin": contribution_entry.origin, "size": contribution_entry.size}
@@ -115,10 +108,9 @@ def sealed_kept(
     keypers: list[Keyper],
     threshold: int,
 ) -> dict[str, Any]:
-    """`report` sealed to the keypers for the task under a fresh salt, as what its contributor
-    keeps: the sealed payload (`sealed`) with the report and salt that open its commitment again,
-    the only proof of what a void withheld."""
-    salt = b64u(secrets.token_bytes(32))
+    """`report` sealed to the keypers, as its contributor keeps it: with the report and salt that
+    open its commitment again, the only proof of what a void withheld."""
+    salt = salt_new()
     payload = seal(
         report,
         site=site,

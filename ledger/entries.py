@@ -3,14 +3,13 @@ an agent id. Each entry's bytes are its JCS form."""
 
 from __future__ import annotations
 
-import base64
-import secrets
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from core.canonical import canonical_digest
 from core.clock import format_instant
 from ledger.entry_types import CONTRIBUTION, EVALUATION, TASK
+from ledger.keyper_seal import commitment_of
 
 if TYPE_CHECKING:
     from tasks.models import Contribution, Task
@@ -30,17 +29,6 @@ def task_entry(task: Task) -> dict[str, Any]:
     }
 
 
-def salt_new() -> str:
-    """32 random bytes, base64url without padding: what makes a commitment unguessable (§15.2)."""
-    return base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
-
-
-def commitment(report_digest: str, salt: str) -> str:
-    """`sha256:` + hex SHA-256 of JCS({report_digest, salt}): all the log shows of a report until
-    the evaluation publishes the salt, so no one can test a guessed report against it (§15.2)."""
-    return canonical_digest({"report_digest": report_digest, "salt": salt})
-
-
 def contribution_entry(contribution: Contribution) -> dict[str, Any]:
     """A keyper-sealed contribution's commitment is its contributor's, the server holding neither
     report nor salt (§15.8). A contribution made before salts existed keeps the entry it had:
@@ -48,7 +36,7 @@ def contribution_entry(contribution: Contribution) -> dict[str, Any]:
     if contribution.keyper_seal is not None:
         sealed = {"commitment": contribution.keyper_seal["commitment"]}
     elif contribution.salt:
-        sealed = {"commitment": commitment(contribution.report_digest, contribution.salt)}
+        sealed = {"commitment": commitment_of(contribution.report_digest, contribution.salt)}
     else:
         sealed = {"report_digest": contribution.report_digest}
     return {

@@ -23,8 +23,6 @@ _last_nudge = 0.0
 
 
 def sequence_log() -> int:
-    """Integrate what is queued, and again one interval later, then ask the witnesses to cosign.
-    Returns how many entries were appended."""
     appended = log_sequence()
     time.sleep(settings.CAIRN_LOG_INTERVAL_S)
     appended += log_sequence()
@@ -33,8 +31,8 @@ def sequence_log() -> int:
 
 
 def sequencing_nudge() -> None:
-    """Ask a worker to run the sequencer, unless this process asked within the interval: that
-    run's second pass, an interval after the nudge, will find the new entries."""
+    """Skipped when this process asked within the interval: that run's second pass will find
+    the new entries."""
     global _last_nudge
     now = time.monotonic()
     if now - _last_nudge < settings.CAIRN_LOG_INTERVAL_S:

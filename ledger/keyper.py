@@ -1,22 +1,21 @@
 """Cairn as a keyper (SPEC §15.8): a witness that also holds an X25519 key, and releases its
 share of a sealed report's key once the deadline has passed, proven by the log it witnesses.
 
-It trusts nothing the asker says that the log can say instead. The task, its deadline and the
-contribution's commitment are read from the log's entries, each proven by an inclusion proof to
-a root this keyper cosigned itself; the HPKE `info` is rebuilt from those values; and the time is
-its own clock's. So a keeper that forges a task entry, an earlier deadline or another task's
-entry gets nothing, and nobody gets a share before the deadline plus the merge delay.
+It trusts nothing the asker says that the log can say instead: the task, its deadline and the
+commitment are read from entries proven against a root this keyper cosigned, the HPKE `info` is
+rebuilt from them, and the time is its own clock's. So a forged task entry, an earlier deadline or
+another task's entry gets nothing, and nobody gets a share before the deadline plus the merge delay.
 
-The checks run in a fixed order, and the first that fails is the answer: malformed (400), a log
-this keyper does not follow (404), proofs and entries that do not hold (422), too early (425,
-with the instant it will release), a share that does not open (403).
+The first check that fails is the answer: malformed (400), a log not followed (404), proofs and
+entries that do not hold (422), too early (425, with when it will release), a share that does not
+open (403).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -47,37 +46,24 @@ from ledger.models import CosignedCheckpoint, KeyperRelease
 from ledger.refusals import Refused, WitnessRefusal
 from ledger.signed_note import MAX_PROOF_LINES
 from ledger.witness import (
+    LARGEST_SIZE,
     witness_enabled,
     witness_name,
     witness_private_key,
     witnessed_logs,
 )
 
-_LARGEST_SIZE = 2**63 - 1
 _LARGEST_INDEX = 255  # Shamir shares of pycryptodome are numbered within a byte
 _HASH = re.compile(r"[0-9a-f]{64}")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_FIELDS = (
-    "site",
-    "task_id",
-    "contribution_id",
-    "index",
-    "threshold",
-    "sealed_share",
-    "ciphertext_digest",
-    "size",
-    "task_entry",
-    "contribution_entry",
-)
 _ENTRY_FIELDS = ("index", "entry", "proof")
 # A contribution entry in a later log than its task's also names that log and a tree of it.
 _ELSEWHERE_FIELDS = (*_ENTRY_FIELDS, "origin", "size")
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ProvenEntry:
-    """A log entry as the asker sends it: its index, its JCS text and its audit path, and the
-    log and tree size it is proven in when they are not the request's."""
+    """`origin` and `size` name the log and tree it is proven in when they are not the request's."""
 
     index: int
     text: str
@@ -86,7 +72,7 @@ class ProvenEntry:
     size: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ReleaseRequest:
     site: str
     task_id: str
@@ -100,9 +86,11 @@ class ReleaseRequest:
     contribution_entry: ProvenEntry
 
 
+_FIELDS = tuple(field.name for field in dataclasses.fields(ReleaseRequest))
+
+
 def keyper_enabled() -> bool:
-    """A keyper is a witness (its releases are signed with the witness key), so both keys are
-    needed; settings refuse a keyper key without a witness key."""
+    """Its releases are signed with the witness key, so both keys are needed."""
     return bool(settings.CAIRN_KEYPER_KEY) and witness_enabled()
 
 
@@ -111,8 +99,7 @@ def keyper_private_key() -> X25519PrivateKey:
 
 
 def keyper_description() -> dict[str, Any]:
-    """`GET /api/keyper`: what a site lists in `CAIRN_KEYPERS` to have its contributors seal to
-    this keyper, under the name its witness key is configured with."""
+    """`GET /api/keyper`: what a site lists in `CAIRN_KEYPERS` to seal to this keyper."""
     return {
         "name": witness_name(),
         "hpke_key": keyper_public(keyper_private_key()),
@@ -152,7 +139,7 @@ def _count(value: Any, path: str, *, least: int, most: int) -> int:
 def _proven_entry(value: Any, path: str) -> ProvenEntry:
     names = _ELSEWHERE_FIELDS if isinstance(value, dict) and "origin" in value else _ENTRY_FIELDS
     fields = _object(value, path, names)
-    index = _count(fields["index"], f"{path}.index", least=0, most=_LARGEST_SIZE - 1)
+    index = _count(fields["index"], f"{path}.index", least=0, most=LARGEST_SIZE - 1)
     text = fields["entry"]
     if not isinstance(text, str) or not text:
         raise _malformed(f"{path}.entry", "must be the entry's JCS text, a string")
@@ -166,7 +153,7 @@ def _proven_entry(value: Any, path: str) -> ProvenEntry:
     if names is _ENTRY_FIELDS:
         return ProvenEntry(index, text, hashes)
     origin = _text(fields["origin"], f"{path}.origin", longest=255)
-    size = _count(fields["size"], f"{path}.size", least=1, most=_LARGEST_SIZE)
+    size = _count(fields["size"], f"{path}.size", least=1, most=LARGEST_SIZE)
     return ProvenEntry(index, text, hashes, origin, size)
 
 
@@ -195,7 +182,7 @@ def release_request_parse(body: bytes) -> ReleaseRequest:
         threshold=_count(fields["threshold"], "threshold", least=1, most=_LARGEST_INDEX),
         sealed_share=share_bytes,
         ciphertext_digest=digest,
-        size=_count(fields["size"], "size", least=1, most=_LARGEST_SIZE),
+        size=_count(fields["size"], "size", least=1, most=LARGEST_SIZE),
         task_entry=_proven_entry(fields["task_entry"], "task_entry"),
         contribution_entry=_proven_entry(fields["contribution_entry"], "contribution_entry"),
     )
@@ -217,9 +204,9 @@ def _cosigned_root(origin: str, size: int) -> bytes:
 
 
 def _entry_proven(name: str, entry: ProvenEntry, size: int, root: bytes) -> dict[str, Any]:
-    """The entry's fields, once its bytes are shown to be entry `index` under the root. The
-    text must be the JCS form the log writes, so no reader can take other values from it. (The
-    request was JSON, which holds no lone surrogate, so the text encodes.)"""
+    """The entry's fields, once its bytes are proven under the root. The text must be the JCS form
+    the log writes, so no reader can take other values from it (JSON holds no lone surrogate, so
+    the text encodes)."""
     data = entry.text.encode()
     if not inclusion_verify(entry.index, size, leaf_hash(data), entry.proof, root):
         raise _not_proven(
@@ -246,20 +233,9 @@ def _instant(fields: dict[str, Any], name: str, key: str) -> datetime:
     raise _not_proven(f"the entry's {key} is not an instant", name)
 
 
-@dataclass(frozen=True)
-class _Logged:
-    """What the log says, and the request does not: the deadline and the commitment."""
-
-    deadline: str
-    deadline_at: datetime
-    commitment: str
-
-
 def _in_later_log(request: ReleaseRequest) -> dict[str, Any]:
-    """The contribution's entry proven in the log that holds it, a later log of the task's site
-    (SPEC §16.2: `<host>/cairn/log/<n>` after `<host>/cairn/log`), against a root of it this
-    keyper cosigned: a site that restarted its log writes a contribution there to a task whose
-    entry stays in the log before."""
+    """The contribution's entry proven in a later log of the task's site (§16.2), where a site that
+    restarted its log writes contributions to a task whose entry stays in the log before."""
     entry = request.contribution_entry
     assert entry.origin is not None and entry.size is not None
     first, number = origin_place(request.site)
@@ -274,7 +250,8 @@ def _in_later_log(request: ReleaseRequest) -> dict[str, Any]:
     return _entry_proven("contribution_entry", entry, entry.size, root)
 
 
-def _logged(request: ReleaseRequest) -> _Logged:
+def _share_context(request: ReleaseRequest) -> tuple[ShareContext, datetime]:
+    """The share's `info` with the deadline and commitment the log says, and the deadline."""
     root = _cosigned_root(request.site, request.size)
     task = _entry_proven("task_entry", request.task_entry, request.size, root)
     elsewhere = request.contribution_entry.origin is not None
@@ -304,12 +281,21 @@ def _logged(request: ReleaseRequest) -> _Logged:
         raise _not_proven(
             "the contribution was received after the task's deadline", "contribution_entry"
         )
-    return _Logged(task["deadline"], deadline_at, commitment)
+    context = ShareContext(
+        site=request.site,
+        task_id=request.task_id,
+        task_entry=request.task_entry.index,
+        deadline=task["deadline"],
+        commitment=commitment,
+        ciphertext_digest=request.ciphertext_digest,
+        threshold=request.threshold,
+    )
+    return context, deadline_at
 
 
 def _release_kept(request: ReleaseRequest, share: bytes) -> bytes:
-    """Sign and keep the release, or give the one made first for the same sealed share: two
-    askers racing get one row and the same bytes (`released_at` is the first release's)."""
+    """Sign and keep the release, or give the one made first for the same sealed share: two askers
+    racing get one row and the same bytes."""
     released_at = format_instant(now_ms())
     keyper = witness_name()
     share_text = b64u(share)
@@ -322,12 +308,11 @@ def _release_kept(request: ReleaseRequest, share: bytes) -> bytes:
         share=share_text,
         released_at=released_at,
     )
-    signature = release_sign(claims, witness_private_key())
     answer = {
         "keyper": keyper,
         "share": share_text,
         "released_at": released_at,
-        "signature": signature,
+        "signature": release_sign(claims, witness_private_key()),
     }
     key = {
         "origin": request.site,
@@ -350,25 +335,15 @@ def _release_kept(request: ReleaseRequest, share: bytes) -> bytes:
 
 
 def keyper_release(body: bytes) -> bytes:
-    """Release this keyper's share of a sealed report's key (§15.8): the JSON answer's bytes,
-    the same every time for the same sealed share; WitnessRefusal says why not."""
+    """The same bytes every time for the same sealed share; WitnessRefusal says why not."""
     request = release_request_parse(body)
     if request.site not in witnessed_logs():
         raise WitnessRefusal(Refused.UNKNOWN_LOG, f"this keyper does not follow {request.site}")
-    logged = _logged(request)
-    not_before = logged.deadline_at + MAX_MERGE_DELAY
+    context, deadline_at = _share_context(request)
+    not_before = deadline_at + MAX_MERGE_DELAY
     if now_ms() < not_before:
         when = format_instant(not_before)
         raise WitnessRefusal(Refused.TOO_EARLY, f"released from {when}", not_before=when)
-    context = ShareContext(
-        site=request.site,
-        task_id=request.task_id,
-        task_entry=request.task_entry.index,
-        deadline=logged.deadline,
-        commitment=logged.commitment,
-        ciphertext_digest=request.ciphertext_digest,
-        threshold=request.threshold,
-    )
     try:
         share = share_open(
             request.sealed_share,

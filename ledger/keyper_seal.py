@@ -1,13 +1,11 @@
 """The keyper seal's wire forms (SPEC §15.8), one definition for the site, the keyper and the tests.
 
-A contributor encrypts its report and salt under a fresh 16-byte key, splits the key k-of-n with
-Shamir over GF(2^128), and seals share i to keyper i with HPKE, its `info` naming everything the
-share is for: the site, the task, the task's log entry, the deadline, the commitment, the
-ciphertext, the keyper and the threshold. A keyper that rebuilds `info` from the log's values, and
-not from what it is told, opens only the share it was given for that task and deadline.
+A contributor encrypts its report and salt under a fresh key, splits the key k-of-n with Shamir
+over GF(2^128), and seals share i to keyper i with HPKE, its `info` naming everything the share is
+for; a keyper that rebuilds `info` from the log's values opens only the share meant for that task
+and deadline.
 
-The verifier and the local MCP server, each one file a person runs without this package, are built
-with this module's text in them (`core.amalgam`), so it imports nothing of Django.
+Built into the verifier and the local MCP server (`core.amalgam`), so it imports nothing of Django.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from typing import Any
 import orjson
 from Crypto.Protocol.SecretSharing import Shamir
 from cryptography.exceptions import InvalidSignature, InvalidTag
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -58,12 +55,18 @@ def b64u_decode(text: str) -> bytes:
     return data
 
 
+def salt_new() -> str:
+    """32 random bytes: what makes a commitment unguessable (§15.2)."""
+    return b64u(secrets.token_bytes(32))
+
+
 def ciphertext_digest(ciphertext: bytes) -> str:
     return "sha256:" + hashlib.sha256(ciphertext).hexdigest()
 
 
 def commitment_of(report_digest: str, salt: str) -> str:
-    """§15.2's commitment; the same as `ledger.entries.commitment`, which the site's salts use."""
+    """All the log shows of a report until its salt is published, so no one can test a guessed
+    report against it (§15.2)."""
     return canonical_digest({"report_digest": report_digest, "salt": salt})
 
 
@@ -75,7 +78,7 @@ def report_aad(*, site: str, task_id: str, deadline: str, commitment: str) -> by
 
 @dataclass(frozen=True)
 class ShareContext:
-    """Everything a share is bound to but its keyper and index: the `info` of each share."""
+    """Everything a share's `info` binds it to but its keyper and index."""
 
     site: str
     task_id: str
@@ -116,11 +119,7 @@ class Keyper:
 
 def keyper_public(private: X25519PrivateKey) -> str:
     """The `hpke_key` a keyper publishes: its raw X25519 public key, base64url."""
-    return b64u(
-        private.public_key().public_bytes(
-            serialization.Encoding.Raw, serialization.PublicFormat.Raw
-        )
-    )
+    return b64u(private.public_key().public_bytes_raw())
 
 
 def seal(
@@ -134,11 +133,9 @@ def seal(
     threshold: int,
     salt: str | None = None,
 ) -> dict[str, Any]:
-    """The `cairn.task.contribution.sealed/0.1` payload of `report` (the report without its
-    approval), approval included. The salt is the contributor's: given, so the contributor keeps
-    it to dispute a void, or made here; it travels only inside the ciphertext until the keypers
-    release the key."""
-    salt = b64u(secrets.token_bytes(32)) if salt is None else salt
+    """The sealed payload of `report` (without its approval), approval included. A contributor
+    that keeps the salt to dispute a void gives it; it travels only inside the ciphertext."""
+    salt = salt_new() if salt is None else salt
     commitment = commitment_of(canonical_digest(report), salt)
     key = secrets.token_bytes(KEY_BYTES)
     nonce = secrets.token_bytes(NONCE_BYTES)
@@ -179,8 +176,8 @@ def share_open(
     keyper: str,
     index: int,
 ) -> bytes:
-    """A keyper's share, opened with the `info` it rebuilt; SealError when it was sealed for
-    anything else (another task, deadline, contribution, keyper or index)."""
+    """SealError when the share was sealed for another task, deadline, contribution, keyper or
+    index than the `info` the keyper rebuilt."""
     try:
         share = SUITE.decrypt(sealed_share, private, info=context.info(keyper=keyper, index=index))
     except (InvalidTag, ValueError):
@@ -223,8 +220,8 @@ def _gf_inverse(a: int) -> int:
 
 @lru_cache(maxsize=256)
 def _lagrange_at_zero(indices: tuple[int, ...]) -> tuple[int, ...]:
-    """Each share's weight in the secret, for shares of these indices: the same for every key a
-    set of keypers released, so computed once (its field inversions are most of a combine)."""
+    """Each share's weight in the secret: the same for every key one set of keypers released, so
+    computed once (its field inversions are most of a combine)."""
     weights = []
     for j, x_j in enumerate(indices):
         numerator = denominator = 1
@@ -249,9 +246,9 @@ def shamir_combine(shares: list[tuple[int, bytes]]) -> bytes:
 
 
 def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
-    """The key from the released shares (index, share). Any `threshold` of them give it; every
-    other released share must lie on the same polynomial, or SealError (`inconsistent_shares`):
-    a share that disagrees is one some keyper, or whoever relayed it, changed."""
+    """The key from the released (index, share) pairs. Every share past the first `threshold`
+    must lie on their polynomial, or SealError: a share that disagrees was changed by a keyper
+    or whoever relayed it."""
     if len({index for index, _ in shares}) != len(shares):
         raise SealError("two released shares have the same index")
     if len(shares) < threshold:
@@ -268,8 +265,8 @@ def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
 def report_open(
     ciphertext: bytes, key: bytes, *, site: str, task_id: str, deadline: str, commitment: str
 ) -> tuple[dict[str, Any], str]:
-    """The report and salt sealed in `ciphertext`; SealError when it does not open, or opens to
-    anything but `{"report": {...}, "salt": "..."}` whose commitment is the one logged."""
+    """The report and salt sealed in `ciphertext`; SealError unless they open the logged
+    commitment."""
     if len(ciphertext) < NONCE_BYTES + 16:
         raise SealError("the ciphertext is too short to hold a nonce and a tag")
     aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)

@@ -38,8 +38,7 @@ def _pem_loaded(pem: str) -> PrivateKeyTypes:
 
 
 def configured_private_key(setting: str, kind: type) -> Any:
-    """The private key a setting holds as PEM, parsed once; settings already refused any other
-    kind, so another is a bug."""
+    """Parsed once; settings already refused any other kind, so another is a bug."""
     key = _pem_loaded(getattr(settings, setting))
     if not isinstance(key, kind):
         raise TypeError(f"{setting} is not an {kind.__name__}")
@@ -56,12 +55,10 @@ def _kid(pem: str) -> str:
 
 
 def site_kid() -> str:
-    """The RFC 7638 thumbprint of the site key, its `kid` everywhere."""
     return _kid(settings.CAIRN_SIGNING_KEY)
 
 
 def public_jwk() -> dict[str, Any]:
-    """The public key as a JWK, as the JWKS lists it."""
     return {**site_key().as_dict(private=False), "use": "sig", "alg": ALGORITHM, "kid": site_kid()}
 
 

@@ -1,16 +1,14 @@
 """What the site has promised about its log, kept where a restore of the database cannot take it
 back (SPEC §16.2): the largest checkpoint it signed, and the largest tree each witness holds.
 
-A database can go back in time (an asynchronous standby promoted while behind, an older backup
-restored) while signed checkpoints and receipts live on with their readers. So the sequencer
-signs a tree only if it extends everything kept here, and when it does not, the site has gone
-back: it stops signing and refuses writes until the database extends them again, saying why.
+A database can go back in time (a standby promoted while behind, an older backup restored) while
+signed checkpoints and receipts live on with their readers. So the sequencer signs a tree only if
+it extends everything kept here; when it does not, the site stops signing and refuses writes until
+the database extends them again.
 
-The state is a JSON file (`CAIRN_LOG_STATE`) beside the site's keys, one entry per log keyed by
-the hash of the log's first leaf. A restored or failed-over database keeps its first leaf, so it
-meets the state its log left; a new or emptied database starts a log of its own and is not held
-to another's promises, and so does a log the keeper restarted (`manage.py log_restart`), whose
-first leaf records the promises of the log before it.
+The state is a JSON file (`CAIRN_LOG_STATE`) beside the site's keys, keyed by the hash of each
+log's first leaf: a restored database keeps its first leaf, so it meets the state its log left,
+while a new database, or a log the keeper restarted, starts a log of its own.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -93,7 +92,7 @@ def _path() -> Path:
     return Path(settings.CAIRN_LOG_STATE)
 
 
-def _read_all() -> tuple[dict[str, LogPromises], list[dict[str, Any]]]:
+def _read() -> tuple[dict[str, LogPromises], list[dict[str, Any]]]:
     """The promises by log identity, and the logs the keeper started (`manage.py log_restart`)."""
     try:
         data = json.loads(_path().read_text())
@@ -101,10 +100,6 @@ def _read_all() -> tuple[dict[str, LogPromises], list[dict[str, Any]]]:
         return {}, []
     logs = {identity: LogPromises.of(log) for identity, log in data.get("logs", {}).items()}
     return logs, list(data.get("started", []))
-
-
-def _read() -> dict[str, LogPromises]:
-    return _read_all()[0]
 
 
 def _write(logs: dict[str, LogPromises], started: list[dict[str, Any]]) -> None:
@@ -139,7 +134,7 @@ def _locked() -> Iterator[None]:
 def _changing(identity: str) -> Iterator[LogPromises]:
     """The promises of one log, written back when the block ends."""
     with _locked():
-        logs, started = _read_all()
+        logs, started = _read()
         promises = logs.setdefault(identity, LogPromises())
         before = asdict(promises)
         yield promises
@@ -148,17 +143,16 @@ def _changing(identity: str) -> Iterator[LogPromises]:
 
 
 def log_started_kept(number: int, origin: str) -> None:
-    """A log the keeper started: its readers must be told of it (the card lists it) even if the
-    database goes back to before it."""
+    """Kept here so the card lists it even if the database goes back to before it."""
     with _locked():
-        logs, started = _read_all()
+        logs, started = _read()
         if all(log["number"] != number for log in started):
             _write(logs, [*started, {"number": number, "origin": origin}])
 
 
 def logs_started() -> list[dict[str, Any]]:
     """The logs the keeper started, oldest first: `{"number", "origin"}` each."""
-    return sorted(_read_all()[1], key=lambda log: int(log["number"]))
+    return sorted(_read()[1], key=lambda log: int(log["number"]))
 
 
 def log_identity() -> str | None:
@@ -168,14 +162,13 @@ def log_identity() -> str | None:
 
 
 def promises_of(identity: str) -> LogPromises | None:
-    return _read().get(identity)
+    return _read()[0].get(identity)
 
 
 def rollback_of(identity: str, size: int, root_at: Callable[[int], bytes]) -> Rollback | None:
-    """How a tree of `size` entries fails to extend what was promised, or None when it extends
-    every tree the site signed and every one a witness holds. `root_at(n)` is the root hash of
-    the tree's first n entries."""
-    promises = _read().get(identity)
+    """How a tree of `size` entries, whose first n have the root `root_at(n)`, fails to extend
+    what was promised; None when it extends it all."""
+    promises = promises_of(identity)
     if promises is None:
         return None
     kept = [("the site", promises.signed)] if promises.signed else []
@@ -236,25 +229,23 @@ def witness_refusal_counted(identity: str, witness: str) -> None:
 
 def witness_refusals() -> dict[str, int]:
     """Refusals by witness, over every log this site has kept promises of."""
-    counted: dict[str, int] = {}
-    for promises in _read().values():
-        for witness, count in promises.refusals.items():
-            counted[witness] = counted.get(witness, 0) + count
-    return counted
+    counted: Counter[str] = Counter()
+    for promises in _read()[0].values():
+        counted.update(promises.refusals)
+    return dict(counted)
 
 
 def rollback_found() -> Rollback | None:
-    """The rollback the sequencer found in this database's log, if any. Reads the file, and the
-    database only when some log has gone back, so writes pay nothing while all is well."""
-    found = {k: v.rollback for k, v in _read().items() if v.rollback is not None}
+    """Reads the database only when some log has gone back, so writes pay nothing while all is
+    well."""
+    found = {k: v.rollback for k, v in _read()[0].items() if v.rollback is not None}
     if not found:
         return None
     return found.get(log_identity() or "")
 
 
 def writes_refused_if_rolled_back() -> None:
-    """Refuse a write that would log an entry while the log has gone back: its receipt would
-    promise an entry under a witnessed checkpoint that this site cannot sign."""
+    """A receipt written now would promise an entry under a checkpoint this site cannot sign."""
     rollback = rollback_found()
     if rollback is not None:
         raise Refusal(ErrorCode.UNAVAILABLE, rollback.message(), retry_after=RETRY_AFTER_S)

@@ -1,8 +1,6 @@
-"""The site's logs (SPEC §16.2): log 0 from the start, and a new one, with an origin of its own,
-each time the keeper restarts the log after the database lost entries the site had signed.
-
-Only the current (latest) log grows; every earlier one keeps being served as it was, at its own
-routes. Log 0 has no row, so a site that never restarted reads and writes exactly as before.
+"""The site's logs (SPEC §16.2): log 0, and a new one with its own origin each time the keeper
+restarts the log after the database lost entries the site had signed. Only the latest grows; the
+earlier ones are served as they were. Log 0 has no row, so a site that never restarted is as before.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ class LogRef:
 
     @property
     def path(self) -> str:
-        """Where its routes are served: `/api/log` for log 0, as ever, `/api/log/<n>` after."""
         return LOG_PATH if self.number == 0 else f"{LOG_PATH}/{self.number}"
 
 
@@ -41,13 +38,11 @@ def _ref(row: Log) -> LogRef:
 
 
 def log_current() -> LogRef:
-    """The log that grows: the latest started."""
     row = Log.objects.order_by("-number").first()
     return log_first() if row is None else _ref(row)
 
 
 def log_numbered(number: int) -> LogRef:
-    """Log `number`; `not_found` when the site never started it."""
     if number == 0:
         return log_first()
     row = Log.objects.filter(number=number).first()
@@ -58,29 +53,20 @@ def log_numbered(number: int) -> LogRef:
 
 @dataclass(frozen=True)
 class InLog:
-    """A leaf where its log serves it: that log, and its index there."""
-
     log: LogRef
     index: int
 
 
 def leaf_in_log(leaf_index: int) -> InLog:
-    """Where `Leaf` `leaf_index` is served: the log whose run of leaves holds it."""
     row = Log.objects.filter(start__lte=leaf_index).order_by("-start").first()
     log = log_first() if row is None else _ref(row)
     return InLog(log, leaf_index - log.start)
 
 
 def origin_place(origin: str) -> tuple[str, int]:
-    """An origin as a site names its logs (§16.2): its log 0's origin and its number, so
-    `<host>/cairn/log/<n>` is log n of the site whose log 0 is `<host>/cairn/log`. Any other
-    origin is a log 0 of its own."""
+    """An origin's log 0 and number: `<host>/cairn/log/<n>` is log n of `<host>/cairn/log`, and
+    any other origin is a log 0 of its own (§16.2)."""
     first, _, number = origin.rpartition("/")
     if first.endswith("/cairn/log") and number.isdigit() and not number.startswith("0"):
         return first, int(number)
     return origin, 0
-
-
-def logs_all() -> list[LogRef]:
-    """Every log, oldest first."""
-    return [log_first(), *(_ref(row) for row in Log.objects.order_by("number"))]

@@ -1,9 +1,8 @@
 """RFC 9162 §2.1 Merkle tree hashing and proofs, over stored perfect-subtree nodes.
 
-Every proof is a list of subtree hashes MTH(D[start:end]); each such range splits into at most
-log2(n) perfect subtrees (left-largest, the RFC's own split), which are the rows `Node` keeps.
-The functions here only say which ranges and nodes are needed and fold their hashes; reading the
-rows is the caller's, in one query.
+Every proof is a list of subtree hashes MTH(D[start:end]), each range at most log2(n) perfect
+subtrees, the rows `Node` keeps. These functions say which nodes are needed and fold their hashes;
+the caller reads the rows, in one query.
 """
 
 from __future__ import annotations
@@ -108,11 +107,8 @@ def parents_closed_by(
 def consistency_verify(
     first: int, second: int, first_root: bytes, second_root: bytes, proof: list[bytes]
 ) -> bool:
-    """Whether `proof` shows the tree of `second` leaves with root `second_root` extends the tree
-    of `first` leaves with root `first_root`: RFC 9162 §2.1.4.2, for sizes a witness is handed.
-
-    Every tree extends the empty one, with an empty proof; a tree is consistent with itself only
-    with an empty proof and the same root."""
+    """RFC 9162 §2.1.4.2, for sizes a witness is handed. Every tree extends the empty one, with
+    an empty proof; a tree is consistent with itself only with an empty proof and the same root."""
     if first > second:
         return False
     if first == second:
@@ -140,8 +136,7 @@ def consistency_verify(
 
 
 def inclusion_verify(index: int, size: int, leaf: bytes, proof: list[bytes], root: bytes) -> bool:
-    """Whether `proof` shows the leaf hash `leaf` is entry `index` of the tree of `size` leaves
-    whose root is `root`: RFC 9162 §2.1.3.2, for proofs a keyper is handed (§15.8)."""
+    """RFC 9162 §2.1.3.2, for proofs a keyper is handed (§15.8)."""
     if index >= size:
         return False
     fn, sn, r = index, size - 1, leaf

@@ -1,8 +1,6 @@
-"""The transparency log's storage (SPEC §15.3), laid out so every read is O(log n) rows.
-
-Writers queue entries; the sequencer moves them into leaves, in order, and stores the hash of
-every complete (perfect) subtree as it closes. Any root or proof of any tree size is then a
-fold of at most a few dozen stored nodes, fetched in one query, however long the log grows.
+"""The transparency log's storage (SPEC §15.3), laid out so every read is O(log n) rows: the
+sequencer stores the hash of every perfect subtree as it closes, so any root or proof is a fold of
+a few dozen stored nodes, fetched in one query, however long the log grows.
 """
 
 from django.db import models
@@ -20,9 +18,8 @@ class QueuedEntry(models.Model):
 
 
 class Log(models.Model):
-    """A log started after the database went back (SPEC §16.2), with an origin of its own; log 0,
-    the first, has no row. Its leaf i is stored as `Leaf` `start + i`: leaf indices stay one
-    sequence across logs, each log a contiguous run of it after the last leaf of the one before."""
+    """A log started after the database went back (SPEC §16.2); log 0 has no row. Its leaf i is
+    `Leaf` `start + i`: leaf indices stay one sequence across logs."""
 
     number = models.PositiveIntegerField(primary_key=True)
     origin = models.CharField(max_length=255, unique=True)
@@ -48,8 +45,7 @@ class Leaf(models.Model):
 
 
 class Node(models.Model):
-    """The hash of the perfect subtree over leaves [index·2^level, (index+1)·2^level) of log
-    `log`, counted from that log's first leaf."""
+    """The hash of the perfect subtree over leaves [index·2^level, (index+1)·2^level) of `log`."""
 
     log = models.PositiveIntegerField(default=0)
     level = models.PositiveSmallIntegerField()
@@ -80,8 +76,7 @@ class Checkpoint(models.Model):
 
 
 class Cosignature(models.Model):
-    """A witness's `cosignature/v1` on one of the site's checkpoints (SPEC §15.4), kept so every
-    checkpoint is served with all the cosignatures it got."""
+    """Kept so every checkpoint is served with all the cosignatures it got (SPEC §15.4)."""
 
     checkpoint = models.ForeignKey(
         Checkpoint, on_delete=models.CASCADE, related_name="cosignatures"
@@ -99,8 +94,8 @@ class Cosignature(models.Model):
 
 
 class WitnessedLog(models.Model):
-    """Cairn as a witness (SPEC §15.4): the latest checkpoint it cosigned of another log, one row
-    per log, only ever advanced under its row lock."""
+    """The latest checkpoint Cairn as a witness cosigned of a log (SPEC §15.4), only ever
+    advanced under its row lock."""
 
     origin = models.CharField(max_length=255, unique=True)
     tree_size = models.BigIntegerField()
@@ -109,9 +104,8 @@ class WitnessedLog(models.Model):
 
 
 class CosignedCheckpoint(models.Model):
-    """Cairn as a keyper (SPEC §15.8): every checkpoint it cosigned of a log it follows, not only
-    the latest, since a release is proven against any root this keyper vouched for. Written in
-    the transaction that advances `WitnessedLog`, so a root is here exactly when it was cosigned."""
+    """Every checkpoint cosigned, since a keyper's release is proven against any root it vouched
+    for (SPEC §15.8); written in the transaction that advances `WitnessedLog`."""
 
     origin = models.CharField(max_length=255)
     tree_size = models.BigIntegerField()
@@ -129,13 +123,10 @@ class CosignedCheckpoint(models.Model):
 
 
 class KeyperRelease(models.Model):
-    """A share this keyper released (SPEC §15.8), kept as the exact answer it gave, so every
-    later ask gets the same bytes with the first `released_at`.
-
-    Keyed by the sealed share's digest too: anyone can seal bytes to a keyper's public key with
-    the `info` of a real contribution, so if the first release of an index stood for every
-    other, whoever asked first with a forged share would make the keyper repeat that forgery to
-    the contributor, and a sealed report could be voided for good by racing the keypers."""
+    """A release kept as the exact answer given, so every later ask gets the same bytes (§15.8).
+    Keyed by the sealed share's digest too: anyone can seal bytes to a keyper with a real
+    contribution's `info`, so keyed by index alone, a forged share asked first would be repeated
+    to the contributor and void the sealed report for good."""
 
     origin = models.CharField(max_length=255)
     contribution_id = models.CharField(max_length=100)

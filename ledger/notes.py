@@ -1,7 +1,5 @@
-"""The site's checkpoints as C2SP signed notes (`tlog-checkpoint`, `signed-note`).
-
-The key name is the origin, `<host>/cairn/log`, so a verifier holding the site's public key can
-check a note without more.
+"""The site's checkpoints as C2SP signed notes. The key name is the origin, `<host>/cairn/log`, so
+a verifier holding the site's public key can check a note without more.
 """
 
 from __future__ import annotations
@@ -37,14 +35,11 @@ def log_origin() -> str:
 
 
 def log_verifier_key(origin: str | None = None) -> VerifierKey:
-    """The key a witness is configured with to follow this site's log (log 0 unless `origin`
-    names a later one)."""
+    """The key a witness is configured with to follow this site's log (log 0 unless named)."""
     return private_verifier_key(origin or log_origin(), site_private_key(), type=ED25519)
 
 
 def checkpoint_sign(tree_size: int, root: bytes, origin: str | None = None) -> str:
-    """The signed note for a tree of `tree_size` leaves whose root hash is `root`, of the log
-    `origin` (log 0 unless said)."""
     origin = origin or log_origin()
     body = checkpoint_body_text(origin, tree_size, root)
     return body + "\n" + note_sign(body, origin, site_private_key()).line

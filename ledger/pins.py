@@ -1,9 +1,8 @@
-"""What a reader of a site pins of its card's verifiable extension (SPEC §15.5, §15.7): the
-witnesses' keys, quorum and URLs, and the keypers and their threshold, in the form
-`CAIRN_HOME/verify/<host>/witnesses.json` keeps them; and the logs it lists (§16.2).
+"""What a reader of a site pins of its card's verifiable extension (SPEC §15.5, §15.7, §16.2), in
+the form `CAIRN_HOME/verify/<host>/witnesses.json` keeps it.
 
-The verifier and the local MCP server keep the same pins, so both trust the same parties; both
-are built with this module's text in them (`core.amalgam`), so it imports nothing of Django.
+The verifier and the local MCP server keep the same pins, so both trust the same parties; both are
+built with this module (`core.amalgam`), so it imports nothing of Django.
 """
 
 from __future__ import annotations
@@ -34,17 +33,15 @@ def card_trust(params: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class LogListed:
-    """One of the site's logs as its card lists them: its origin, and where its routes are
-    served on the site (`/api/log` for log 0, `/api/log/<n>` for a log started after it)."""
+    """`path` is where its routes are served (`/api/log` for log 0, `/api/log/<n>` after)."""
 
     origin: str
     path: str
 
 
 def logs_listed(params: dict[str, Any]) -> list[LogListed]:
-    """The logs the card's verifiable extension lists, oldest first; none when it lists none.
-    ValueError when it lists one it does not say how to read: a reader that skipped it could
-    not find the entries written there."""
+    """The logs the card lists, oldest first. ValueError when it lists one it does not say how
+    to read: a reader that skipped it could not find the entries written there."""
     listed = params.get("logs")
     if not isinstance(listed, list):
         return []
@@ -59,9 +56,8 @@ def logs_listed(params: dict[str, Any]) -> list[LogListed]:
 
 
 def pins_completed(pinned: dict[str, Any], card: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """The pins with what the card adds to them: the URLs of the pinned witnesses it names (a
-    URL pinned before wins), and its keypers and threshold the first time it lists any. Also
-    whether those keypers were pinned just now."""
+    """The pins with the URLs of the pinned witnesses the card names (a pinned URL wins), and its
+    keypers and threshold the first time it lists any; and whether keypers were pinned just now."""
     names = {key.split("+", 1)[0] for key in pinned["keys"]}
     completed = {
         **pinned,
@@ -77,8 +73,8 @@ def pins_completed(pinned: dict[str, Any], card: dict[str, Any]) -> tuple[dict[s
 
 
 def keypers_differ(pinned: dict[str, Any], card: dict[str, Any]) -> bool:
-    """Whether a card listing keypers names others (by name and key, in their order) or another
-    threshold than those pinned: sealing to them would trust parties nobody pinned."""
+    """Whether a card names other keypers (by name and key, in order) or threshold than pinned:
+    sealing to them would trust parties nobody pinned."""
     ours = [(k["name"], k["hpke_key"]) for k in pinned["keypers"]]
     theirs = [(k["name"], k["hpke_key"]) for k in card["keypers"]]
     return bool(theirs) and (

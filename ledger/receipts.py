@@ -10,8 +10,6 @@ from ledger.keys import sign_compact
 
 
 def receipt_sign(claims: dict[str, Any]) -> str:
-    """The compact JWS over the JCS form of the receipt without its `signature`.
-
-    Ed25519 signatures are deterministic, but the signature is stored with the contribution all
-    the same: a replay must return the same bytes after the site key has been rotated too."""
+    """Stored with the contribution though Ed25519 is deterministic: a replay must return the same
+    bytes after the site key has been rotated too."""
     return sign_compact(canonical_json(claims))

@@ -1,7 +1,6 @@
-"""Why a witness does not cosign a checkpoint (SPEC §15.4) or a keyper does not release a share
-(§15.8): one vocabulary for both, since a keyper is a witness and the same case (a log it does
-not follow, a request it cannot read) is the same refusal at either door. The value is the code
-a refusal's body carries; the doors give each kind its status (`http_api.witness.STATUS`).
+"""Why a witness does not cosign (SPEC §15.4) or a keyper does not release (§15.8): one vocabulary,
+since a keyper is a witness and the same case is the same refusal at either door. The value is the
+code a refusal's body carries; the doors give each kind its status (`http_api.witness.STATUS`).
 """
 
 from __future__ import annotations
@@ -21,9 +20,8 @@ class Refused(enum.Enum):
 
 
 class WitnessRefusal(Exception):
-    """A checkpoint not cosigned, or a share not released. `path` names the request's field at
-    fault (a malformed release request); `not_before` is when a keyper will release (too early);
-    `size` is the witness's own size (a stale old size)."""
+    """`path` names a malformed request's field at fault; `not_before` is when a keyper will
+    release; `size` is the witness's own size, when the old size was stale."""
 
     def __init__(
         self,

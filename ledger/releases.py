@@ -2,13 +2,11 @@
 report's key, with the proofs it needs, and keep the answers that are what they claim to be.
 
 A keyper checks everything against a root it cosigned itself, so each entry is proven in the log
-that holds it, at the latest checkpoint of that log the keyper cosigned that holds it: the task's
-entry stays in the log it was written to, and after a restart (SPEC §16.2) the contribution's may
-be in a later one. Keypers are remote parties that may be down, slow or wrong, so they are asked
-all at once, each for at most `RELEASE_TIMEOUT_S`, and one that fails is skipped (and asked again
-at the next sweep), never raised: the grace window, not this function, decides when a report is
-void. Only the calling thread reads the database;
-the threads speak HTTP and nothing else. Nothing is written here: the caller keeps the list.
+that holds it (after a restart, §16.2, the contribution's may be in a later log than the task's).
+Keypers may be down, slow or wrong, so they are asked all at once, each for at most
+`RELEASE_TIMEOUT_S`, and one that fails is skipped until the next sweep, never raised: the grace
+window, not this module, decides when a report is void. Only the calling thread reads the
+database, and nothing is written here: the caller keeps the list.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from core.canonical import canonical_json
 from core.clock import parse_instant
+from ledger.contributor import EntryProven, release_request
 from ledger.entries import CONTRIBUTION, MAX_MERGE_DELAY, TASK
 from ledger.keyper_seal import (
     KEY_BYTES,
@@ -67,8 +66,8 @@ class _Ask:
 
 
 def _cosigned_size(witness: Witness, entry: InLog) -> int | None:
-    """The tree size of the latest of the site's checkpoints of the entry's log this witness
-    cosigned that holds the entry: a root the keyper keeps, so it can check proofs against it."""
+    """The size of the latest checkpoint of the entry's log that holds it and this witness
+    cosigned: a root the keyper keeps, so it can check proofs against it."""
     return (
         Cosignature.objects.filter(
             witness=witness.key.text,
@@ -83,9 +82,7 @@ def _cosigned_size(witness: Witness, entry: InLog) -> int | None:
 
 @dataclass(frozen=True)
 class _Entries:
-    """The task's entry and the contribution's, each with the log that serves it: the same log,
-    or, when the site restarted its log in between (SPEC §16.2), a later one for the
-    contribution."""
+    """The task's entry and the contribution's, each with the log that serves it."""
 
     task: Leaf
     task_at: InLog
@@ -94,8 +91,8 @@ class _Entries:
 
 
 def _entry_leaves(contribution: Contribution) -> _Entries | None:
-    """The task's entry and the contribution's in the logs, or None while either is not in a
-    tree yet. A task has a handful of entries, found by its id."""
+    """None while either entry is not in a tree yet. A task has a handful of entries, found by
+    its id."""
     leaves = list(Leaf.objects.filter(task_id=contribution.task_id).order_by("index"))
     first = leaves[0] if leaves else None
     contribution_id = str(contribution.id)
@@ -113,30 +110,24 @@ def _entry_leaves(contribution: Contribution) -> _Entries | None:
     )
 
 
-def _proven(leaf: Leaf, at: InLog, size: int) -> dict[str, Any]:
+def _proven(leaf: Leaf, at: InLog, size: int) -> EntryProven:
     proof = inclusion_proof(leaf_hash=leaf.leaf_hash, tree_size=size, log=at.log)
-    return {"index": at.index, "entry": leaf.entry, "proof": proof.hashes}
+    return EntryProven(at.log.origin, size, at.index, leaf.entry, proof.hashes)
 
 
-def _proofs(entries: _Entries, witness: Witness) -> dict[str, Any] | None:
-    """The request's `size` and proven entries for a keyper, each entry proven in its own log
-    against the latest root of that log the keyper cosigned: one root when both are in one log;
-    else the contribution's entry names its log's origin and size. None while the keyper has
-    cosigned no checkpoint holding an entry."""
+def _proofs(entries: _Entries, witness: Witness) -> tuple[EntryProven, EntryProven] | None:
+    """The task's and the contribution's entries, each proven against the latest root of its log
+    the keyper cosigned; None while the keyper has cosigned no checkpoint holding one."""
     task_at, contribution_at = entries.task_at, entries.contribution_at
     same_log = task_at.log == contribution_at.log
     contribution_size = _cosigned_size(witness, contribution_at)
     task_size = contribution_size if same_log else _cosigned_size(witness, task_at)
     if task_size is None or contribution_size is None:
         return None
-    proven = _proven(entries.contribution, contribution_at, contribution_size)
-    if not same_log:
-        proven |= {"origin": contribution_at.log.origin, "size": contribution_size}
-    return {
-        "size": task_size,
-        "task_entry": _proven(entries.task, task_at, task_size),
-        "contribution_entry": proven,
-    }
+    return (
+        _proven(entries.task, task_at, task_size),
+        _proven(entries.contribution, contribution_at, contribution_size),
+    )
 
 
 def _asks(contribution: Contribution, released: set[str]) -> list[_Ask]:
@@ -167,17 +158,17 @@ def _asks(contribution: Contribution, released: set[str]) -> list[_Ask]:
                 name,
             )
             continue
-        body = {
-            "site": entries.task_at.log.origin,
-            "task_id": str(contribution.task_id),
-            "contribution_id": str(contribution.id),
-            "index": share["index"],
-            "threshold": sealed["threshold"],
-            "sealed_share": share["sealed_share"],
-            "ciphertext_digest": sealed["ciphertext_digest"],
-            **proofs,
-        }
-        site = entries.task_at.log.origin
+        task_entry, contribution_entry = proofs
+        body = release_request(
+            share,
+            task_id=str(contribution.task_id),
+            contribution_id=str(contribution.id),
+            threshold=sealed["threshold"],
+            ciphertext_digest=sealed["ciphertext_digest"],
+            task_entry=task_entry,
+            contribution_entry=contribution_entry,
+        )
+        site = task_entry.origin
         asks.append(_Ask(keyper, witness, share["index"], site, canonical_json(body)))
     return asks
 
@@ -201,8 +192,8 @@ def _post(client: httpx.Client, ask: _Ask) -> tuple[int, bytes]:
 def _release_checked(
     ask: _Ask, contribution: Contribution, released_from: datetime, status: int, data: bytes
 ) -> dict[str, Any]:
-    """The release as the evaluation lists it, once it is shown to be this keyper's, signed by
-    its witness key, for this contribution and index, and made no earlier than it may be."""
+    """The release as the evaluation lists it, once it is shown to be this keyper's, for this
+    contribution and index, and made no earlier than it may be."""
     text = data.decode("utf-8", "replace")
     if status == 425:
         raise ReleaseFailure(f"answered 425: {text.strip()[:200]}", early=True)
@@ -253,11 +244,9 @@ def _release_checked(
 def releases_collect(
     contribution: Contribution, *, timeout: float = RELEASE_TIMEOUT_S
 ) -> list[dict[str, Any]]:
-    """The releases of a keyper-sealed contribution's key: those already in
-    `contribution.releases`, then a valid new one from each listed keyper that had not
-    released, asked all at once, each for at most `timeout` seconds. Never two from one keyper;
-    a keyper that is down, refuses or answers anything but a valid release is logged and
-    skipped. Call outside any transaction, once the deadline plus the merge delay has passed."""
+    """The releases already in `contribution.releases`, then a valid new one from each listed
+    keyper that had not released; never two from one keyper. Call outside any transaction, once
+    the deadline plus the merge delay has passed."""
     kept: list[dict[str, Any]] = []
     for release in contribution.releases:
         if release["keyper"] not in {r["keyper"] for r in kept}:

@@ -21,7 +21,7 @@ from ledger.entry_types import RESTART
 from ledger.logs import LogRef, log_current, origin_numbered
 from ledger.models import Checkpoint, Log, QueuedEntry
 from ledger.selectors import checkpoint_note, checkpoint_quorate_latest
-from ledger.services import _append, _sequencer_lock, checkpoint_publish, tree_size
+from ledger.services import SEQUENCER_LOCK, _append, checkpoint_publish, tree_size
 from ledger.signed_note import note_parse
 from ledger.witnesses import witness_quorum
 
@@ -34,7 +34,6 @@ class RestartRefused(Exception):
 class Restarted:
     log: LogRef
     previous: LogRef
-    previous_checkpoint: str
     previous_size: int
     lost_from: int
     logged_again: int
@@ -61,11 +60,10 @@ def _size(note: str) -> int:
 
 
 def log_restart() -> Restarted:
-    """Start the next log, first entry the restart entry, then every queued entry in queue
-    order, and sign its first checkpoint. Refused unless the sequencer found the current log gone
-    back, and while a sequencer is at work."""
+    """Start the next log with the restart entry and every queued entry, and sign it. Refused
+    unless the sequencer found the current log gone back, and while a sequencer is at work."""
     with transaction.atomic():
-        if not _sequencer_lock():
+        if not statements.advisory_lock(SEQUENCER_LOCK, wait=False):
             raise RestartRefused("the sequencer is at work: stop the worker, then run this again")
         identity = log_state.log_identity()
         rollback = log_state.rollback_found()
@@ -106,4 +104,4 @@ def log_restart() -> Restarted:
     log_state.signed_kept(
         new_identity, checkpoint.tree_size, bytes.fromhex(checkpoint.root_hash), checkpoint.note
     )
-    return Restarted(log, previous, note, _size(note), lost_from, len(queued), checkpoint)
+    return Restarted(log, previous, _size(note), lost_from, len(queued), checkpoint)

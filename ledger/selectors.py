@@ -28,16 +28,14 @@ def checkpoint_latest(log: LogRef | None = None) -> Checkpoint | None:
 
 
 def checkpoint_note(checkpoint: Checkpoint) -> str:
-    """The checkpoint as published (SPEC §15.3): the site's signed note with every cosignature it
-    got appended after the site's signature line, still one valid signed note."""
+    """The site's signed note with every cosignature it got appended: still one signed note."""
     lines = checkpoint.cosignatures.order_by("id").values_list("line", flat=True)
     return checkpoint.note + "".join(lines)
 
 
 def _quorate(log: LogRef) -> QuerySet[Checkpoint]:
-    """The checkpoints of `log` cosigned by the quorum of configured witnesses (all without
-    witnesses); the count is a subquery per checkpoint, so a query walking an index in order
-    stops at the first quorate one."""
+    """The checkpoints cosigned by the witness quorum. The count is a subquery per checkpoint,
+    so a query walking an index in order stops at the first quorate one."""
     checkpoints = Checkpoint.objects.filter(log=log.number)
     quorum = witness_quorum()
     if quorum == 0:
@@ -61,8 +59,8 @@ def checkpoint_quorate_latest(log: LogRef) -> Checkpoint | None:
 
 
 def checkpoints_covering(*, index: int, log: LogRef | None = None) -> list[Checkpoint]:
-    """The earliest checkpoint carrying the witness quorum whose tree holds entry `index`, then
-    the latest carrying it (once when they are the same); `not_found` when none holds it yet."""
+    """The earliest quorate checkpoint holding entry `index`, then the latest quorate one (once
+    when they are the same)."""
     log = log or log_first()
     earliest = _quorate(log).filter(tree_size__gt=index).order_by("tree_size", "id").first()
     if earliest is None:
@@ -100,8 +98,7 @@ def _served(log: LogRef, leaf: Leaf) -> dict[str, Any]:
 
 
 def entries_of_task(task_id: uuid.UUID, log: LogRef | None = None) -> list[dict[str, Any]]:
-    """One task's entries under the latest checkpoint, in log order: a convenience for a reader
-    of one task; the monitor reads the whole log instead of trusting it (§15.3)."""
+    """A convenience for a reader of one task; the monitor reads the whole log instead (§15.3)."""
     log = log or log_first()
     leaves = _leaves(log, 0, checkpointed_size(log)).filter(task_id=task_id).order_by("index")
     return [_served(log, leaf) for leaf in leaves]
@@ -131,8 +128,6 @@ class InclusionProof:
 
 
 def inclusion_proof(*, leaf_hash: str, tree_size: int, log: LogRef | None = None) -> InclusionProof:
-    """The audit path of the leaf in the tree of `tree_size` leaves; `not_found` when the leaf is
-    not (yet) in that tree."""
     log = log or log_first()
     _refuse_beyond(log, "tree_size", tree_size)
     leaf = _leaves(log, 0, tree_size).filter(leaf_hash=leaf_hash).order_by("index").first()
@@ -155,7 +150,7 @@ def consistency_proof(*, first: int, second: int, log: LogRef | None = None) -> 
 
 
 def log_stats() -> tuple[int, float]:
-    """(entries in the tree, seconds the oldest queued entry has waited): the metrics' gauges."""
+    """The metrics' gauges: entries in the tree, and seconds the oldest queued one has waited."""
     oldest = QueuedEntry.objects.order_by("id").values_list("queued_at", flat=True).first()
     lag = 0.0 if oldest is None else max(0.0, (timezone.now() - oldest).total_seconds())
     latest = Leaf.objects.order_by("-index").values_list("index", flat=True).first()

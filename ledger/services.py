@@ -33,9 +33,8 @@ SEQUENCER_LOCK = int.from_bytes(b"cairnlog", "big", signed=True)
 
 
 def log_writes(entries: Iterable[dict[str, Any]]) -> tuple[statements.Write, ...]:
-    """The rows that queue entries for the log, for a write to send with its own rows inside its
-    transaction: plain SQL, since every accepted write pays for them. Refused while the log has
-    gone back (§16.2)."""
+    """The rows that queue entries, for a write to send with its own inside its transaction:
+    plain SQL, since every accepted write pays for them. Refused while the log has gone back."""
     log_state.writes_refused_if_rolled_back()
     at = now_ms()
     return statements.rows_inserted(
@@ -46,24 +45,18 @@ def log_writes(entries: Iterable[dict[str, Any]]) -> tuple[statements.Write, ...
 
 
 def log_queue(entries: Iterable[dict[str, Any]]) -> None:
-    """Queue entries for the log. Call inside the transaction of the write they record."""
+    """Call inside the transaction of the write the entries record."""
     statements.write_all(*log_writes(entries))
 
 
-def _sequencer_lock() -> bool:
-    """Take the sequencer's lock for this transaction, or say that another sequencer holds it."""
-    return statements.advisory_lock(SEQUENCER_LOCK, wait=False)
-
-
 def tree_size(log: LogRef) -> int:
-    """The size of the database's tree of `log`, the current one (an earlier log's leaves run on
-    into the next's)."""
+    """The size of the current log's tree (an earlier log's leaves run on into the next's)."""
     last = Leaf.objects.filter(index__gte=log.start).aggregate(last=Max("index"))["last"]
     return 0 if last is None else last + 1 - log.start
 
 
 def nodes_get(keys: Iterable[tuple[int, int]], *, log: int) -> dict[tuple[int, int], bytes]:
-    """The stored nodes of log number `log` named by `keys`, in one query."""
+    """In one query."""
     keys = set(keys)
     if not keys:
         return {}
@@ -85,9 +78,8 @@ def entry_task_id(entry: str) -> uuid.UUID | None:
 
 
 def _append(queued: list[QueuedEntry], size: int, log: LogRef) -> int:
-    """Append `queued` after leaf `size - 1` of `log`, storing every node it completes, and
-    delete them from the queue. Returns the new size. `queued` may lead with entries never
-    queued (no id), as a restart entry is."""
+    """Append `queued`, storing every node it completes, and delete them from the queue; returns
+    the new size. A restart entry is appended unqueued (no id)."""
     nodes = nodes_get(perfect_nodes(0, size), log=log.number)  # the frontier: left siblings
     at = now_ms()
     leaves, new_nodes = [], []
@@ -116,13 +108,11 @@ def _append(queued: list[QueuedEntry], size: int, log: LogRef) -> int:
 
 
 def root_at(size: int, log: LogRef) -> bytes:
-    """The root hash of the first `size` entries of `log`."""
     return range_hash(0, size, nodes_get(perfect_nodes(0, size), log=log.number))
 
 
 def checkpoint_publish(size: int, log: LogRef | None = None) -> Checkpoint:
-    """Sign and keep a checkpoint of the first `size` entries of `log`, the current one unless
-    named."""
+    """A signed checkpoint of the first `size` entries of `log`, the current one unless named."""
     log = log or log_current()
     root = root_at(size, log)
     return statements.created(
@@ -146,11 +136,10 @@ class _GoneBack(Exception):
 
 def _sequence_batch(batch_size: int) -> tuple[int, str | None, Checkpoint] | None:
     """One transaction of the sequencer: the entries it appended, the log's identity and the
-    latest checkpoint, which it signed when the tree grew; None when another sequencer is at
-    work. Raises `_GoneBack`, undoing the batch, when the grown tree does not extend a tree the
-    site signed or a witness holds."""
+    latest checkpoint; None when another sequencer is at work. `_GoneBack` undoes the batch when
+    the grown tree does not extend what was promised."""
     with transaction.atomic():
-        if not _sequencer_lock():
+        if not statements.advisory_lock(SEQUENCER_LOCK, wait=False):
             return None
         log = log_current()
         size = tree_size(log)
@@ -169,9 +158,8 @@ def _sequence_batch(batch_size: int) -> tuple[int, str | None, Checkpoint] | Non
 
 
 def log_sequence(*, batch_size: int = 1000) -> int:
-    """Integrate queued entries in queue order and sign a checkpoint of the grown tree.
-    Returns how many entries this call appended (0 too when another sequencer is at work, or
-    when the log has gone back: then it says so on every run and signs nothing)."""
+    """Integrate queued entries in order and sign a checkpoint of the grown tree; returns how
+    many were appended (0 too when another sequencer is at work or the log has gone back)."""
     appended = 0
     identity = None
     while True:

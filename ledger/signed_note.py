@@ -1,9 +1,8 @@
 """C2SP signed notes, checkpoints and Ed25519 cosignatures (`signed-note`, `tlog-checkpoint`,
 `tlog-cosignature`), as plain functions over text and bytes.
 
-The site signs its checkpoints, witnesses cosign them, and Cairn as a witness checks other logs'
-checkpoints; all three speak the same format, so it is written once here. Nothing here reads
-Django's settings, so the settings themselves can check a configured key at start-up.
+The site's checkpoints, witnesses' cosignatures and the checks of other logs' checkpoints all
+speak this format. Nothing here reads Django's settings, so the settings can check a key with it.
 
     <origin>\n<tree size>\n<base64 root hash>\n          the note's body
     \n
@@ -19,14 +18,13 @@ import re
 from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 ED25519 = 0x01  # a log's (or any note's) Ed25519 signature
 COSIGNATURE_V1 = 0x04  # a witness's timestamped Ed25519 cosignature
 MAX_PROOF_LINES = 63
 _NAME = re.compile(r"[^\s+]+")
-_DECIMAL = re.compile(r"0|[1-9][0-9]{0,18}")
+DECIMAL = re.compile(r"0|[1-9][0-9]{0,18}")
 
 
 class NoteError(ValueError):
@@ -54,16 +52,12 @@ class VerifierKey:
             raise NoteError(f"the signature by {self.name} does not verify") from None
 
 
-def key_id(name: str, type: int, public: bytes) -> bytes:
-    return hashlib.sha256(name.encode() + b"\n" + bytes([type]) + public).digest()[:4]
-
-
 def verifier_key(name: str, type: int, public: bytes) -> VerifierKey:
-    return VerifierKey(name, key_id(name, type, public), type, public)
+    key_id = hashlib.sha256(name.encode() + b"\n" + bytes([type]) + public).digest()[:4]
+    return VerifierKey(name, key_id, type, public)
 
 
 def verifier_key_parse(text: str, *, type: int) -> VerifierKey:
-    """Parse a verifier key of the given signature type, checking its key ID."""
     parts = text.strip().split("+", 2)  # the base64 key may hold "+", a name may not
     if len(parts) != 3 or not _NAME.fullmatch(parts[0]):
         raise NoteError(f"{text!r} is not a verifier key (<name>+<key ID hex>+<base64 key>)")
@@ -82,10 +76,7 @@ def verifier_key_parse(text: str, *, type: int) -> VerifierKey:
 
 
 def private_verifier_key(name: str, private: Ed25519PrivateKey, *, type: int) -> VerifierKey:
-    public = private.public_key().public_bytes(
-        serialization.Encoding.Raw, serialization.PublicFormat.Raw
-    )
-    return verifier_key(name, type, public)
+    return verifier_key(name, type, private.public_key().public_bytes_raw())
 
 
 @dataclass(frozen=True)
@@ -133,7 +124,6 @@ def signature_lines_parse(text: str) -> list[NoteSignature]:
 
 
 def note_parse(text: str) -> Note:
-    """A signed note: its body (every line up to the blank one) and its signature lines."""
     body, separator, rest = text.partition("\n\n")
     if not separator or not rest.endswith("\n") or "\r" in text:
         raise NoteError("not a signed note (a body, a blank line, signature lines)")
@@ -159,7 +149,7 @@ def checkpoint_body_parse(body: str) -> CheckpointBody:
     if len(lines) < 4 or lines[-1] != "" or not lines[0]:
         raise NoteError("the checkpoint body is not origin, size and root lines")
     origin, size, root = lines[0], lines[1], lines[2]
-    if not _DECIMAL.fullmatch(size):
+    if not DECIMAL.fullmatch(size):
         raise NoteError("the checkpoint's tree size is not a decimal number")
     try:
         root_hash = base64.b64decode(root, validate=True)
@@ -176,7 +166,7 @@ def note_sign(body: str, name: str, private: Ed25519PrivateKey) -> NoteSignature
 
 
 def note_signature_verify(note: Note, key: VerifierKey) -> None:
-    """The note's signature by `key` verifies; NoteError when it is missing or does not."""
+    """NoteError when the note's signature by `key` is missing or does not verify."""
     signature = note.signed_by(key)
     if signature is None:
         raise NoteError(f"the note carries no signature by {key.name}")
@@ -217,10 +207,9 @@ class CheckedCheckpoint:
 def checkpoint_checked(
     text: str, log_keys: list[bytes], witnesses: list[VerifierKey]
 ) -> CheckedCheckpoint:
-    """A checkpoint signed by one of the log's Ed25519 keys (raw public keys, named by its
-    origin), with the timestamp of each of `witnesses`' cosignatures on it. A signature by one of
-    these keys that does not verify is an error, as is a checkpoint none of the log's keys signed:
-    what a reader who pinned the keys (the verifier, the local MCP server) accepts."""
+    """A checkpoint signed by one of the log's raw Ed25519 keys, with the timestamp of each of
+    `witnesses`' cosignatures on it: what a reader who pinned the keys accepts. A signature by one
+    of these keys that does not verify is an error."""
     note = note_parse(text)
     body = checkpoint_body_parse(note.body)
     signed = False

@@ -1,10 +1,8 @@
 """The log as C2SP `tlog-tiles` (SPEC §15.3): hash tiles and entry bundles over the stored tree.
 
-A level-L tile's hashes are the perfect subtrees of 256^L leaves, which `Node` already keeps at
-tree level 8·L, and an entry bundle's entries are the leaves' own JCS text; so each tile is one
-range query, whatever its level. Only what the latest signed checkpoint covers is served: a tile
-of width W exists once the checkpointed tree holds those W hashes, so every partial tile a
-checkpoint needed stays available, and a full tile never changes once it exists.
+A level-L tile's hashes are the `Node`s at tree level 8·L, and a bundle's entries are the leaves'
+JCS text, so each tile is one range query. A tile of width W exists once the checkpointed tree
+holds those W hashes, so every partial tile a checkpoint needed stays, and a full one never changes.
 """
 
 from __future__ import annotations
@@ -28,8 +26,7 @@ class Tile:
 
 
 def _first(log: LogRef, level: int, index: int, width: int) -> int:
-    """The index of the tile's first hash among the tree's level-`8·level` nodes, after refusing a
-    tile the checkpointed tree does not hold `width` hashes of (it may never: `not_found` either way)."""
+    """The tile's first index among its level's nodes, once the checkpointed tree holds `width`."""
     hashes = checkpointed_size(log) >> (TILE_HEIGHT * level)  # subtrees of 256^level leaves
     first = index * TILE_WIDTH
     if hashes < first + width:
@@ -41,8 +38,6 @@ def _first(log: LogRef, level: int, index: int, width: int) -> int:
 
 
 def hash_tile(*, level: int, index: int, width: int, log: LogRef | None = None) -> Tile:
-    """Tile `index` of level `level` of `log` (log 0 unless named), its first `width` hashes
-    (`width` 256 for a full tile)."""
     log = log or log_first()
     first = _first(log, level, index, width)
     hashes = Node.objects.filter(
@@ -54,8 +49,7 @@ def hash_tile(*, level: int, index: int, width: int, log: LogRef | None = None) 
 
 
 def entry_bundle(*, index: int, width: int, log: LogRef | None = None) -> Tile:
-    """Entry bundle `index`, its first `width` entries, each as a big-endian uint16 length and
-    the entry's JCS bytes (the exact bytes its leaf hash is of)."""
+    """Each entry as a big-endian uint16 length and the JCS bytes its leaf hash is of."""
     log = log or log_first()
     first = log.start + _first(log, 0, index, width)
     entries = Leaf.objects.filter(index__gte=first, index__lt=first + width).order_by("index")

@@ -1,12 +1,10 @@
 """Cairn as a witness of other logs (SPEC §15.4, C2SP `tlog-witness` and `tlog-cosignature`).
 
-A witness keeps, per log it follows, the latest tree it cosigned, and cosigns a new checkpoint
-only if it extends that tree. Because it refuses a second tree of a size it already cosigned, a
-log whose readers require its cosignature cannot show them different histories. The check and
-the update happen under the log's row lock, so two submissions racing from the same old size
-cannot both advance it, nor can a slower one roll it back. Every checkpoint it cosigns is also
-kept (`CosignedCheckpoint`, in the same transaction): a keyper proves releases against any root it
-cosigned (§15.8), and anyone can read the latest it cosigned of each log.
+A witness cosigns a checkpoint only if it extends the latest tree it cosigned of that log, so a
+log whose readers require its cosignature cannot show them different histories. The check and the
+update happen under the log's row lock, so two racing submissions cannot both advance it, nor a
+slower one roll it back. Every cosigned checkpoint is also kept, in the same transaction: a keyper
+proves releases against any root it cosigned (§15.8).
 
     old <size>\n                  the size the submitter believes the witness holds
     <base64 hash>\n               at most 63 lines: the consistency proof from that size
@@ -20,7 +18,6 @@ import base64
 import hashlib
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -51,7 +48,7 @@ from ledger.signed_note import (
 
 _OLD_SIZE = re.compile(r"old (0|[1-9][0-9]{0,18})")
 _PROOF_LINE = re.compile(r"[A-Za-z0-9+/]{43}=")
-_LARGEST_SIZE = 2**63 - 1  # a tree size the database (a signed 64-bit column) can hold
+LARGEST_SIZE = 2**63 - 1  # a tree size the database (a signed 64-bit column) can hold
 
 
 @dataclass(frozen=True)
@@ -75,12 +72,11 @@ def witness_private_key() -> Ed25519PrivateKey:
 
 
 def witness_verifier_key() -> VerifierKey:
-    """The `cosignature/v1` key a log's operator configures to trust this witness."""
     return private_verifier_key(witness_name(), witness_private_key(), type=COSIGNATURE_V1)
 
 
 def witnessed_logs() -> dict[str, list[VerifierKey]]:
-    """The logs followed, by origin (a log's key name is its origin), each with its keys."""
+    """The logs followed, by origin (a log's key name is its origin)."""
     logs: dict[str, list[VerifierKey]] = {}
     for text in settings.CAIRN_WITNESSED_LOGS:
         key = verifier_key_parse(text, type=ED25519)
@@ -124,7 +120,7 @@ def submission_parse(body: bytes) -> Submission:
         checkpoint = checkpoint_body_parse(note.body)
     except NoteError as error:
         raise _malformed(f"the checkpoint is malformed: {error}") from None
-    if max(int(old[1]), checkpoint.tree_size) > _LARGEST_SIZE:
+    if max(int(old[1]), checkpoint.tree_size) > LARGEST_SIZE:
         raise _malformed("a tree size is beyond 2^63 - 1")
     return Submission(int(old[1]), proof, note, checkpoint)
 
@@ -152,9 +148,8 @@ def _check_signed(note: Note, origin: str) -> None:
 
 
 def _locked_state(origin: str) -> WitnessedLog:
-    """The log's row, locked until the transaction ends; a log never cosigned is size 0. The row
-    is made first (a second maker waits on the unique origin, then finds it) so there is always
-    a row to lock."""
+    """The log's row, locked until the transaction ends; it is made first, at size 0, so there
+    is always a row to lock (a second maker waits on the unique origin, then finds it)."""
     statements.write_all(
         statements.inserted(
             WitnessedLog,
@@ -200,8 +195,7 @@ def _check_consistent(submission: Submission, state: WitnessedLog) -> None:
 
 
 def add_checkpoint(body: bytes) -> str:
-    """Cosign the submitted checkpoint if it extends the tree last cosigned for its log, record
-    it, and return the cosignature line; WitnessRefusal says why not, with nothing recorded."""
+    """The cosignature line, once recorded; WitnessRefusal says why not, with nothing recorded."""
     submission = submission_parse(body)
     checkpoint = submission.checkpoint
     _check_signed(submission.note, checkpoint.origin)
@@ -232,26 +226,20 @@ def add_checkpoint(body: bytes) -> str:
         )
         statements.write_all(
             statements.updated(state, ["tree_size", "root_hash", "updated_at"]),
-            _cosigned_kept(submission, signature.line, now),
+            # The same checkpoint cosigned again keeps its first row, whose root is the same.
+            statements.inserted(
+                CosignedCheckpoint,
+                {
+                    "origin": checkpoint.origin,
+                    "tree_size": checkpoint.tree_size,
+                    "root_hash": checkpoint.root,
+                    "note": submission.note.text + signature.line,
+                    "cosigned_at": now,
+                },
+                ignore_conflicts=True,
+            ),
         )
     return signature.line
-
-
-def _cosigned_kept(submission: Submission, line: str, now: datetime) -> statements.Write:
-    """The row that keeps a cosigned root for the keyper (§15.8); the same checkpoint cosigned
-    again keeps its first row, whose root is the same."""
-    checkpoint = submission.checkpoint
-    return statements.inserted(
-        CosignedCheckpoint,
-        {
-            "origin": checkpoint.origin,
-            "tree_size": checkpoint.tree_size,
-            "root_hash": checkpoint.root,
-            "note": submission.note.text + line,
-            "cosigned_at": now,
-        },
-        ignore_conflicts=True,
-    )
 
 
 def origin_by_digest(digest: str) -> str | None:
@@ -262,8 +250,7 @@ def origin_by_digest(digest: str) -> str | None:
 
 
 def cosigned_latest(origin: str) -> str | None:
-    """The latest checkpoint this witness cosigned of the log, with its cosignature: what
-    `GET <witness URL>/<hex SHA-256 of origin>/checkpoint` serves (§15.8)."""
+    """What `GET <witness URL>/<hex SHA-256 of origin>/checkpoint` serves (§15.8)."""
     return (
         CosignedCheckpoint.objects.filter(origin=origin)
         .order_by("-tree_size")

@@ -2,8 +2,8 @@
 `tlog-witness`), and the `cosignature/v1` lines that verify are kept beside the checkpoint.
 
 A witness may be slow or down, so this runs outside the sequencer's transaction and asks every
-witness at once, each in its own thread (HTTP only: the calling thread alone touches the database)
-for at most `WITNESS_TIMEOUT_S`. A witness that failed is asked again at the next run.
+witness at once, each for at most `WITNESS_TIMEOUT_S` in a thread that only speaks HTTP; one that
+failed is asked again at the next run.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import http.client
 import logging
-import re
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +28,7 @@ from ledger.models import Checkpoint, Cosignature
 from ledger.services import nodes_get
 from ledger.signed_note import (
     COSIGNATURE_V1,
+    DECIMAL,
     NoteError,
     VerifierKey,
     cosignature_verify,
@@ -41,7 +41,6 @@ logger = logging.getLogger(__name__)
 WITNESS_TIMEOUT_S = 5.0
 SIZE_CONTENT_TYPE = "text/x.tlog.size"
 MAX_ANSWER_BYTES = 64 * 1024
-_DECIMAL = re.compile(r"0|[1-9][0-9]{0,18}")
 
 
 @dataclass(frozen=True)
@@ -59,13 +58,12 @@ def witnesses_configured() -> list[Witness]:
 
 
 def witness_quorum() -> int:
-    """How many distinct configured witnesses must cosign a checkpoint; 0 without witnesses."""
+    """0 without witnesses."""
     return int(settings.CAIRN_WITNESS_QUORUM) if settings.CAIRN_WITNESSES else 0
 
 
 class WitnessFailure(Exception):
-    """A witness that did not cosign; the message says what it did instead. `refused` when it
-    answered with a refusal rather than not at all."""
+    """A witness that did not cosign; `refused` when it answered with a refusal."""
 
     def __init__(self, message: str, *, status: int = 0) -> None:
         super().__init__(message)
@@ -79,21 +77,14 @@ class _Cosigned:
     signed_at: datetime  # the witness's timestamp
 
 
-@dataclass(frozen=True)
-class _Conflict:
-    """The witness's 409: it last cosigned a tree of `size`, not of the size we sent."""
-
-    size: int
-
-
 def _submission(old: int, proof: list[bytes], note: str) -> bytes:
     lines = [f"old {old}\n", *(base64.b64encode(h).decode() + "\n" for h in proof), "\n"]
     return ("".join(lines) + note).encode()
 
 
 def _post(url: str, data: bytes, deadline: float) -> tuple[int, str, str]:
-    """POST `data`: the status, the content type and the text of the answer, whatever the
-    status; WitnessFailure when there is no answer before the deadline."""
+    """The status, content type and text of the answer, whatever the status; WitnessFailure
+    when there is no answer before the deadline."""
     request = urllib.request.Request(
         url, data=data, method="POST", headers={"Content-Type": "text/plain; charset=utf-8"}
     )
@@ -114,12 +105,12 @@ def _post(url: str, data: bytes, deadline: float) -> tuple[int, str, str]:
 
 def _submit(
     witness: Witness, old: int, proof: list[bytes], note: str, body: str, deadline: float
-) -> _Cosigned | _Conflict:
-    """One `add-checkpoint` call, answered by the witness's verified cosignature or its size."""
+) -> _Cosigned | int:
+    """The witness's verified cosignature, or the size its 409 says it last cosigned."""
     data = _submission(old, proof, note)
     status, content_type, text = _post(f"{witness.url}/add-checkpoint", data, deadline)
-    if status == 409 and content_type == SIZE_CONTENT_TYPE and _DECIMAL.fullmatch(text.strip()):
-        return _Conflict(int(text.strip()))
+    if status == 409 and content_type == SIZE_CONTENT_TYPE and DECIMAL.fullmatch(text.strip()):
+        return int(text.strip())
     if status != 200:
         raise WitnessFailure(f"answered {status}: {text.strip()[:200]!r}", status=status)
     try:
@@ -146,8 +137,8 @@ def _consistency(old: int, size: int, log: LogRef) -> list[bytes]:
 
 
 def _last_cosigned_sizes(witnesses: list[Witness], log: LogRef) -> dict[str, int]:
-    """The tree size of the latest checkpoint each witness cosigned, by key (0 when it never
-    did): the `old` each expects. Usually one query finds them all; any other is looked up alone."""
+    """The size of the latest checkpoint each witness cosigned (0 if none), by key: the `old`
+    each expects. Usually one query finds them all; any other is looked up alone."""
     keys = [w.key.text for w in witnesses]
     newest = Cosignature.objects.filter(witness__in=keys, checkpoint__log=log.number).order_by(
         "-checkpoint_id"
@@ -163,10 +154,9 @@ def _last_cosigned_sizes(witnesses: list[Witness], log: LogRef) -> dict[str, int
 
 
 def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
-    """Submit the latest checkpoint to every configured witness that has not cosigned it yet,
-    all at once and each for at most `timeout` seconds, and keep every cosignature that
-    verifies. A witness whose old size is not ours (409) is asked once more, from its own size.
-    Returns how many cosignatures it got. Call outside any transaction."""
+    """Submit the latest checkpoint to every configured witness that has not cosigned it, and
+    keep every cosignature that verifies; a witness whose old size is not ours (409) is asked once
+    more, from its own size. Returns how many it got. Call outside any transaction."""
     witnesses = witnesses_configured()
     if not witnesses:
         return 0
@@ -187,7 +177,7 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
 
     proofs: dict[int, list[bytes]] = {}  # by old size: witnesses in step share one
 
-    def ask(witness: Witness, old: int) -> Future[_Cosigned | _Conflict]:
+    def ask(witness: Witness, old: int) -> Future[_Cosigned | int]:
         if old not in proofs:
             proofs[old] = _consistency(old, latest.tree_size, log)
         return executor.submit(_submit, witness, old, proofs[old], latest.note, body, deadline)
@@ -195,7 +185,7 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
     sizes = _last_cosigned_sizes(pending, log)
     # Each question with its witness and, when it is the retry from the size the witness
     # named, that size: a retry refused for its proof means the witness holds another tree.
-    asked: dict[Future[_Cosigned | _Conflict], tuple[Witness, int | None]] = {
+    asked: dict[Future[_Cosigned | int], tuple[Witness, int | None]] = {
         ask(w, sizes[w.key.text]): (w, None) for w in pending
     }
     try:
@@ -221,12 +211,12 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
                     )
                     added += 1
                     continue
-                log_state.witness_kept(identity, witness.name, answer.size, None)
-                if retried is not None or answer.size > latest.tree_size:
+                log_state.witness_kept(identity, witness.name, answer, None)
+                if retried is not None or answer > latest.tree_size:
                     log_state.witness_refusal_counted(identity, witness.name)
-                    failures[witness.name] = f"holds a tree of size {answer.size} (409)"
+                    failures[witness.name] = f"holds a tree of size {answer} (409)"
                 else:
-                    asked[ask(witness, answer.size)] = (witness, answer.size)
+                    asked[ask(witness, answer)] = (witness, answer)
     finally:
         executor.shutdown(wait=False, cancel_futures=True)
     for witness, _ in asked.values():
@@ -251,7 +241,7 @@ def _witnessed_kept(identity: str, checkpoint: Checkpoint, configured: set[str])
 
 
 def _keep(checkpoint: Checkpoint, witness: Witness, cosigned: _Cosigned) -> None:
-    """Store the cosignature; a concurrent run may have stored this witness's already."""
+    """A concurrent run may have stored this witness's cosignature already."""
     statements.write_all(
         statements.inserted(
             Cosignature,

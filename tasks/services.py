@@ -18,9 +18,9 @@ from core.clock import now_ms, parse_instant
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from core.metrics import counted_write
 from core.payloads import parse_payload
-from ledger.entries import contribution_entry, salt_new, task_entry
+from ledger.entries import contribution_entry, task_entry
 from ledger.jobs import sequencing_nudge
-from ledger.keyper_seal import b64u_decode, ciphertext_digest
+from ledger.keyper_seal import b64u_decode, ciphertext_digest, salt_new
 from ledger.keypers import keyper_threshold, keypers_configured
 from ledger.receipts import receipt_sign
 from ledger.seal import report_seal

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from ledger.entries import contribution_entry as ledger_contribution_entry
-from ledger.entries import salt_new
+from ledger.keyper_seal import salt_new
 from ledger.merkle import leaf_hash, parents_closed_by
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
 from ledger.seal import report_seal
