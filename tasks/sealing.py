@@ -8,6 +8,7 @@ server's to open before the keypers release its key, and a void report has no pu
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any, Protocol
 
 from django.db.models import Q, QuerySet
@@ -41,9 +42,9 @@ def contribution_report(contribution: Contribution) -> dict[str, Any] | None:
     return report_unsealed(contribution)
 
 
-class Sealed(Protocol):
-    """What opening a report reads of its contribution: a Contribution, or a row of these
-    fields (the sweep reads its batch's contributions as rows)."""
+class ContributionRow(Protocol):
+    """What the evaluation reads of a contribution: a Contribution, or a row of these fields (the
+    sweep reads its batch's contributions as rows)."""
 
     @property
     def id(self) -> uuid.UUID: ...
@@ -54,8 +55,23 @@ class Sealed(Protocol):
     @property
     def sealed_report(self) -> bytes | memoryview | None: ...
 
+    @property
+    def report_digest(self) -> str: ...
 
-def report_unsealed(contribution: Sealed) -> dict[str, Any]:
+    @property
+    def salt(self) -> str: ...
+
+    @property
+    def received_at(self) -> datetime: ...
+
+    @property
+    def keyper_seal(self) -> dict[str, Any] | None: ...
+
+    @property
+    def releases(self) -> list[dict[str, Any]]: ...
+
+
+def report_unsealed(contribution: ContributionRow) -> dict[str, Any]:
     """The report opened from its seal: for the evaluation, or for its author before it. Reads
     neither the task nor anything but the contribution's own row."""
     sealed = contribution.sealed_report

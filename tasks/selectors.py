@@ -33,8 +33,7 @@ KEYPERS_SEALED = "keypers"
 
 def receipt_claims(contribution: Contribution) -> dict[str, str]:
     """The receipt without its signature: what the signature covers (SPEC §4.2, §15.2). A
-    keyper-sealed contribution's names its contributor's commitment and its ciphertext, the
-    server having neither its report nor its salt (§15.8)."""
+    keyper-sealed one names the commitment and ciphertext: the server has no report nor salt."""
     seal = contribution.keyper_seal
     if seal is not None:
         sealed = {
@@ -63,9 +62,8 @@ def receipt_view(contribution: Contribution) -> dict[str, str]:
 
 def task_entry_logged(task_id: uuid.UUID) -> InLog | None:
     """The log holding the task's own entry and its index there, None while it waits for the
-    sequencer. A task's entry comes before any other of that task (SPEC §15.3), so it is the
-    task's first; it is logged once, in the log that was current then, which is where a sealed
-    contribution names it (§15.8) even after a restart started a later log (§16.2)."""
+    sequencer. It is the task's first entry (SPEC §15.3), logged once in the log current then,
+    which is where a sealed contribution names it (§15.8) even after a later log (§16.2)."""
     first = (
         Leaf.objects.filter(task_id=task_id).order_by("index").values_list("index", "entry").first()
     )
@@ -160,9 +158,9 @@ def _feed_position(cursor: str, filter_key: str, sections: tuple[str, ...]):
 
 
 def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
-    """One page of the web feed: what a reader can still act on first. Open tasks come first,
-    the one closing soonest at the top; then evaluated tasks, most recently evaluated first.
-    Keyset pages like `task_page`; a cursor names its section and only works in its mode."""
+    """One page of the web feed, what a reader can still act on first: open tasks closing soonest
+    first, then evaluated tasks most recently evaluated first. Keyset pages like `task_page`; a
+    cursor names its section and only works in its mode."""
     filter_key = f"web:{mode}"
     sections = FEED_SECTIONS[mode]
     section, after = sections[0], None
