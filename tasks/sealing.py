@@ -1,8 +1,6 @@
-"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6, §15.8).
-
-A report is stored once, sealed, and stays so: its public copy is its item in the task's
-evaluation, so the sweep never rewrites a contribution's row. A keyper-sealed report is not the
-server's to open before the keypers release its key, and a void report has no public copy.
+"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6, §15.8). It is stored
+once, sealed, and stays so: its public copy is its item in the task's evaluation (none when void),
+so the sweep never rewrites a contribution's row.
 """
 
 from __future__ import annotations
@@ -72,8 +70,7 @@ class ContributionRow(Protocol):
 
 
 def report_unsealed(contribution: ContributionRow) -> dict[str, Any]:
-    """The report opened from its seal: for the evaluation, or for its author before it. Reads
-    neither the task nor anything but the contribution's own row."""
+    """The report opened from its seal, reading nothing but the contribution's own row."""
     sealed = contribution.sealed_report
     if sealed is None:
         raise ValueError(f"contribution {contribution.id} holds no sealed report")
