@@ -243,7 +243,16 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="sealed by")
     def sealing(self, contribution: Contribution) -> str:
-        return _sealing_words(contribution)
+        """By the server (§15.6), or by its contributor to the keypers (§15.8) with the releases
+        kept so far; nothing of the content."""
+        seal = contribution.keyper_seal
+        if seal is None:
+            return "the server, which opens it at the evaluation"
+        keypers = ", ".join(share["keyper"] for share in seal["shares"])
+        return (
+            f"its contributor, to the keypers ({seal['threshold']} of {len(seal['shares'])}: "
+            f"{keypers}); {len(contribution.releases)} released so far"
+        )
 
     @admin.display(description="report digest")
     def digest(self, contribution: Contribution) -> str:
@@ -266,19 +275,6 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 def _sealed_text(contribution: Contribution) -> str:
     return f"Sealed until the task is evaluated (deadline {contribution.task.deadline_text})."
-
-
-def _sealing_words(contribution: Contribution) -> str:
-    """How the report was sealed: by the server (§15.6), or by its contributor to the keypers
-    (§15.8), with the releases kept so far. Neither says anything of the content."""
-    seal = contribution.keyper_seal
-    if seal is None:
-        return "the server, which opens it at the evaluation"
-    keypers = ", ".join(share["keyper"] for share in seal["shares"])
-    return (
-        f"its contributor, to the keypers ({seal['threshold']} of {len(seal['shares'])}: "
-        f"{keypers}); {len(contribution.releases)} released so far"
-    )
 
 
 def _utc(moment: datetime) -> str:

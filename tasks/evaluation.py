@@ -42,21 +42,16 @@ def decide(verdicts: list[str], min_independent: int) -> tuple[Outcome, str | No
     return Outcome.CONTESTED, None
 
 
-def _plain_item(contribution: ContributionRow, *, received_at: str) -> dict[str, Any]:
-    """The item of a report sealed by the server (§4.3), opened from its seal."""
-    return {
-        "contribution_id": str(contribution.id),
-        "received_at": received_at,
-        "report_digest": contribution.report_digest,
-        **({"salt": contribution.salt} if contribution.salt else {}),
-        "report": report_unsealed(contribution),
-    }
-
-
 def _item(task: Task, contribution: ContributionRow) -> dict[str, Any]:
     received_at = format_instant(contribution.received_at)
-    if contribution.keyper_seal is None:
-        return _plain_item(contribution, received_at=received_at)
+    if contribution.keyper_seal is None:  # sealed by the server (§4.3): opened from its seal
+        return {
+            "contribution_id": str(contribution.id),
+            "received_at": received_at,
+            "report_digest": contribution.report_digest,
+            **({"salt": contribution.salt} if contribution.salt else {}),
+            "report": report_unsealed(contribution),
+        }
     opening = sealed_opening(contribution, task, site=task_sealed_site(task.pk), final=True)
     assert opening is not None, "a final opening never waits"
     return sealed_item(contribution, opening, received_at=received_at)

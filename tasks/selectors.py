@@ -92,34 +92,18 @@ class TaskPage:
 
 
 def task_page(
-    *,
-    statuses: frozenset[str] | None,
-    limit: int,
-    cursor: str | None,
-    filter_key: str,
-    context_id: uuid.UUID | None = None,
-    status_timestamp_after: datetime | None = None,
-    with_evaluation: bool = True,
+    *, statuses: frozenset[str] | None, limit: int, cursor: str | None, filter_key: str
 ) -> TaskPage:
     """One page of tasks, newest status first, by keyset so a deep page costs what the first
-    does; a cursor only works with the `filter_key` it came from. `with_evaluation=False` leaves
-    out the largest column, for a caller that will not show it."""
+    does; a cursor only works with the `filter_key` it came from. The total is the kept count,
+    one read where counting the rows of a status would scan its index."""
     matches = Task.objects.all()
     if statuses is not None:
         matches = matches.filter(status__in=statuses)
-    if context_id is not None:
-        matches = matches.filter(pk=context_id)
-    if status_timestamp_after is not None:
-        matches = matches.filter(status_timestamp__gte=status_timestamp_after)
-    listed = matches if with_evaluation else matches.defer("evaluation")
     rows, next_cursor = keyset_page(
-        listed, time_field="status_timestamp", limit=limit, cursor=cursor, filter_key=filter_key
+        matches, time_field="status_timestamp", limit=limit, cursor=cursor, filter_key=filter_key
     )
-    # Counting every row of a status costs a scan of its index; the kept counts cost one read.
-    # The other filters match few tasks (a context is one task) or a bounded range of the index.
-    filtered = context_id is not None or status_timestamp_after is not None
-    total = matches.count() if filtered else task_count(statuses)
-    return TaskPage(tasks=rows, next_cursor=next_cursor, total=total)
+    return TaskPage(tasks=rows, next_cursor=next_cursor, total=task_count(statuses))
 
 
 # The feed's sections, in the order a reader meets them.
