@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any, Protocol
+from typing import Any
 
 from django.db import connection
 from django.db.models import Model
@@ -20,21 +20,13 @@ from core import statements
 from tasks.models import Task, TaskStatus
 
 
-class Deadlined(Protocol):
-    """What the rule reads of a task."""
-
-    status: str
-    deadline: datetime
-    keys_pending: bool
-
-
 @dataclass(frozen=True)
 class OpenPastDeadline:
     """Open and past its deadline; `awaiting_keys_too`: also while awaiting its keypers."""
 
     awaiting_keys_too: bool
 
-    def holds(self, task: Deadlined, now: datetime) -> bool:
+    def holds(self, task: Task, now: datetime) -> bool:
         return (
             task.status == TaskStatus.WORKING
             and task.deadline <= now
