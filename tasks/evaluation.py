@@ -108,18 +108,24 @@ EVALUATION_FIELDS = [
 ]
 
 
-def _evaluation_write(
-    task: Task, contributions: Sequence[ContributionRow], *, evaluated_at: datetime
+def _evaluations_write(
+    batch: Sequence[Task], contributions: Mapping[uuid.UUID, Sequence[ContributionRow]]
 ) -> None:
-    """Evaluate a task whose row the caller holds locked, and write it, its read models, its count
-    and its log entry."""
-    change = evaluation_apply(task, contributions, evaluated_at=evaluated_at)
+    """Evaluate tasks whose rows the caller holds locked, from their contributions by task id, and
+    write them, their read models, the counts and their log entries."""
+    changes = [
+        evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms()) for task in batch
+    ]
     statements.write_all(
-        statements.updated(task, EVALUATION_FIELDS), *task_changed([change]).writes
+        *statements.updated_many(batch, EVALUATION_FIELDS), *task_changed(changes).writes
     )
-    task_count_change({TaskStatus.WORKING: -1, task.status: 1})
-    log_queue([evaluation_entry(task)])
-    transaction.on_commit(sequencing_nudge)
+    # Every task leaves WORKING for its new status.
+    counts = Counter(task.status for task in batch)
+    counts[TaskStatus.WORKING] -= len(batch)
+    task_count_change(counts)
+    log_queue(evaluation_entry(task) for task in batch)
+    if batch:
+        transaction.on_commit(sequencing_nudge)
 
 
 def _evaluations_held() -> bool:
@@ -145,7 +151,7 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
         task = _task_locked(task_id)
         if task is None or not DUE.holds(task, timezone.now()):
             return False
-        _evaluation_write(task, list(task.contributions.order_by("seq")), evaluated_at=now_ms())
+        _evaluations_write([task], {task.pk: list(task.contributions.order_by("seq"))})
     return True
 
 
@@ -171,7 +177,7 @@ def task_evaluate_with_releases(
         now = now_ms()
         if now < task.deadline + RELEASES_AFTER or not _keys_settled(task, contributions, at=now):
             return False
-        _evaluation_write(task, contributions, evaluated_at=now)
+        _evaluations_write([task], {task.pk: contributions})
     return True
 
 
@@ -248,19 +254,7 @@ def _batch_evaluate(batch_size: int) -> int:
             .values_list(*_CONTRIBUTION_FIELDS_READ, named=True)
         ):
             contributions[contribution.task_id].append(contribution)
-        changes = [
-            evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms()) for task in batch
-        ]
-        statements.write_all(
-            *statements.updated_many(batch, EVALUATION_FIELDS), *task_changed(changes).writes
-        )
-        # Every task of the batch leaves WORKING for its new status.
-        counts = Counter(task.status for task in batch)
-        counts[TaskStatus.WORKING] -= len(batch)
-        task_count_change(counts)
-        log_queue(evaluation_entry(task) for task in batch)
-        if batch:
-            transaction.on_commit(sequencing_nudge)
+        _evaluations_write(batch, contributions)
     return len(batch)
 
 
