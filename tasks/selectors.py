@@ -106,14 +106,6 @@ def task_page(
     return TaskPage(tasks=rows, next_cursor=next_cursor, total=task_count(statuses))
 
 
-# The feed's sections, in the order a reader meets them.
-FEED_SECTIONS: dict[str, tuple[str, ...]] = {
-    "open": ("open",),
-    "evaluated": ("evaluated",),
-    "all": ("open", "evaluated"),
-}
-
-
 def _feed_rows(section: str, after: tuple[datetime, uuid.UUID] | None, limit: int) -> list[Task]:
     """Open tasks closing soonest first; evaluated tasks evaluated most recently first."""
     if section == "open":
@@ -146,7 +138,7 @@ def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
     first, then evaluated tasks most recently evaluated first. Keyset pages like `task_page`; a
     cursor names its section and only works in its mode."""
     filter_key = f"web:{mode}"
-    sections = FEED_SECTIONS[mode]
+    sections = ("open", "evaluated") if mode == "all" else (mode,)
     section, after = sections[0], None
     if cursor:
         section, after = _feed_position(cursor, filter_key, sections)
