@@ -24,10 +24,6 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def _address_hash(address: str) -> str:
-    return hmac.new(settings.SECRET_KEY.encode(), address.encode(), hashlib.sha256).hexdigest()
-
-
 # The first key of a registration's advisory lock (pg_advisory_xact_lock's two-key form, its
 # own key space): "reg" read as a big-endian integer; the second is 32 bits of the address's hash,
 # so two addresses that share them only wait for each other.
@@ -37,7 +33,7 @@ REGISTRATION_LOCK = int.from_bytes(b"reg", "big")
 def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
     """Issue a token, shown once and never stored. The count and the insert run under the
     address's lock, so registrations sent at once from one address are counted one by one."""
-    address_hash = _address_hash(address)
+    address_hash = hmac.new(settings.SECRET_KEY.encode(), address.encode(), "sha256").hexdigest()
     with transaction.atomic():
         address_key = int.from_bytes(bytes.fromhex(address_hash[:8]), "big", signed=True)
         statements.advisory_lock(REGISTRATION_LOCK, address_key)
