@@ -24,10 +24,8 @@ class TokenFilter(admin.SimpleListFilter):
         return [("active", "active"), ("revoked", "revoked")]
 
     def queryset(self, request, queryset: QuerySet[Agent]) -> QuerySet[Agent]:
-        if self.value() == "active":
-            return queryset.filter(revoked_at__isnull=True)
-        if self.value() == "revoked":
-            return queryset.filter(revoked_at__isnull=False)
+        if self.value() in ("active", "revoked"):
+            return queryset.filter(revoked_at__isnull=self.value() == "active")
         return queryset
 
 

@@ -24,21 +24,19 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def _address_hash(address: str) -> str:
-    return hmac.new(settings.SECRET_KEY.encode(), address.encode(), hashlib.sha256).hexdigest()
-
-
 # The first key of a registration's advisory lock (pg_advisory_xact_lock's two-key form, its
-# own key space): "reg" read as a big-endian integer; the second key is the address's.
+# own key space): "reg" read as a big-endian integer; the second is 32 bits of the address's hash,
+# so two addresses that share them only wait for each other.
 REGISTRATION_LOCK = int.from_bytes(b"reg", "big")
 
 
 def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
     """Issue a token, shown once and never stored. The count and the insert run under the
     address's lock, so registrations sent at once from one address are counted one by one."""
-    address_hash = _address_hash(address)
+    address_hash = hmac.new(settings.SECRET_KEY.encode(), address.encode(), "sha256").hexdigest()
     with transaction.atomic():
-        _address_lock(address_hash)
+        address_key = int.from_bytes(bytes.fromhex(address_hash[:8]), "big", signed=True)
+        statements.advisory_lock(REGISTRATION_LOCK, address_key)
         now = now_ms()
         window_start = now - timedelta(hours=1)
         recent = list(
@@ -64,13 +62,6 @@ def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
             )
         )
     return agent, token
-
-
-def _address_lock(address_hash: str) -> None:
-    """Hold the address's lock until the transaction ends (`statements.advisory_lock`), on 32
-    bits of the address's hash: two addresses that share them only wait for each other."""
-    key = int.from_bytes(bytes.fromhex(address_hash[:8]), "big", signed=True)
-    statements.advisory_lock(REGISTRATION_LOCK, key)
 
 
 # What a request's agent carries: every column (a door may show any of them).
@@ -123,10 +114,9 @@ def agent_lock(agent: Agent) -> None:
 
 @dataclass(frozen=True)
 class WriteResult:
-    """What an accepted write answers. `replayed` says it was answered from the operation record.
-    `form`: the read model's form of the task the write changed (`tasks.changes.ChangesWritten`),
-    for a door that answers in that form; None for a replay, whose answer is its record's body,
-    and for a write that changed no task."""
+    """What an accepted write answers. `replayed`: answered from the operation record. `form`:
+    the read model's form of the task the write changed (`tasks.changes.ChangesWritten`), for a
+    door that answers in it; None for a replay and a write that changed no task."""
 
     body: dict[str, Any]
     replayed: bool = False
@@ -178,8 +168,7 @@ def operation_record_writes(
     object_type: str,
     object_id: str,
 ) -> tuple[statements.Write, statements.Write]:
-    """The rows that record an accepted write for replay and for the keeper's audit log, to send
-    inside its transaction."""
+    """The rows recording an accepted write for replay and for the keeper's audit log."""
     now = now_ms()
     return (
         statements.inserted(

@@ -1,7 +1,6 @@
-"""The one skeleton of an agent's write, so SPEC §6's order cannot be got wrong by a new service:
-check (nothing locked) → lock the agent → replay → perform → write its rows and the record, the
-last four in one transaction. The replay under the agent's lock makes two requests with one
-operation id answer alike: the first to take the lock writes, the second finds its record.
+"""The one skeleton of an agent's write, so no service gets SPEC §6's order wrong: check (nothing
+locked), then in one transaction lock the agent, replay, perform, write its rows and the record.
+Under the lock, two requests with one operation id answer alike: the second finds the record.
 """
 
 from __future__ import annotations
@@ -23,9 +22,8 @@ Checked = TypeVar("Checked")
 
 @dataclass(frozen=True)
 class Performed:
-    """What a write made: the body it answers with (and replays), the object the audit log names,
-    the rows still to write, which go with the operation record in one statement, and the read
-    model's form of the task it changed (`WriteResult.form`)."""
+    """What a write made: the body it answers and replays, the object the audit log names, the
+    rows to write with the operation record, and the read model's form (`WriteResult.form`)."""
 
     body: dict[str, Any]
     object_type: str
@@ -45,10 +43,9 @@ def agent_write(
     check: Callable[[], Checked],
     perform: Callable[[Agent, Checked], Performed],
 ) -> WriteResult:
-    """Run one write of `agent` in SPEC §6's order. `request` is what the operation id stands
-    for; `check` refuses what the payload alone shows and returns what `perform` needs; `perform`
-    runs with the agent's row locked and takes any further lock before it reads a count or a state.
-    """
+    """Run one write in SPEC §6's order. `request` is what the operation id stands for; `check`
+    refuses what the payload alone shows; `perform` runs with the agent's row locked and takes any
+    further lock before it reads a count or a state."""
     request_digest = fingerprint(request)
 
     def replayed() -> WriteResult | None:

@@ -1,6 +1,5 @@
 """The JSON Schemas this site publishes under `/schemas/a2a/` (SPEC §12), by file name. Every door
-links to them, so the registry sits with the domain models, in the app that already sees the task
-models as well as its own.
+links to them, so the registry sits with the domain models, in the app that sees both apps' models.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from core.errors import ErrorCode, Refusal
 from core.outages import is_outage
 from ledger import log_state
 from ops.collectors import DatabaseCollector, ReplicaCollector
-from tasks.sweeps import sweep_last_finished
+from tasks.health import sweep_last_finished
 
 SWEEP_MAX_AGE = timedelta(minutes=2)
 

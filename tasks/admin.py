@@ -1,8 +1,6 @@
-"""The keeper's view of tasks and contributions (SPEC §13): read-only, in the public words (open;
-evaluated: resolved, contested or unresolved), and nothing sealed before the evaluation (§4.2).
-A task reads as its public page does: sources as links, criteria as a list, the evaluation as a
-table of its contributions with each report readable, which of them were sealed to the keypers
-(§15.8), and each void with its code and reason."""
+"""The keeper's view of tasks and contributions (SPEC §13): read-only, in the public words, and
+nothing sealed before the evaluation (§4.2). A task reads as its public page does, its evaluation a
+table of its contributions with each report, keyper seal (§15.8) and void shown."""
 
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,17 +26,6 @@ STATE_MODES = {mode: statuses for mode, statuses in TASK_MODES.items() if status
 OPEN_STATUSES = STATE_MODES["open"]
 
 
-def task_state(task: Task) -> str:
-    """The public state of a task, as every door names it; past its deadline, a task whose keys
-    are pending is open until the worker has the keypers' releases (§15.8)."""
-    if task.status in OPEN_STATUSES:
-        if task.keys_pending and task.deadline <= timezone.now():
-            return "open: awaiting the keypers' releases"
-        return "open"
-    state = f"evaluated: {task.outcome}"
-    return f"{state} ({task.verdict.replace('_', ' ')})" if task.verdict else state
-
-
 class StateFilter(admin.SimpleListFilter):
     title = "state"
     parameter_name = "state"
@@ -60,9 +47,8 @@ class StateFilter(admin.SimpleListFilter):
 
 class DeadlineFilter(admin.SimpleListFilter):
     """When tasks close. "Overdue, still open" should always be empty: the worker evaluates a task
-    within a minute of its deadline, or a task whose keys are pending within a minute of its
-    keypers' grace; anything listed there means the worker is not running. Those still within
-    their grace are "awaiting keys"."""
+    within a minute of its deadline, or of its keypers' grace when its keys are pending; anything
+    listed there means the worker is not running."""
 
     title = "deadline"
     parameter_name = "deadline"
@@ -156,7 +142,7 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 context["grace_end"] = _utc(grace_end(task))
         else:
             context["evaluation"] = task.evaluation
-            context["state"] = task_state(task)
+            context["state"] = self.state(task)
             context["counts"] = ", ".join(
                 f"{verdict.replace('_', ' ')} {count}"
                 for verdict, count in task.evaluation["counts"].items()
@@ -170,7 +156,14 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="state", ordering="status")
     def state(self, task: Task) -> str:
-        return task_state(task)
+        """The public state, as every door names it; past its deadline, a task whose keys are
+        pending is open until the worker has the keypers' releases (§15.8)."""
+        if task.status in OPEN_STATUSES:
+            if task.keys_pending and task.deadline <= timezone.now():
+                return "open: awaiting the keypers' releases"
+            return "open"
+        state = f"evaluated: {task.outcome}"
+        return f"{state} ({task.verdict.replace('_', ' ')})" if task.verdict else state
 
     @admin.display(description="contributions", ordering="contributions_count")
     def contributions(self, task: Task) -> str:
@@ -250,7 +243,16 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="sealed by")
     def sealing(self, contribution: Contribution) -> str:
-        return _sealing_words(contribution)
+        """By the server (§15.6), or by its contributor to the keypers (§15.8) with the releases
+        kept so far; nothing of the content."""
+        seal = contribution.keyper_seal
+        if seal is None:
+            return "the server, which opens it at the evaluation"
+        keypers = ", ".join(share["keyper"] for share in seal["shares"])
+        return (
+            f"its contributor, to the keypers ({seal['threshold']} of {len(seal['shares'])}: "
+            f"{keypers}); {len(contribution.releases)} released so far"
+        )
 
     @admin.display(description="report digest")
     def digest(self, contribution: Contribution) -> str:
@@ -273,19 +275,6 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 def _sealed_text(contribution: Contribution) -> str:
     return f"Sealed until the task is evaluated (deadline {contribution.task.deadline_text})."
-
-
-def _sealing_words(contribution: Contribution) -> str:
-    """How the report was sealed: by the server (§15.6), or by its contributor to the keypers
-    (§15.8), with the releases kept so far. Neither says anything of the content."""
-    seal = contribution.keyper_seal
-    if seal is None:
-        return "the server, which opens it at the evaluation"
-    keypers = ", ".join(share["keyper"] for share in seal["shares"])
-    return (
-        f"its contributor, to the keypers ({seal['threshold']} of {len(seal['shares'])}: "
-        f"{keypers}); {len(contribution.releases)} released so far"
-    )
 
 
 def _utc(moment: datetime) -> str:

@@ -1,18 +1,13 @@
 """The one hook through which a change to a task reaches a read model outside the domain.
 
-A door may keep its own copy of each task's public form, in its own tables (the A2A door does:
-`a2a_gateway.stored_forms` writes its `TaskForm` rows). The copy must change in the transaction that changes the task, or a
-reader could see the task in one state and its copy in another. The domain cannot import a door,
-so the composition root names the function in the setting `CAIRN_TASK_CHANGED` (a dotted path,
-`cairn/settings.py`), and every service that changes a task calls `task_changed` inside its
-transaction and sends the rows it returns with its own (`core.statements.write_all`). The read
-model also hands back what it built each row from, its own form of the task, so a door that
-answers the write in that form (the A2A door answers a SendMessage with its Task) answers with
-the one it stored rather than building it again from the view.
-
-One setting, one callable: reading the settings shows every reader of the domain's changes. A
-registry filled at import time or from an `AppConfig.ready` would hide which readers run behind
-which apps happened to load.
+A door may keep its own copy of each task's public form in its own tables (the A2A door's
+`a2a_gateway.stored_forms`). The copy must change in the transaction that changes the task, or a
+reader could see the two in different states, and the domain cannot import a door: so the setting
+`CAIRN_TASK_CHANGED` names the function, and every service that changes a task calls
+`task_changed` inside its transaction and writes the rows it returns with its own. The read model
+also hands back its form of each task, so a door that answers a write in that form answers with
+the one it stored. One setting, not a registry filled at import time, so reading the settings
+shows every reader of the domain's changes.
 """
 
 from __future__ import annotations
@@ -31,7 +26,7 @@ from tasks.models import Task
 
 @dataclass(frozen=True)
 class TaskChange:
-    """A task as it now is, and its §3.2 view (`tasks.selectors.task_view`), already built."""
+    """A task as it now is, and its §3.2 view (`tasks.rendered.task_view`), already built."""
 
     task: Task
     view: dict[str, Any]
@@ -56,17 +51,15 @@ def _hook(path: str) -> TaskChanged:
 
 
 def hook_resolved() -> None:
-    """Import the configured hook now (`TasksConfig.ready`): a wrong path then stops the start
-    rather than the first write, and no write pays for importing the door, a slow import that
-    would otherwise land on the first write."""
+    """Import the configured hook at start (`TasksConfig.ready`): a wrong path stops the start,
+    and no write pays for importing the door."""
     if settings.CAIRN_TASK_CHANGED:
         _hook(settings.CAIRN_TASK_CHANGED)
 
 
 def task_changed(changes: Sequence[TaskChange]) -> ChangesWritten:
-    """The rows the configured read model writes for these changed tasks, and its forms of them
-    (nothing when no read model is configured). Call inside the transaction that changes them and
-    send the rows with its own."""
+    """The configured read model's rows and forms for these changed tasks (nothing when none is
+    configured). Call inside the transaction that changes them and send the rows with its own."""
     path = settings.CAIRN_TASK_CHANGED
     if not path or not changes:
         return ChangesWritten()

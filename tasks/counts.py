@@ -34,9 +34,8 @@ def _total_sql(vendor: str, statuses: int | None) -> str:
 
 
 def total_sql(statuses: int | None) -> str:
-    """The count of the tasks in `statuses` of them (all tasks for None) as a scalar subquery,
-    its statuses the params of `total_params`: every list's total comes from here, alone or
-    inside a page's statement (the A2A door's read model)."""
+    """The count of the tasks in `statuses` statuses (all for None) as a scalar subquery, its
+    params `total_params`: every list's total, alone or inside a page's statement."""
     return _total_sql(connection.vendor, statuses)
 
 

@@ -1,8 +1,8 @@
 """When a task is due for evaluation: open, past its deadline, and not awaiting its keypers
-(SPEC §4.3, §15.8), as a check on a loaded task or as SQL over any table holding a task's
-`status`, `deadline` and `keys_pending`. A task awaiting its keypers is left to the worker, so a
-read never waits on its row; but a replica may show it open after the primary evaluated it, so
-replica routing asks the wider rule, `PAST_DEADLINE`.
+(SPEC §4.3, §15.8), as a check on a loaded task or as SQL over any table holding its `status`,
+`deadline` and `keys_pending`. A task awaiting its keypers is left to the worker, so a read never
+waits on its row; replica routing asks the wider `PAST_DEADLINE`, as a replica may show such a
+task open after the primary evaluated it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any, Protocol
+from typing import Any
 
 from django.db import connection
 from django.db.models import Model
@@ -20,21 +20,13 @@ from core import statements
 from tasks.models import Task, TaskStatus
 
 
-class Deadlined(Protocol):
-    """What the rule reads of a task."""
-
-    status: str
-    deadline: datetime
-    keys_pending: bool
-
-
 @dataclass(frozen=True)
 class OpenPastDeadline:
     """Open and past its deadline; `awaiting_keys_too`: also while awaiting its keypers."""
 
     awaiting_keys_too: bool
 
-    def holds(self, task: Deadlined, now: datetime) -> bool:
+    def holds(self, task: Task, now: datetime) -> bool:
         return (
             task.status == TaskStatus.WORKING
             and task.deadline <= now
@@ -46,12 +38,10 @@ class OpenPastDeadline:
         return _sql(connection.vendor, model, self.awaiting_keys_too)
 
     def any_sql(self) -> str:
-        """Whether any task holds the rule, as a boolean expression (`params`), alone or inside
-        a read's statement. The earliest such deadline is read off the `task_due` index
-        (status, deadline, keys_pending), whatever the statistics say: the scan starts at the
-        earliest open deadline and, for `DUE`, stops at the first task not awaiting its keys,
-        having passed at most the tasks still in their grace (minutes). Asked as "does any open
-        task have `deadline <= now`", PostgreSQL may plan a scan of the whole table."""
+        """Whether any task holds the rule, as a boolean expression (`params`). Asked as the
+        earliest such deadline, it is read off the `task_due` index whatever the statistics say,
+        passing at most the tasks still in their grace; asked as "does any open task have
+        `deadline <= now`", PostgreSQL may plan a scan of the whole table."""
         return _any_sql(connection.vendor, self.awaiting_keys_too)
 
     @staticmethod

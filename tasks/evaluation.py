@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -23,10 +23,10 @@ from tasks.changes import TaskChange, task_changed
 from tasks.counts import task_count_change
 from tasks.due import DUE
 from tasks.models import Contribution, Outcome, Task, TaskStatus
-from tasks.opening import KeyperSealed, grace_end, releases_from, sealed_item, sealed_opening
+from tasks.opening import RELEASES_AFTER, grace_end, sealed_item, sealed_opening
 from tasks.payloads import VERDICTS
 from tasks.rendered import RENDERED_FIELDS, task_render
-from tasks.sealing import Sealed, report_unsealed
+from tasks.sealing import ContributionRow, report_unsealed
 from tasks.selectors import task_sealed_site
 
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
@@ -42,40 +42,22 @@ def decide(verdicts: list[str], min_independent: int) -> tuple[Outcome, str | No
     return Outcome.CONTESTED, None
 
 
-class Counted(Sealed, KeyperSealed, Protocol):
-    """What an evaluation reads of a contribution."""
-
-    @property
-    def report_digest(self) -> str: ...
-
-    @property
-    def salt(self) -> str: ...
-
-    @property
-    def received_at(self) -> datetime: ...
-
-
-def _plain_item(contribution: Counted, *, received_at: str) -> dict[str, Any]:
-    """The item of a report sealed by the server (§4.3), opened from its seal."""
-    return {
-        "contribution_id": str(contribution.id),
-        "received_at": received_at,
-        "report_digest": contribution.report_digest,
-        **({"salt": contribution.salt} if contribution.salt else {}),
-        "report": report_unsealed(contribution),
-    }
-
-
-def _item(task: Task, contribution: Counted) -> dict[str, Any]:
+def _item(task: Task, contribution: ContributionRow) -> dict[str, Any]:
     received_at = format_instant(contribution.received_at)
-    if contribution.keyper_seal is None:
-        return _plain_item(contribution, received_at=received_at)
+    if contribution.keyper_seal is None:  # sealed by the server (§4.3): opened from its seal
+        return {
+            "contribution_id": str(contribution.id),
+            "received_at": received_at,
+            "report_digest": contribution.report_digest,
+            **({"salt": contribution.salt} if contribution.salt else {}),
+            "report": report_unsealed(contribution),
+        }
     opening = sealed_opening(contribution, task, site=task_sealed_site(task.pk), final=True)
     assert opening is not None, "a final opening never waits"
     return sealed_item(contribution, opening, received_at=received_at)
 
 
-def _keys_settled(task: Task, contributions: Sequence[Counted], *, at: datetime) -> bool:
+def _keys_settled(task: Task, contributions: Sequence[ContributionRow], *, at: datetime) -> bool:
     """Whether every keyper-sealed report of the task is opened or void for good at `at`: what
     the worker waits for before it evaluates a task whose keys were pending."""
     final = at >= grace_end(task)
@@ -88,12 +70,11 @@ def _keys_settled(task: Task, contributions: Sequence[Counted], *, at: datetime)
 
 
 def evaluation_apply(
-    task: Task, contributions: Sequence[Counted], *, evaluated_at: datetime
+    task: Task, contributions: Sequence[ContributionRow], *, evaluated_at: datetime
 ) -> TaskChange:
-    """Set the evaluation of a still-working task from its contributions, in received order, their
-    reports opened into it (it is their public copy), and render its view again; void reports
-    count in no verdict. Saving the task and the change returned is the caller's, under its row
-    lock."""
+    """Set the evaluation of a still-working task from its contributions in received order (the
+    public copy of their reports; void ones count in no verdict) and render its view again. The
+    caller saves the task and the change returned, under its row lock."""
     items = [_item(task, contribution) for contribution in contributions]
     verdicts = [item["report"]["verdict"] for item in items if "void" not in item]
     outcome, verdict = decide(verdicts, task.min_independent)
@@ -127,18 +108,24 @@ EVALUATION_FIELDS = [
 ]
 
 
-def _evaluation_write(
-    task: Task, contributions: Sequence[Counted], *, evaluated_at: datetime
+def _evaluations_write(
+    batch: Sequence[Task], contributions: Mapping[uuid.UUID, Sequence[ContributionRow]]
 ) -> None:
-    """Evaluate a task whose row the caller holds locked, and write it, its read models, its count
-    and its log entry."""
-    change = evaluation_apply(task, contributions, evaluated_at=evaluated_at)
+    """Evaluate tasks whose rows the caller holds locked, from their contributions by task id, and
+    write them, their read models, the counts and their log entries."""
+    changes = [
+        evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms()) for task in batch
+    ]
     statements.write_all(
-        statements.updated(task, EVALUATION_FIELDS), *task_changed([change]).writes
+        *statements.updated_many(batch, EVALUATION_FIELDS), *task_changed(changes).writes
     )
-    task_count_change({TaskStatus.WORKING: -1, task.status: 1})
-    log_queue([evaluation_entry(task)])
-    transaction.on_commit(sequencing_nudge)
+    # Every task leaves WORKING for its new status.
+    counts = Counter(task.status for task in batch)
+    counts[TaskStatus.WORKING] -= len(batch)
+    task_count_change(counts)
+    log_queue(evaluation_entry(task) for task in batch)
+    if batch:
+        transaction.on_commit(sequencing_nudge)
 
 
 def _evaluations_held() -> bool:
@@ -164,17 +151,16 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
         task = _task_locked(task_id)
         if task is None or not DUE.holds(task, timezone.now()):
             return False
-        _evaluation_write(task, list(task.contributions.order_by("seq")), evaluated_at=now_ms())
+        _evaluations_write([task], {task.pk: list(task.contributions.order_by("seq"))})
     return True
 
 
 def task_evaluate_with_releases(
     *, task_id: uuid.UUID, collected: Mapping[uuid.UUID, list[dict[str, Any]]]
 ) -> bool:
-    """Keep the releases collected for a task's keyper-sealed contributions (by contribution id),
-    then evaluate the task if every sealed report is opened or void for good. True when this call
-    evaluated it. The collecting is the caller's, outside any transaction, so that no row lock
-    waits on a keyper's answer; exactly once as `task_evaluate` is."""
+    """Keep the releases collected (by contribution id), then evaluate the task, exactly once as
+    `task_evaluate` does, if every sealed report is opened or void for good. The caller collects
+    outside any transaction, so that no row lock waits on a keyper's answer."""
     if _evaluations_held():
         return False
     with transaction.atomic():
@@ -189,9 +175,9 @@ def task_evaluate_with_releases(
         ]
         statements.write_all(*statements.updated_many(grown, ["releases"]))
         now = now_ms()
-        if now < releases_from(task) or not _keys_settled(task, contributions, at=now):
+        if now < task.deadline + RELEASES_AFTER or not _keys_settled(task, contributions, at=now):
             return False
-        _evaluation_write(task, contributions, evaluated_at=now)
+        _evaluations_write([task], {task.pk: contributions})
     return True
 
 
@@ -213,13 +199,6 @@ def task_evaluated_if_due(task: Task) -> Task:
     return task
 
 
-def _status_changes(batch: list[Task]) -> dict[str, int]:
-    """What a batch of evaluations does to the counts: every task leaves WORKING for its new status."""
-    changes = Counter(task.status for task in batch)
-    changes[TaskStatus.WORKING] -= len(batch)
-    return changes
-
-
 # What the sweep reads of a task: not what the evaluation sets before anything reads it, nor
 # what neither the view, the log entry nor a read model shows (the poster). A field left out
 # here but read after all would cost a query a task.
@@ -229,7 +208,7 @@ _SWEEP_READS = tuple(
     if field.name not in (*EVALUATION_FIELDS, "poster")
 )
 # What the sweep reads of its batch's contributions: rows of the fields an evaluation reads
-# (`Counted`), not model objects, whose construction costs more than the read itself.
+# (`ContributionRow`), not model objects, whose construction costs more than the read itself.
 _CONTRIBUTION_FIELDS_READ = (
     "id",
     "task_id",
@@ -245,9 +224,8 @@ _CONTRIBUTION_FIELDS_READ = (
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Python's cycle collector off while a batch is evaluated and freed: a batch makes so many
-    objects that the collector would run again and again over Django's long-lived ones, and the
-    batch's own hold no cycles, so reference counts free them. The switch is the process's:
-    other threads' cycles wait for the end of the batch."""
+    objects, none in cycles, that the collector would run again and again over Django's
+    long-lived ones. The switch is the process's: other threads' cycles wait for the batch."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -269,23 +247,14 @@ def _batch_evaluate(batch_size: int) -> int:
             limit=batch_size,
             skip_locked=True,
         )
-        contributions: dict[uuid.UUID, list[Counted]] = defaultdict(list)
+        contributions: dict[uuid.UUID, list[ContributionRow]] = defaultdict(list)
         for contribution in (
             Contribution.objects.filter(task_id__in=[task.pk for task in batch])
             .order_by("seq")
             .values_list(*_CONTRIBUTION_FIELDS_READ, named=True)
         ):
             contributions[contribution.task_id].append(contribution)
-        changes = [
-            evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms()) for task in batch
-        ]
-        statements.write_all(
-            *statements.updated_many(batch, EVALUATION_FIELDS), *task_changed(changes).writes
-        )
-        task_count_change(_status_changes(batch))
-        log_queue(evaluation_entry(task) for task in batch)
-        if batch:
-            transaction.on_commit(sequencing_nudge)
+        _evaluations_write(batch, contributions)
     return len(batch)
 
 
@@ -296,9 +265,9 @@ BATCH_SIZE = 1000
 
 
 def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
-    """Evaluate every due task, a batch per transaction; returns how many this call did. Rows
-    another evaluator holds are skipped, not waited for: it is doing them. List reads call this
-    first and almost always find nothing due, so one probe outside any transaction answers that."""
+    """Evaluate every due task, a batch per transaction; returns how many. Rows another evaluator
+    holds are skipped: it is doing them. List reads call this first and almost always find
+    nothing due, so one probe outside any transaction answers that."""
     if not DUE.any_now() or _evaluations_held():
         return 0
     evaluated = 0

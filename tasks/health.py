@@ -1,5 +1,6 @@
 """Reads for the operator (SPEC §16): tasks per status, how many are overdue, how late the
-evaluations were. Aggregates over the tasks table, exact whichever process asks."""
+evaluations were, exact whichever process asks; and the sweep's heartbeat, written by the worker
+after each sweep and read by `/readyz`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from datetime import datetime, timedelta
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.utils import timezone
 
-from tasks.models import Task, TaskCount, TaskStatus
+from core import statements
+from core.clock import now_ms
+from tasks.models import Sweep, Task, TaskCount, TaskStatus
 from tasks.opening import keys_window
 
 
@@ -63,3 +66,13 @@ def evaluation_lag(bounds: tuple[float, ...]) -> LagHistogram:
         total.total_seconds(),
         row["count"],
     )
+
+
+def sweep_record(*, evaluated: int) -> None:
+    statements.write_all(
+        *statements.upserted([Sweep(pk=1, finished_at=now_ms(), evaluated=evaluated)])
+    )
+
+
+def sweep_last_finished() -> datetime | None:
+    return Sweep.objects.filter(pk=1).values_list("finished_at", flat=True).first()

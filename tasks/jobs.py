@@ -13,8 +13,8 @@ from django_q.tasks import schedule
 
 from core.outages import through_outages
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
+from tasks.health import sweep_record
 from tasks.keyper_sweep import tasks_evaluate_with_releases
-from tasks.sweeps import sweep_record
 
 # A job that meets a database outage waits for the database this long (within the cluster's job
 # timeout) rather than failing: a failed one-time job is never run again, and SPEC §4.3 counts

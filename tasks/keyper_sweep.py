@@ -23,19 +23,6 @@ from tasks.selectors import task_sealed_site
 COLLECTING_S = 30
 
 
-def tasks_awaiting_keys() -> list[uuid.UUID]:
-    """The open tasks whose keys are pending and whose keypers release by now, oldest first."""
-    return list(
-        Task.objects.filter(
-            status=TaskStatus.WORKING,
-            keys_pending=True,
-            deadline__lte=timezone.now() - RELEASES_AFTER,
-        )
-        .order_by("deadline")
-        .values_list("pk", flat=True)
-    )
-
-
 def _releases_collected(
     task_id: uuid.UUID, *, until: float
 ) -> dict[uuid.UUID, list[dict[str, Any]]]:
@@ -57,11 +44,15 @@ def _releases_collected(
 
 
 def tasks_evaluate_with_releases() -> int:
-    """Collect releases for every task awaiting keys, and evaluate those it settles; returns how
-    many. Safe beside other sweeps: the evaluation is exactly once."""
+    """Collect releases for the open tasks whose keys are pending and whose keypers release by
+    now, oldest first, and evaluate those it settles; returns how many. Safe beside other sweeps:
+    the evaluation is exactly once."""
     until = time.monotonic() + COLLECTING_S
+    awaiting = Task.objects.filter(
+        status=TaskStatus.WORKING, keys_pending=True, deadline__lte=timezone.now() - RELEASES_AFTER
+    )
     evaluated = 0
-    for task_id in tasks_awaiting_keys():
+    for task_id in list(awaiting.order_by("deadline").values_list("pk", flat=True)):
         collected = _releases_collected(task_id, until=until)
         evaluated += task_evaluate_with_releases(task_id=task_id, collected=collected)
     return evaluated

@@ -8,10 +8,9 @@ item can redo it.
 from __future__ import annotations
 
 import itertools
-import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from django.conf import settings
 
@@ -25,6 +24,7 @@ from tasks.models import Task
 from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
 from tasks.report_checks import source_in_task_issues
 from tasks.rules import contribution_texts
+from tasks.sealing import ContributionRow
 
 # The two codes only an opening gives; the others are the refusal codes of §6.
 KEYS_UNAVAILABLE = "keys_unavailable"
@@ -39,11 +39,6 @@ RELEASE_FIELDS = ("keyper", "index", "share", "released_at", "signature")
 SALT_BYTES = 32
 
 
-def releases_from(task: Task) -> datetime:
-    """When the keypers start releasing the keys of the task's sealed reports."""
-    return task.deadline + RELEASES_AFTER
-
-
 def keys_window() -> timedelta:
     """From a deadline to the end of its keypers' grace."""
     return RELEASES_AFTER + timedelta(seconds=settings.CAIRN_KEYPER_GRACE_S)
@@ -52,19 +47,6 @@ def keys_window() -> timedelta:
 def grace_end(task: Task) -> datetime:
     """When a report still without its k agreeing releases is `keys_unavailable`."""
     return task.deadline + keys_window()
-
-
-class KeyperSealed(Protocol):
-    """What an opening reads of a contribution: a Contribution, or a row of these fields."""
-
-    @property
-    def id(self) -> uuid.UUID: ...
-
-    @property
-    def keyper_seal(self) -> dict[str, Any] | None: ...
-
-    @property
-    def releases(self) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -79,11 +61,8 @@ class Void:
     code: str
     message: str
 
-    def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
 
-
-def releases_published(contribution: KeyperSealed) -> list[dict[str, Any]]:
+def releases_published(contribution: ContributionRow) -> list[dict[str, Any]]:
     """The contribution's releases as its evaluation item lists them, by share index."""
     return sorted(
         ({name: release[name] for name in RELEASE_FIELDS} for release in contribution.releases),
@@ -92,16 +71,12 @@ def releases_published(contribution: KeyperSealed) -> list[dict[str, Any]]:
 
 
 def sealed_opening(
-    contribution: KeyperSealed, task: Task, *, site: str, final: bool
+    contribution: ContributionRow, task: Task, *, site: str, final: bool
 ) -> Opened | Void | None:
-    """The report opened, or why it is void; None while releases still to come may open it.
-
-    `final` (the grace is over, or the evaluation is being written) turns every wait into its
-    void. The wait covers two cases: fewer than k releases, and k that do not open the ciphertext
-    while a keyper has not released yet. With exactly k shares, a keyper's wrong share and a
-    contributor's bad ciphertext look alike; one share more tells them apart (`key_combine` finds
-    the disagreement), so the contributor is not blamed for a keyper's fault while it can be
-    avoided."""
+    """The report opened, or why it is void; None while releases still to come may open it:
+    fewer than k, or k that do not open the ciphertext while a keyper has not released (a wrong
+    share and a bad ciphertext look alike until one share more tells them apart, so the
+    contributor is not blamed for a keyper's fault). `final` turns every wait into its void."""
     seal = contribution.keyper_seal
     assert seal is not None, "only a keyper-sealed contribution is opened from releases"
     threshold, keypers = seal["threshold"], len(seal["shares"])
@@ -144,10 +119,9 @@ def _inconsistent(
     site: str,
     reason: str,
 ) -> Void:
-    """The void of shares that do not agree. Such a void publishes its ciphertext and releases,
-    and some k of those may still open the report, so anyone could read what no screen saw: each
-    k of them is tried, and a report one opens to is screened as an opened report is. A report the
-    screen refuses is void for private content, which publishes neither."""
+    """The void of shares that do not agree. It publishes its ciphertext and releases, some k of
+    which may still open the report: each k is tried, and a report the screen refuses is void for
+    private content instead, which publishes neither."""
     for chosen in itertools.combinations(shares, seal["threshold"]):
         try:
             report, _ = _opened(seal, key_combine(list(chosen), seal["threshold"]), task, site=site)
@@ -188,15 +162,10 @@ def _is_salt(text: str) -> bool:
 
 
 def report_rules_void(report: dict[str, Any], task: Task) -> Void | None:
-    """The rules a plain report meets at receipt, over an opened one; the first that fails, as
-    its refusal would name it. The report carries no approval: the contributor approved its
-    commitment, which the seal's approval holds and the receipt checked, so the approval parsed
-    with it is the one its own digest gives.
-
-    One difference, because a void is published and a refusal is not: a report void for another
-    rule is published openable (its ciphertext and releases), so when any of its text, wherever it
-    is, trips the privacy screen, it is void for private content instead, which publishes neither.
-    """
+    """The first rule a plain report meets at receipt that an opened one fails, as its refusal
+    would name it; its approval is the one its own digest gives, the contributor having approved
+    the commitment at receipt. A void is published openable, so one whose text anywhere trips the
+    privacy screen is void for private content instead, which publishes neither."""
     void = _first_rule_void(report, task)
     if void is None or void.code == ErrorCode.PRIVATE_CONTENT:
         return void
@@ -226,13 +195,13 @@ def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:
 
 
 def sealed_item(
-    contribution: KeyperSealed, opening: Opened | Void, *, received_at: str
+    contribution: ContributionRow, opening: Opened | Void, *, received_at: str
 ) -> dict[str, Any]:
-    """The evaluation's item of a keyper-sealed contribution (§15.8): its envelope and releases, so
-    anyone can redo the opening, and its sealed shares, so anyone can ask the keypers for releases
-    the site did not collect (which is how a claimed `keys_unavailable` is disproved); then the
-    report or the void. A report void for private content publishes neither its ciphertext nor its
-    shares or releases, which together are the report."""
+    """The evaluation's item of a keyper-sealed contribution (§15.8): its envelope, releases and
+    sealed shares, so anyone can redo the opening or ask the keypers for releases the site did not
+    collect (disproving a claimed `keys_unavailable`); then the report or the void. Void for
+    private content, it publishes neither ciphertext, shares nor releases: together they are the
+    report."""
     seal = contribution.keyper_seal
     assert seal is not None
     private = isinstance(opening, Void) and opening.code == ErrorCode.PRIVATE_CONTENT
@@ -251,7 +220,7 @@ def sealed_item(
         "sealed": sealed,
     }
     if isinstance(opening, Void):
-        item["void"] = opening.as_dict()
+        item["void"] = asdict(opening)
     else:
         item.update(report_digest=opening.report_digest, salt=opening.salt, report=opening.report)
     return item

@@ -172,8 +172,10 @@ def b64u_length(size: int) -> int:
     return (4 * size + 2) // 3
 
 
-def _decodes_to(min_bytes: int, max_bytes: int) -> Any:
-    def check(value: str) -> str:
+def b64u_bytes(min_bytes: int, max_bytes: int, description: str) -> Any:
+    """Binary as base64url without padding (SPEC §15.8), its decoded size bounded."""
+
+    def decodes(value: str) -> str:
         try:
             size = len(b64u_decode(value))
         except ValueError:
@@ -183,11 +185,6 @@ def _decodes_to(min_bytes: int, max_bytes: int) -> Any:
             raise ValueError(f"decodes to {size} bytes, not {wanted}")
         return value
 
-    return check
-
-
-def b64u_bytes(min_bytes: int, max_bytes: int, description: str) -> Any:
-    """Binary as base64url without padding (SPEC §15.8), its decoded size bounded."""
     return Annotated[
         str,
         Field(
@@ -196,7 +193,7 @@ def b64u_bytes(min_bytes: int, max_bytes: int, description: str) -> Any:
             pattern=B64U_PATTERN,
             description=description,
         ),
-        AfterValidator(_decodes_to(min_bytes, max_bytes)),
+        AfterValidator(decodes),
     ]
 
 

@@ -19,19 +19,16 @@ from tasks.models import Task
 from tasks.selectors import TaskPage, task_feed_page, task_get, task_page
 
 
-def _settled(task: Task) -> Task | None:
-    """The task as a replica holds it, unless it is open past its deadline: the primary may
-    have evaluated it already."""
-    return None if PAST_DEADLINE.holds(task, timezone.now()) else task
-
-
 def _on_replica(task_id: str | uuid.UUID) -> Task | None:
+    """The task as a replica holds it; None when it may not be there yet, or is open past its
+    deadline (the primary may have evaluated it already)."""
     try:
-        return _settled(task_get(task_id))
+        task = task_get(task_id)
     except Refusal as refusal:
         if refusal.code != ErrorCode.NOT_FOUND:
             raise
-        return None  # not replicated yet, maybe: the primary says
+        return None
+    return None if PAST_DEADLINE.holds(task, timezone.now()) else task
 
 
 def task_shown(task_id: str | uuid.UUID) -> Task:
@@ -43,21 +40,17 @@ def task_shown(task_id: str | uuid.UUID) -> Task:
 
 def task_page_shown(**query: Any) -> TaskPage:
     """`task_page` of `query`, after the evaluation of what is due."""
-    return public_read(
-        lambda: None if PAST_DEADLINE.any_now() else task_page(**query),
-        lambda: _evaluated_first(task_page, query),
-    )
+    return _page_shown(task_page, query)
 
 
 def task_feed_page_shown(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
     """`task_feed_page`, after the evaluation of what is due."""
-    query: dict[str, Any] = {"mode": mode, "limit": limit, "cursor": cursor}
-    return public_read(
-        lambda: None if PAST_DEADLINE.any_now() else task_feed_page(**query),
-        lambda: _evaluated_first(task_feed_page, query),
-    )
+    return _page_shown(task_feed_page, {"mode": mode, "limit": limit, "cursor": cursor})
 
 
-def _evaluated_first(read: Callable[..., TaskPage], query: dict[str, Any]) -> TaskPage:
-    tasks_evaluate_due()
-    return read(**query)
+def _page_shown(read: Callable[..., TaskPage], query: dict[str, Any]) -> TaskPage:
+    def evaluated_first() -> TaskPage:
+        tasks_evaluate_due()
+        return read(**query)
+
+    return public_read(lambda: None if PAST_DEADLINE.any_now() else read(**query), evaluated_first)

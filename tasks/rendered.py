@@ -1,6 +1,5 @@
 """A task's §3.2 view, rendered once when the task changes and stored in its row (`view_json`),
-as Zulip's `rendered_content`: a task changes a few times, inside a service's transaction, and is
-read far more often. A door's own forms live in its own tables (`tasks.changes.task_changed`).
+as Zulip's `rendered_content`: a task changes a few times and is read far more often.
 """
 
 from __future__ import annotations
@@ -56,8 +55,8 @@ def task_view(task: Task) -> dict[str, Any]:
 
 
 def task_render(task: Task) -> dict[str, Any]:
-    """Set the task's stored view from its current fields, and return the view; saving it is the
-    caller's, in the same transaction as the change it follows."""
+    """Set the task's stored view from its fields and return it; the caller saves it with the
+    change it follows."""
     view = task_view(task)
     task.view_json = json_text(view)
     task.rendered_version = RENDER_VERSION
@@ -77,8 +76,8 @@ def view_open_until(view: Mapping[str, Any]) -> datetime | None:
 
 
 def tasks_render(tasks: Iterable[Task]) -> int:
-    """Render and store the view of these tasks, and every door's copy through `task_changed`
-    (rows edited by hand, or written before their forms existed)."""
+    """Render and store the view and every door's copy of tasks edited by hand, or written before
+    their forms existed."""
     count = 0
     for task in tasks:
         view = task_render(task)

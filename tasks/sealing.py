@@ -1,13 +1,12 @@
-"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6, §15.8).
-
-A report is stored once, sealed, and stays so: its public copy is its item in the task's
-evaluation, so the sweep never rewrites a contribution's row. A keyper-sealed report is not the
-server's to open before the keypers release its key, and a void report has no public copy.
+"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6, §15.8). It is stored
+once, sealed, and stays so: its public copy is its item in the task's evaluation (none when void),
+so the sweep never rewrites a contribution's row.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any, Protocol
 
 from django.db.models import Q, QuerySet
@@ -41,9 +40,9 @@ def contribution_report(contribution: Contribution) -> dict[str, Any] | None:
     return report_unsealed(contribution)
 
 
-class Sealed(Protocol):
-    """What opening a report reads of its contribution: a Contribution, or a row of these
-    fields (the sweep reads its batch's contributions as rows)."""
+class ContributionRow(Protocol):
+    """What the evaluation reads of a contribution: a Contribution, or a row of these fields (the
+    sweep reads its batch's contributions as rows)."""
 
     @property
     def id(self) -> uuid.UUID: ...
@@ -54,10 +53,24 @@ class Sealed(Protocol):
     @property
     def sealed_report(self) -> bytes | memoryview | None: ...
 
+    @property
+    def report_digest(self) -> str: ...
 
-def report_unsealed(contribution: Sealed) -> dict[str, Any]:
-    """The report opened from its seal: for the evaluation, or for its author before it. Reads
-    neither the task nor anything but the contribution's own row."""
+    @property
+    def salt(self) -> str: ...
+
+    @property
+    def received_at(self) -> datetime: ...
+
+    @property
+    def keyper_seal(self) -> dict[str, Any] | None: ...
+
+    @property
+    def releases(self) -> list[dict[str, Any]]: ...
+
+
+def report_unsealed(contribution: ContributionRow) -> dict[str, Any]:
+    """The report opened from its seal, reading nothing but the contribution's own row."""
     sealed = contribution.sealed_report
     if sealed is None:
         raise ValueError(f"contribution {contribution.id} holds no sealed report")

@@ -33,8 +33,7 @@ KEYPERS_SEALED = "keypers"
 
 def receipt_claims(contribution: Contribution) -> dict[str, str]:
     """The receipt without its signature: what the signature covers (SPEC §4.2, §15.2). A
-    keyper-sealed contribution's names its contributor's commitment and its ciphertext, the
-    server having neither its report nor its salt (§15.8)."""
+    keyper-sealed one names the commitment and ciphertext: the server has no report nor salt."""
     seal = contribution.keyper_seal
     if seal is not None:
         sealed = {
@@ -63,9 +62,8 @@ def receipt_view(contribution: Contribution) -> dict[str, str]:
 
 def task_entry_logged(task_id: uuid.UUID) -> InLog | None:
     """The log holding the task's own entry and its index there, None while it waits for the
-    sequencer. A task's entry comes before any other of that task (SPEC §15.3), so it is the
-    task's first; it is logged once, in the log that was current then, which is where a sealed
-    contribution names it (§15.8) even after a restart started a later log (§16.2)."""
+    sequencer. It is the task's first entry (SPEC §15.3), logged once in the log current then,
+    which is where a sealed contribution names it (§15.8) even after a later log (§16.2)."""
     first = (
         Leaf.objects.filter(task_id=task_id).order_by("index").values_list("index", "entry").first()
     )
@@ -94,42 +92,18 @@ class TaskPage:
 
 
 def task_page(
-    *,
-    statuses: frozenset[str] | None,
-    limit: int,
-    cursor: str | None,
-    filter_key: str,
-    context_id: uuid.UUID | None = None,
-    status_timestamp_after: datetime | None = None,
-    with_evaluation: bool = True,
+    *, statuses: frozenset[str] | None, limit: int, cursor: str | None, filter_key: str
 ) -> TaskPage:
     """One page of tasks, newest status first, by keyset so a deep page costs what the first
-    does; a cursor only works with the `filter_key` it came from. `with_evaluation=False` leaves
-    out the largest column, for a caller that will not show it."""
+    does; a cursor only works with the `filter_key` it came from. The total is the kept count,
+    one read where counting the rows of a status would scan its index."""
     matches = Task.objects.all()
     if statuses is not None:
         matches = matches.filter(status__in=statuses)
-    if context_id is not None:
-        matches = matches.filter(pk=context_id)
-    if status_timestamp_after is not None:
-        matches = matches.filter(status_timestamp__gte=status_timestamp_after)
-    listed = matches if with_evaluation else matches.defer("evaluation")
     rows, next_cursor = keyset_page(
-        listed, time_field="status_timestamp", limit=limit, cursor=cursor, filter_key=filter_key
+        matches, time_field="status_timestamp", limit=limit, cursor=cursor, filter_key=filter_key
     )
-    # Counting every row of a status costs a scan of its index; the kept counts cost one read.
-    # The other filters match few tasks (a context is one task) or a bounded range of the index.
-    filtered = context_id is not None or status_timestamp_after is not None
-    total = matches.count() if filtered else task_count(statuses)
-    return TaskPage(tasks=rows, next_cursor=next_cursor, total=total)
-
-
-# The feed's sections, in the order a reader meets them.
-FEED_SECTIONS: dict[str, tuple[str, ...]] = {
-    "open": ("open",),
-    "evaluated": ("evaluated",),
-    "all": ("open", "evaluated"),
-}
+    return TaskPage(tasks=rows, next_cursor=next_cursor, total=task_count(statuses))
 
 
 def _feed_rows(section: str, after: tuple[datetime, uuid.UUID] | None, limit: int) -> list[Task]:
@@ -160,11 +134,11 @@ def _feed_position(cursor: str, filter_key: str, sections: tuple[str, ...]):
 
 
 def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
-    """One page of the web feed: what a reader can still act on first. Open tasks come first,
-    the one closing soonest at the top; then evaluated tasks, most recently evaluated first.
-    Keyset pages like `task_page`; a cursor names its section and only works in its mode."""
+    """One page of the web feed, what a reader can still act on first: open tasks closing soonest
+    first, then evaluated tasks most recently evaluated first. Keyset pages like `task_page`; a
+    cursor names its section and only works in its mode."""
     filter_key = f"web:{mode}"
-    sections = FEED_SECTIONS[mode]
+    sections = ("open", "evaluated") if mode == "all" else (mode,)
     section, after = sections[0], None
     if cursor:
         section, after = _feed_position(cursor, filter_key, sections)

@@ -146,18 +146,10 @@ def task_post(
     )
 
 
-@dataclass(frozen=True)
-class ContributorRecord:
-    """One agent's contributions, as a contribution's caps read them."""
-
-    to_task: int  # to the task being contributed to: 0 or 1
-    since: int  # received after the start of the daily cap's window
-
-
-def _task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> ContributorRecord:
-    """Lock the task's row, refresh into `task` what may have changed since it was read, and read
-    the agent's own contributions, in one statement. Call holding the agent's row lock, under
-    which alone its contributions are written, so the statement sees every one."""
+def _task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> tuple[int, int]:
+    """Lock the task's row, refresh into `task` what may have changed since it was read, and count
+    the agent's contributions to it (0 or 1) and since `since`, in one statement. Call holding the
+    agent's row lock, under which alone its contributions are written, so the counts are exact."""
     row = statements.fetch_one(
         _task_lock_for_contribution_sql(),
         [
@@ -172,7 +164,7 @@ def _task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) ->
     values = statements.python_values(Task, _LOCKED_FIELDS, fields)
     for name, value in zip(_LOCKED_FIELDS, values, strict=True):
         setattr(task, name, value)
-    return ContributorRecord(to_task=to_task, since=since_count)
+    return to_task, since_count
 
 
 _LOCKED_FIELDS = ("status", "contributions_count", "keys_pending")
@@ -194,12 +186,14 @@ def _task_lock_for_contribution_sql() -> str:
     )
 
 
-def _contribution_state_issues(agent: Agent, task: Task, mine: ContributorRecord) -> list[Issue]:
+def _contribution_state_issues(
+    agent: Agent, task: Task, *, to_task: int, today: int
+) -> list[Issue]:
     """Call with what was read under the agent's and the task's row locks, so nothing moved since."""
     issues = []
     if task.poster_id == agent.pk:
         issues.append(Issue("", ErrorCode.OWN_TASK, "an agent cannot contribute to its own task"))
-    if mine.to_task:
+    if to_task:
         issues.append(
             Issue(
                 "", ErrorCode.DUPLICATE_CONTRIBUTION, "this agent already contributed to this task"
@@ -213,7 +207,7 @@ def _contribution_state_issues(agent: Agent, task: Task, mine: ContributorRecord
                 f"the task takes at most {task.max_contributors} contributions",
             )
         )
-    if mine.since >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
+    if today >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
         issues.append(
             Issue(
                 "",
@@ -300,9 +294,9 @@ def contribution_submit(
 
     def perform(agent: Agent, checked: _Checked) -> Performed:
         task = checked.task
-        mine = _task_lock_for_contribution(task, agent=agent, since=now_ms() - DAY)
+        to_task, today = _task_lock_for_contribution(task, agent=agent, since=now_ms() - DAY)
         _refuse_if_closed(task)
-        refuse_if(_contribution_state_issues(agent, task, mine))
+        refuse_if(_contribution_state_issues(agent, task, to_task=to_task, today=today))
         contribution = Contribution(
             task=task, agent=agent, operation_id=operation_id, received_at=now_ms()
         )
