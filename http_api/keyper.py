@@ -17,8 +17,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST, require_safe
 
 from core.clock import now_ms, parse_instant
-from core.errors import ErrorCode, Refusal
-from http_api.witness import STATUS, body_within_limit, over_limit_reason, role_route
+from http_api.inputs import body_too_large
+from http_api.witness import STATUS, body_within_limit, role_route
 from ledger.keyper import keyper_description, keyper_enabled, keyper_release
 from ledger.refusals import WitnessRefusal
 
@@ -42,8 +42,7 @@ def _refused(refusal: WitnessRefusal) -> JsonResponse:
 def release_view(request: HttpRequest) -> HttpResponse:
     body = body_within_limit(request)
     if body is None:
-        refusal = Refusal(ErrorCode.PAYLOAD_TOO_LARGE, over_limit_reason())
-        return JsonResponse(refusal.as_body(), status=413)
+        return JsonResponse(body_too_large().as_body(), status=413)
     try:
         release = keyper_release(body)
     except WitnessRefusal as refusal:

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from core.errors import ErrorCode, Refusal
 from core.policy import body_limit
+from http_api.inputs import body_too_large, declared_length
 from ledger.refusals import Refused, WitnessRefusal
 from ledger.witness import (
     add_checkpoint,
@@ -78,23 +79,17 @@ def body_within_limit(request: HttpRequest) -> bytes | None:
     """The request's body, or None when it is over the limit every door has (§6): a declared
     length over it is not read at all, and a chunked body (no length) is read one byte past it."""
     limit = body_limit()
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    body = b"" if length > limit else request.read(limit + 1)
-    return None if length > limit or len(body) > limit else body
-
-
-def over_limit_reason() -> str:
-    return f"the body is over {body_limit() // 1024} KiB"
+    if declared_length(request) > limit:
+        return None
+    body = request.read(limit + 1)
+    return None if len(body) > limit else body
 
 
 @role_route(witness_enabled, "witness", require_POST)
 def add_checkpoint_view(request: HttpRequest) -> HttpResponse:
     body = body_within_limit(request)
     if body is None:
-        return _refused(413, over_limit_reason())
+        return _refused(413, body_too_large().message)
     try:
         cosignature = add_checkpoint(body)
     except WitnessRefusal as refusal:
