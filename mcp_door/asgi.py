@@ -35,27 +35,14 @@ def is_mcp_path(path: str) -> bool:
     return path == PATH or path == PATH + "/"
 
 
-def session_manager() -> StreamableHTTPSessionManager:
-    return StreamableHTTPSessionManager(
-        app=server,
-        stateless=True,
-        json_response=True,
-        security_settings=None,  # the Host check below replaces it
-        max_request_body_size=body_limit(),
-    )
-
-
-def allowed_hosts() -> list[str]:
-    hosts = [*settings.ALLOWED_HOSTS, *LOOPBACK_HOSTS]
-    if settings.CAIRN_SITE_URL:
-        hosts.append(urlsplit(settings.CAIRN_SITE_URL).hostname or "")
-    return [host.lower() for host in hosts if host]
-
-
 def host_allowed(scope: Scope) -> bool:
     host = next((value.decode("latin-1") for key, value in scope["headers"] if key == b"host"), "")
     domain, _port = split_domain_port(host)
-    return bool(domain) and validate_host(domain, allowed_hosts())
+    site_host = urlsplit(settings.CAIRN_SITE_URL).hostname
+    allowed = [
+        name.lower() for name in (*settings.ALLOWED_HOSTS, *LOOPBACK_HOSTS, site_host) if name
+    ]
+    return bool(domain) and validate_host(domain, allowed)
 
 
 class McpEndpoint:
@@ -66,7 +53,13 @@ class McpEndpoint:
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        manager = session_manager()
+        manager = StreamableHTTPSessionManager(
+            app=server,
+            stateless=True,
+            json_response=True,
+            security_settings=None,  # the Host check below replaces it
+            max_request_body_size=body_limit(),
+        )
         async with manager.run():
             self._manager = manager
             try:
