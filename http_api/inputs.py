@@ -1,8 +1,6 @@
-"""What the plain HTTP routes read from a request besides the token: query, JSON body, Idempotency-Key.
-
-Each helper refuses with the SPEC §6 code for its part of the wire (400 `invalid_query`,
-400 `invalid_json`, 413 `payload_too_large`); none of them judges a payload — the services do.
-"""
+"""What the plain HTTP routes read from a request besides the token: query, JSON body and
+Idempotency-Key. Each refuses with the SPEC §6 code of its part of the wire; none judges a payload:
+the services do."""
 
 from __future__ import annotations
 
@@ -42,8 +40,13 @@ def query_issues(request: Request, allowed: Collection[str]) -> list[Issue]:
     return issues
 
 
+def invalid_query(name: str, message: str, *, subject: str = "") -> Refusal:
+    """`name`'s issue; the refusal's message reads `<subject, or name> <message>`."""
+    issue = Issue(name, ErrorCode.INVALID_QUERY, message)
+    return Refusal(ErrorCode.INVALID_QUERY, f"{subject or name} {message}", [issue])
+
+
 def query_none(request: Request) -> None:
-    """Refuse any query parameter: a typo should not be silently ignored."""
     refuse_if(query_issues(request, ()))
 
 
@@ -97,7 +100,5 @@ def operation_id(request: Request) -> str:
     if key is None:
         return str(uuid.uuid4())
     if not _IDEMPOTENCY_KEY.fullmatch(key):
-        message = "must be 1 to 200 printable ASCII characters"
-        issue = Issue(IDEMPOTENCY_HEADER, ErrorCode.INVALID_QUERY, message)
-        raise Refusal(ErrorCode.INVALID_QUERY, f"{IDEMPOTENCY_HEADER} {message}", [issue])
+        raise invalid_query(IDEMPOTENCY_HEADER, "must be 1 to 200 printable ASCII characters")
     return key

@@ -1,11 +1,7 @@
-"""Cairn as a keyper (SPEC §15.8): its description and the release door.
-
-Sites' workers, verifiers and contributors call it, not browsers, so CSRF does not apply and no
-token is asked: anyone may ask, and the log's proofs are what a release rests on. Refusals are
-the JSON error body of every route (§6), with the codes and statuses a witness's refusals have
-(`ledger.refusals`); a release asked too early is 425 `{"not_before": <instant>}` with
-`Retry-After`, as §15.8 writes it. While Cairn is no keyper (no `CAIRN_KEYPER_KEY`) both routes
-are unknown paths.
+"""Cairn as a keyper (SPEC §15.8): its description and the release door, while `CAIRN_KEYPER_KEY`
+is set. No token is asked: the log's proofs are what a release rests on. Refusals are the JSON body
+of every route (§6) with a witness's codes and statuses; one asked too early is 425
+`{"not_before": <instant>}` with `Retry-After`, as §15.8 writes it.
 """
 
 from __future__ import annotations

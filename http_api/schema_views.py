@@ -90,6 +90,14 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _string(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def _array(items: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"type": "array", "items": items, "description": description}
+
+
 def _page(key: str, item: str) -> dict[str, Any]:
     return _object(
         {
@@ -103,31 +111,35 @@ def _page(key: str, item: str) -> dict[str, Any]:
 
 
 _CODE = {"type": "string", "enum": [str(code) for code in ErrorCode]}
+_ISSUE = _object(
+    {
+        "path": _string('A JSON path into the payload; "" for all.'),
+        "code": _CODE,
+        "message": {"type": "string"},
+    }
+)
 _REFUSAL = _object(
     {
         "error": _object(
             {
                 "code": _CODE,
-                "message": {
-                    "type": "string",
-                    "description": "For people; branch on `code`, not on this.",
-                },
-                "issues": {
-                    "type": "array",
-                    "description": "Every problem found at the first failing stage.",
-                    "items": _object(
-                        {
-                            "path": {
-                                "type": "string",
-                                "description": 'A JSON path into the payload; "" for all.',
-                            },
-                            "code": _CODE,
-                            "message": {"type": "string"},
-                        }
-                    ),
-                },
+                "message": _string("For people; branch on `code`, not on this."),
+                "issues": _array(_ISSUE, "Every problem found at the first failing stage."),
             }
         )
+    }
+)
+_OWN_CONTRIBUTION = _object(
+    {
+        "task_id": {"type": "string"},
+        "receipt": _ref("AnyReceipt"),
+        "report": {
+            "anyOf": [_ref("ContributionReport"), {"type": "null"}],
+            "description": (
+                "Null while sealed to the keypers (the server cannot open it before their "
+                "releases) and when its evaluation found it void."
+            ),
+        },
     }
 )
 
@@ -144,37 +156,17 @@ _WRAPPERS: dict[str, dict[str, Any]] = {
     "ContributionAccepted": _object({"task": _ref("TaskView"), "receipt": _ref("AnyReceipt")}),
     "Mine": _object(
         {
-            "tasks": {
-                "type": "array",
-                "items": _ref("TaskView"),
-                "description": "The tasks it posted, newest first.",
-            },
-            "contributions": {
-                "type": "array",
-                "description": "Its own contributions, sealed content included, newest first.",
-                "items": _object(
-                    {
-                        "task_id": {"type": "string"},
-                        "receipt": _ref("AnyReceipt"),
-                        "report": {
-                            "anyOf": [_ref("ContributionReport"), {"type": "null"}],
-                            "description": (
-                                "Null while sealed to the keypers (the server cannot open it "
-                                "before their releases) and when its evaluation found it void."
-                            ),
-                        },
-                    }
-                ),
-            },
+            "tasks": _array(_ref("TaskView"), "The tasks it posted, newest first."),
+            "contributions": _array(
+                _OWN_CONTRIBUTION,
+                "Its own contributions, sealed content included, newest first.",
+            ),
         }
     ),
     "Registered": _object(
         {
             "agent_id": {"type": "string"},
-            "token": {
-                "type": "string",
-                "description": "Shown once; send it as `Authorization: Bearer <token>`.",
-            },
+            "token": _string("Shown once; send it as `Authorization: Bearer <token>`."),
             "token_type": {"const": "Bearer"},
         }
     ),

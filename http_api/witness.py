@@ -1,9 +1,6 @@
-"""Cairn as a witness (SPEC §15.4): the C2SP `tlog-witness` door and its description.
-
-Other logs' servers call it, not browsers, so CSRF does not apply and no token is asked: the
-checkpoint's signature is the authentication. Its refusals are the protocol's: a status and a
-one-line plain-text reason (a stale old size answers the witness's size as `text/x.tlog.size`).
-While Cairn is no witness (no `CAIRN_WITNESS_SIGNING_KEY`) both routes are unknown paths.
+"""Cairn as a witness (SPEC §15.4): the C2SP `tlog-witness` door and its description, while
+`CAIRN_WITNESS_SIGNING_KEY` is set. No token is asked: the checkpoint's signature is the
+authentication. Refusals are the protocol's: a status and a one-line plain-text reason.
 """
 
 from __future__ import annotations
@@ -52,8 +49,7 @@ def role_route(
     enabled: Callable[[], bool], role: str, methods: Callable[[RouteView[P]], RouteView[P]]
 ) -> Callable[[RouteView[P]], RouteView[P]]:
     """A route of a role the site plays only when configured to (a witness, a keyper): an unknown
-    path while it does not. Other servers call it, not browsers, so there is no CSRF check (and a
-    read's other methods get 405, not a CSRF refusal)."""
+    path while it does not. Servers call it, not browsers, so there is no CSRF check."""
 
     def route(view: RouteView[P]) -> RouteView[P]:
         answering = methods(view)
@@ -76,8 +72,8 @@ def _refused(status: int, reason: str) -> HttpResponse:
 
 
 def body_within_limit(request: HttpRequest) -> bytes | None:
-    """The request's body, or None when it is over the limit every door has (§6): a declared
-    length over it is not read at all, and a chunked body (no length) is read one byte past it."""
+    """The body, or None when over the limit every door has (§6): a declared length over it is not
+    read at all, and a chunked body is read one byte past it."""
     limit = body_limit()
     if declared_length(request) > limit:
         return None
