@@ -1,12 +1,11 @@
-"""`/api/mcp` as an ASGI endpoint: the official SDK's streamable HTTP transport, stateless, JSON answers.
+"""`/api/mcp` as an ASGI endpoint: the official SDK's streamable HTTP transport, stateless, JSON
+answers. The session manager needs a running task group, so `lifespan()` makes one for each start
+of the server (a manager runs only once).
 
-The session manager needs a running task group, so `lifespan()` creates one for the life of the
-server (a manager runs only once, so every start makes a new one).
-
-The SDK's DNS-rebinding guard matches fixed strings only, so it is replaced by Django's rule: the
-Host must be one Django would serve, and loopback with any port always is. A rebinding attack
-arrives under the attacker's host name, which this refuses. Origin is not checked: the endpoint
-holds no identity and no cookie and serves only what every other door shows publicly.
+The SDK's DNS-rebinding guard matches fixed strings only, so Django's rule replaces it: the Host
+must be one Django would serve, or loopback with any port; a rebinding attack arrives under the
+attacker's host name. Origin is not checked: the endpoint holds no identity and no cookie and
+serves only what every other door shows publicly.
 """
 
 from __future__ import annotations
@@ -46,8 +45,6 @@ def host_allowed(scope: Scope) -> bool:
 
 
 class McpEndpoint:
-    """The ASGI app for `/api/mcp`. `lifespan()` must be running for it to answer."""
-
     def __init__(self) -> None:
         self._manager: StreamableHTTPSessionManager | None = None
 

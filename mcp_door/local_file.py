@@ -1,9 +1,8 @@
-"""The local MCP server as this site serves it at `/mcp/cairn_mcp.py`: `local_mcp/cairn_mcp.py` built
-into one file with the site's own modules (`core.amalgam`), with the site's URL and the server's own
-schemas written in, so its previews check what the server's models check (SPEC §10). The
-repository's source holds the same schemas (`manage.py write_local_mcp` writes them; a test fails
-until it has), so a build from it with the standard library alone gives the served bytes but for
-the URL line."""
+"""The local MCP server as `/mcp/cairn_mcp.py` serves it: `local_mcp/cairn_mcp.py` built into one
+file with the site's own modules (`core.amalgam`), with the site's URL and the server's own schemas
+written in, so its previews check what the server's models check (SPEC §10). The repository's
+source holds the same schemas (`manage.py write_local_mcp` writes them; a test fails until it has),
+so a build from it with the standard library alone gives the served bytes but for the URL line."""
 
 from __future__ import annotations
 
