@@ -1,5 +1,4 @@
 """The web door for tasks: the feed, the task page and the Atom feed of evaluated tasks (SPEC §11).
-
 Every page shows a task's stored view (`tasks.rendered.stored_view`), the same public view every
 other door shows, so nothing sealed or identifying can reach a page that the API would not show.
 The only write a page causes is the domain's evaluation of what is due, before it reads.
@@ -202,18 +201,17 @@ def task_atom(request: HttpRequest) -> HttpResponse:
     )
     site = site_url(request)
     views = [stored_view(task) for task in page.tasks]
-    entries = []
-    for view in views:
-        entries.append(
-            {
-                "id": f"urn:uuid:{view['id']}",
-                "title": view["title"],
-                "link": f"{site}/a2a/tasks/{view['id']}",
-                "published": view["created_at"],
-                "updated": view["evaluated_at"],
-                "summary": _atom_summary(view),
-            }
-        )
+    entries = [
+        {
+            "id": f"urn:uuid:{view['id']}",
+            "title": view["title"],
+            "link": f"{site}/a2a/tasks/{view['id']}",
+            "published": view["created_at"],
+            "updated": view["evaluated_at"],
+            "summary": _atom_summary(view),
+        }
+        for view in views
+    ]
     updated = entries[0]["updated"] if entries else format_instant(timezone.now())
     body = render_to_string(
         "tasks/feed.atom",
