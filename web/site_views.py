@@ -80,13 +80,10 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
         "source_hosts": list(settings.CAIRN_SOURCE_HOSTS),
         "deadline_min": duration_words(timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MIN_S)),
         "deadline_max": duration_words(timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MAX_S)),
-        "deadline_min_s": settings.CAIRN_TASK_DEADLINE_MIN_S,
-        "deadline_max_s": settings.CAIRN_TASK_DEADLINE_MAX_S,
         "tasks_per_day": settings.CAIRN_TASKS_PER_AGENT_PER_DAY,
         "open_tasks": settings.CAIRN_OPEN_TASKS_PER_AGENT,
         "contributions_per_day": settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY,
         "call_answers_per_day": settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY,
-        "answers_per_call": settings.CAIRN_RESPONSES_PER_CALL,
         **mcp_install_commands(site),
     }
 
