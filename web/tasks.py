@@ -100,6 +100,11 @@ def _sealing_tally(items: list[dict[str, Any]]) -> dict[str, Any]:
 def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[str, Any]:
     """The public view plus what a page needs to show it: readable instants, labels, time left."""
     evaluation = view["evaluation"]
+    items = evaluation["contributions"] if evaluation else []
+    counts = evaluation["counts"] if evaluation else {}
+    names = [name for name in VERDICT_LABELS if name in counts] + sorted(
+        set(counts) - set(VERDICT_LABELS)
+    )
     display = {
         **view,
         "deadline_at": instant(view["deadline"]),
@@ -108,25 +113,16 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
         "is_open": view["state"] == "open",
         "outcome_label": OUTCOME_LABELS.get(view["outcome"] or "", ""),
         "verdict_label": VERDICT_LABELS.get(view["verdict"] or "", ""),
-        "counts": [],
-        "contributions": [],
-        "keyper_sealed": 0,
-        "voids": 0,
-        "void_codes": [],
+        "counts": [
+            {"verdict": name, "label": VERDICT_LABELS.get(name, name), "count": counts[name]}
+            for name in names
+        ],
+        "contributions": [_item_display(item) for item in items],
+        **_sealing_tally(items),
     }
     if display["is_open"]:
         display["time_left"] = time_left(view["deadline"], now)
     if evaluation:
-        counts = evaluation["counts"]
-        names = [name for name in VERDICT_LABELS if name in counts] + sorted(
-            set(counts) - set(VERDICT_LABELS)
-        )
-        display["counts"] = [
-            {"verdict": name, "label": VERDICT_LABELS.get(name, name), "count": counts[name]}
-            for name in names
-        ]
-        display["contributions"] = [_item_display(item) for item in evaluation["contributions"]]
-        display.update(_sealing_tally(evaluation["contributions"]))
         display["rule"] = evaluation["rule"]
     return display
 
