@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.models import Agent, Door
 from agents.services import WriteResult
-from core.errors import ErrorCode, Refusal
 from core.policy import body_limit
 from http_api.inputs import (
     REPLAYED_HEADER,
@@ -36,10 +36,7 @@ class ApiView(APIView):
     def require_agent(self, request: Request) -> Agent:
         """The caller's agent; a missing, unknown or revoked token is refused with 401."""
         if not isinstance(request.user, Agent):
-            raise Refusal(
-                ErrorCode.UNAUTHORIZED,
-                "a valid Bearer token is required (POST /api/agent/register issues one)",
-            )
+            raise exceptions.NotAuthenticated
         return request.user
 
     def write(
