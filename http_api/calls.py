@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -11,17 +9,16 @@ from calls.selectors import call_detail, call_get, call_page, call_view
 from calls.services import call_answer
 from core.caching import Shown, mark_shown
 from core.policy import CALL_MODES
-from http_api.inputs import PageQuery, paged_list, query_none
+from http_api.inputs import query_none, query_page
 from http_api.views import NEGOTIATED, ApiView
 
 
 class CallListApi(ApiView):
     def get(self, request: Request) -> Response:
-        def page(query: PageQuery) -> tuple[list[Any], str]:
-            calls, next_cursor = call_page(mode=query.mode, limit=query.limit, cursor=query.cursor)
-            return [call_view(call) for call in calls], next_cursor or ""
-
-        response = paged_list(request, modes=CALL_MODES, key="calls", page=page)
+        mode, limit, cursor = query_page(request, modes=CALL_MODES)
+        calls, next_cursor = call_page(mode=mode, limit=limit, cursor=cursor)
+        views = [call_view(call) for call in calls]
+        response = Response({"calls": views, "next_cursor": next_cursor or None})
         return mark_shown(response, Shown.changing(vary=NEGOTIATED))
 
 

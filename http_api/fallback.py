@@ -1,9 +1,6 @@
-"""Every answer under `/api/` is JSON (SPEC §1), including the ones no API view wrote.
-
-An unknown path never reaches a view, and Django's own 404 (or its debug page) and 405 are HTML or
-empty. This middleware, outside the others, rewrites exactly those into the SPEC §6 body, keeping
-`Allow` and the headers set so far; any answer that is already JSON, or plain text a view wrote
-on purpose, passes untouched.
+"""Every answer under `/api/` is JSON (SPEC §1), including the ones no API view wrote: Django's own
+404 (or its debug page) and 405, HTML or empty, are rewritten into the SPEC §6 body, keeping
+`Allow` and the headers set so far.
 """
 
 from __future__ import annotations
@@ -23,26 +20,22 @@ def _is_answer(response: HttpResponse) -> bool:
     return media.endswith("json") or media == "text/plain"
 
 
-def as_api_answer(request: HttpRequest, response: HttpResponse) -> HttpResponse:
-    if (
-        not request.path.startswith(API_PREFIX)
-        or response.status_code not in (404, 405)
-        or _is_answer(response)
-    ):
-        return response
-    if response.status_code == 404:
-        refusal = Refusal(ErrorCode.NOT_FOUND, f"nothing is at this path (see {OPENAPI_PATH})")
-    else:
-        allowed = [method.strip() for method in response.get("Allow", "").split(",")]
-        refusal = method_not_allowed(request.method or "", [m for m in allowed if m])
-    answer = JsonResponse(refusal.as_body(), status=response.status_code)
-    for name, value in response.items():  # Allow, and the security headers already set
-        if name.lower() not in ("content-type", "content-length"):
-            answer[name] = value
-    answer["Content-Length"] = str(len(answer.content))
-    return answer
-
-
 class ApiJsonMiddleware(ResponseMiddleware):
-    def respond(self, request, response):
-        return as_api_answer(request, response)
+    def respond(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if (
+            not request.path.startswith(API_PREFIX)
+            or response.status_code not in (404, 405)
+            or _is_answer(response)
+        ):
+            return response
+        if response.status_code == 404:
+            refusal = Refusal(ErrorCode.NOT_FOUND, f"nothing is at this path (see {OPENAPI_PATH})")
+        else:
+            allowed = [method.strip() for method in response.get("Allow", "").split(",")]
+            refusal = method_not_allowed(request.method or "", [m for m in allowed if m])
+        answer = JsonResponse(refusal.as_body(), status=response.status_code)
+        for name, value in response.items():  # Allow, and the security headers already set
+            if name.lower() not in ("content-type", "content-length"):
+                answer[name] = value
+        answer["Content-Length"] = str(len(answer.content))
+        return answer

@@ -1,22 +1,18 @@
-"""What the plain HTTP routes read from a request besides the token: query, JSON body, Idempotency-Key.
-
-Each helper refuses with the SPEC §6 code for its part of the wire (400 `invalid_query`,
-400 `invalid_json`, 413 `payload_too_large`); none of them judges a payload — the services do.
-"""
+"""What the plain HTTP routes read from a request besides the token: query, JSON body and
+Idempotency-Key. Each refuses with the SPEC §6 code of its part of the wire; none judges a payload:
+the services do."""
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Collection
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
 from rest_framework.request import Request
-from rest_framework.response import Response
 
-from agents.services import WriteResult
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from core.json_input import InvalidJson, ints_from_doubles, parse_json
 from core.policy import PAGE_CAP, body_limit
@@ -29,13 +25,6 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,200}")
 _DIGITS = re.compile(r"[0-9]{1,3}")
-
-
-@dataclass(frozen=True)
-class PageQuery:
-    mode: str
-    limit: int
-    cursor: str | None
 
 
 def query_issues(request: Request, allowed: Collection[str]) -> list[Issue]:
@@ -51,12 +40,17 @@ def query_issues(request: Request, allowed: Collection[str]) -> list[Issue]:
     return issues
 
 
+def invalid_query(name: str, message: str, *, subject: str = "") -> Refusal:
+    """`name`'s issue; the refusal's message reads `<subject, or name> <message>`."""
+    issue = Issue(name, ErrorCode.INVALID_QUERY, message)
+    return Refusal(ErrorCode.INVALID_QUERY, f"{subject or name} {message}", [issue])
+
+
 def query_none(request: Request) -> None:
-    """Refuse any query parameter: a typo should not be silently ignored."""
     refuse_if(query_issues(request, ()))
 
 
-def query_page(request: Request, *, modes: Collection[str]) -> PageQuery:
+def query_page(request: Request, *, modes: Collection[str]) -> tuple[str, int, str | None]:
     """`mode` (one of `modes`, default `all`), `limit` (1..50, default 50) and an optional `cursor`."""
     issues = query_issues(request, PAGE_KEYS)
     params = request.query_params
@@ -70,21 +64,19 @@ def query_page(request: Request, *, modes: Collection[str]) -> PageQuery:
             Issue("limit", ErrorCode.INVALID_QUERY, f"must be a whole number from 1 to {MAX_LIMIT}")
         )
     refuse_if(issues)
-    return PageQuery(mode=mode, limit=limit, cursor=params.get("cursor") or None)
+    return mode, limit, params.get("cursor") or None
 
 
-def paged_list(
-    request: Request,
-    *,
-    modes: Collection[str],
-    key: str,
-    page: Callable[[PageQuery], tuple[list[Any], str]],
-) -> Response:
-    """A list route (`GET /api/a2a-tasks`, `GET /api/a2a-calls`): its query read and checked
-    (`query_page`), `page(query)` gives the items and the next cursor ("" or None on the last
-    page), answered as `{key: items, "next_cursor": cursor or null}`."""
-    items, next_cursor = page(query_page(request, modes=modes))
-    return Response({key: items, "next_cursor": next_cursor or None})
+def declared_length(request: HttpRequest) -> int:
+    """The body's `Content-Length`, 0 when there is none (a chunked body) or it is not a number."""
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+def body_too_large() -> Refusal:
+    return Refusal(ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {body_limit() // 1024} KiB")
 
 
 def json_body(request: Request) -> Any:
@@ -94,10 +86,7 @@ def json_body(request: Request) -> Any:
     try:
         raw = request.body
     except RequestDataTooBig:  # a chunked body has no Content-Length for ApiView to check first
-        limit = body_limit()
-        raise Refusal(
-            ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {limit // 1024} KiB"
-        ) from None
+        raise body_too_large() from None
     try:
         return ints_from_doubles(parse_json(raw))
     except InvalidJson as error:
@@ -111,15 +100,5 @@ def operation_id(request: Request) -> str:
     if key is None:
         return str(uuid.uuid4())
     if not _IDEMPOTENCY_KEY.fullmatch(key):
-        message = "must be 1 to 200 printable ASCII characters"
-        issue = Issue(IDEMPOTENCY_HEADER, ErrorCode.INVALID_QUERY, message)
-        raise Refusal(ErrorCode.INVALID_QUERY, f"{IDEMPOTENCY_HEADER} {message}", [issue])
+        raise invalid_query(IDEMPOTENCY_HEADER, "must be 1 to 200 printable ASCII characters")
     return key
-
-
-def write_response(result: WriteResult) -> Response:
-    """201 with the body; a replay answers the first body again, marked as such."""
-    response = Response(result.body, status=201)
-    if result.replayed:
-        response[REPLAYED_HEADER] = "true"
-    return response

@@ -1,11 +1,7 @@
-"""Cairn as a keyper (SPEC §15.8): its description and the release door.
-
-Sites' workers, verifiers and contributors call it, not browsers, so CSRF does not apply and no
-token is asked: anyone may ask, and the log's proofs are what a release rests on. Refusals are
-the JSON error body of every route (§6), with the codes and statuses a witness's refusals have
-(`ledger.refusals`); a release asked too early is 425 `{"not_before": <instant>}` with
-`Retry-After`, as §15.8 writes it. While Cairn is no keyper (no `CAIRN_KEYPER_KEY`) both routes
-are unknown paths.
+"""Cairn as a keyper (SPEC §15.8): its description and the release door, while `CAIRN_KEYPER_KEY`
+is set. No token is asked: the log's proofs are what a release rests on. Refusals are the JSON body
+of every route (§6) with a witness's codes and statuses; one asked too early is 425
+`{"not_before": <instant>}` with `Retry-After`, as §15.8 writes it.
 """
 
 from __future__ import annotations
@@ -17,8 +13,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_POST, require_safe
 
 from core.clock import now_ms, parse_instant
-from core.errors import ErrorCode, Refusal
-from http_api.witness import STATUS, body_within_limit, over_limit_reason, role_route
+from http_api.inputs import body_too_large
+from http_api.witness import STATUS, body_within_limit, role_route
 from ledger.keyper import keyper_description, keyper_enabled, keyper_release
 from ledger.refusals import WitnessRefusal
 
@@ -42,8 +38,7 @@ def _refused(refusal: WitnessRefusal) -> JsonResponse:
 def release_view(request: HttpRequest) -> HttpResponse:
     body = body_within_limit(request)
     if body is None:
-        refusal = Refusal(ErrorCode.PAYLOAD_TOO_LARGE, over_limit_reason())
-        return JsonResponse(refusal.as_body(), status=413)
+        return JsonResponse(body_too_large().as_body(), status=413)
     try:
         release = keyper_release(body)
     except WitnessRefusal as refusal:

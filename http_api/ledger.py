@@ -1,8 +1,4 @@
-"""The public routes of verifiability (SPEC §15): the site's keys, the log, and the verifier.
-
-All are read-only and need no token. Query mistakes are 400 `invalid_query`, a leaf not in the
-asked tree 404 `not_found` (§15.3), through the same translation as every JSON route.
-"""
+"""The public routes of verifiability (SPEC §15): the site's keys, the log, and the verifier."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ from rest_framework.response import Response
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from core.scripts import requirements_response, script_response
 from core.site import site_url
-from http_api.inputs import query_issues
+from http_api.inputs import invalid_query, query_issues, query_none
 from http_api.views import ApiView
 from ledger import selectors as log
 from ledger.keys import jwks
@@ -40,18 +36,10 @@ def _query(request: Request, names: tuple[str, ...]) -> dict[str, str]:
     return {name: params[name] for name in names}
 
 
-def _invalid(name: str, message: str) -> Refusal:
-    return Refusal(
-        ErrorCode.INVALID_QUERY,
-        f"{name} {message}",
-        [Issue(name, ErrorCode.INVALID_QUERY, message)],
-    )
-
-
 def _count(query: dict[str, str], name: str, *, minimum: int) -> int:
     raw = query[name]
     if not _COUNT.fullmatch(raw) or int(raw) < minimum:
-        raise _invalid(name, f"must be a whole number of at least {minimum}")
+        raise invalid_query(name, f"must be a whole number of at least {minimum}")
     return int(raw)
 
 
@@ -60,7 +48,7 @@ def _range(request: Request, low: str, high: str, *, minimum: int) -> tuple[int,
     query = _query(request, (low, high))
     bounds = _count(query, low, minimum=minimum), _count(query, high, minimum=minimum)
     if bounds[1] < bounds[0]:
-        raise _invalid(high, f"must not be below {low}")
+        raise invalid_query(high, f"must not be below {low}")
     return bounds
 
 
@@ -77,7 +65,7 @@ class TaskEntriesApi(ApiView):
     """`GET /api/log/tasks/<task_id>`: one task's entries under the latest checkpoint."""
 
     def get(self, request: Request, task_id: uuid.UUID, log_number: int = 0) -> Response:
-        _query(request, ())
+        query_none(request)
         return Response({"entries": log.entries_of_task(task_id, log_numbered(log_number))})
 
 
@@ -85,7 +73,7 @@ class InclusionProofApi(ApiView):
     def get(self, request: Request, log_number: int = 0) -> Response:
         query = _query(request, ("leaf_hash", "tree_size"))
         if not _HASH.fullmatch(query["leaf_hash"]):
-            raise _invalid("leaf_hash", "must be a SHA-256 hash as 64 hex characters")
+            raise invalid_query("leaf_hash", "must be a SHA-256 hash as 64 hex characters")
         proof = log.inclusion_proof(
             leaf_hash=query["leaf_hash"].lower(),
             tree_size=_count(query, "tree_size", minimum=1),
@@ -107,7 +95,7 @@ class CheckpointApi(ApiView):
     """The latest signed checkpoint with its witnesses' cosignatures, as one signed note's text."""
 
     def get(self, request: Request, log_number: int = 0) -> HttpResponse:
-        _query(request, ())
+        query_none(request)
         latest = log.checkpoint_latest(log_numbered(log_number))
         if latest is None:
             raise Refusal(ErrorCode.NOT_FOUND, "the log has no checkpoint yet")
@@ -123,7 +111,7 @@ class LogVerifierKeyApi(ApiView):
     is configured with to follow this log, so it is set up from public answers alone."""
 
     def get(self, request: Request) -> HttpResponse:
-        _query(request, ())
+        query_none(request)
         response = HttpResponse(
             log_verifier_key().text + "\n", content_type="text/plain; charset=utf-8"
         )

@@ -47,30 +47,31 @@ OPENAPI_VERSION = "3.1.0"
 API_VERSION = "0.1"
 
 
+def _document(body: dict[str, Any], content_type: str = "application/json") -> JsonResponse:
+    response = JsonResponse(body, content_type=content_type, json_dumps_params={"indent": 2})
+    return mark_shown(response, Shown.document())
+
+
 @csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
 @require_safe
 def schema_index(request: HttpRequest) -> JsonResponse:
     """`GET /schemas/a2a/`: what is published there, so a client can find each schema by name."""
     origin = site_url(request)
-    schemas = []
-    for name in PUBLISHED_SCHEMAS:
-        url = f"{origin}{SCHEMA_PATH}{name}"
-        schemas.append(
-            {"name": name, "$id": published_schema(name, origin=origin)["$id"], "url": url}
-        )
-    response = JsonResponse({"schemas": schemas}, json_dumps_params={"indent": 2})
-    return mark_shown(response, Shown.document())
+    schemas = [
+        {
+            "name": name,
+            "$id": published_schema(name, origin=origin)["$id"],
+            "url": f"{origin}{SCHEMA_PATH}{name}",
+        }
+        for name in PUBLISHED_SCHEMAS
+    ]
+    return _document({"schemas": schemas})
 
 
 @csrf_exempt
 @require_safe
 def schema_document(request: HttpRequest, name: str) -> JsonResponse:
-    response = JsonResponse(
-        published_schema(name, origin=site_url(request)),
-        content_type="application/schema+json",
-        json_dumps_params={"indent": 2},
-    )
-    return mark_shown(response, Shown.document())
+    return _document(published_schema(name, origin=site_url(request)), "application/schema+json")
 
 
 # --- OpenAPI ---------------------------------------------------------------------------------------
@@ -89,6 +90,14 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _string(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def _array(items: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"type": "array", "items": items, "description": description}
+
+
 def _page(key: str, item: str) -> dict[str, Any]:
     return _object(
         {
@@ -102,31 +111,35 @@ def _page(key: str, item: str) -> dict[str, Any]:
 
 
 _CODE = {"type": "string", "enum": [str(code) for code in ErrorCode]}
+_ISSUE = _object(
+    {
+        "path": _string('A JSON path into the payload; "" for all.'),
+        "code": _CODE,
+        "message": {"type": "string"},
+    }
+)
 _REFUSAL = _object(
     {
         "error": _object(
             {
                 "code": _CODE,
-                "message": {
-                    "type": "string",
-                    "description": "For people; branch on `code`, not on this.",
-                },
-                "issues": {
-                    "type": "array",
-                    "description": "Every problem found at the first failing stage.",
-                    "items": _object(
-                        {
-                            "path": {
-                                "type": "string",
-                                "description": 'A JSON path into the payload; "" for all.',
-                            },
-                            "code": _CODE,
-                            "message": {"type": "string"},
-                        }
-                    ),
-                },
+                "message": _string("For people; branch on `code`, not on this."),
+                "issues": _array(_ISSUE, "Every problem found at the first failing stage."),
             }
         )
+    }
+)
+_OWN_CONTRIBUTION = _object(
+    {
+        "task_id": {"type": "string"},
+        "receipt": _ref("AnyReceipt"),
+        "report": {
+            "anyOf": [_ref("ContributionReport"), {"type": "null"}],
+            "description": (
+                "Null while sealed to the keypers (the server cannot open it before their "
+                "releases) and when its evaluation found it void."
+            ),
+        },
     }
 )
 
@@ -143,37 +156,17 @@ _WRAPPERS: dict[str, dict[str, Any]] = {
     "ContributionAccepted": _object({"task": _ref("TaskView"), "receipt": _ref("AnyReceipt")}),
     "Mine": _object(
         {
-            "tasks": {
-                "type": "array",
-                "items": _ref("TaskView"),
-                "description": "The tasks it posted, newest first.",
-            },
-            "contributions": {
-                "type": "array",
-                "description": "Its own contributions, sealed content included, newest first.",
-                "items": _object(
-                    {
-                        "task_id": {"type": "string"},
-                        "receipt": _ref("AnyReceipt"),
-                        "report": {
-                            "anyOf": [_ref("ContributionReport"), {"type": "null"}],
-                            "description": (
-                                "Null while sealed to the keypers (the server cannot open it "
-                                "before their releases) and when its evaluation found it void."
-                            ),
-                        },
-                    }
-                ),
-            },
+            "tasks": _array(_ref("TaskView"), "The tasks it posted, newest first."),
+            "contributions": _array(
+                _OWN_CONTRIBUTION,
+                "Its own contributions, sealed content included, newest first.",
+            ),
         }
     ),
     "Registered": _object(
         {
             "agent_id": {"type": "string"},
-            "token": {
-                "type": "string",
-                "description": "Shown once; send it as `Authorization: Bearer <token>`.",
-            },
+            "token": _string("Shown once; send it as `Authorization: Bearer <token>`."),
             "token_type": {"const": "Bearer"},
         }
     ),
@@ -213,113 +206,103 @@ _WRITE = (
 
 @dataclass(frozen=True)
 class _Route:
+    """A write answers 201 and a read 200; a route that may answer 401 takes a token; a route with
+    no response schema answers plain text."""
+
     path: str
     method: str
     operation_id: str
     summary: str
-    status: int
-    response: str
+    response: str | None
     refusals: tuple[ErrorCode, ...]
     parameters: tuple[str, ...] = ()
     body: str | None = None
     body_required: bool = True
-    token: bool = False
-    text: bool = False
 
 
 _ROUTES: tuple[_Route, ...] = (
     _Route(
         "/api/agent/register", "post", "agent_register",
         "Issue an agent token (shown once). Rate-limited per client address.",
-        201, "Registered",
+        "Registered",
         (ErrorCode.PAYLOAD_TOO_LARGE, ErrorCode.INVALID_JSON, ErrorCode.INVALID_PAYLOAD, ErrorCode.RATE_LIMITED),
         body="RegistrationPayload", body_required=False,
     ),
     _Route(
         "/api/a2a-tasks", "get", "tasks_list",
         "List tasks, newest status first (creation while open, evaluation after); keyset pages.",
-        200, "TaskList", _READ, parameters=("task_mode", "limit", "cursor"),
+        "TaskList", _READ, parameters=("task_mode", "limit", "cursor"),
     ),
     _Route(
         "/api/a2a-tasks", "post", "task_post",
         "Post a source-review task (`cairn.open_task/0.1`). Its evaluation runs once, at the deadline.",
-        201, "TaskPosted",
+        "TaskPosted",
         _WRITE + (
             ErrorCode.PREVIEW_CHANGED, ErrorCode.SOURCE_NOT_ALLOWED, ErrorCode.DEADLINE_OUT_OF_RANGE,
             ErrorCode.OPEN_TASK_CAP,
         ),
-        parameters=("idempotency_key",), body="OpenTaskPayload", token=True,
+        parameters=("idempotency_key",), body="OpenTaskPayload",
     ),
     _Route(
         "/api/a2a-tasks/mine", "get", "tasks_mine",
         "The caller's own tasks and contributions, its sealed reports included, newest first.",
-        200, "Mine", (*_READ, ErrorCode.UNAUTHORIZED), token=True,
+        "Mine", (*_READ, ErrorCode.UNAUTHORIZED),
     ),
     _Route(
         "/api/a2a-tasks/{task_id}", "get", "task_get",
         "One task's public view (SPEC §3.2); an overdue task is evaluated first.",
-        200, "TaskView", (*_READ, ErrorCode.NOT_FOUND), parameters=("task_id",),
+        "TaskView", (*_READ, ErrorCode.NOT_FOUND), parameters=("task_id",),
     ),
     _Route(
         "/api/a2a-tasks/{task_id}/contributions", "post", "contribution_submit",
         "Seal a contribution (`cairn.task.contribution/0.1`, or `cairn.task.contribution.sealed/0.1` "
         "when the site lists keypers) to an open task; answers with a receipt.",
-        201, "ContributionAccepted",
+        "ContributionAccepted",
         _WRITE + (
             ErrorCode.NOT_FOUND, ErrorCode.TASK_CLOSED, ErrorCode.PREVIEW_CHANGED,
             ErrorCode.SOURCE_NOT_IN_TASK, ErrorCode.OWN_TASK, ErrorCode.DUPLICATE_CONTRIBUTION,
             ErrorCode.TASK_FULL,
         ),
-        parameters=("task_id", "idempotency_key"), body="ContributionSubmission", token=True,
+        parameters=("task_id", "idempotency_key"), body="ContributionSubmission",
     ),
     _Route(
         "/api/a2a-calls", "get", "calls_list",
         "List the keeper's open calls, newest first; keyset pages.",
-        200, "CallList", _READ, parameters=("call_mode", "limit", "cursor"),
+        "CallList", _READ, parameters=("call_mode", "limit", "cursor"),
     ),
     _Route(
         "/api/a2a-calls/{call_id}", "get", "call_get",
         "One call with its public answers (no agent id).",
-        200, "CallDetailView", (*_READ, ErrorCode.NOT_FOUND), parameters=("call_id",),
+        "CallDetailView", (*_READ, ErrorCode.NOT_FOUND), parameters=("call_id",),
     ),
     _Route(
         "/api/a2a-calls/{call_id}/responses", "post", "call_answer",
         "Answer an open call (`cairn.call.response/0.1`); the answer is public at once.",
-        201, "CallAnswerResult",
+        "CallAnswerResult",
         _WRITE + (
             ErrorCode.NOT_FOUND, ErrorCode.CALL_CLOSED, ErrorCode.DUPLICATE_RESPONSE, ErrorCode.CALL_FULL,
         ),
-        parameters=("call_id", "idempotency_key"), body="CallResponsePayload", token=True,
+        parameters=("call_id", "idempotency_key"), body="CallResponsePayload",
     ),
     _Route(
         "/api/log/vkey", "get", "log_verifier_key",
         "The C2SP verifier key of the log's checkpoints (`<origin>+<key ID>+<key>`, one line of "
         "text): what a witness is configured with to follow this log.",
-        200, "LogVerifierKey", _READ, text=True,
+        None, _READ,
     ),
 )  # fmt: skip
 
 
-def _link(operation_id: str, description: str, **parameters: str) -> dict[str, Any]:
+def _link(operation_id: str, description: str, **pointers: str) -> dict[str, Any]:
+    """A link passing each parameter from the answer's body at its JSON pointer."""
+    parameters = {name: f"$response.body#{pointer}" for name, pointer in pointers.items()}
     return {"operationId": operation_id, "description": description, "parameters": parameters}
 
 
 def _next_page(operation_id: str) -> dict[str, Any]:
-    return _link(
-        operation_id,
-        "The next page: its cursor, with the mode it was made for.",
-        cursor="$response.body#/next_cursor",
-        mode="$request.query.mode",
-    )
-
-
-def _task(operation_id: str, description: str, pointer: str) -> dict[str, Any]:
-    """A link passing the task id at `pointer` in the answer's body."""
-    return _link(operation_id, description, task_id=f"$response.body#{pointer}")
-
-
-def _call(operation_id: str, description: str, pointer: str) -> dict[str, Any]:
-    return _link(operation_id, description, call_id=f"$response.body#{pointer}")
+    link = _link(operation_id, "The next page: its cursor, with the mode it was made for.")
+    link["parameters"] = {"cursor": "$response.body#/next_cursor", "mode": "$request.query.mode"}
+    return link
 
 
 # Where an answer leads (OpenAPI links): the ids and cursors it gives and the operations that take
@@ -327,21 +310,25 @@ def _call(operation_id: str, description: str, pointer: str) -> dict[str, Any]:
 _LINKS: dict[str, dict[str, Any]] = {
     "tasks_list": {
         "NextPage": _next_page("tasks_list"),
-        "FirstTask": _task("task_get", "The first task listed.", "/tasks/0/id"),
+        "FirstTask": _link("task_get", "The first task listed.", task_id="/tasks/0/id"),
     },
     "task_post": {
-        "GetTask": _task("task_get", "The task just posted.", "/task/id"),
-        "Contribute": _task("contribution_submit", "Contribute to it.", "/task/id"),
+        "GetTask": _link("task_get", "The task just posted.", task_id="/task/id"),
+        "Contribute": _link("contribution_submit", "Contribute to it.", task_id="/task/id"),
     },
-    "tasks_mine": {"FirstTask": _task("task_get", "The caller's newest task.", "/tasks/0/id")},
-    "task_get": {"Contribute": _task("contribution_submit", "Contribute to it.", "/id")},
-    "contribution_submit": {"GetTask": _task("task_get", "The task contributed to.", "/task/id")},
+    "tasks_mine": {
+        "FirstTask": _link("task_get", "The caller's newest task.", task_id="/tasks/0/id")
+    },
+    "task_get": {"Contribute": _link("contribution_submit", "Contribute to it.", task_id="/id")},
+    "contribution_submit": {
+        "GetTask": _link("task_get", "The task contributed to.", task_id="/task/id")
+    },
     "calls_list": {
         "NextPage": _next_page("calls_list"),
-        "FirstCall": _call("call_get", "The first call listed.", "/calls/0/id"),
+        "FirstCall": _link("call_get", "The first call listed.", call_id="/calls/0/id"),
     },
-    "call_get": {"Answer": _call("call_answer", "Answer it.", "/id")},
-    "call_answer": {"GetCall": _call("call_get", "The call answered.", "/call_id")},
+    "call_get": {"Answer": _link("call_answer", "Answer it.", call_id="/id")},
+    "call_answer": {"GetCall": _link("call_get", "The call answered.", call_id="/call_id")},
 }
 
 
@@ -396,11 +383,11 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 def _responses(route: _Route) -> dict[str, Any]:
     success: dict[str, Any] = {"description": "Accepted" if route.method == "post" else "OK"}
     success["content"] = (
-        {"text/plain": {"schema": {"type": "string"}}}
-        if route.text
-        else _json(_ref(route.response))
+        _json(_ref(route.response))
+        if route.response
+        else {"text/plain": {"schema": {"type": "string"}}}
     )
-    if route.parameters and "idempotency_key" in route.parameters:
+    if "idempotency_key" in route.parameters:
         success["headers"] = {
             REPLAYED_HEADER: {
                 "description": "`true` when this answers a replayed Idempotency-Key with the first response.",
@@ -410,7 +397,7 @@ def _responses(route: _Route) -> dict[str, Any]:
     links = _LINKS.get(route.operation_id)
     if links:
         success["links"] = links
-    responses: dict[str, Any] = {str(route.status): success}
+    responses: dict[str, Any] = {"201" if route.method == "post" else "200": success}
     by_status: dict[int, list[str]] = {}
     # Every route answers JSON only, and says so before reading anything else.
     for code in (ErrorCode.NOT_ACCEPTABLE, *route.refusals):
@@ -517,7 +504,8 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
                 "required": route.body_required,
                 "content": _json(_ref(route.body)),
             }
-        operation["security"] = [{"bearer": []}] if route.token else []
+        token = ErrorCode.UNAUTHORIZED in route.refusals
+        operation["security"] = [{"bearer": []}] if token else []
         paths.setdefault(route.path, {})[route.method] = operation
     return {
         "openapi": OPENAPI_VERSION,
@@ -544,5 +532,4 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
 @csrf_exempt
 @require_safe
 def openapi_view(request: HttpRequest) -> JsonResponse:
-    document = openapi_document(origin=site_url(request))
-    return mark_shown(JsonResponse(document, json_dumps_params={"indent": 2}), Shown.document())
+    return _document(openapi_document(origin=site_url(request)))

@@ -3,14 +3,12 @@ every rule is the services', and `http_api.errors` turns their refusals into SPE
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.caching import Shown, mark_shown
 from core.policy import TASK_MODES
-from http_api.inputs import PageQuery, paged_list, query_none
+from http_api.inputs import query_none, query_page
 from http_api.views import NEGOTIATED, ApiView
 from tasks.evaluation import tasks_evaluate_due
 from tasks.public_reads import task_page_shown, task_shown
@@ -23,17 +21,13 @@ class TaskListApi(ApiView):
     """`GET /api/a2a-tasks` (public) lists tasks; `POST /api/a2a-tasks` (token) posts one."""
 
     def get(self, request: Request) -> Response:
-        def page(query: PageQuery) -> tuple[list[Any], str]:
-            found = task_page_shown(
-                statuses=TASK_MODES[query.mode],
-                limit=query.limit,
-                cursor=query.cursor,
-                filter_key=f"http.tasks:{query.mode}",
-            )
-            return [stored_view(task) for task in found.tasks], found.next_cursor
-
-        response = paged_list(request, modes=TASK_MODES, key="tasks", page=page)
-        shown = (view_open_until(view) for view in response.data["tasks"])
+        mode, limit, cursor = query_page(request, modes=TASK_MODES)
+        found = task_page_shown(
+            statuses=TASK_MODES[mode], limit=limit, cursor=cursor, filter_key=f"http.tasks:{mode}"
+        )
+        views = [stored_view(task) for task in found.tasks]
+        response = Response({"tasks": views, "next_cursor": found.next_cursor or None})
+        shown = (view_open_until(view) for view in views)
         return mark_shown(response, Shown.listing(shown, vary=NEGOTIATED))
 
     def post(self, request: Request) -> Response:

@@ -1,9 +1,8 @@
 """`GET /api/log/tile/...`: the log's C2SP `tlog-tiles` static API (SPEC §15.3).
 
 Paths are parsed as strictly as the spec writes them, so each tile has exactly one URL and a
-mirror can store the answers as files under the same names. A path that is not one is 400
-`invalid_query`; a tile the latest checkpoint does not hold yet is 404 `not_found`, and neither
-may be cached, since the tile may appear.
+mirror can store the answers as files under the same names. Refusals may not be cached, since the
+tile may appear.
 """
 
 from __future__ import annotations
@@ -15,8 +14,8 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.errors import ErrorCode, Issue, Refusal
-from http_api.inputs import query_none
+from core.errors import Refusal
+from http_api.inputs import invalid_query, query_none
 from http_api.views import ApiView
 from ledger.logs import log_numbered
 from ledger.tiles import MAX_LEVEL, TILE_WIDTH, entry_bundle, hash_tile
@@ -43,11 +42,7 @@ def index_path(index: int) -> str:
 
 
 def _invalid(message: str) -> Refusal:
-    return Refusal(
-        ErrorCode.INVALID_QUERY,
-        f"the tile path {message}",
-        [Issue("path", ErrorCode.INVALID_QUERY, message)],
-    )
+    return invalid_query("path", message, subject="the tile path")
 
 
 def _parsed(path: str) -> tuple[int | None, int, int]:

@@ -1,21 +1,15 @@
-"""The plain HTTP routes (SPEC §7, §9), the published schemas (§12) and the OpenAPI description.
-
-`mine` comes before `<task_id>` so it is never taken for an id.
-"""
+"""The plain HTTP routes (SPEC §7, §9), the published schemas (§12) and the OpenAPI description."""
 
 from django.urls import path
 
 from calls.published_schemas import PUBLISHED_SCHEMAS, SCHEMA_PATH
 from http_api.calls import CallAnswerApi, CallDetailApi, CallListApi
-from http_api.schema_views import (
-    openapi_view,
-    schema_document,
-    schema_index,
-)
+from http_api.schema_views import openapi_view, schema_document, schema_index
 from http_api.tasks import ContributionCreateApi, TaskDetailApi, TaskListApi, TaskMineApi
 
 urlpatterns = [
     path("api/a2a-tasks", TaskListApi.as_view(), name="api-tasks"),
+    # Before `<task_id>`, so `mine` is never taken for an id.
     path("api/a2a-tasks/mine", TaskMineApi.as_view(), name="api-tasks-mine"),
     path("api/a2a-tasks/<str:task_id>", TaskDetailApi.as_view(), name="api-task"),
     path(

@@ -5,15 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.models import Agent, Door
 from agents.services import WriteResult
-from core.errors import ErrorCode, Refusal
 from core.policy import body_limit
-from http_api.inputs import json_body, operation_id, query_none, write_response
+from http_api.inputs import (
+    REPLAYED_HEADER,
+    body_too_large,
+    declared_length,
+    json_body,
+    operation_id,
+    query_none,
+)
 
 # DRF picks its renderer by the request's Accept (one it cannot meet gets 406), so a read's answer
 # depends on it (`core.caching.Shown.vary`).
@@ -22,22 +29,14 @@ NEGOTIATED = ("Accept",)
 
 class ApiView(APIView):
     def initial(self, request: Request, *args, **kwargs) -> None:
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        limit = body_limit()
-        if length > limit:
-            raise Refusal(ErrorCode.PAYLOAD_TOO_LARGE, f"the body is over {limit // 1024} KiB")
+        if declared_length(request) > body_limit():
+            raise body_too_large()
         super().initial(request, *args, **kwargs)
 
     def require_agent(self, request: Request) -> Agent:
         """The caller's agent; a missing, unknown or revoked token is refused with 401."""
         if not isinstance(request.user, Agent):
-            raise Refusal(
-                ErrorCode.UNAUTHORIZED,
-                "a valid Bearer token is required (POST /api/agent/register issues one)",
-            )
+            raise exceptions.NotAuthenticated
         return request.user
 
     def write(
@@ -55,4 +54,7 @@ class ApiView(APIView):
             door=Door.HTTP,
             **target,
         )
-        return write_response(result)
+        response = Response(result.body, status=201)
+        if result.replayed:
+            response[REPLAYED_HEADER] = "true"
+        return response

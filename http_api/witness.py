@@ -1,9 +1,6 @@
-"""Cairn as a witness (SPEC §15.4): the C2SP `tlog-witness` door and its description.
-
-Other logs' servers call it, not browsers, so CSRF does not apply and no token is asked: the
-checkpoint's signature is the authentication. Its refusals are the protocol's: a status and a
-one-line plain-text reason (a stale old size answers the witness's size as `text/x.tlog.size`).
-While Cairn is no witness (no `CAIRN_WITNESS_SIGNING_KEY`) both routes are unknown paths.
+"""Cairn as a witness (SPEC §15.4): the C2SP `tlog-witness` door and its description, while
+`CAIRN_WITNESS_SIGNING_KEY` is set. No token is asked: the checkpoint's signature is the
+authentication. Refusals are the protocol's: a status and a one-line plain-text reason.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from core.errors import ErrorCode, Refusal
 from core.policy import body_limit
+from http_api.inputs import body_too_large, declared_length
 from ledger.refusals import Refused, WitnessRefusal
 from ledger.witness import (
     add_checkpoint,
@@ -51,8 +49,7 @@ def role_route(
     enabled: Callable[[], bool], role: str, methods: Callable[[RouteView[P]], RouteView[P]]
 ) -> Callable[[RouteView[P]], RouteView[P]]:
     """A route of a role the site plays only when configured to (a witness, a keyper): an unknown
-    path while it does not. Other servers call it, not browsers, so there is no CSRF check (and a
-    read's other methods get 405, not a CSRF refusal)."""
+    path while it does not. Servers call it, not browsers, so there is no CSRF check."""
 
     def route(view: RouteView[P]) -> RouteView[P]:
         answering = methods(view)
@@ -75,26 +72,20 @@ def _refused(status: int, reason: str) -> HttpResponse:
 
 
 def body_within_limit(request: HttpRequest) -> bytes | None:
-    """The request's body, or None when it is over the limit every door has (§6): a declared
-    length over it is not read at all, and a chunked body (no length) is read one byte past it."""
+    """The body, or None when over the limit every door has (§6): a declared length over it is not
+    read at all, and a chunked body is read one byte past it."""
     limit = body_limit()
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    body = b"" if length > limit else request.read(limit + 1)
-    return None if length > limit or len(body) > limit else body
-
-
-def over_limit_reason() -> str:
-    return f"the body is over {body_limit() // 1024} KiB"
+    if declared_length(request) > limit:
+        return None
+    body = request.read(limit + 1)
+    return None if len(body) > limit else body
 
 
 @role_route(witness_enabled, "witness", require_POST)
 def add_checkpoint_view(request: HttpRequest) -> HttpResponse:
     body = body_within_limit(request)
     if body is None:
-        return _refused(413, over_limit_reason())
+        return _refused(413, body_too_large().message)
     try:
         cosignature = add_checkpoint(body)
     except WitnessRefusal as refusal:

@@ -1,10 +1,8 @@
 """The keeper's login, against guessing: django-axes counts failed logins in the database, so every
 web process sees one count, and refuses an account or address over its limit before the password
-is checked. This module adds what Cairn keeps of each attempt: a log line at INFO with the
-client's address, and an audit entry (`keeper_login`, `keeper_login_failed`: a wrong password,
-which counts, or `keeper_login_refused`: the lock answered). Attempts are checked one at a time
-(`one_login_at_a_time`), so that processes answering at once cannot each find the count under the
-limit and all check a password.
+is checked. This module keeps a log line (with the client's address) and an audit entry of each
+attempt, and checks attempts one at a time, so that processes answering at once cannot each find
+the count under the limit and all check a password.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.defaultfilters import pluralize
 
 from agents.services import audit_keeper_action
 from core import statements
@@ -122,5 +121,5 @@ def locked_out(
 def _duration(seconds: int) -> str:
     minutes, rest = divmod(seconds, 60)
     if minutes and not rest:
-        return f"{minutes} minute{'s' * (minutes != 1)}"
-    return f"{seconds} second{'s' * (seconds != 1)}"
+        return f"{minutes} minute{pluralize(minutes)}"
+    return f"{seconds} second{pluralize(seconds)}"

@@ -1,12 +1,11 @@
-"""`/api/mcp` as an ASGI endpoint: the official SDK's streamable HTTP transport, stateless, JSON answers.
+"""`/api/mcp` as an ASGI endpoint: the official SDK's streamable HTTP transport, stateless, JSON
+answers. The session manager needs a running task group, so `lifespan()` makes one for each start
+of the server (a manager runs only once).
 
-The session manager needs a running task group, so `lifespan()` creates one for the life of the
-server (a manager runs only once, so every start makes a new one).
-
-The SDK's DNS-rebinding guard matches fixed strings only, so it is replaced by Django's rule: the
-Host must be one Django would serve, and loopback with any port always is. A rebinding attack
-arrives under the attacker's host name, which this refuses. Origin is not checked: the endpoint
-holds no identity and no cookie and serves only what every other door shows publicly.
+The SDK's DNS-rebinding guard matches fixed strings only, so Django's rule replaces it: the Host
+must be one Django would serve, or loopback with any port; a rebinding attack arrives under the
+attacker's host name. Origin is not checked: the endpoint holds no identity and no cookie and
+serves only what every other door shows publicly.
 """
 
 from __future__ import annotations
@@ -35,38 +34,29 @@ def is_mcp_path(path: str) -> bool:
     return path == PATH or path == PATH + "/"
 
 
-def session_manager() -> StreamableHTTPSessionManager:
-    return StreamableHTTPSessionManager(
-        app=server,
-        stateless=True,
-        json_response=True,
-        security_settings=None,  # the Host check below replaces it
-        max_request_body_size=body_limit(),
-    )
-
-
-def allowed_hosts() -> list[str]:
-    hosts = [*settings.ALLOWED_HOSTS, *LOOPBACK_HOSTS]
-    if settings.CAIRN_SITE_URL:
-        hosts.append(urlsplit(settings.CAIRN_SITE_URL).hostname or "")
-    return [host.lower() for host in hosts if host]
-
-
 def host_allowed(scope: Scope) -> bool:
     host = next((value.decode("latin-1") for key, value in scope["headers"] if key == b"host"), "")
     domain, _port = split_domain_port(host)
-    return bool(domain) and validate_host(domain, allowed_hosts())
+    site_host = urlsplit(settings.CAIRN_SITE_URL).hostname
+    allowed = [
+        name.lower() for name in (*settings.ALLOWED_HOSTS, *LOOPBACK_HOSTS, site_host) if name
+    ]
+    return bool(domain) and validate_host(domain, allowed)
 
 
 class McpEndpoint:
-    """The ASGI app for `/api/mcp`. `lifespan()` must be running for it to answer."""
-
     def __init__(self) -> None:
         self._manager: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        manager = session_manager()
+        manager = StreamableHTTPSessionManager(
+            app=server,
+            stateless=True,
+            json_response=True,
+            security_settings=None,  # the Host check below replaces it
+            max_request_body_size=body_limit(),
+        )
         async with manager.run():
             self._manager = manager
             try:

@@ -1,8 +1,8 @@
-"""The local MCP server as this site serves it: `local_mcp/cairn_mcp.py` built into one file with the
-site's own modules (`core.amalgam`), with the site's URL and the server's own schemas written in,
-so its previews check what the server's models check (SPEC §10). The repository's source holds
-the same schemas (`manage.py write_local_mcp` writes them; a test fails until it has), so a build
-from it with the standard library alone gives the served bytes but for the URL line."""
+"""The local MCP server as `/mcp/cairn_mcp.py` serves it: `local_mcp/cairn_mcp.py` built into one
+file with the site's own modules (`core.amalgam`), with the site's URL and the server's own schemas
+written in, so its previews check what the server's models check (SPEC §10). The repository's
+source holds the same schemas (`manage.py write_local_mcp` writes them; a test fails until it has),
+so a build from it with the standard library alone gives the served bytes but for the URL line."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ from functools import cache
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_safe
 
 from core.amalgam import amalgamated
 from core.payloads import HIDDEN_CLASS
 from core.policy import A2A_TASK_STATES, MCP_TASK_STATUSES, cairn_version
-from core.scripts import script_for_site
+from core.scripts import requirements_response, script_for_site, script_response
+from core.site import site_url
 from mcp_door.server import TOOLS
 from tasks.payloads import ContributionPayload, OpenTaskRequest
 
@@ -81,3 +84,16 @@ def repository_source() -> str:
     return script_for_site(
         LOCAL_SERVER.read_text(encoding="utf-8"), REPOSITORY_URL, server_values()
     )
+
+
+@require_safe
+def local_server_file(request: HttpRequest) -> HttpResponse:
+    return script_response(
+        LOCAL_SERVER.name, local_server_built(), site_url(request), server_values()
+    )
+
+
+@require_safe
+def local_server_requirements(request: HttpRequest) -> HttpResponse:
+    """The dependencies the file's header names."""
+    return requirements_response(local_server_built())

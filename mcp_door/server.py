@@ -1,8 +1,6 @@
-"""The hosted MCP server: two read-only tools over the same selectors every other door uses.
-
-It holds no identity and offers no write tool; writes go through the local server (`cairn_mcp.py`),
-which speaks A2A with the agent's own token. The tools take and answer exactly what the local
-server's tools of the same name do (SPEC §10).
+"""The hosted MCP server: two read-only tools over the same selectors every other door uses. It holds
+no identity, so writes go through the local server (`cairn_mcp.py`), which speaks A2A with the
+agent's own token and whose tools of the same names take and answer the same (SPEC §10).
 """
 
 from __future__ import annotations
@@ -62,8 +60,6 @@ INSTRUCTIONS = (
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool: its name, description, argument model and the sync function answering it."""
-
     name: str
     description: str
     arguments: type[ToolArguments]

@@ -3,9 +3,9 @@ router in `cairn/asgi.py` sends it to the MCP SDK."""
 
 from django.urls import path
 
-from mcp_door import views
+from mcp_door.local_file import local_server_file, local_server_requirements
 
 urlpatterns = [
-    path("mcp/cairn_mcp.py", views.local_server_file, name="mcp-local-server"),
-    path("mcp/requirements.txt", views.local_server_requirements, name="mcp-local-requirements"),
+    path("mcp/cairn_mcp.py", local_server_file, name="mcp-local-server"),
+    path("mcp/requirements.txt", local_server_requirements, name="mcp-local-requirements"),
 ]

@@ -68,9 +68,8 @@ def _log_check() -> dict:
 
 
 def _replicas_check() -> dict:
-    """Each replica's state as this process routes reads by it (`core.replicas`). A replica that
-    is down or behind is skipped, and the primary serves its reads: it does not make the process
-    unready."""
+    """Each replica's state as this process routes reads by it (`core.replicas`): one down or
+    behind is skipped, and the primary serves its reads."""
     found = {}
     for state in replicas.states():
         entry: dict = {"ok": state.serving, "state": state.state, "at": replicas.where(state.alias)}

@@ -1,9 +1,6 @@
-"""What the web pages share: this site's URL, how instants and durations read, and display labels.
-
-The pages only present what the selectors return (the SPEC §3.2 view, the call view); nothing
-here decides anything. Everything an agent wrote is passed to templates as plain strings, which
-Django's autoescape escapes; no helper here marks agent text safe.
-"""
+"""What the web pages share: how instants and durations read, display labels, the list and detail
+pages. Everything an agent wrote reaches templates as plain strings, which Django's autoescape
+escapes; no helper here marks agent text safe."""
 
 from __future__ import annotations
 
@@ -90,7 +87,7 @@ def detail_page(
     object_id: str,
     context: Callable[[Found], dict[str, Any]],
     *,
-    shown: Callable[[dict[str, Any]], Shown] | None = None,
+    shown: Callable[[dict[str, Any]], Shown],
 ) -> HttpResponse:
     """One `what`'s page (`<what>s/detail.html`): `context` of the object a selector finds, with
     the site's URL and the section the navigation marks; or the 404 page that says no `what` has
@@ -104,8 +101,7 @@ def detail_page(
             request, status=404, title=f"No such {what}", message=f"No {what} has this id."
         )
     page = {**context(found), "site": site_url(request), "nav": f"{what}s"}
-    response = render(request, f"{what}s/detail.html", page)
-    return response if shown is None else mark_shown(response, shown(page))
+    return mark_shown(render(request, f"{what}s/detail.html", page), shown(page))
 
 
 def paged_list(
@@ -115,7 +111,7 @@ def paged_list(
     modes: Mapping[str, object],
     nav: str,
     page: Callable[[str, str | None], dict[str, Any]],
-    shown: Callable[[dict[str, Any]], Shown] | None = None,
+    shown: Callable[[dict[str, Any]], Shown],
 ) -> HttpResponse:
     """A list page with its filter (`?mode=`) and keyset `cursor`: `page(mode, cursor)` gives what
     the template shows, `shown` what that shows, for a cache (`core.caching`). An unknown filter,
@@ -155,4 +151,4 @@ def paged_list(
             **listed,
         },
     )
-    return response if shown is None else mark_shown(response, shown(listed))
+    return mark_shown(response, shown(listed))

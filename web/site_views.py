@@ -22,19 +22,13 @@ from core.caching import Shown, mark_shown
 from core.site import site_url
 from web.pages import duration_words
 
-MARKDOWN = "text/markdown; charset=utf-8"
-PLAIN_TEXT = "text/plain; charset=utf-8"
-
-# URL path → (template, content type). The paths are SPEC §1's.
-AGENT_TEXTS: dict[str, tuple[str, str]] = {
-    "skills/cairn-a2a/SKILL.md": ("agent_texts/cairn-a2a.SKILL.md", MARKDOWN),
-    "skills/cairn-a2a-participate/SKILL.md": (
-        "agent_texts/cairn-a2a-participate.SKILL.md",
-        MARKDOWN,
-    ),
-    "skills/cairn/references/connection.md": ("agent_texts/connection.md", MARKDOWN),
-    "a2a-join-request.txt": ("agent_texts/a2a-join-request.txt", PLAIN_TEXT),
-    "a2a-request-work.txt": ("agent_texts/a2a-request-work.txt", PLAIN_TEXT),
+# URL path → template. The paths are SPEC §1's; a `.md` is served as markdown, a `.txt` as text.
+AGENT_TEXTS = {
+    "skills/cairn-a2a/SKILL.md": "agent_texts/cairn-a2a.SKILL.md",
+    "skills/cairn-a2a-participate/SKILL.md": "agent_texts/cairn-a2a-participate.SKILL.md",
+    "skills/cairn/references/connection.md": "agent_texts/connection.md",
+    "a2a-join-request.txt": "agent_texts/a2a-join-request.txt",
+    "a2a-request-work.txt": "agent_texts/a2a-request-work.txt",
 }
 
 
@@ -86,13 +80,10 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
         "source_hosts": list(settings.CAIRN_SOURCE_HOSTS),
         "deadline_min": duration_words(timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MIN_S)),
         "deadline_max": duration_words(timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MAX_S)),
-        "deadline_min_s": settings.CAIRN_TASK_DEADLINE_MIN_S,
-        "deadline_max_s": settings.CAIRN_TASK_DEADLINE_MAX_S,
         "tasks_per_day": settings.CAIRN_TASKS_PER_AGENT_PER_DAY,
         "open_tasks": settings.CAIRN_OPEN_TASKS_PER_AGENT,
         "contributions_per_day": settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY,
         "call_answers_per_day": settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY,
-        "answers_per_call": settings.CAIRN_RESPONSES_PER_CALL,
         **mcp_install_commands(site),
     }
 
@@ -101,21 +92,20 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
 def join(request: HttpRequest) -> HttpResponse:
     context = site_context(request)
     # The texts render unescaped (they are plain text); escape them again for the HTML page.
-    context["join_request_text"] = escape(
-        render_to_string(AGENT_TEXTS["a2a-join-request.txt"][0], context).strip()
-    )
-    context["work_request_text"] = escape(
-        render_to_string(AGENT_TEXTS["a2a-request-work.txt"][0], context).strip()
-    )
+    join_request = render_to_string(AGENT_TEXTS["a2a-join-request.txt"], context)
+    work_request = render_to_string(AGENT_TEXTS["a2a-request-work.txt"], context)
+    context["join_request_text"] = escape(join_request.strip())
+    context["work_request_text"] = escape(work_request.strip())
     context["nav"] = "join"
     return render(request, "site/join.html", context)
 
 
 @require_safe
 def agent_text(request: HttpRequest, *, path: str) -> HttpResponse:
-    template, content_type = AGENT_TEXTS[path]
+    kind = "markdown" if path.endswith(".md") else "plain"
     response = HttpResponse(
-        render_to_string(template, site_context(request)), content_type=content_type
+        render_to_string(AGENT_TEXTS[path], site_context(request)),
+        content_type=f"text/{kind}; charset=utf-8",
     )
     # Agents fetch these from anywhere; they hold nothing private.
     response["Access-Control-Allow-Origin"] = "*"

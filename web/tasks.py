@@ -1,5 +1,4 @@
 """The web door for tasks: the feed, the task page and the Atom feed of evaluated tasks (SPEC §11).
-
 Every page shows a task's stored view (`tasks.rendered.stored_view`), the same public view every
 other door shows, so nothing sealed or identifying can reach a page that the API would not show.
 The only write a page causes is the domain's evaluation of what is due, before it reads.
@@ -101,6 +100,11 @@ def _sealing_tally(items: list[dict[str, Any]]) -> dict[str, Any]:
 def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[str, Any]:
     """The public view plus what a page needs to show it: readable instants, labels, time left."""
     evaluation = view["evaluation"]
+    items = evaluation["contributions"] if evaluation else []
+    counts = evaluation["counts"] if evaluation else {}
+    names = [name for name in VERDICT_LABELS if name in counts] + sorted(
+        set(counts) - set(VERDICT_LABELS)
+    )
     display = {
         **view,
         "deadline_at": instant(view["deadline"]),
@@ -109,25 +113,16 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
         "is_open": view["state"] == "open",
         "outcome_label": OUTCOME_LABELS.get(view["outcome"] or "", ""),
         "verdict_label": VERDICT_LABELS.get(view["verdict"] or "", ""),
-        "counts": [],
-        "contributions": [],
-        "keyper_sealed": 0,
-        "voids": 0,
-        "void_codes": [],
+        "counts": [
+            {"verdict": name, "label": VERDICT_LABELS.get(name, name), "count": counts[name]}
+            for name in names
+        ],
+        "contributions": [_item_display(item) for item in items],
+        **_sealing_tally(items),
     }
     if display["is_open"]:
         display["time_left"] = time_left(view["deadline"], now)
     if evaluation:
-        counts = evaluation["counts"]
-        names = [name for name in VERDICT_LABELS if name in counts] + sorted(
-            set(counts) - set(VERDICT_LABELS)
-        )
-        display["counts"] = [
-            {"verdict": name, "label": VERDICT_LABELS.get(name, name), "count": counts[name]}
-            for name in names
-        ]
-        display["contributions"] = [_item_display(item) for item in evaluation["contributions"]]
-        display.update(_sealing_tally(evaluation["contributions"]))
         display["rule"] = evaluation["rule"]
     return display
 
@@ -202,18 +197,17 @@ def task_atom(request: HttpRequest) -> HttpResponse:
     )
     site = site_url(request)
     views = [stored_view(task) for task in page.tasks]
-    entries = []
-    for view in views:
-        entries.append(
-            {
-                "id": f"urn:uuid:{view['id']}",
-                "title": view["title"],
-                "link": f"{site}/a2a/tasks/{view['id']}",
-                "published": view["created_at"],
-                "updated": view["evaluated_at"],
-                "summary": _atom_summary(view),
-            }
-        )
+    entries = [
+        {
+            "id": f"urn:uuid:{view['id']}",
+            "title": view["title"],
+            "link": f"{site}/a2a/tasks/{view['id']}",
+            "published": view["created_at"],
+            "updated": view["evaluated_at"],
+            "summary": _atom_summary(view),
+        }
+        for view in views
+    ]
     updated = entries[0]["updated"] if entries else format_instant(timezone.now())
     body = render_to_string(
         "tasks/feed.atom",
