@@ -11,19 +11,18 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.entry_types import TASK
+from ledger.entry_types import task_entry
 from ledger.keyper_seal import Keyper, salt_new, seal
 
 
 def task_entry_of(view: dict[str, Any]) -> dict[str, Any]:
     """The task's log entry as its public view says it must read (§15.3)."""
-    return {
-        "type": TASK,
-        "task_id": view["id"],
-        "public_input_digest": view["public_input_digest"],
-        "deadline": view["deadline"],
-        "created_at": view["created_at"],
-    }
+    return task_entry(
+        task_id=view["id"],
+        public_input_digest=view["public_input_digest"],
+        deadline=view["deadline"],
+        created_at=view["created_at"],
+    )
 
 
 def entry_log(

@@ -1,8 +1,69 @@
-"""The `type` of each kind of log entry (SPEC §15.3, §16.2): the site writes them, and the
-verifier and the local MCP server read them, so all three name them from here (`core.amalgam`
-builds this module into both served files, so it imports nothing)."""
+"""The log's entries (SPEC §15.3, §16.2): each kind's `type` and the fields it holds. The site
+writes them from its rows; the verifier and the local MCP server rebuild them from what a task's
+view or a receipt says, to find them in the log. All three build them here, so an entry cannot
+read one way on the site and another in a client (`core.amalgam` builds this module into both
+served files, so it imports nothing of Django)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.canonical import canonical_digest
+from ledger.keyper_seal import commitment_of
 
 TASK = "cairn.log/task"
 CONTRIBUTION = "cairn.log/contribution"
 EVALUATION = "cairn.log/evaluation"
 RESTART = "cairn.log/restart"
+
+
+def task_entry(
+    *, task_id: str, public_input_digest: str, deadline: str, created_at: str
+) -> dict[str, Any]:
+    return {
+        "type": TASK,
+        "task_id": task_id,
+        "public_input_digest": public_input_digest,
+        "deadline": deadline,
+        "created_at": created_at,
+    }
+
+
+def contribution_entry(
+    *,
+    task_id: str,
+    contribution_id: str,
+    report_digest: str,
+    salt: str | None,
+    keyper_commitment: str | None,
+    received_at: str,
+) -> dict[str, Any]:
+    """A report sealed to the keypers is logged by its contributor's commitment, the site holding
+    neither report nor salt (§15.8); any other by the commitment its salt makes (§15.2), or, made
+    before salts existed, by its bare digest."""
+    if keyper_commitment is not None:
+        sealed = {"commitment": keyper_commitment}
+    elif salt:
+        sealed = {"commitment": commitment_of(report_digest, salt)}
+    else:
+        sealed = {"report_digest": report_digest}
+    return {
+        "type": CONTRIBUTION,
+        "task_id": task_id,
+        "contribution_id": contribution_id,
+        **sealed,
+        "received_at": received_at,
+    }
+
+
+def evaluation_entry(
+    *, task_id: str, outcome: str, evaluated_at: str, evaluation: Any
+) -> dict[str, Any]:
+    """The entry commits to the published evaluation by its digest."""
+    return {
+        "type": EVALUATION,
+        "task_id": task_id,
+        "outcome": outcome,
+        "evaluated_at": evaluated_at,
+        "evaluation_digest": canonical_digest(evaluation),
+    }

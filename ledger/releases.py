@@ -25,7 +25,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from core.canonical import canonical_json
 from core.clock import parse_instant
 from ledger.contributor import EntryProven, release_request
-from ledger.entries import CONTRIBUTION, MAX_MERGE_DELAY, TASK
+from ledger.entries import MAX_MERGE_DELAY
+from ledger.entry_types import CONTRIBUTION, TASK
 from ledger.keyper_seal import (
     KEY_BYTES,
     Keyper,

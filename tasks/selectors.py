@@ -18,7 +18,7 @@ from core.cursors import cursor_decode, cursor_encode, keyset_page
 from core.errors import ErrorCode, Refusal
 from core.lookups import get_by_id, id_or_not_found
 from core.policy import TASK_MODES
-from ledger.entries import TASK as TASK_ENTRY
+from ledger.entry_types import TASK as TASK_ENTRY
 from ledger.logs import InLog, leaf_in_log
 from ledger.models import Leaf
 from ledger.notes import log_origin

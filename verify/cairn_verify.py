@@ -89,7 +89,14 @@ from ledger.contributor import (
     sealed_kept,
     task_entry_of,
 )
-from ledger.entry_types import CONTRIBUTION, EVALUATION, RESTART, TASK
+from ledger.entry_types import (
+    CONTRIBUTION,
+    EVALUATION,
+    RESTART,
+    TASK,
+    contribution_entry,
+    evaluation_entry,
+)
 from ledger.keyper_seal import (
     KEY_BYTES,
     Keyper,
@@ -1030,20 +1037,17 @@ def entry_time(entry: dict[str, Any]) -> datetime | None:
     return None
 
 
-def item_sealed_as(item: dict[str, Any]) -> dict[str, str]:
-    """What an evaluation item's contribution entry holds: the contributor's commitment for a
-    keyper-sealed one, else what its digest and salt make."""
-    if "sealed" in item:
-        return {"commitment": item["commitment"]}
-    return sealed_as(item["report_digest"], item.get("salt"))
-
-
-def sealed_as(report_digest: str, salt: str | None) -> dict[str, str]:
-    """What a contribution entry holds of its report: the salted commitment (§15.2), or the bare
-    digest of a contribution made before salts."""
-    if salt is None:
-        return {"report_digest": report_digest}
-    return {"commitment": commitment_of(report_digest, salt)}
+def item_entry(view: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """The contribution entry an evaluation item says the log holds: by the contributor's
+    commitment for a keyper-sealed one, else by what its digest and salt make."""
+    return contribution_entry(
+        task_id=view["id"],
+        contribution_id=item["contribution_id"],
+        report_digest=item.get("report_digest", ""),
+        salt=item.get("salt"),
+        keyper_commitment=item["commitment"] if "sealed" in item else None,
+        received_at=item["received_at"],
+    )
 
 
 # --- The log's rules (§15.3) -------------------------------------------------------------------
@@ -1306,26 +1310,16 @@ class LogRules:
 
 def _published_contributions(view: dict[str, Any]) -> list[dict[str, Any]]:
     """The contribution entries the evaluation's items make, in its order."""
-    return [
-        {
-            "type": CONTRIBUTION,
-            "task_id": view["id"],
-            "contribution_id": item["contribution_id"],
-            **item_sealed_as(item),
-            "received_at": item["received_at"],
-        }
-        for item in view["evaluation"]["contributions"]
-    ]
+    return [item_entry(view, item) for item in view["evaluation"]["contributions"]]
 
 
 def _evaluation_entry(view: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": EVALUATION,
-        "task_id": view["id"],
-        "outcome": view["outcome"],
-        "evaluated_at": view["evaluated_at"],
-        "evaluation_digest": canonical_digest(view["evaluation"]),
-    }
+    return evaluation_entry(
+        task_id=view["id"],
+        outcome=view["outcome"],
+        evaluated_at=view["evaluated_at"],
+        evaluation=view["evaluation"],
+    )
 
 
 def evaluation_problems(
@@ -1934,17 +1928,14 @@ def command_receipt(site: Site, file: str) -> int:
         return _finish(report)  # nothing else in an unsigned receipt can be trusted
     trusted = first_check(report, site)
     keyper_sealed = claims.get("sealed") == "keypers"
-    entry = {
-        "type": CONTRIBUTION,
-        "task_id": claims["task_id"],
-        "contribution_id": claims["contribution_id"],
-        **(
-            {"commitment": claims["commitment"]}
-            if keyper_sealed
-            else sealed_as(claims["report_digest"], claims.get("salt"))
-        ),
-        "received_at": claims["received_at"],
-    }
+    entry = contribution_entry(
+        task_id=claims["task_id"],
+        contribution_id=claims["contribution_id"],
+        report_digest=claims.get("report_digest", ""),
+        salt=claims.get("salt"),
+        keyper_commitment=claims["commitment"] if keyper_sealed else None,
+        received_at=claims["received_at"],
+    )
     if trusted is not None:
         holding = _log_holding(site, entry, trusted)
         if holding is None:

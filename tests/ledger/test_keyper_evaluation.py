@@ -15,7 +15,7 @@ from Crypto.Protocol.SecretSharing import Shamir
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from core.canonical import canonical_digest, canonical_json
-from ledger.entries import EVALUATION
+from ledger.entry_types import EVALUATION
 from ledger.keyper_seal import (
     SUITE,
     ShareContext,

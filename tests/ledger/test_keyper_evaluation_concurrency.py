@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from ledger.entries import EVALUATION
+from ledger.entry_types import EVALUATION
 from ledger.models import Leaf, QueuedEntry
 from tasks.counts import task_count
 from tasks.jobs import evaluate_due
