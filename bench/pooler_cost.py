@@ -35,11 +35,12 @@ import psycopg  # noqa: E402
 
 django.setup()
 
+from a2a.types import GetTaskRequest  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.utils import timezone  # noqa: E402
 
 from a2a_gateway import read_connections  # noqa: E402
+from a2a_gateway.stored_reads import stored_task  # noqa: E402
 from agents.models import Door  # noqa: E402
 from agents.services import agent_register  # noqa: E402
 from tasks.services import contribution_submit, task_post  # noqa: E402
@@ -103,12 +104,14 @@ def _contribute(agent, task_id: str) -> None:
 
 async def _reads(monitor: psycopg.Connection, keys: list[uuid.UUID]) -> list[float]:
     for key in keys[:50]:  # the pool's connection, and its prepared statement where there is one
-        await read_connections.stored_task(key, timezone.now())
+        await stored_task(GetTaskRequest(id=str(key)), read_connections.PoolSource())
     per_read = []
     for _ in range(BATCHES):
         clock = CpuClock(monitor)
         for index in range(READS):
-            assert await read_connections.stored_task(keys[index % len(keys)], timezone.now())
+            assert await stored_task(
+                GetTaskRequest(id=str(keys[index % len(keys)])), read_connections.PoolSource()
+            )
         per_read.append(clock.seconds() / READS)
     await read_connections.close()
     return per_read

@@ -31,11 +31,12 @@ import django  # noqa: E402
 
 django.setup()
 
+from a2a.types import GetTaskRequest  # noqa: E402
 from asgiref.sync import sync_to_async  # noqa: E402
 from django.db import connection  # noqa: E402
-from django.utils import timezone  # noqa: E402
 
 from a2a_gateway import read_connections  # noqa: E402
+from a2a_gateway.stored_reads import stored_task  # noqa: E402
 from tasks.models import Task  # noqa: E402
 
 IDS = list(Task.objects.values_list("id", flat=True)[:200])
@@ -70,10 +71,10 @@ async def main() -> None:
         elapsed = time.perf_counter() - started
         print(f"{name}: {1000 * elapsed / READS:.3f} ms per read (hop + query)")
     for i in range(200):
-        await read_connections.stored_task(IDS[i % len(IDS)], timezone.now())
+        await stored_task(GetTaskRequest(id=str(IDS[i % len(IDS)])), read_connections.PoolSource())
     started = time.perf_counter()
     for i in range(READS):
-        await read_connections.stored_task(IDS[i % len(IDS)], timezone.now())
+        await stored_task(GetTaskRequest(id=str(IDS[i % len(IDS)])), read_connections.PoolSource())
     elapsed = time.perf_counter() - started
     print(f"stored GetTask on the event loop: {1000 * elapsed / READS:.3f} ms per read (no hop)")
     await read_connections.close()
