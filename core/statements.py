@@ -304,8 +304,9 @@ def object_values(obj: Model) -> dict[str, Any]:
 
 def _object_rows(objs: Sequence[Model]) -> tuple[type[Model], tuple[str, ...], list[list[Any]]]:
     """The model, the written fields' attribute names and each object's values of them."""
-    rows = [object_values(obj) for obj in objs]
-    return type(objs[0]), tuple(rows[0]), [list(row.values()) for row in rows]
+    model = type(objs[0])
+    names = tuple(field.attname for field in _written_fields(model))
+    return model, names, [[getattr(obj, name) for name in names] for obj in objs]
 
 
 def _check_every_field_written(
@@ -361,13 +362,18 @@ def inserted(
 
 def object_inserted(obj: Model) -> Write:
     """INSERT `obj` with every one of its fields, as `save(force_insert=True)` would."""
-    (write,) = objects_inserted([obj])
-    return write
+    return inserted(type(obj), object_values(obj))
 
 
 def objects_inserted(objs: Sequence[Model]) -> tuple[Write, ...]:
     """`object_inserted` for many objects of one model, to send at once (as `rows_inserted`)."""
     return rows_inserted(*_object_rows(objs)) if objs else ()
+
+
+@cache
+def _returning_sql(model: type[Model], vendor: str) -> str:
+    auto = model._meta.auto_field
+    return "" if auto is None else f" RETURNING {column(model, auto.name)}"
 
 
 def created(obj: M) -> M:
@@ -376,9 +382,11 @@ def created(obj: M) -> M:
     its caller needs at once; other rows go with the write's others (`write_all`)."""
     model = type(obj)
     write = object_inserted(obj)
-    auto = model._meta.auto_field
-    if auto is not None:
-        row = fetch_one(f"{write.sql} RETURNING {column(model, auto.name)}", write.params)
+    returning = _returning_sql(model, connection.vendor)
+    if returning:
+        auto = model._meta.auto_field
+        assert auto is not None
+        row = fetch_one(write.sql + returning, write.params)
         assert row is not None, "an INSERT ... RETURNING returns its row"
         (key,) = python_values(model, (auto.name,), row)
         setattr(obj, auto.attname, key)
@@ -461,8 +469,13 @@ def _update_sql(
 def updated(obj: Model, names: Sequence[str]) -> Write:
     """UPDATE these fields of `obj`'s row from the object (Django's `save(update_fields=…)`
     without its signals and its query building)."""
-    (write,) = updated_many([obj], names)
-    return write
+    model = type(obj)
+    db = _db()
+    return Write(
+        _update_sql(model, tuple(names), db.vendor),
+        [_db_value(db, model, name, getattr(obj, _field(model, name).attname)) for name in names]
+        + [_db_value(db, model, _pk_name(model), obj.pk)],
+    )
 
 
 def updated_if(
