@@ -11,18 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.entry_types import task_entry
 from ledger.keyper_seal import Keyper, salt_new, seal
-
-
-def task_entry_of(view: dict[str, Any]) -> dict[str, Any]:
-    """The task's log entry as its public view says it must read (§15.3)."""
-    return task_entry(
-        task_id=view["id"],
-        public_input_digest=view["public_input_digest"],
-        deadline=view["deadline"],
-        created_at=view["created_at"],
-    )
 
 
 def entry_log(
@@ -53,19 +42,26 @@ class EntryProven:
         return {"index": self.index, "entry": self.text, "proof": self.proof}
 
 
-def keyper_checkpoint_url(witness_url: str, origin: str) -> str:
-    """Where a keyper's witness serves the latest checkpoint of log `origin` it cosigned."""
-    return f"{witness_url.rstrip('/')}/{hashlib.sha256(origin.encode()).hexdigest()}/checkpoint"
+@dataclass(frozen=True)
+class KeyperCheckpoint:
+    """The latest checkpoint of log `origin` that a keyper's witness cosigned: where the witness
+    serves it, and the tree size it names, which a release's proofs must lead to. The keyper
+    checks its own cosignature when asked for a release, so the client need not."""
 
+    witness_url: str
+    origin: str
 
-def keyper_checkpoint_size(text: str, origin: str) -> int | None:
-    """The tree size that checkpoint `text`, served by a keyper's witness, names for log
-    `origin`; None when it is not a checkpoint of that log. The keyper checks its own
-    cosignature when asked for a release, so the client need not."""
-    lines = text.split("\n")
-    if len(lines) < 3 or lines[0] != origin or not lines[1].isdigit():
-        return None
-    return int(lines[1])
+    @property
+    def url(self) -> str:
+        log = hashlib.sha256(self.origin.encode()).hexdigest()
+        return f"{self.witness_url.rstrip('/')}/{log}/checkpoint"
+
+    def size(self, text: str) -> int | None:
+        """The tree size the served `text` names; None when it is no checkpoint of this log."""
+        lines = text.split("\n")
+        if len(lines) < 3 or lines[0] != self.origin or not lines[1].isdigit():
+            return None
+        return int(lines[1])
 
 
 def release_request(

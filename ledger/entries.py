@@ -10,20 +10,11 @@ from core.clock import format_instant
 from ledger import entry_types
 
 if TYPE_CHECKING:
-    from tasks.models import Contribution, Task
+    from tasks.models import Contribution
 
 # The log's maximum merge delay (§15.3): an entry dated before a deadline may reach the log up to
 # this long after it, so nothing that waits for a deadline's last entries acts before it has passed.
 MAX_MERGE_DELAY = timedelta(seconds=60)
-
-
-def task_entry(task: Task) -> dict[str, Any]:
-    return entry_types.task_entry(
-        task_id=str(task.id),
-        public_input_digest=task.public_input_digest,
-        deadline=task.deadline_text,
-        created_at=format_instant(task.created_at),
-    )
 
 
 def contribution_entry(contribution: Contribution) -> dict[str, Any]:
@@ -35,14 +26,4 @@ def contribution_entry(contribution: Contribution) -> dict[str, Any]:
         salt=contribution.salt,
         keyper_commitment=keyper_seal["commitment"] if keyper_seal is not None else None,
         received_at=format_instant(contribution.received_at),
-    )
-
-
-def evaluation_entry(task: Task) -> dict[str, Any]:
-    """Call once the task's evaluation is set."""
-    return entry_types.evaluation_entry(
-        task_id=str(task.id),
-        outcome=task.outcome,
-        evaluated_at=format_instant(task.evaluated_at),
-        evaluation=task.evaluation,
     )

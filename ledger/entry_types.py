@@ -1,11 +1,12 @@
-"""The log's entries (SPEC §15.3, §16.2): each kind's `type` and the fields it holds. The site
-writes them from its rows; the verifier and the local MCP server rebuild them from what a task's
-view or a receipt says, to find them in the log. All three build them here, so an entry cannot
-read one way on the site and another in a client (`core.amalgam` builds this module into both
+"""The log's entries (SPEC §15.3, §16.2): each kind's `type` and the fields it holds. A task's
+entries are read off its public view (§3.2), which the site writes with them and any client
+fetches; a contribution's off its row or its receipt. All three build them here, so an entry
+cannot read one way on the site and another in a client (`core.amalgam` builds this module into both
 served files, so it imports nothing of Django)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from core.canonical import canonical_digest
@@ -17,15 +18,13 @@ EVALUATION = "cairn.log/evaluation"
 RESTART = "cairn.log/restart"
 
 
-def task_entry(
-    *, task_id: str, public_input_digest: str, deadline: str, created_at: str
-) -> dict[str, Any]:
+def task_entry(view: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "type": TASK,
-        "task_id": task_id,
-        "public_input_digest": public_input_digest,
-        "deadline": deadline,
-        "created_at": created_at,
+        "task_id": view["id"],
+        "public_input_digest": view["public_input_digest"],
+        "deadline": view["deadline"],
+        "created_at": view["created_at"],
     }
 
 
@@ -56,14 +55,12 @@ def contribution_entry(
     }
 
 
-def evaluation_entry(
-    *, task_id: str, outcome: str, evaluated_at: str, evaluation: Any
-) -> dict[str, Any]:
+def evaluation_entry(view: Mapping[str, Any]) -> dict[str, Any]:
     """The entry commits to the published evaluation by its digest."""
     return {
         "type": EVALUATION,
-        "task_id": task_id,
-        "outcome": outcome,
-        "evaluated_at": evaluated_at,
-        "evaluation_digest": canonical_digest(evaluation),
+        "task_id": view["id"],
+        "outcome": view["outcome"],
+        "evaluated_at": view["evaluated_at"],
+        "evaluation_digest": canonical_digest(view["evaluation"]),
     }

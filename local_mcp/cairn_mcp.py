@@ -91,13 +91,12 @@ from core.json_input import ints_from_doubles
 from core.privacy import screen
 from ledger.contributor import (
     EntryProven,
+    KeyperCheckpoint,
     entry_log,
-    keyper_checkpoint_size,
-    keyper_checkpoint_url,
     release_request,
     sealed_kept,
-    task_entry_of,
 )
+from ledger.entry_types import task_entry
 from ledger.keyper_seal import (
     Keyper,
     b64u_decode,
@@ -833,7 +832,7 @@ async def task_entry_witnessed(
     deadline, is proven in the log that holds it, and the entry's index there: the keypers will
     find them in the trees they cosigned, and release the shares for that task and deadline
     only."""
-    entry = task_entry_of(view)
+    entry = task_entry(view)
     logs = await site_logs(config.cairn_url, http, "")
     found = await _entry_log(http, config.cairn_url, logs, entry)
     if found is None:
@@ -934,7 +933,7 @@ async def sealed_for(
             keypers=trust.keypers,
             threshold=trust.threshold,
         ),
-        "task_entry": {"index": index, "entry": task_entry_of(view)},
+        "task_entry": {"index": index, "entry": task_entry(view)},
         "keypers": [
             {
                 "name": keyper.name,
@@ -1039,10 +1038,9 @@ async def _keyper_size(
         size = _cosigned_size(note, log.origin, witness)
         if size is not None:
             return size
-    response = await http.get(keyper_checkpoint_url(keyper["witness_url"], log.origin))
-    if response.status_code != 200:
-        return None
-    return keyper_checkpoint_size(response.text, log.origin)
+    cosigned = KeyperCheckpoint(keyper["witness_url"], log.origin)
+    response = await http.get(cosigned.url)
+    return cosigned.size(response.text) if response.status_code == 200 else None
 
 
 async def _entry_proven(

@@ -16,7 +16,7 @@ from django.utils import timezone
 from core import statements
 from core.clock import format_instant, now_ms
 from ledger import log_state
-from ledger.entries import evaluation_entry
+from ledger.entry_types import evaluation_entry
 from ledger.jobs import sequencing_nudge
 from ledger.services import log_queue
 from tasks.changes import TaskChange, task_changed
@@ -123,7 +123,7 @@ def _evaluations_write(
     counts = Counter(task.status for task in batch)
     counts[TaskStatus.WORKING] -= len(batch)
     task_count_change(counts)
-    log_queue(evaluation_entry(task) for task in batch)
+    log_queue(evaluation_entry(change.view) for change in changes)
     if batch:
         transaction.on_commit(sequencing_nudge)
 

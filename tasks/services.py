@@ -18,7 +18,8 @@ from core.clock import now_ms, parse_instant
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from core.metrics import counted_write
 from core.payloads import parse_payload
-from ledger.entries import contribution_entry, task_entry
+from ledger.entries import contribution_entry
+from ledger.entry_types import task_entry
 from ledger.jobs import sequencing_nudge
 from ledger.keyper_seal import b64u_decode, ciphertext_digest, salt_new
 from ledger.keypers import keyper_threshold, keypers_configured
@@ -129,7 +130,7 @@ def task_post(
             writes=(
                 statements.object_inserted(task),
                 *read_models.writes,
-                *log_writes([task_entry(task)]),
+                *log_writes([task_entry(view)]),
             ),
             form=next(iter(read_models.forms), None),
         )

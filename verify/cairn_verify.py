@@ -82,12 +82,10 @@ from core.canonical import canonical_digest, canonical_json
 from core.privacy import screen, texts_anywhere
 from ledger.contributor import (
     EntryProven,
+    KeyperCheckpoint,
     entry_log,
-    keyper_checkpoint_size,
-    keyper_checkpoint_url,
     release_request,
     sealed_kept,
-    task_entry_of,
 )
 from ledger.entry_types import (
     CONTRIBUTION,
@@ -96,6 +94,7 @@ from ledger.entry_types import (
     TASK,
     contribution_entry,
     evaluation_entry,
+    task_entry,
 )
 from ledger.keyper_seal import (
     KEY_BYTES,
@@ -843,13 +842,13 @@ class Site:
         url = self.witness_urls.get(name)
         if not url:
             raise Failed(f"no URL is pinned for witness {name}")
-        path = keyper_checkpoint_url(url, origin)
-        status, body = http_get(path)
+        cosigned = KeyperCheckpoint(url, origin)
+        status, body = http_get(cosigned.url)
         if status != 200:
-            raise Failed(f"{path} answered {status}")
-        size = keyper_checkpoint_size(body.decode(errors="replace"), origin)
+            raise Failed(f"{cosigned.url} answered {status}")
+        size = cosigned.size(body.decode(errors="replace"))
         if size is None:
-            raise Failed(f"{path} is not a checkpoint of {origin}")
+            raise Failed(f"{cosigned.url} is not a checkpoint of {origin}")
         return size
 
     def keyper_size(self, name: str, log: Site) -> int:
@@ -1287,19 +1286,19 @@ class LogRules:
             return None
         try:
             published = _published_contributions(view)
-            task_entry, evaluation = task_entry_of(view), _evaluation_entry(view)
+            logged_task, evaluation = task_entry(view), evaluation_entry(view)
         except (KeyError, TypeError, AttributeError):
             return None
         logged = task.logged()
         if (
-            _jcs_leaf(task_entry) != task.leaf
+            _jcs_leaf(logged_task) != task.leaf
             or _jcs_leaf(evaluation) != task.evaluation[1]
             or [leaf for _, leaf in logged] != [_jcs_leaf(entry) for entry in published]
         ):
             return None
         return {
             "index": task.index,
-            "entry": task_entry,
+            "entry": logged_task,
             "contributions": [
                 {"index": i, "entry": entry}
                 for (i, _), entry in zip(logged, published, strict=True)
@@ -1313,15 +1312,6 @@ def _published_contributions(view: dict[str, Any]) -> list[dict[str, Any]]:
     return [item_entry(view, item) for item in view["evaluation"]["contributions"]]
 
 
-def _evaluation_entry(view: dict[str, Any]) -> dict[str, Any]:
-    return evaluation_entry(
-        task_id=view["id"],
-        outcome=view["outcome"],
-        evaluated_at=view["evaluated_at"],
-        evaluation=view["evaluation"],
-    )
-
-
 def evaluation_problems(
     view: dict[str, Any], logged: dict[str, Any], waiting: Waiting | None = None
 ) -> list[str]:
@@ -1329,7 +1319,7 @@ def evaluation_problems(
     logged contributions (ids, commitments, received_at, in log order), the evaluation entry.
     With `waiting`, an entry not logged yet whose merge delay still runs goes there instead."""
     problems = []
-    if logged["entry"] != task_entry_of(view):
+    if logged["entry"] != task_entry(view):
         problems.append("the task's entry in the log differs from the task as published")
     evaluation = view.get("evaluation")
     if evaluation is None:
@@ -1358,7 +1348,7 @@ def evaluation_problems(
             )
     if not problems and not unlogged and published != in_log:
         problems.append("the evaluation lists its contributions in another order than received")
-    expected = _evaluation_entry(view)
+    expected = evaluation_entry(view)
     if logged["evaluation"] is None:
         if waiting is None or not waiting.still(expected):
             problems.append("the task's evaluation entry is not in the log")
@@ -1384,6 +1374,7 @@ class Sealed:
     task_id: str
     contribution_id: str
     deadline: str
+    sources: list[str]  # the task's, which an opened report's evidence must cite
     threshold: int
     ciphertext_digest: str
     task_entry: tuple[int, dict[str, Any]]
@@ -1492,6 +1483,7 @@ def sealed_of(
         task_id=view["id"],
         contribution_id=item["contribution_id"],
         deadline=logged["entry"]["deadline"],
+        sources=view["sources"],
         threshold=sealed.get("threshold", site.keyper_threshold),
         ciphertext_digest=sealed.get("ciphertext_digest", ""),
         task_entry=(task_index, logged["entry"]),
@@ -1557,13 +1549,7 @@ def grace_end(site: Site, report: Report, sealed: Sealed) -> datetime:
     return sealed.not_before + timedelta(seconds=grace)
 
 
-def sealed_item_check(
-    site: Site,
-    report: Report,
-    view: dict[str, Any],
-    sealed: Sealed,
-    item: dict[str, Any],
-) -> str:
+def sealed_item_check(site: Site, report: Report, sealed: Sealed, item: dict[str, Any]) -> str:
     """One sealed item of an evaluation (§15.8 "The verifier"): its releases, its opening and,
     when void, that the void follows the rules. Failed naming what does not hold."""
     body = item["sealed"]
@@ -1592,9 +1578,14 @@ def sealed_item_check(
     if releases.problems:
         raise Failed("; ".join(releases.problems))
     if code is None:
-        return _counted_check(view, sealed, ciphertext, releases.by(), item)
+        return _counted_check(sealed, ciphertext, releases.by(), item)
     if code == "keys_unavailable":
-        return _keys_unavailable_check(site, report, sealed, releases, body)
+        fault, found, _ = keys_in_time(site, report, sealed, releases, body.get("shares"))
+        if fault == "inconsistent_shares":
+            raise Failed(f"void as keys_unavailable, yet {found}, which disagree: {fault}")
+        if fault:
+            raise Failed(f"WRONGFUL VOID: void as keys_unavailable, yet {found}")
+        return f"void as keys_unavailable: {found}"
     if code == "inconsistent_shares":
         if len(releases.valid) <= sealed.threshold:
             raise Failed(
@@ -1617,7 +1608,7 @@ def sealed_item_check(
             if code == "invalid_payload":
                 return f"void as invalid_payload: {error}"
             raise Failed(f"void as {code}, but {error}") from None
-        broken, _ = report_rules(opened, view["sources"])
+        broken, _ = report_rules(opened, sealed.sources)
         if broken == code:
             return f"void as {code}: the opened report breaks that rule"
         if not broken:
@@ -1627,7 +1618,6 @@ def sealed_item_check(
 
 
 def _counted_check(
-    view: dict[str, Any],
     sealed: Sealed,
     ciphertext: bytes,
     releases: list[dict[str, Any]],
@@ -1641,45 +1631,38 @@ def _counted_check(
         raise Failed("the published report or salt is not the one its releases open")
     if item.get("report_digest") != canonical_digest(opened):
         raise Failed("its report_digest is not the opened report's")
-    broken, _ = report_rules(opened, view["sources"])
+    broken, _ = report_rules(opened, sealed.sources)
     if broken:
         raise Failed(f"counted, but the opened report breaks {broken}")
     return f"opens with {len(releases)} signed releases to the published report"
 
 
-def _keys_unavailable_check(
-    site: Site, report: Report, sealed: Sealed, releases: Releases, body: dict[str, Any]
-) -> str:
-    """Disproved by k agreeing releases made within the grace: those the site published, and
-    those the keypers give when this verifier asks them itself."""
+def keys_in_time(
+    site: Site, report: Report, sealed: Sealed, releases: Releases, shares: Any
+) -> tuple[str | None, str, list[dict[str, Any]]]:
+    """What the releases made within the site's grace show of a keys_unavailable void, the keypers
+    asked for `shares` when too few were published: "wrongful" when enough agree on the key,
+    "inconsistent_shares" when enough disagree, None when too few; what was found; the releases."""
     end = grace_end(site, report, sealed)
     answers: list[str] = []
     if len(releases.by(end)) < sealed.threshold:
-        shares = body.get("shares")
         if not isinstance(shares, list):
             raise Failed(
                 "void as keys_unavailable, but it publishes no sealed shares to ask the keypers for"
             )
         answers = releases.ask(shares)
     in_time = releases.by(end)
-    if len(in_time) >= sealed.threshold:
-        made = ", ".join(f"{r['keyper']} at {r['released_at']}" for r in in_time)
-        try:
-            _key(sealed, in_time)
-        except SealError:
-            raise Failed(
-                f"void as keys_unavailable, yet {len(in_time)} keypers released their shares by "
-                f"{format_time(end)} ({made}), which disagree: inconsistent_shares"
-            ) from None
-        raise Failed(
-            f"WRONGFUL VOID: void as keys_unavailable, yet {len(in_time)} keypers released their "
-            f"shares by {format_time(end)} ({made})"
-        )
-    said = f" ({'; '.join(answers)})" if answers else ""
-    return (
-        f"void as keys_unavailable: {len(in_time)} of the {sealed.threshold} releases needed "
-        f"were made by {format_time(end)}{said}"
-    )
+    if len(in_time) < sealed.threshold:
+        said = f" ({'; '.join(answers)})" if answers else ""
+        needed = f"{len(in_time)} of the {sealed.threshold} releases needed"
+        return None, f"{needed} were made by {format_time(end)}{said}", in_time
+    made = ", ".join(f"{r['keyper']} at {r['released_at']}" for r in in_time)
+    found = f"{len(in_time)} keypers released their shares by {format_time(end)} ({made})"
+    try:
+        _key(sealed, in_time)
+    except SealError:
+        return "inconsistent_shares", found, in_time
+    return "wrongful", found, in_time
 
 
 def sealed_checks(
@@ -1700,7 +1683,7 @@ def sealed_checks(
 
         def check(item: dict[str, Any] = item) -> str:
             sealed = sealed_of(site, view, logged, item, chain)
-            return sealed_item_check(site, report, view, sealed, item)
+            return sealed_item_check(site, report, sealed, item)
 
         report.check(f"keyper-sealed contribution {item['contribution_id']}", check)
 
@@ -1847,7 +1830,7 @@ def command_task(site: Site, reference: str) -> int:
         _task_logged_in(report, reading, (kept_to, offset, current), served, rules, applied)
     logged = rules.logged(view["id"], applied)
     if logged is None:
-        if not report.waiting.still(task_entry_of(view)):
+        if not report.waiting.still(task_entry(view)):
             report.fail("the task's entry is not in the log")
     else:
         for problem in evaluation_problems(view, logged, report.waiting):
@@ -2301,10 +2284,9 @@ def command_seal(
     trusted = first_check(report, site)
     if trusted is None:
         return _finish(report)
-    task_entry = task_entry_of(view)
     found = report.check(
         "the task's entry and deadline are under it",
-        lambda: _task_entry_log(site, trusted, task_entry),
+        lambda: _task_entry_log(site, trusted, task_entry(view)),
     )
     if found is None:
         return _finish(report)
@@ -2427,7 +2409,7 @@ def command_dispute(site: Site, receipt_file: str, report_file: str) -> int:
         return _finish(report)
     try:
         wrongful, why = _void_disputed(
-            site, report, view, sealed_of(site, view, logged, item, chain), item, kept
+            site, report, sealed_of(site, view, logged, item, chain), item, kept
         )
     except Failed as failure:
         report.fail(str(failure))
@@ -2465,19 +2447,14 @@ def _logged_task(
 
 
 def _void_disputed(
-    site: Site,
-    report: Report,
-    view: dict[str, Any],
-    sealed: Sealed,
-    item: dict[str, Any],
-    kept: dict[str, Any],
+    site: Site, report: Report, sealed: Sealed, item: dict[str, Any], kept: dict[str, Any]
 ) -> tuple[bool, str]:
     """(whether the void is wrongful, why), given the report and salt the receipt seals."""
     code = item["void"].get("code")
     body = item["sealed"]
     releases = Releases(site, sealed).add(body.get("releases", []))
     if code in ("private_content", *RULE_VOIDS):
-        broken, issues = report_rules(kept["report"], view["sources"])
+        broken, issues = report_rules(kept["report"], sealed.sources)
         if broken:
             said = "; ".join(f"{i['path'] or 'the report'} {i['message']}" for i in issues)
             return False, f"the report breaks {broken} ({said})"
@@ -2497,27 +2474,17 @@ def _void_disputed(
                     )
         return True, f"void as {code}, yet the report sealed under this receipt breaks no rule"
     if code == "keys_unavailable":
-        end = grace_end(site, report, sealed)
         releases.add(kept.get("releases", []) if isinstance(kept.get("releases"), list) else [])
         shares = (kept.get("sealed") or {}).get("shares") or body.get("shares") or []
-        answers = releases.ask(shares) if len(releases.by(end)) < sealed.threshold else []
-        in_time = releases.by(end)
-        if len(in_time) >= sealed.threshold:
-            try:
-                _key(sealed, in_time)
-            except SealError:
-                return False, "the keypers' releases disagree (inconsistent_shares)"
-            made = ", ".join(f"{r['keyper']} at {r['released_at']}" for r in in_time)
+        fault, found, in_time = keys_in_time(site, report, sealed, releases, shares)
+        if fault == "inconsistent_shares":
+            return False, f"the keypers' releases disagree ({fault})"
+        if fault:
             return True, (
-                f"void as keys_unavailable, yet {len(in_time)} keypers released their shares by "
-                f"{format_time(end)}: {made}; their signed releases are "
+                f"void as keys_unavailable, yet {found}; their signed releases are "
                 + json.dumps(in_time, separators=(",", ":"))
             )
-        said = f" ({'; '.join(answers)})" if answers else ""
-        return False, (
-            f"{len(in_time)} of the {sealed.threshold} releases needed were made by "
-            f"{format_time(end)}{said}"
-        )
+        return False, found
     if code == "inconsistent_shares":
         if len(releases.valid) <= sealed.threshold:
             return True, (
