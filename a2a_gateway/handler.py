@@ -48,7 +48,8 @@ from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
 from a2a_gateway.request_cycle import INSIDE_DJANGO, DjangoCycle
 from a2a_gateway.stored_reads import DJANGO_SOURCE, no_tenant, read_page, stored_task
 from a2a_gateway.translate import data_of, ints_from_doubles, refusal_message, task_answer
-from agents.models import Agent
+from agents.models import Agent, Door
+from agents.services import Caller
 from calls.published_schemas import published_schema_url
 from core.errors import ErrorCode, Issue, Refusal
 from core.outages import outage_refusal
@@ -239,11 +240,9 @@ class CairnRequestHandler(RequestHandler):
             result = await _cycle(context).call(
                 functools.partial(
                     operation.perform,
-                    agent=agent,
+                    Caller(agent, message.message_id, Door.A2A, client),
                     task_id=message.task_id,
                     payload=_payload(message, context),
-                    operation_id=message.message_id,
-                    client=client,
                 ),
                 last=True,
             )

@@ -6,20 +6,16 @@ card cannot advertise an operation the handler does not perform.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
-from agents.models import Agent, Door
-from agents.services import WriteResult
+from agents.services import Caller, WriteResult
 from core.payloads import Payload, schema_name
 from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tasks.services import contribution_submit, task_post
 
 
 class Perform(Protocol):
-    def __call__(
-        self, *, agent: Agent, task_id: str, payload: Any, operation_id: str, client: str
-    ) -> WriteResult: ...
+    def __call__(self, caller: Caller, *, task_id: str, payload: Any) -> WriteResult: ...
 
 
 @dataclass(frozen=True)
@@ -42,13 +38,9 @@ class SendMessageOperation:
         return tuple((schema_name(model), model) for model in self.models)
 
 
-def _post_task(
-    *, agent: Agent, task_id: str, payload: Any, operation_id: str, client: str
-) -> WriteResult:
+def _post_task(caller: Caller, *, task_id: str, payload: Any) -> WriteResult:
     """`task_post` as a SendMessage without a taskId performs it (the id is not read)."""
-    return task_post(
-        agent=agent, payload=payload, operation_id=operation_id, door=Door.A2A, client=client
-    )
+    return task_post(caller, payload=payload)
 
 
 POST_TASK = SendMessageOperation(
@@ -92,7 +84,7 @@ CONTRIBUTE = SendMessageOperation(
     ),
     models=(ContributionPayload, SealedContributionPayload),
     names_task=True,
-    perform=partial(contribution_submit, door=Door.A2A),
+    perform=contribution_submit,
 )
 
 SEND_MESSAGE_OPERATIONS: tuple[SendMessageOperation, ...] = (POST_TASK, CONTRIBUTE)

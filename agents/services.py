@@ -113,6 +113,17 @@ def agent_lock(agent: Agent) -> None:
 
 
 @dataclass(frozen=True)
+class Caller:
+    """Who asks a write service, and how: the agent, the operation id a retry repeats (SPEC §6),
+    and the door and client the audit log names."""
+
+    agent: Agent
+    operation_id: str
+    door: Door
+    client: str = ""
+
+
+@dataclass(frozen=True)
 class WriteResult:
     """What an accepted write answers. `replayed`: answered from the operation record. `form`:
     the read model's form of the task the write changed (`tasks.changes.ChangesWritten`), for a
@@ -123,14 +134,13 @@ class WriteResult:
     form: Any = None
 
 
-def operation_replay(
-    *, agent: Agent, operation_id: str, kind: str, request_digest: str
-) -> WriteResult | None:
+def operation_replay(caller: Caller, *, kind: str, request_digest: str) -> WriteResult | None:
     """The stored answer of an operation already accepted under this id, or None. The same id
     with another request is refused: answering with either result would hide the agent's mistake.
     """
     row = statements.fetch_one(
-        _operation_by_id(), [statements.db_value(Operation, "agent", agent.pk), operation_id]
+        _operation_by_id(),
+        [statements.db_value(Operation, "agent", caller.agent.pk), caller.operation_id],
     )
     if row is None:
         return None
@@ -157,14 +167,11 @@ def _operation_by_id() -> str:
 
 
 def operation_record_writes(
+    caller: Caller,
     *,
-    agent: Agent,
-    operation_id: str,
     kind: str,
     request_digest: str,
     result: Any,
-    door: Door,
-    client: str,
     object_type: str,
     object_id: str,
 ) -> tuple[statements.Write, statements.Write]:
@@ -174,8 +181,8 @@ def operation_record_writes(
         statements.inserted(
             Operation,
             {
-                "agent": agent.pk,
-                "operation_id": operation_id,
+                "agent": caller.agent.pk,
+                "operation_id": caller.operation_id,
                 "kind": kind,
                 "request_digest": request_digest,
                 "result": result,
@@ -186,9 +193,9 @@ def operation_record_writes(
             AuditEntry,
             {
                 "at": now,
-                "agent": agent.pk,
-                "door": door,
-                "client": client[:100],
+                "agent": caller.agent.pk,
+                "door": caller.door,
+                "client": caller.client[:100],
                 "operation": kind,
                 "object_type": object_type,
                 "object_id": object_id,

@@ -11,8 +11,14 @@ from typing import Any, TypeVar
 
 from django.db import transaction
 
-from agents.models import Agent, Door
-from agents.services import WriteResult, agent_lock, operation_record_writes, operation_replay
+from agents.models import Agent
+from agents.services import (
+    Caller,
+    WriteResult,
+    agent_lock,
+    operation_record_writes,
+    operation_replay,
+)
 from core import statements
 from core.canonical import fingerprint
 from core.errors import Refusal
@@ -33,13 +39,10 @@ class Performed:
 
 
 def agent_write(
-    *,
-    agent: Agent,
-    operation_id: str,
+    caller: Caller,
     kind: str,
     request: Any,
-    door: Door,
-    client: str,
+    *,
     check: Callable[[], Checked],
     perform: Callable[[Agent, Checked], Performed],
 ) -> WriteResult:
@@ -49,9 +52,7 @@ def agent_write(
     request_digest = fingerprint(request)
 
     def replayed() -> WriteResult | None:
-        return operation_replay(
-            agent=agent, operation_id=operation_id, kind=kind, request_digest=request_digest
-        )
+        return operation_replay(caller, kind=kind, request_digest=request_digest)
 
     try:
         checked = check()
@@ -62,20 +63,17 @@ def agent_write(
             return replay
         raise
     with transaction.atomic():
-        agent_lock(agent)
+        agent_lock(caller.agent)
         if (replay := replayed()) is not None:
             return replay
-        performed = perform(agent, checked)
+        performed = perform(caller.agent, checked)
         statements.write_all(
             *performed.writes,
             *operation_record_writes(
-                agent=agent,
-                operation_id=operation_id,
+                caller,
                 kind=kind,
                 request_digest=request_digest,
                 result=performed.body,
-                door=door,
-                client=client,
                 object_type=performed.object_type,
                 object_id=performed.object_id,
             ),

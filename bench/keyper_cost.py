@@ -101,7 +101,7 @@ def main(count: int) -> None:
     import time_machine
 
     from agents.models import Door
-    from agents.services import agent_register
+    from agents.services import Caller, agent_register
     from core.clock import format_instant, now_ms
     from tasks.evaluation import task_evaluate_with_releases
     from tasks.models import Contribution, Task
@@ -126,10 +126,8 @@ def main(count: int) -> None:
     def post(deadline_s: int, room: int = 10) -> Task:
         deadline = format_instant(now_ms() + timedelta(seconds=deadline_s))
         body = task_post(
-            agent=poster,
+            Caller(poster, str(uuid.uuid4()), Door.HTTP),
             payload=open_task_payload(open_task_request(deadline=deadline, max_contributors=room)),
-            operation_id=str(uuid.uuid4()),
-            door=Door.HTTP,
         ).body
         return Task.objects.get(pk=body["task"]["id"])
 
@@ -144,11 +142,7 @@ def main(count: int) -> None:
         ):
             started = time.perf_counter()
             contribution_submit(
-                agent=agent,
-                task_id=task.pk,
-                payload=body,
-                operation_id=str(uuid.uuid4()),
-                door=Door.HTTP,
+                Caller(agent, str(uuid.uuid4()), Door.HTTP), task_id=task.pk, payload=body
             )
             times.append(time.perf_counter() - started)
     plain_ms, sealed_ms = statistics.median(plain) * 1e3, statistics.median(sealed) * 1e3
@@ -161,11 +155,9 @@ def main(count: int) -> None:
     task = post(5, room=10)
     for agent in agents[:10]:
         contribution_submit(
-            agent=agent,
+            Caller(agent, str(uuid.uuid4()), Door.HTTP),
             task_id=task.pk,
             payload=sealed_payload(task),
-            operation_id=str(uuid.uuid4()),
-            door=Door.HTTP,
         )
     after = task.deadline + timedelta(seconds=61)
     with time_machine.travel(after, tick=True):

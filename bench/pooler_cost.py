@@ -42,7 +42,7 @@ from django.core.management import call_command  # noqa: E402
 from a2a_gateway import read_connections  # noqa: E402
 from a2a_gateway.stored_reads import stored_task  # noqa: E402
 from agents.models import Door  # noqa: E402
-from agents.services import agent_register  # noqa: E402
+from agents.services import Caller, agent_register  # noqa: E402
 from tasks.services import contribution_submit, task_post  # noqa: E402
 from tests.factories import contribution_payload, open_task_payload, open_task_request  # noqa: E402
 
@@ -88,17 +88,13 @@ def _agent():
 
 def _post(agent) -> str:
     payload = open_task_payload(open_task_request(title=f"Bench task {uuid.uuid4().hex}"))
-    done = task_post(agent=agent, payload=payload, operation_id=str(uuid.uuid4()), door=Door.HTTP)
+    done = task_post(Caller(agent, str(uuid.uuid4()), Door.HTTP), payload=payload)
     return done.body["task"]["id"]
 
 
 def _contribute(agent, task_id: str) -> None:
     contribution_submit(
-        agent=agent,
-        task_id=task_id,
-        payload=contribution_payload(),
-        operation_id=str(uuid.uuid4()),
-        door=Door.HTTP,
+        Caller(agent, str(uuid.uuid4()), Door.HTTP), task_id=task_id, payload=contribution_payload()
     )
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from agents.models import Agent, Door
-from agents.services import WriteResult, audit_keeper_action
+from agents.models import Agent
+from agents.services import Caller, WriteResult, audit_keeper_action
 from agents.writes import Performed, agent_write
 from calls.models import Call, CallResponse, CallStatus
 from calls.payloads import CALL_RESPONSE_SCHEMA, CallResponsePayload
@@ -86,9 +86,7 @@ def _answer_state_issues(agent: Agent, call: Call) -> list[Issue]:
 
 
 @counted_write("call_response")
-def call_answer(
-    *, agent: Agent, call_id: Any, payload: Any, operation_id: str, door: Door, client: str = ""
-) -> WriteResult:
+def call_answer(caller: Caller, *, call_id: Any, payload: Any) -> WriteResult:
     """Answer an open call (`cairn.call.response/0.1`); the answer is public at once."""
 
     def check() -> tuple[Call, CallResponsePayload]:
@@ -109,7 +107,7 @@ def call_answer(
             CallResponse(
                 call=call,
                 agent=agent,
-                operation_id=operation_id,
+                operation_id=caller.operation_id,
                 stance=parsed.stance or "",
                 body=parsed.body,
                 created_at=now_ms(),
@@ -124,16 +122,8 @@ def call_answer(
             writes=(statements.updated(call, ["responses_count"]),),
         )
 
-    return agent_write(
-        agent=agent,
-        operation_id=operation_id,
-        kind=CALL_ANSWER,
-        request={"call_id": str(call_id), "payload": payload},
-        door=door,
-        client=client,
-        check=check,
-        perform=perform,
-    )
+    request = {"call_id": str(call_id), "payload": payload}
+    return agent_write(caller, CALL_ANSWER, request, check=check, perform=perform)
 
 
 def _call_locked(call_id: Any) -> Call:

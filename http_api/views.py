@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.models import Agent, Door
-from agents.services import WriteResult
+from agents.services import Caller, WriteResult
 from core.policy import body_limit
 from http_api.inputs import (
     REPLAYED_HEADER,
@@ -47,13 +47,7 @@ class ApiView(APIView):
         agent = self.require_agent(request)
         payload = json_body(request)
         query_none(request)
-        result = service(
-            agent=agent,
-            payload=payload,
-            operation_id=operation_id(request),
-            door=Door.HTTP,
-            **target,
-        )
+        result = service(Caller(agent, operation_id(request), Door.HTTP), payload=payload, **target)
         response = Response(result.body, status=201)
         if result.replayed:
             response[REPLAYED_HEADER] = "true"

@@ -9,8 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from agents.models import Agent, Door
-from agents.services import WriteResult
+from agents.models import Agent
+from agents.services import Caller, WriteResult
 from agents.writes import Performed, agent_write
 from core import privacy, statements
 from core.canonical import canonical_digest
@@ -86,9 +86,7 @@ def _posting_cap_issues(agent: Agent) -> list[Issue]:
 
 
 @counted_write("task")
-def task_post(
-    *, agent: Agent, payload: Any, operation_id: str, door: Door, client: str = ""
-) -> WriteResult:
+def task_post(caller: Caller, *, payload: Any) -> WriteResult:
     """Post a source-review task (`cairn.open_task/0.1`) and schedule its evaluation."""
 
     def check() -> OpenTaskPayload:
@@ -135,16 +133,7 @@ def task_post(
             form=next(iter(read_models.forms), None),
         )
 
-    return agent_write(
-        agent=agent,
-        operation_id=operation_id,
-        kind=TASK_POST,
-        request=payload,
-        door=door,
-        client=client,
-        check=check,
-        perform=perform,
-    )
+    return agent_write(caller, TASK_POST, payload, check=check, perform=perform)
 
 
 def _task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> tuple[int, int]:
@@ -280,9 +269,7 @@ def _keyper_sealed_checked(task: Task, payload: Any) -> _Checked:
 
 
 @counted_write("contribution")
-def contribution_submit(
-    *, agent: Agent, task_id: Any, payload: Any, operation_id: str, door: Door, client: str = ""
-) -> WriteResult:
+def contribution_submit(caller: Caller, *, task_id: Any, payload: Any) -> WriteResult:
     """Seal a contribution to an open task and answer with a receipt. The plain form is sealed
     at rest by the server; the sealed form comes sealed to the keypers by its contributor. Both
     meet the same task, state and caps checks under the same locks."""
@@ -299,7 +286,7 @@ def contribution_submit(
         _refuse_if_closed(task)
         refuse_if(_contribution_state_issues(agent, task, to_task=to_task, today=today))
         contribution = Contribution(
-            task=task, agent=agent, operation_id=operation_id, received_at=now_ms()
+            task=task, agent=agent, operation_id=caller.operation_id, received_at=now_ms()
         )
         changed = ["contributions_count"]
         if checked.report is not None:
@@ -334,13 +321,5 @@ def contribution_submit(
             form=next(iter(read_models.forms), None),
         )
 
-    return agent_write(
-        agent=agent,
-        operation_id=operation_id,
-        kind=CONTRIBUTION_SUBMIT,
-        request={"task_id": str(task_id), "payload": payload},
-        door=door,
-        client=client,
-        check=check,
-        perform=perform,
-    )
+    request = {"task_id": str(task_id), "payload": payload}
+    return agent_write(caller, CONTRIBUTION_SUBMIT, request, check=check, perform=perform)

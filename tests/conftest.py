@@ -21,7 +21,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import connection, connections
 
 from agents.models import Agent, Door
-from agents.services import agent_register
+from agents.services import Caller, agent_register
 from cairn.serve import uvicorn_options
 from tasks.models import Task
 from tasks.services import contribution_submit, task_post
@@ -82,10 +82,7 @@ def poster(make_agent) -> RegisteredAgent:
 def post_task(db) -> Callable[..., Task]:
     def post(by: RegisteredAgent, payload: dict | None = None) -> Task:
         result = task_post(
-            agent=by.agent,
-            payload=payload or open_task_payload(),
-            operation_id=str(uuid.uuid4()),
-            door=Door.HTTP,
+            Caller(by.agent, str(uuid.uuid4()), Door.HTTP), payload=payload or open_task_payload()
         )
         return Task.objects.get(pk=result.body["task"]["id"])
 
@@ -96,11 +93,9 @@ def post_task(db) -> Callable[..., Task]:
 def contribute(db) -> Callable[..., dict]:
     def send(by: RegisteredAgent, task: Task, payload: dict | None = None) -> dict:
         return contribution_submit(
-            agent=by.agent,
+            Caller(by.agent, str(uuid.uuid4()), Door.HTTP),
             task_id=task.pk,
             payload=payload or contribution_payload(),
-            operation_id=str(uuid.uuid4()),
-            door=Door.HTTP,
         ).body
 
     return send

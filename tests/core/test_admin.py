@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from agents.models import AuditEntry, Door
-from agents.services import agent_for_token, agent_revoke
+from agents.services import Caller, agent_for_token, agent_revoke
 from calls.models import Call
 from calls.services import call_create
 from tasks.evaluation import tasks_evaluate_due
@@ -252,11 +252,7 @@ def test_agents_filter_by_last_write_and_revoked_token(admin_client, poster, pos
 def test_the_audit_log_filters_by_door_and_client(admin_client, make_agent):
     for door, client in ((Door.A2A, "cairn_mcp/0.4.0"), (Door.HTTP, "")):
         task_post(
-            agent=make_agent().agent,
-            payload=open_task_payload(),
-            operation_id=str(uuid.uuid4()),
-            door=door,
-            client=client,
+            Caller(make_agent().agent, str(uuid.uuid4()), door, client), payload=open_task_payload()
         )
     a2a, http = (AuditEntry.objects.get(door=door).object_id for door in (Door.A2A, Door.HTTP))
 

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from agents.models import AuditEntry, Door
+from agents.services import Caller
 from calls.models import CallResponse
 from calls.selectors import call_detail, call_get
 from calls.services import call_answer, call_close, call_create
@@ -26,11 +27,9 @@ def answer_payload(**changes):
 
 def answer(agent, call, payload=None, operation_id=None):
     return call_answer(
-        agent=agent,
+        Caller(agent, operation_id or str(uuid.uuid4()), Door.HTTP),
         call_id=call.pk,
         payload=payload if payload is not None else answer_payload(),
-        operation_id=operation_id or str(uuid.uuid4()),
-        door=Door.HTTP,
     )
 
 
@@ -128,11 +127,9 @@ def test_ten_answers_per_agent_a_day(make_agent, settings):
 def test_an_unknown_call_is_not_found(make_agent):
     with pytest.raises(Refusal) as caught:
         call_answer(
-            agent=make_agent().agent,
+            Caller(make_agent().agent, "x", Door.HTTP),
             call_id=uuid.uuid4(),
             payload=answer_payload(),
-            operation_id="x",
-            door=Door.HTTP,
         )
     assert caught.value.code == ErrorCode.NOT_FOUND
 

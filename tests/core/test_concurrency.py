@@ -13,6 +13,7 @@ from django.db import connection
 
 from a2a_gateway.models import TaskForm
 from agents.models import Door, Operation
+from agents.services import Caller
 from core.errors import Refusal
 from tasks.counts import task_count
 from tasks.evaluation import task_evaluate, tasks_evaluate_due
@@ -53,11 +54,9 @@ def test_twelve_contributors_racing_for_three_places(make_agent, post_task):
     results = race(
         12,
         lambda i: contribution_submit(
-            agent=contributors[i].agent,
+            Caller(contributors[i].agent, str(uuid.uuid4()), Door.A2A),
             task_id=task.pk,
             payload=contribution_payload(),
-            operation_id=str(uuid.uuid4()),
-            door=Door.A2A,
         ),
     )
 
@@ -78,10 +77,7 @@ def test_one_agent_posting_six_tasks_at_once_gets_two(make_agent):
     results = race(
         6,
         lambda i: task_post(
-            agent=poster.agent,
-            payload=open_task_payload(),
-            operation_id=str(uuid.uuid4()),
-            door=Door.HTTP,
+            Caller(poster.agent, str(uuid.uuid4()), Door.HTTP), payload=open_task_payload()
         ),
     )
     assert sum(not isinstance(r, Exception) for r in results) == 2
@@ -95,9 +91,7 @@ def test_one_operation_sent_eight_times_at_once_writes_once(make_agent):
     payload = open_task_payload()
     results = race(
         8,
-        lambda i: task_post(
-            agent=poster.agent, payload=payload, operation_id="same-op", door=Door.HTTP
-        ),
+        lambda i: task_post(Caller(poster.agent, "same-op", Door.HTTP), payload=payload),
     )
     assert not [r for r in results if isinstance(r, Exception)]
     assert [r.replayed for r in results].count(False) == 1
@@ -112,11 +106,7 @@ def test_the_same_contribution_sent_eight_times_at_once_is_sealed_once(make_agen
     results = race(
         8,
         lambda i: contribution_submit(
-            agent=contributor.agent,
-            task_id=task.pk,
-            payload=payload,
-            operation_id="same-message",
-            door=Door.A2A,
+            Caller(contributor.agent, "same-message", Door.A2A), task_id=task.pk, payload=payload
         ),
     )
     assert not [r for r in results if isinstance(r, Exception)]

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from agents.models import Door
+from agents.services import Caller
 from core.canonical import canonical_digest
 from core.errors import ErrorCode, Refusal
 from tasks.models import Contribution
@@ -19,11 +20,9 @@ from tests.factories import OTHER_SOURCE, SOURCE, contribution_payload, contribu
 
 def submit(agent, task, payload=None, operation_id=None):
     return contribution_submit(
-        agent=agent,
+        Caller(agent, operation_id or str(uuid.uuid4()), Door.A2A),
         task_id=task.pk,
         payload=payload if payload is not None else contribution_payload(),
-        operation_id=operation_id or str(uuid.uuid4()),
-        door=Door.A2A,
     )
 
 
@@ -188,11 +187,9 @@ def test_an_unknown_task_is_not_found(contributor):
     for task_id in [uuid.uuid4(), "not-a-uuid"]:
         with pytest.raises(Refusal) as caught:
             contribution_submit(
-                agent=contributor.agent,
+                Caller(contributor.agent, "x", Door.A2A),
                 task_id=task_id,
                 payload=contribution_payload(),
-                operation_id="x",
-                door=Door.A2A,
             )
         assert caught.value.code == ErrorCode.NOT_FOUND
 

@@ -21,7 +21,7 @@ from django.db.models import Field, Model
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import Agent, AuditEntry, Door, Operation
-from agents.services import agent_revoke
+from agents.services import Caller, agent_revoke
 from calls.models import Call, CallResponse, CallStatus
 from calls.services import call_answer, call_close, call_create, call_edit
 from core import statements
@@ -194,11 +194,9 @@ def test_every_row_every_service_writes_holds_every_field_of_its_model(
         contribute(contributor, task)
         call = call_create(title="What next?", body="Name one source.", kind="feedback")
         call_answer(
-            agent=contributor.agent,
+            Caller(contributor.agent, str(uuid.uuid4()), Door.HTTP),
             call_id=call.pk,
             payload=answer_payload(),
-            operation_id=str(uuid.uuid4()),
-            door=Door.HTTP,
         )
         call.title = "What should Cairn review next?"
         call_edit(call=call)

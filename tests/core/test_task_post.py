@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from agents.models import AuditEntry, Door
+from agents.services import Caller
 from core.canonical import canonical_digest
 from core.errors import ErrorCode, Refusal
 from tasks.models import Task
@@ -15,9 +16,7 @@ from tests.factories import deadline_in, open_task_payload, open_task_request
 
 
 def post(agent, payload, operation_id=None):
-    return task_post(
-        agent=agent, payload=payload, operation_id=operation_id or str(uuid.uuid4()), door=Door.HTTP
-    )
+    return task_post(Caller(agent, operation_id or str(uuid.uuid4()), Door.HTTP), payload=payload)
 
 
 def refusal_of(agent, payload) -> Refusal:

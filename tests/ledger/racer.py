@@ -19,7 +19,7 @@ django.setup()
 from django.db import connection  # noqa: E402
 
 from agents.models import Door  # noqa: E402
-from agents.services import agent_register  # noqa: E402
+from agents.services import Caller, agent_register  # noqa: E402
 from ledger.services import log_sequence  # noqa: E402
 from tasks.services import task_post  # noqa: E402
 from tests.factories import open_task_payload  # noqa: E402
@@ -33,12 +33,7 @@ def main(count: int, prefix: str) -> None:
         start.wait()
         for n in range(lane, count, 5):
             agent, _ = agent_register(label="racer", address=f"{prefix}.{n}")
-            task_post(
-                agent=agent,
-                payload=open_task_payload(),
-                operation_id=str(uuid.uuid4()),
-                door=Door.HTTP,
-            )
+            task_post(Caller(agent, str(uuid.uuid4()), Door.HTTP), payload=open_task_payload())
         connection.close()
 
     def sequence() -> None:

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from agents.models import Agent, Door
+from agents.services import Caller
 from core.clock import format_instant
 from ledger.keyper_seal import (
     Keyper,
@@ -83,11 +84,7 @@ def sealed_payload(
 def sealed_contribute(agent: Agent, task: Task, payload: dict[str, Any]) -> Contribution:
     """Send the sealed payload as `agent`; the contribution as kept."""
     body = contribution_submit(
-        agent=agent,
-        task_id=task.pk,
-        payload=payload,
-        operation_id=str(uuid.uuid4()),
-        door=Door.HTTP,
+        Caller(agent, str(uuid.uuid4()), Door.HTTP), task_id=task.pk, payload=payload
     ).body
     return Contribution.objects.get(id=body["receipt"]["contribution_id"])
 

@@ -49,7 +49,7 @@ TASKS, FIRST_DUE_S, DUE_EVERY_S = 12, 10, 3
 _SITE_SHELL = """
 import json, sys, uuid
 from agents.models import Door
-from agents.services import agent_register
+from agents.services import Caller, agent_register
 from django_q.tasks import async_task
 from tasks.services import task_post
 from tests.factories import deadline_in, open_task_payload, open_task_request
@@ -59,12 +59,8 @@ for line in sys.stdin:
     command = json.loads(line)
     if "due_in" in command:
         request = open_task_request(deadline=deadline_in(command["due_in"]))
-        posted = task_post(
-            agent=poster,
-            payload=open_task_payload(request),
-            operation_id=str(uuid.uuid4()),
-            door=Door.HTTP,
-        )
+        caller = Caller(poster, str(uuid.uuid4()), Door.HTTP)
+        posted = task_post(caller, payload=open_task_payload(request))
         answer = posted.body["task"]["id"]
     else:
         answer = async_task(command["job"], *command["args"], task_name=command["name"])

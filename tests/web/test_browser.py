@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from agents.models import Door
+from agents.services import Caller
 from calls.services import call_answer, call_create
 from tasks.evaluation import tasks_evaluate_due
 from tests.factories import OTHER_SOURCE, SOURCE, contribution_report
@@ -136,7 +137,7 @@ def test_every_page_fits_a_phone_and_keeps_to_the_policy(
         kind="feedback",
     )
     call_answer(
-        agent=make_agent().agent,
+        Caller(make_agent().agent, "answer-1", Door.HTTP),
         call_id=call.id,
         payload={
             "schema": "cairn.call.response/0.1",
@@ -144,8 +145,6 @@ def test_every_page_fits_a_phone_and_keeps_to_the_policy(
             "body": "The Node.js fetch documentation: " + "y" * 120,
             "public_output_approved": True,
         },
-        operation_id="answer-1",
-        door=Door.HTTP,
     )
     long_sources = [SOURCE, OTHER_SOURCE, LONG_SOURCE]
     evaluated = task_with(

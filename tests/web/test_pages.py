@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from agents.models import Door
+from agents.services import Caller
 from calls.services import call_answer, call_close, call_create
 from tests.factories import contribution_report, deadline_in
 from web.pages import duration_words, time_left
@@ -202,7 +203,7 @@ def test_calls_list_and_call_page_show_public_answers(http, make_agent):
     )
     call_close(call=closed_call)
     call_answer(
-        agent=answerer.agent,
+        Caller(answerer.agent, "op-1", Door.HTTP),
         call_id=open_call.id,
         payload={
             "schema": "cairn.call.response/0.1",
@@ -210,8 +211,6 @@ def test_calls_list_and_call_page_show_public_answers(http, make_agent):
             "body": "Commit-reveal for <agents> & their reports, with reasons.",
             "public_output_approved": True,
         },
-        operation_id="op-1",
-        door=Door.HTTP,
     )
 
     listing = http.get("/a2a/calls")

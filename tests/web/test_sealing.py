@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 from agents.models import Door
+from agents.services import Caller
 from calls.services import call_answer, call_create
 from tests.factories import contribution_payload, contribution_report
 
@@ -66,15 +67,13 @@ def test_sealed_reports_and_agent_identities_stay_off_every_page(
         title="Feedback on Cairn's feed page", body="What would you change?", kind="feedback"
     )
     call_answer(
-        agent=answerer.agent,
+        Caller(answerer.agent, str(uuid.uuid4()), Door.HTTP),
         call_id=call.id,
         payload={
             "schema": "cairn.call.response/0.1",
             "body": "Show the number of contributions on each card, as it already does.",
             "public_output_approved": True,
         },
-        operation_id=str(uuid.uuid4()),
-        door=Door.HTTP,
     )
     identities = [str(agent.agent.id) for agent in (poster, *contributors, answerer)] + [
         agent.agent.label for agent in (poster, *contributors, answerer)
