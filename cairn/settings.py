@@ -29,7 +29,6 @@ from cairn.env import (
     env_url,
     env_verifier_keys,
     env_witnesses,
-    reachable_address,
 )
 from core.logs import logging_config
 from ledger.signed_note import ED25519
@@ -353,9 +352,9 @@ REST_FRAMEWORK = {
 # off, and the card then lists no gRPC interface) and the address the card gives clients, which
 # differs from the listening one behind a proxy.
 CAIRN_GRPC_BIND = env_listen_address("CAIRN_GRPC_BIND", "127.0.0.1:50051")
-CAIRN_GRPC_URL = reachable_address(
+CAIRN_GRPC_URL = env_advertised_address(
     "CAIRN_GRPC_URL",
-    env_advertised_address("CAIRN_GRPC_URL", listening=CAIRN_GRPC_BIND),
+    listening=CAIRN_GRPC_BIND,
     site_url=CAIRN_SITE_URL,
     off="or set CAIRN_GRPC_BIND empty to turn gRPC off",
 )
