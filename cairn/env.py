@@ -25,10 +25,10 @@ def env_str(name: str, default: str = "") -> str:
     return os.environ.get(name, default).strip()
 
 
-def env_bool(name: str, default: bool = False) -> bool:
+def env_bool(name: str) -> bool:
     raw = os.environ.get(name)
     if raw is None:
-        return default
+        return False
     value = raw.strip().lower()
     if value in _TRUE:
         return True

@@ -193,7 +193,7 @@ def _serve(keypers: list[LocalKeyper], site_log_key: str, command: list[str]) ->
             _stop(process, group=label == "the site")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folder", type=Path, default=ROOT / "var" / "keypers")
     parser.add_argument(
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=8000, help="the site's port")
     parser.add_argument("command", nargs="+", help="the site's command, e.g. make run")
-    args = parser.parse_args(argv)
+    args = parser.parse_args()
     ports = [int(port) for port in args.ports.split(",")] if args.ports else []
     ports = ports or [args.port + 10 + n for n in range(KEYPERS)]
     if len(ports) != KEYPERS:

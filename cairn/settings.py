@@ -40,7 +40,7 @@ os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
-DEBUG = env_bool("DEBUG", False)
+DEBUG = env_bool("DEBUG")
 
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
@@ -402,7 +402,7 @@ Q_CLUSTER = {
     "max_attempts": 3,
     "catch_up": False,
     "poll": 0.5,
-    "sync": env_bool("CAIRN_Q_SYNC", False),
+    "sync": env_bool("CAIRN_Q_SYNC"),
 }
 if CAIRN_REDIS_URL:
     Q_CLUSTER["redis"] = CAIRN_REDIS_URL

@@ -258,7 +258,7 @@ class QueueRenewingSentinel(Sentinel):
         self.reincarnations += 1
 
 
-def run_cluster(*, once: bool = False) -> int:
+def run_cluster(*, once: bool) -> int:
     """The `qcluster` process, in place of django-q2's `Cluster`, whose signal handler can block for
     good: on SIGTERM or SIGINT it raises the stop flag and waits for the sentinel's bounded stop.
     It runs the cluster until it is asked to stop, or just started with `once`, and returns the
