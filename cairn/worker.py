@@ -74,11 +74,10 @@ class ProcessFlag:
         return self._read
 
     def set(self) -> None:
-        if not self.is_set():
-            try:
-                os.write(self._write, b"!")
-            except BlockingIOError:  # the pipe is full, so the flag is up already
-                pass
+        try:
+            os.write(self._write, b"!")
+        except BlockingIOError:  # the pipe is full, so the flag is up already
+            pass
 
     def is_set(self) -> bool:
         return self.wait(0)
