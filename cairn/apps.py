@@ -1,3 +1,5 @@
+import os
+
 from django.apps import AppConfig
 
 
@@ -8,6 +10,6 @@ class CairnConfig(AppConfig):
     verbose_name = "Cairn"
 
     def ready(self) -> None:
-        from cairn.connections import release_connections_at_fork
+        from cairn.connections import release_connections
 
-        release_connections_at_fork()
+        os.register_at_fork(before=release_connections)

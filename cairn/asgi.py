@@ -30,7 +30,7 @@ a2a_door = with_hsts(a2a_endpoint)
 mcp_door = with_hsts(mcp_endpoint)
 
 
-async def _lifespan(scope, receive, send) -> None:
+async def _lifespan(receive, send) -> None:
     stack = contextlib.AsyncExitStack()
     while True:
         message = await receive()
@@ -50,7 +50,7 @@ async def _lifespan(scope, receive, send) -> None:
 
 async def _route(scope, receive, send) -> None:
     if scope["type"] == "lifespan":
-        await _lifespan(scope, receive, send)
+        await _lifespan(receive, send)
     elif scope["type"] == "http" and is_a2a_path(scope["path"]):
         await a2a_door(scope, receive, send)
     elif scope["type"] == "http" and is_mcp_path(scope["path"]):

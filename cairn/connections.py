@@ -7,7 +7,6 @@ gives back every connection and closes its pools.
 from __future__ import annotations
 
 import logging
-import os
 
 from django.db import connections
 
@@ -25,8 +24,3 @@ def release_connections() -> None:
             connection.connection = None
         if connection.settings_dict.get("OPTIONS", {}).get("pool"):
             connection.close_pool()  # type: ignore[attr-defined]  # PostgreSQL's wrapper, pooled
-
-
-def release_connections_at_fork() -> None:
-    """Call once per process, at start-up."""
-    os.register_at_fork(before=release_connections)

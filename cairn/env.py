@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import secrets
@@ -15,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, x25519
 from django.core.exceptions import ImproperlyConfigured
 
 from core.site import is_loopback
+from ledger.keyper_seal import b64u_decode
 from ledger.signed_note import COSIGNATURE_V1, NoteError, VerifierKey, verifier_key_parse
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -25,10 +25,10 @@ def env_str(name: str, default: str = "") -> str:
     return os.environ.get(name, default).strip()
 
 
-def env_bool(name: str, default: bool = False) -> bool:
+def env_bool(name: str) -> bool:
     raw = os.environ.get(name)
     if raw is None:
-        return default
+        return False
     value = raw.strip().lower()
     if value in _TRUE:
         return True
@@ -101,30 +101,25 @@ def env_listen_address(name: str, default: str) -> str:
     return raw
 
 
-def env_advertised_address(name: str, *, listening: str) -> str:
-    """The address clients are told to call for a server listening on `listening`: the variable
+def env_advertised_address(name: str, *, listening: str, site_url: str, off: str) -> str:
+    """The address the Agent Card gives clients of a server listening on `listening`: the variable
     when set (behind a proxy it differs), else `listening` itself; "" when nothing listens. A
-    server listening on every address cannot say which one clients reach, so then it must be set."""
+    server listening on every address cannot say which one clients reach, so then it must be set;
+    and one that names this machine only, while the site is reached from elsewhere (`site_url` not
+    loopback), no client of that site could use, so start-up stops saying what to set (SPEC §8.1).
+    `off`: how to turn the server off instead."""
     if not listening:
         return ""
-    raw = env_str(name)
-    if raw:
-        if any(char.isspace() for char in raw):
-            raise ImproperlyConfigured(f"{name} must be an address without spaces, not {raw!r}")
-        return raw
-    if listening.rpartition(":")[0] in _WILDCARD_HOSTS:
+    address = env_str(name)
+    if any(char.isspace() for char in address):
+        raise ImproperlyConfigured(f"{name} must be an address without spaces, not {address!r}")
+    if not address and listening.rpartition(":")[0] in _WILDCARD_HOSTS:
         raise ImproperlyConfigured(
             f"{name} must be set when the server listens on every address ({listening}): "
             "the Agent Card must name one that clients reach"
         )
-    return listening
-
-
-def reachable_address(name: str, address: str, *, site_url: str, off: str) -> str:
-    """`address`, which the Agent Card lists, unless it names this machine only while the site is
-    reached from elsewhere (`site_url` not loopback): then no client of that site could use it,
-    so start-up stops saying what to set (SPEC §8.1). `off`: how to turn the server off instead."""
-    if address and site_url and is_loopback(address) and not is_loopback(site_url):
+    address = address or listening
+    if site_url and is_loopback(address) and not is_loopback(site_url):
         raise ImproperlyConfigured(
             f"{name} must be set to an address clients of {site_url} reach: the Agent Card "
             f"would list {address}, which only this machine reaches ({off})"
@@ -132,8 +127,9 @@ def reachable_address(name: str, address: str, *, site_url: str, off: str) -> st
     return address
 
 
-def _key_text(name: str, raw: str) -> str:
-    """The key itself (PEM, or 64 hex characters), or the contents of the file that `raw` names."""
+def _key_text(name: str) -> str:
+    """The key the variable holds (PEM, or 64 hex characters), or the contents of the file it names."""
+    raw = env_str(name)
     if not raw or raw.startswith("-----BEGIN") or re.fullmatch(r"[0-9a-fA-F]{64}", raw):
         return raw
     try:
@@ -159,7 +155,7 @@ def _key_or_created(
 ) -> str:
     """The key's text as set (the value, or its file's). Unset, it is made once at `create_at`
     (development), or start-up stops when that is None: a production site never invents a key."""
-    text = _key_text(name, env_str(name))
+    text = _key_text(name)
     if text:
         return text
     if create_at is None:
@@ -203,7 +199,7 @@ def env_signing_key(name: str, *, create_at: Path | None) -> str:
 def env_optional_key(name: str, algorithm: str) -> str:
     """Like `env_signing_key`, of `algorithm` (Ed25519 or X25519), but unset means the feature it
     enables is off: ""."""
-    text = _key_text(name, env_str(name))
+    text = _key_text(name)
     return _pem_checked(name, text, algorithm) if text else ""
 
 
@@ -259,7 +255,7 @@ def env_keypers(name: str) -> list[dict[str, str]]:
     keypers = []
     for keyper, hpke_key, url in _fields(name, "keyper", "<name> <hpke_key> <URL>"):
         try:
-            x25519.X25519PublicKey.from_public_bytes(_b64u_decode(hpke_key))
+            x25519.X25519PublicKey.from_public_bytes(b64u_decode(hpke_key))
         except ValueError:
             raise ImproperlyConfigured(
                 f"{name}: the hpke_key of {keyper} is not a raw X25519 public key in base64url"
@@ -270,12 +266,6 @@ def env_keypers(name: str) -> list[dict[str, str]]:
     if len({k["name"] for k in keypers}) != len(keypers):
         raise ImproperlyConfigured(f"{name} names a keyper twice")
     return keypers
-
-
-def _b64u_decode(text: str) -> bytes:
-    if not re.fullmatch(r"[A-Za-z0-9_-]*", text):
-        raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def env_seal_key(name: str, *, create_at: Path | None) -> bytes:

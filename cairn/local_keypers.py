@@ -13,12 +13,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 KEYPERS = 2
 START_S = 120
 STOP_S = 20
+# Set by SIGINT or SIGTERM: the wait loops end, and everything is stopped in order.
+STOP_ASKED = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ def _stop(process: subprocess.Popen, *, group: bool = False) -> None:
         process.wait()
 
 
-def _site_environment(keypers: list[LocalKeyper], site_log_key: str) -> dict[str, str]:
+def _site_environment(keypers: list[LocalKeyper]) -> dict[str, str]:
     """What the site adds to its environment to list the keypers, each a witness of its log."""
     witnesses, listed = [], []
     for keyper in keypers:
@@ -150,28 +152,18 @@ def _keyper_started(keyper: LocalKeyper, site_log_key: str) -> subprocess.Popen:
         )
 
 
-class Stop:
-    """Set by SIGINT or SIGTERM: the wait loops end, and everything is stopped in order."""
-
-    asked = False
-
-    @classmethod
-    def ask(cls, signum: int, frame: FrameType | None) -> None:
-        cls.asked = True
-
-
 def _serve(keypers: list[LocalKeyper], site_log_key: str, command: list[str]) -> int:
     """Start the keypers, wait for them, then run `command` as the site; return when one of them
     ends (its status, or 1 for a keyper) or a stop is asked (0), having stopped them all."""
     running: list[tuple[str, subprocess.Popen]] = []
-    site_env = {**os.environ, **_site_environment(keypers, site_log_key)}
+    site_env = {**os.environ, **_site_environment(keypers)}
     try:
         for keyper in keypers:
             running.append((f"keyper {keyper.number}", _keyper_started(keyper, site_log_key)))
         give_up = time.monotonic() + START_S
         for keyper, (label, process) in zip(keypers, running, strict=True):
             while not _answering(keyper.url):
-                if Stop.asked:
+                if STOP_ASKED.is_set():
                     return 0
                 if process.poll() is not None or time.monotonic() > give_up:
                     print(f"{label} did not start: see {keyper.log}", file=sys.stderr)
@@ -185,7 +177,7 @@ def _serve(keypers: list[LocalKeyper], site_log_key: str, command: list[str]) ->
         )
         site = subprocess.Popen(command, env=site_env, process_group=0)
         running.append(("the site", site))
-        while not Stop.asked:
+        while not STOP_ASKED.is_set():
             ended = [label for label, process in running if process.poll() is not None]
             if ended == ["the site"]:
                 return site.returncode
@@ -201,7 +193,7 @@ def _serve(keypers: list[LocalKeyper], site_log_key: str, command: list[str]) ->
             _stop(process, group=label == "the site")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folder", type=Path, default=ROOT / "var" / "keypers")
     parser.add_argument(
@@ -211,13 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=8000, help="the site's port")
     parser.add_argument("command", nargs="+", help="the site's command, e.g. make run")
-    args = parser.parse_args(argv)
+    args = parser.parse_args()
     ports = [int(port) for port in args.ports.split(",")] if args.ports else []
     ports = ports or [args.port + 10 + n for n in range(KEYPERS)]
     if len(ports) != KEYPERS:
         parser.error(f"--ports takes {KEYPERS} ports")
-    signal.signal(signal.SIGINT, Stop.ask)
-    signal.signal(signal.SIGTERM, Stop.ask)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda signum, frame: STOP_ASKED.set())
 
     # The site's log key as the site makes it: its settings, with make run's DEBUG default.
     os.environ.setdefault("DEBUG", "true")

@@ -126,14 +126,14 @@ def uvicorn_options() -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> None:
+def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m cairn.serve", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     parser.add_argument("--workers", type=int, default=1, help="processes (one per core)")
-    options = parser.parse_args(argv)
+    options = parser.parse_args()
     uvicorn.run(
         "cairn.asgi:application",
         host=options.host,

@@ -29,7 +29,6 @@ from cairn.env import (
     env_url,
     env_verifier_keys,
     env_witnesses,
-    reachable_address,
 )
 from core.logs import logging_config
 from ledger.signed_note import ED25519
@@ -41,7 +40,7 @@ os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
-DEBUG = env_bool("DEBUG", False)
+DEBUG = env_bool("DEBUG")
 
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
@@ -353,9 +352,9 @@ REST_FRAMEWORK = {
 # off, and the card then lists no gRPC interface) and the address the card gives clients, which
 # differs from the listening one behind a proxy.
 CAIRN_GRPC_BIND = env_listen_address("CAIRN_GRPC_BIND", "127.0.0.1:50051")
-CAIRN_GRPC_URL = reachable_address(
+CAIRN_GRPC_URL = env_advertised_address(
     "CAIRN_GRPC_URL",
-    env_advertised_address("CAIRN_GRPC_URL", listening=CAIRN_GRPC_BIND),
+    listening=CAIRN_GRPC_BIND,
     site_url=CAIRN_SITE_URL,
     off="or set CAIRN_GRPC_BIND empty to turn gRPC off",
 )
@@ -403,7 +402,7 @@ Q_CLUSTER = {
     "max_attempts": 3,
     "catch_up": False,
     "poll": 0.5,
-    "sync": env_bool("CAIRN_Q_SYNC", False),
+    "sync": env_bool("CAIRN_Q_SYNC"),
 }
 if CAIRN_REDIS_URL:
     Q_CLUSTER["redis"] = CAIRN_REDIS_URL

@@ -74,11 +74,10 @@ class ProcessFlag:
         return self._read
 
     def set(self) -> None:
-        if not self.is_set():
-            try:
-                os.write(self._write, b"!")
-            except BlockingIOError:  # the pipe is full, so the flag is up already
-                pass
+        try:
+            os.write(self._write, b"!")
+        except BlockingIOError:  # the pipe is full, so the flag is up already
+            pass
 
     def is_set(self) -> bool:
         return self.wait(0)
@@ -258,38 +257,30 @@ class QueueRenewingSentinel(Sentinel):
         self.reincarnations += 1
 
 
-class Master:
+def run_cluster(*, once: bool) -> int:
     """The `qcluster` process, in place of django-q2's `Cluster`, whose signal handler can block for
-    good: on SIGTERM or SIGINT it raises the stop flag and waits for the sentinel's bounded stop."""
-
-    def __init__(self) -> None:
-        self.cluster_id = uuid.uuid4()
-        self.name = humanize(self.cluster_id.hex)
-        self.stop_event = ProcessFlag()
-        self.start_event = ProcessFlag()
-        signal.signal(signal.SIGTERM, self._stop_requested)
-        signal.signal(signal.SIGINT, self._stop_requested)
-
-    def _stop_requested(self, signum, frame) -> None:
-        self.stop_event.set()
-
-    def run(self, *, once: bool = False) -> int:
-        """Run the cluster until it is asked to stop, or just started with `once`; the sentinel's
-        exit code."""
-        sentinel = get_mp_context().Process(
-            target=QueueRenewingSentinel,
-            name=f"Process-{uuid.uuid4().hex}",
-            args=(self.stop_event, self.start_event, self.cluster_id),
-        )
-        sentinel.start()
-        logger.info("Q Cluster %s starting.", self.name)
-        if once:
-            wait([sentinel.sentinel, self.start_event.fileno()])
-            self.stop_event.set()
-        wait([sentinel.sentinel, self.stop_event.fileno()])
-        if self.stop_event.is_set():
-            logger.info("Q Cluster %s stopping.", self.name)
-        sentinel.join()
-        _ignore_stop_signals()  # a later signal must not turn the exit status into a death by it
-        logger.info("Q Cluster %s has stopped.", self.name)
-        return sentinel.exitcode or 0
+    good: on SIGTERM or SIGINT it raises the stop flag and waits for the sentinel's bounded stop.
+    It runs the cluster until it is asked to stop, or just started with `once`, and returns the
+    sentinel's exit code."""
+    cluster_id = uuid.uuid4()
+    name = humanize(cluster_id.hex)
+    stop_event, start_event = ProcessFlag(), ProcessFlag()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda signum, frame: stop_event.set())
+    sentinel = get_mp_context().Process(
+        target=QueueRenewingSentinel,
+        name=f"Process-{uuid.uuid4().hex}",
+        args=(stop_event, start_event, cluster_id),
+    )
+    sentinel.start()
+    logger.info("Q Cluster %s starting.", name)
+    if once:
+        wait([sentinel.sentinel, start_event.fileno()])
+        stop_event.set()
+    wait([sentinel.sentinel, stop_event.fileno()])
+    if stop_event.is_set():
+        logger.info("Q Cluster %s stopping.", name)
+    sentinel.join()
+    _ignore_stop_signals()  # a later signal must not turn the exit status into a death by it
+    logger.info("Q Cluster %s has stopped.", name)
+    return sentinel.exitcode or 0

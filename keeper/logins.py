@@ -1,8 +1,8 @@
 """The keeper's login, against guessing: django-axes counts failed logins in the database, so every
 web process sees one count, and refuses an account or address over its limit before the password
 is checked. This module keeps a log line (with the client's address) and an audit entry of each
-attempt, and checks attempts one at a time, so that processes answering at once cannot each find
-the count under the limit and all check a password.
+attempt; the admin site (`keeper.site`) checks attempts one at a time, so that processes answering
+at once cannot each find the count under the limit and all check a password.
 """
 
 from __future__ import annotations
@@ -21,22 +21,13 @@ from django.shortcuts import render
 from django.template.defaultfilters import pluralize
 
 from agents.services import audit_keeper_action
-from core import statements
 
 log = logging.getLogger(__name__)
 
-# The first key of the logins' advisory lock (pg_advisory_xact_lock's two-key form, its own key
-# space): "kpr" read as a big-endian integer.
-LOGIN_LOCK = int.from_bytes(b"kpr", "big")
 # Set on a request by `PasswordBackend`: its password was checked.
 _PASSWORD_CHECKED = "cairn_password_checked"
 # The longest account name an audit entry keeps (its object id's length).
 _NAME_LENGTH = 64
-
-
-def one_login_at_a_time() -> None:
-    """Hold the logins' lock until the transaction ends (`statements.advisory_lock`)."""
-    statements.advisory_lock(LOGIN_LOCK, 0)
 
 
 class PasswordBackend(ModelBackend):

@@ -10,6 +10,12 @@ from django.contrib.admin.apps import AdminConfig
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
+from core import statements
+
+# The first key of the logins' advisory lock (pg_advisory_xact_lock's two-key form, its own key
+# space): "kpr" read as a big-endian integer.
+LOGIN_LOCK = int.from_bytes(b"kpr", "big")
+
 
 class CairnAdminSite(admin.AdminSite):
     site_header = "Cairn keeper"
@@ -26,11 +32,8 @@ class CairnAdminSite(admin.AdminSite):
         processes cannot both find the failure count under its limit and both check a password."""
         if request.method != "POST":
             return super().login(request, extra_context)
-        # Imported here: this module is loaded with the app registry, before any model.
-        from keeper.logins import one_login_at_a_time
-
         with transaction.atomic():
-            one_login_at_a_time()
+            statements.advisory_lock(LOGIN_LOCK, 0)
             return super().login(request, extra_context)
 
 

@@ -97,14 +97,6 @@ def readyz(request: HttpRequest) -> JsonResponse:
     )
 
 
-def _process_metrics() -> bytes:
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        registry = CollectorRegistry()
-        MultiProcessCollector(registry)
-        return generate_latest(registry)
-    return generate_latest(REGISTRY)
-
-
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
     token = settings.CAIRN_METRICS_TOKEN
@@ -115,5 +107,9 @@ def metrics(request: HttpRequest) -> HttpResponse:
             response = JsonResponse(refusal.as_body(), status=401)
             response["WWW-Authenticate"] = 'Bearer realm="cairn-metrics"'
             return response
-    body = _process_metrics() + generate_latest(_database_registry)
+    registry = REGISTRY
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+    body = generate_latest(registry) + generate_latest(_database_registry)
     return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

@@ -1,6 +1,6 @@
-"""What the web pages share: how instants and durations read, display labels, the list and detail
-pages. Everything an agent wrote reaches templates as plain strings, which Django's autoescape
-escapes; no helper here marks agent text safe."""
+"""What the web pages share: how instants and durations read, the list and detail pages.
+Everything an agent wrote reaches templates as plain strings, which Django's autoescape escapes;
+no helper here marks agent text safe."""
 
 from __future__ import annotations
 
@@ -18,12 +18,6 @@ from core.clock import parse_instant
 from core.errors import ErrorCode, Refusal
 from core.site import site_url
 
-VERDICT_LABELS = {
-    "source_supported": "Source supported",
-    "source_contradicted": "Source contradicted",
-    "source_unclear": "Source unclear",
-}
-OUTCOME_LABELS = {"resolved": "Resolved", "contested": "Contested", "unresolved": "Unresolved"}
 PAGE_SIZE = 20
 # The filter a list opens with, and the first of its choices.
 DEFAULT_MODE = "all"

@@ -32,26 +32,6 @@ AGENT_TEXTS = {
 }
 
 
-def mcp_install_commands(site: str) -> dict[str, str]:
-    """The one way to add Cairn's MCP servers to Claude Code, Codex and any other MCP client. The
-    join page and the connection reference print these lines, and docs/mcp.md the same (a test
-    holds them equal)."""
-    return {
-        "mcp_install": (
-            f"mkdir -p ~/.cairn && curl -fsSL {site}/mcp/cairn_mcp.py -o ~/.cairn/cairn_mcp.py\n"
-            "claude mcp add -s user cairn -- uv run --script ~/.cairn/cairn_mcp.py\n"
-            "codex mcp add cairn -- uv run --script ~/.cairn/cairn_mcp.py"
-        ),
-        "mcp_hosted_install": f"claude mcp add -s user --transport http cairn-read {site}/api/mcp",
-        # Any other client's JSON configuration, with full paths: a client started from a
-        # desktop may not expand ~ nor have uv on its PATH.
-        "mcp_any_client": (
-            """printf '{"mcpServers": {"cairn": {"command": "%s", "args": ["run", "--script", "%s"]}}}\\n' """
-            '"$(command -v uv)" ~/.cairn/cairn_mcp.py'
-        ),
-    }
-
-
 def site_context(request: HttpRequest) -> dict[str, Any]:
     """Every URL and policy number the join page and the texts mention, for this site."""
     site = site_url(request)
@@ -84,7 +64,20 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
         "open_tasks": settings.CAIRN_OPEN_TASKS_PER_AGENT,
         "contributions_per_day": settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY,
         "call_answers_per_day": settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY,
-        **mcp_install_commands(site),
+        # The one way to add Cairn's MCP servers to Claude Code, Codex and any other MCP client;
+        # docs/mcp.md gives the same lines (a test holds them equal).
+        "mcp_install": (
+            f"mkdir -p ~/.cairn && curl -fsSL {site}/mcp/cairn_mcp.py -o ~/.cairn/cairn_mcp.py\n"
+            "claude mcp add -s user cairn -- uv run --script ~/.cairn/cairn_mcp.py\n"
+            "codex mcp add cairn -- uv run --script ~/.cairn/cairn_mcp.py"
+        ),
+        "mcp_hosted_install": f"claude mcp add -s user --transport http cairn-read {site}/api/mcp",
+        # Any other client's JSON configuration, with full paths: a client started from a
+        # desktop may not expand ~ nor have uv on its PATH.
+        "mcp_any_client": (
+            """printf '{"mcpServers": {"cairn": {"command": "%s", "args": ["run", "--script", "%s"]}}}\\n' """
+            '"$(command -v uv)" ~/.cairn/cairn_mcp.py'
+        ),
     }
 
 

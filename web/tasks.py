@@ -25,17 +25,15 @@ from tasks.models import Task
 from tasks.opening import grace_end
 from tasks.public_reads import task_feed_page_shown, task_page_shown, task_shown
 from tasks.rendered import stored_view, view_open_until
-from web.pages import (
-    OUTCOME_LABELS,
-    PAGE_SIZE,
-    VERDICT_LABELS,
-    detail_page,
-    instant,
-    paged_list,
-    time_left,
-)
+from web.pages import PAGE_SIZE, detail_page, instant, paged_list, time_left
 
 ATOM_ENTRIES = 50
+VERDICT_LABELS = {
+    "source_supported": "Source supported",
+    "source_contradicted": "Source contradicted",
+    "source_unclear": "Source unclear",
+}
+OUTCOME_LABELS = {"resolved": "Resolved", "contested": "Contested", "unresolved": "Unresolved"}
 
 
 # What a void's code means to a reader (SPEC §4.1, §6, §15.8); an unknown code reads as itself.

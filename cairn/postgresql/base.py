@@ -36,11 +36,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return connection
 
     def _checked_connection(self, conn_params: dict[str, Any]) -> Connection[Any]:
-        tries = (self.pool.max_size if self.pool else 0) + 1
-        for _ in range(tries):
+        if self.pool is None:
+            return super().get_new_connection(conn_params)
+        for _ in range(self.pool.max_size + 1):
             connection = super().get_new_connection(conn_params)
-            if self.pool is None:
-                return connection
             try:
                 _check_idle(connection)
             except Exception:

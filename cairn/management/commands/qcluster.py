@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
-from cairn.worker import Master
+from cairn.worker import run_cluster
 
 
 class Command(DjangoQCommand):
@@ -15,6 +15,6 @@ class Command(DjangoQCommand):
         settings.SECRET_KEY  # noqa: B018  (django-q2 signs its jobs with it: fail before starting)
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
-        code = Master().run(once=options["run_once"])
+        code = run_cluster(once=options["run_once"])
         if code:
             raise CommandError(f"the cluster's sentinel exited with code {code}")
