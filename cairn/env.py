@@ -270,14 +270,8 @@ def env_keypers(name: str) -> list[dict[str, str]]:
 
 def env_seal_key(name: str, *, create_at: Path | None) -> bytes:
     """A 32-byte AES-256 key as 64 hex characters (the value, or the path of a file holding them)."""
-    text = _key_or_created(
-        name,
-        create_at=create_at,
-        form="32 bytes as 64 hex characters",
-        make=lambda: secrets.token_hex(32),
-    )
+    form = "32 bytes as 64 hex characters"
+    text = _key_or_created(name, create_at=create_at, form=form, make=lambda: secrets.token_hex(32))
     if not re.fullmatch(r"[0-9a-fA-F]{64}", text):
-        raise ImproperlyConfigured(
-            f"{name} must be 32 bytes as 64 hex characters, or the path of a file holding them"
-        )
+        raise ImproperlyConfigured(f"{name} must be {form}, or the path of a file holding them")
     return bytes.fromhex(text)
