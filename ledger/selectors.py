@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from core.errors import ErrorCode, Issue, Refusal
 from ledger.logs import LogRef, log_first
-from ledger.merkle import consistency_ranges, inclusion_ranges, nodes_for, range_hash
+from ledger.merkle import consistency_ranges, inclusion_ranges
 from ledger.models import Checkpoint, Cosignature, Leaf, QueuedEntry
-from ledger.services import nodes_get
+from ledger.services import range_hashes
 from ledger.witnesses import witness_quorum, witnesses_configured
 
 MAX_ENTRIES = 1000
@@ -116,8 +116,7 @@ def _refuse_beyond(log: LogRef, name: str, size: int) -> None:
 
 
 def _hashes(log: LogRef, ranges: list[tuple[int, int]]) -> list[str]:
-    nodes = nodes_get(nodes_for(ranges), log=log.number)
-    return [range_hash(start, end, nodes).hex() for start, end in ranges]
+    return [node.hex() for node in range_hashes(ranges, log)]
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from django.conf import settings
 from core import statements
 from ledger import log_state
 from ledger.logs import LogRef, log_current
-from ledger.merkle import consistency_ranges, nodes_for, range_hash
+from ledger.merkle import consistency_ranges
 from ledger.models import Checkpoint, Cosignature
-from ledger.services import nodes_get
+from ledger.services import range_hashes
 from ledger.signed_note import (
     COSIGNATURE_V1,
     DECIMAL,
@@ -130,12 +130,6 @@ def _submit(
     return _Cosigned(ours[0].line, signed_at)
 
 
-def _consistency(old: int, size: int, log: LogRef) -> list[bytes]:
-    ranges = consistency_ranges(old, size) if old < size else []
-    nodes = nodes_get(nodes_for(ranges), log=log.number)
-    return [range_hash(start, end, nodes) for start, end in ranges]
-
-
 def _last_cosigned_sizes(witnesses: list[Witness], log: LogRef) -> dict[str, int]:
     """The size of the latest checkpoint each witness cosigned (0 if none), by key: the `old`
     each expects. Usually one query finds them all; any other is looked up alone."""
@@ -179,7 +173,8 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
 
     def ask(witness: Witness, old: int) -> Future[_Cosigned | int]:
         if old not in proofs:
-            proofs[old] = _consistency(old, latest.tree_size, log)
+            ranges = consistency_ranges(old, latest.tree_size) if old < latest.tree_size else []
+            proofs[old] = range_hashes(ranges, log)
         return executor.submit(_submit, witness, old, proofs[old], latest.note, body, deadline)
 
     sizes = _last_cosigned_sizes(pending, log)
