@@ -147,7 +147,7 @@ def _last_cosigned_sizes(witnesses: list[Witness], log: LogRef) -> dict[str, int
     return sizes
 
 
-def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
+def witnesses_cosign() -> int:
     """Submit the latest checkpoint to every configured witness that has not cosigned it, and
     keep every cosignature that verifies; a witness whose old size is not ours (409) is asked once
     more, from its own size. Returns how many it got. Call outside any transaction."""
@@ -164,7 +164,7 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
     if not pending:
         return 0
     body = note_parse(latest.note).body
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + WITNESS_TIMEOUT_S
     failures: dict[str, str] = {}
     added = 0
     executor = ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="witness")
@@ -215,7 +215,7 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
     finally:
         executor.shutdown(wait=False, cancel_futures=True)
     for witness, _ in asked.values():
-        failures[witness.name] = f"did not answer within {timeout:g} s"
+        failures[witness.name] = f"did not answer within {WITNESS_TIMEOUT_S:g} s"
     for name, reason in failures.items():
         logger.warning(
             "witness %s did not cosign checkpoint %s: %s", name, latest.tree_size, reason
