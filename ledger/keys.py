@@ -66,9 +66,9 @@ def jwks() -> dict[str, Any]:
     return {"keys": [public_jwk()]}
 
 
-def sign_compact(payload: bytes, **header: str) -> str:
+def sign_compact(payload: bytes) -> str:
     """A compact JWS with the payload embedded (`alg` EdDSA, `kid` the site key's thumbprint)."""
-    protected = {"alg": ALGORITHM, "kid": site_kid(), **header}
+    protected = {"alg": ALGORITHM, "kid": site_kid()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SecurityWarning)
         return jws.serialize_compact(protected, payload, site_key(), algorithms=[ALGORITHM])
