@@ -38,14 +38,13 @@ from ledger.keypers import keypers_configured
 from ledger.logs import InLog, leaf_in_log
 from ledger.models import Cosignature, Leaf
 from ledger.selectors import inclusion_proof
-from ledger.witnesses import Witness, witnesses_configured
+from ledger.witnesses import MAX_ANSWER_BYTES, Witness, witnesses_configured
 
 if TYPE_CHECKING:
     from tasks.models import Contribution
 
 logger = logging.getLogger(__name__)
 RELEASE_TIMEOUT_S = 5.0
-MAX_ANSWER_BYTES = 64 * 1024
 RELEASE_FIELDS = {"keyper", "share", "released_at", "signature"}
 
 
