@@ -97,8 +97,6 @@ def log_restart() -> Restarted:
     log_state.log_started_kept(log.number, log.origin)
     new_identity = log_state.log_identity()
     assert new_identity is not None
-    log_state.signed_kept(
-        new_identity, checkpoint.tree_size, bytes.fromhex(checkpoint.root_hash), checkpoint.note
-    )
+    log_state.signed_kept(new_identity, checkpoint)
     previous_size = checkpoint_body_parse(note_parse(note).body).tree_size
     return Restarted(log, previous, previous_size, lost_from, len(queued), checkpoint)

@@ -187,9 +187,7 @@ def log_sequence(*, batch_size: int = 1000) -> int:
             return appended
         count, identity, latest = batch
         if identity is not None:
-            log_state.signed_kept(
-                identity, latest.tree_size, bytes.fromhex(latest.root_hash), latest.note
-            )
+            log_state.signed_kept(identity, latest)
         appended += count
         if count < batch_size:
             break

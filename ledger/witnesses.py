@@ -202,7 +202,7 @@ def witnesses_cosign() -> int:
                 if isinstance(answer, _Cosigned):
                     _keep(latest, witness, answer)
                     log_state.witness_kept(
-                        identity, witness.name, latest.tree_size, bytes.fromhex(latest.root_hash)
+                        identity, witness.name, latest.tree_size, latest.root_hash
                     )
                     added += 1
                     continue
@@ -230,9 +230,7 @@ def _witnessed_kept(identity: str, checkpoint: Checkpoint, configured: set[str])
     cosigned = list(checkpoint.cosignatures.order_by("id").values_list("witness", "line"))
     if sum(witness in configured for witness, _ in cosigned) >= witness_quorum():
         note = checkpoint.note + "".join(line for _, line in cosigned)
-        log_state.witnessed_kept(
-            identity, checkpoint.tree_size, bytes.fromhex(checkpoint.root_hash), note
-        )
+        log_state.witnessed_kept(identity, checkpoint.tree_size, checkpoint.root_hash, note)
 
 
 def _keep(checkpoint: Checkpoint, witness: Witness, cosigned: _Cosigned) -> None:
