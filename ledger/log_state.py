@@ -172,9 +172,8 @@ def rollback_of(identity: str, size: int, root_at: Callable[[int], bytes]) -> Ro
     if promises is None:
         return None
     kept = [("the site", promises.signed)] if promises.signed else []
-    kept += list(promises.witnesses.items())
-    for by, promised in kept:
-        if promised is None or promised.size == 0:
+    for by, promised in [*kept, *promises.witnesses.items()]:
+        if promised.size == 0:
             continue
         extends = (
             not promised.differs
