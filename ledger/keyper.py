@@ -194,6 +194,10 @@ def _not_proven(reason: str, path: str = "") -> WitnessRefusal:
 
 
 def _cosigned_root(origin: str, size: int) -> bytes:
+    """Every proof is checked against such a root, so a log this keyper does not follow is
+    refused here."""
+    if origin not in witnessed_logs():
+        raise WitnessRefusal(Refused.UNKNOWN_LOG, f"this keyper does not follow {origin}")
     root = (
         CosignedCheckpoint.objects.filter(origin=origin, tree_size=size)
         .values_list("root_hash", flat=True)
@@ -245,8 +249,6 @@ def _in_later_log(request: ReleaseRequest) -> dict[str, Any]:
         raise _not_proven(
             f"{entry.origin} is not a later log of {request.site}", "contribution_entry.origin"
         )
-    if entry.origin not in witnessed_logs():
-        raise WitnessRefusal(Refused.UNKNOWN_LOG, f"this keyper does not follow {entry.origin}")
     root = _cosigned_root(entry.origin, entry.size)
     return _entry_proven("contribution_entry", entry, entry.size, root)
 
@@ -338,8 +340,6 @@ def _release_kept(request: ReleaseRequest, share: bytes) -> bytes:
 def keyper_release(body: bytes) -> bytes:
     """The same bytes every time for the same sealed share; WitnessRefusal says why not."""
     request = release_request_parse(body)
-    if request.site not in witnessed_logs():
-        raise WitnessRefusal(Refused.UNKNOWN_LOG, f"this keyper does not follow {request.site}")
     context, deadline_at = _share_context(request)
     not_before = deadline_at + MAX_MERGE_DELAY
     if now_ms() < not_before:

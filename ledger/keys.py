@@ -6,7 +6,6 @@ pin it and any signature names the key it needs.
 
 from __future__ import annotations
 
-import warnings
 from functools import lru_cache
 from typing import Any
 
@@ -14,8 +13,6 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from django.conf import settings
-from joserfc import jws
-from joserfc.errors import SecurityWarning
 from joserfc.jwk import OKPKey
 
 # SPEC §15 and A2A name the algorithm `EdDSA` (RFC 8037); joserfc warns that RFC 9864 prefers
@@ -64,11 +61,3 @@ def public_jwk() -> dict[str, Any]:
 
 def jwks() -> dict[str, Any]:
     return {"keys": [public_jwk()]}
-
-
-def sign_compact(payload: bytes, **header: str) -> str:
-    """A compact JWS with the payload embedded (`alg` EdDSA, `kid` the site key's thumbprint)."""
-    protected = {"alg": ALGORITHM, "kid": site_kid(), **header}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SecurityWarning)
-        return jws.serialize_compact(protected, payload, site_key(), algorithms=[ALGORITHM])

@@ -29,7 +29,7 @@ from django.db.models.functions import Coalesce
 
 from core.clock import format_instant, now_ms
 from core.errors import ErrorCode, Refusal
-from ledger.models import Leaf, Log
+from ledger.models import Checkpoint, Leaf, Log
 
 RETRY_AFTER_S = 60
 
@@ -172,9 +172,8 @@ def rollback_of(identity: str, size: int, root_at: Callable[[int], bytes]) -> Ro
     if promises is None:
         return None
     kept = [("the site", promises.signed)] if promises.signed else []
-    kept += list(promises.witnesses.items())
-    for by, promised in kept:
-        if promised is None or promised.size == 0:
+    for by, promised in [*kept, *promises.witnesses.items()]:
+        if promised.size == 0:
             continue
         extends = (
             not promised.differs
@@ -194,26 +193,28 @@ def rollback_kept(identity: str, rollback: Rollback | None) -> None:
         promises.rollback = rollback
 
 
-def signed_kept(identity: str, size: int, root: bytes, note: str) -> None:
+def signed_kept(identity: str, checkpoint: Checkpoint) -> None:
     with _changing(identity) as promises:
-        if promises.signed is None or size > promises.signed.size:
-            promises.signed = Promised(size, root.hex(), note=note)
+        if promises.signed is None or checkpoint.tree_size > promises.signed.size:
+            promises.signed = Promised(
+                checkpoint.tree_size, checkpoint.root_hash, note=checkpoint.note
+            )
 
 
-def witnessed_kept(identity: str, size: int, root: bytes, note: str) -> None:
+def witnessed_kept(identity: str, size: int, root: str, note: str) -> None:
     """A checkpoint that now carries the witness quorum, `note` with its cosignatures."""
     with _changing(identity) as promises:
         held = promises.witnessed
         if held is None or size > held.size or (size == held.size and note != held.note):
-            promises.witnessed = Promised(size, root.hex(), note=note)
+            promises.witnessed = Promised(size, root, note=note)
 
 
-def witness_kept(identity: str, witness: str, size: int, root: bytes | None) -> None:
+def witness_kept(identity: str, witness: str, size: int, root: str | None) -> None:
     """A tree the witness holds: one it cosigned (its root known) or the size its 409 named."""
     with _changing(identity) as promises:
         held = promises.witnesses.get(witness)
         if held is None or size > held.size or (size == held.size and root is not None):
-            promises.witnesses[witness] = Promised(size, root.hex() if root else None)
+            promises.witnesses[witness] = Promised(size, root)
 
 
 def witness_fork_kept(identity: str, witness: str, size: int) -> None:

@@ -39,7 +39,6 @@ def log_verifier_key(origin: str | None = None) -> VerifierKey:
     return private_verifier_key(origin or log_origin(), site_private_key(), type=ED25519)
 
 
-def checkpoint_sign(tree_size: int, root: bytes, origin: str | None = None) -> str:
-    origin = origin or log_origin()
+def checkpoint_sign(tree_size: int, root: bytes, origin: str) -> str:
     body = checkpoint_body_text(origin, tree_size, root)
     return body + "\n" + note_sign(body, origin, site_private_key()).line

@@ -38,14 +38,13 @@ from ledger.keypers import keypers_configured
 from ledger.logs import InLog, leaf_in_log
 from ledger.models import Cosignature, Leaf
 from ledger.selectors import inclusion_proof
-from ledger.witnesses import Witness, witnesses_configured
+from ledger.witnesses import MAX_ANSWER_BYTES, Witness, witnesses_configured
 
 if TYPE_CHECKING:
     from tasks.models import Contribution
 
 logger = logging.getLogger(__name__)
 RELEASE_TIMEOUT_S = 5.0
-MAX_ANSWER_BYTES = 64 * 1024
 RELEASE_FIELDS = {"keyper", "share", "released_at", "signature"}
 
 
@@ -242,9 +241,7 @@ def _release_checked(
     }
 
 
-def releases_collect(
-    contribution: Contribution, *, timeout: float = RELEASE_TIMEOUT_S
-) -> list[dict[str, Any]]:
+def releases_collect(contribution: Contribution) -> list[dict[str, Any]]:
     """The releases already in `contribution.releases`, then a valid new one from each listed
     keyper that had not released; never two from one keyper. Call outside any transaction, once
     the deadline plus the merge delay has passed."""
@@ -259,8 +256,8 @@ def releases_collect(
         return kept
     released_from = contribution.task.deadline + MAX_MERGE_DELAY
     collected: dict[str, dict[str, Any]] = {}
-    deadline = time.monotonic() + timeout
-    client = httpx.Client(timeout=timeout)
+    deadline = time.monotonic() + RELEASE_TIMEOUT_S
+    client = httpx.Client(timeout=RELEASE_TIMEOUT_S)
     executor = ThreadPoolExecutor(max_workers=len(asks), thread_name_prefix="release")
     try:
         asked = {executor.submit(_post, client, ask): ask for ask in asks}
@@ -269,7 +266,7 @@ def releases_collect(
             name = ask.keyper.name
             try:
                 if future not in done:
-                    raise ReleaseFailure(f"did not answer within {timeout:g} s")
+                    raise ReleaseFailure(f"did not answer within {RELEASE_TIMEOUT_S:g} s")
                 status, data = future.result()
                 collected[name] = _release_checked(ask, contribution, released_from, status, data)
             except ReleaseFailure as failure:

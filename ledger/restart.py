@@ -22,7 +22,7 @@ from ledger.logs import LogRef, log_current, origin_numbered
 from ledger.models import Checkpoint, Log, QueuedEntry
 from ledger.selectors import checkpoint_note, checkpoint_quorate_latest
 from ledger.services import SEQUENCER_LOCK, _append, checkpoint_publish, tree_size
-from ledger.signed_note import note_parse
+from ledger.signed_note import checkpoint_body_parse, note_parse
 from ledger.witnesses import witness_quorum
 
 
@@ -53,10 +53,6 @@ def _previous_checkpoint(identity: str, log: LogRef) -> str:
     if stored is None:
         raise RestartRefused(f"no checkpoint of {log.origin} is known to have been published")
     return checkpoint_note(stored)
-
-
-def _size(note: str) -> int:
-    return int(note_parse(note).body.split("\n")[1])
 
 
 def log_restart() -> Restarted:
@@ -101,7 +97,6 @@ def log_restart() -> Restarted:
     log_state.log_started_kept(log.number, log.origin)
     new_identity = log_state.log_identity()
     assert new_identity is not None
-    log_state.signed_kept(
-        new_identity, checkpoint.tree_size, bytes.fromhex(checkpoint.root_hash), checkpoint.note
-    )
-    return Restarted(log, previous, _size(note), lost_from, len(queued), checkpoint)
+    log_state.signed_kept(new_identity, checkpoint)
+    previous_size = checkpoint_body_parse(note_parse(note).body).tree_size
+    return Restarted(log, previous, previous_size, lost_from, len(queued), checkpoint)

@@ -13,17 +13,15 @@ from django.utils import timezone
 
 from core.errors import ErrorCode, Issue, Refusal
 from ledger.logs import LogRef, log_first
-from ledger.merkle import consistency_ranges, inclusion_ranges, nodes_for, range_hash
+from ledger.merkle import consistency_ranges, inclusion_ranges
 from ledger.models import Checkpoint, Cosignature, Leaf, QueuedEntry
-from ledger.services import nodes_get
+from ledger.services import range_hashes
 from ledger.witnesses import witness_quorum, witnesses_configured
 
 MAX_ENTRIES = 1000
 
 
-def checkpoint_latest(log: LogRef | None = None) -> Checkpoint | None:
-    """The latest checkpoint of `log`; here and below, log 0 when no log is named."""
-    log = log or log_first()
+def checkpoint_latest(log: LogRef) -> Checkpoint | None:
     return Checkpoint.objects.filter(log=log.number).order_by("-id").first()
 
 
@@ -58,10 +56,9 @@ def checkpoint_quorate_latest(log: LogRef) -> Checkpoint | None:
     return _quorate(log).order_by("-id").first()
 
 
-def checkpoints_covering(*, index: int, log: LogRef | None = None) -> list[Checkpoint]:
+def checkpoints_covering(*, index: int, log: LogRef) -> list[Checkpoint]:
     """The earliest quorate checkpoint holding entry `index`, then the latest quorate one (once
     when they are the same)."""
-    log = log or log_first()
     earliest = _quorate(log).filter(tree_size__gt=index).order_by("tree_size", "id").first()
     if earliest is None:
         raise Refusal(
@@ -83,7 +80,8 @@ def _leaves(log: LogRef, start: int, end: int) -> QuerySet[Leaf]:
 
 
 def entries_range(*, start: int, end: int, log: LogRef | None = None) -> list[dict[str, Any]]:
-    """Leaves [start, end), `end` cut to the checkpointed tree and to `MAX_ENTRIES` of them."""
+    """Leaves [start, end), `end` cut to the checkpointed tree and to `MAX_ENTRIES` of them; here
+    and below, of log 0 when no log is named."""
     log = log or log_first()
     end = min(end, checkpointed_size(log), start + MAX_ENTRIES)
     return [_served(log, leaf) for leaf in _leaves(log, start, end).order_by("index")]
@@ -97,9 +95,8 @@ def _served(log: LogRef, leaf: Leaf) -> dict[str, Any]:
     }
 
 
-def entries_of_task(task_id: uuid.UUID, log: LogRef | None = None) -> list[dict[str, Any]]:
+def entries_of_task(task_id: uuid.UUID, log: LogRef) -> list[dict[str, Any]]:
     """A convenience for a reader of one task; the monitor reads the whole log instead (§15.3)."""
-    log = log or log_first()
     leaves = _leaves(log, 0, checkpointed_size(log)).filter(task_id=task_id).order_by("index")
     return [_served(log, leaf) for leaf in leaves]
 
@@ -116,8 +113,7 @@ def _refuse_beyond(log: LogRef, name: str, size: int) -> None:
 
 
 def _hashes(log: LogRef, ranges: list[tuple[int, int]]) -> list[str]:
-    nodes = nodes_get(nodes_for(ranges), log=log.number)
-    return [range_hash(start, end, nodes).hex() for start, end in ranges]
+    return [node.hex() for node in range_hashes(ranges, log)]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from core.canonical import canonical_json
 from core.clock import now_ms
 from ledger import log_state
 from ledger.logs import LogRef, log_current
-from ledger.merkle import leaf_hash, parents_closed_by, perfect_nodes, range_hash
+from ledger.merkle import leaf_hash, nodes_for, parents_closed_by, perfect_nodes, range_hash
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
 from ledger.notes import checkpoint_sign
 
@@ -107,8 +107,15 @@ def _append(queued: list[QueuedEntry], size: int, log: LogRef) -> int:
     return size + len(queued)
 
 
+def range_hashes(ranges: list[tuple[int, int]], log: LogRef) -> list[bytes]:
+    """MTH(D[start:end]) of `log` for each range, folded from its stored nodes."""
+    nodes = nodes_get(nodes_for(ranges), log=log.number)
+    return [range_hash(start, end, nodes) for start, end in ranges]
+
+
 def root_at(size: int, log: LogRef) -> bytes:
-    return range_hash(0, size, nodes_get(perfect_nodes(0, size), log=log.number))
+    [root] = range_hashes([(0, size)], log)
+    return root
 
 
 def checkpoint_publish(size: int, log: LogRef | None = None) -> Checkpoint:
@@ -180,9 +187,7 @@ def log_sequence(*, batch_size: int = 1000) -> int:
             return appended
         count, identity, latest = batch
         if identity is not None:
-            log_state.signed_kept(
-                identity, latest.tree_size, bytes.fromhex(latest.root_hash), latest.note
-            )
+            log_state.signed_kept(identity, latest)
         appended += count
         if count < batch_size:
             break

@@ -23,9 +23,9 @@ from django.conf import settings
 from core import statements
 from ledger import log_state
 from ledger.logs import LogRef, log_current
-from ledger.merkle import consistency_ranges, nodes_for, range_hash
+from ledger.merkle import consistency_ranges
 from ledger.models import Checkpoint, Cosignature
-from ledger.services import nodes_get
+from ledger.services import range_hashes
 from ledger.signed_note import (
     COSIGNATURE_V1,
     DECIMAL,
@@ -130,12 +130,6 @@ def _submit(
     return _Cosigned(ours[0].line, signed_at)
 
 
-def _consistency(old: int, size: int, log: LogRef) -> list[bytes]:
-    ranges = consistency_ranges(old, size) if old < size else []
-    nodes = nodes_get(nodes_for(ranges), log=log.number)
-    return [range_hash(start, end, nodes) for start, end in ranges]
-
-
 def _last_cosigned_sizes(witnesses: list[Witness], log: LogRef) -> dict[str, int]:
     """The size of the latest checkpoint each witness cosigned (0 if none), by key: the `old`
     each expects. Usually one query finds them all; any other is looked up alone."""
@@ -153,7 +147,7 @@ def _last_cosigned_sizes(witnesses: list[Witness], log: LogRef) -> dict[str, int
     return sizes
 
 
-def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
+def witnesses_cosign() -> int:
     """Submit the latest checkpoint to every configured witness that has not cosigned it, and
     keep every cosignature that verifies; a witness whose old size is not ours (409) is asked once
     more, from its own size. Returns how many it got. Call outside any transaction."""
@@ -170,7 +164,7 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
     if not pending:
         return 0
     body = note_parse(latest.note).body
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + WITNESS_TIMEOUT_S
     failures: dict[str, str] = {}
     added = 0
     executor = ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="witness")
@@ -179,7 +173,8 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
 
     def ask(witness: Witness, old: int) -> Future[_Cosigned | int]:
         if old not in proofs:
-            proofs[old] = _consistency(old, latest.tree_size, log)
+            ranges = consistency_ranges(old, latest.tree_size) if old < latest.tree_size else []
+            proofs[old] = range_hashes(ranges, log)
         return executor.submit(_submit, witness, old, proofs[old], latest.note, body, deadline)
 
     sizes = _last_cosigned_sizes(pending, log)
@@ -207,7 +202,7 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
                 if isinstance(answer, _Cosigned):
                     _keep(latest, witness, answer)
                     log_state.witness_kept(
-                        identity, witness.name, latest.tree_size, bytes.fromhex(latest.root_hash)
+                        identity, witness.name, latest.tree_size, latest.root_hash
                     )
                     added += 1
                     continue
@@ -220,7 +215,7 @@ def witnesses_cosign(*, timeout: float = WITNESS_TIMEOUT_S) -> int:
     finally:
         executor.shutdown(wait=False, cancel_futures=True)
     for witness, _ in asked.values():
-        failures[witness.name] = f"did not answer within {timeout:g} s"
+        failures[witness.name] = f"did not answer within {WITNESS_TIMEOUT_S:g} s"
     for name, reason in failures.items():
         logger.warning(
             "witness %s did not cosign checkpoint %s: %s", name, latest.tree_size, reason
@@ -235,9 +230,7 @@ def _witnessed_kept(identity: str, checkpoint: Checkpoint, configured: set[str])
     cosigned = list(checkpoint.cosignatures.order_by("id").values_list("witness", "line"))
     if sum(witness in configured for witness, _ in cosigned) >= witness_quorum():
         note = checkpoint.note + "".join(line for _, line in cosigned)
-        log_state.witnessed_kept(
-            identity, checkpoint.tree_size, bytes.fromhex(checkpoint.root_hash), note
-        )
+        log_state.witnessed_kept(identity, checkpoint.tree_size, checkpoint.root_hash, note)
 
 
 def _keep(checkpoint: Checkpoint, witness: Witness, cosigned: _Cosigned) -> None:

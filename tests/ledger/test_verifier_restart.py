@@ -145,7 +145,7 @@ def test_a_restart_whose_previous_checkpoint_the_site_did_not_sign_fails(
     raw = bytearray(base64.b64decode(signature))
     raw[-1] ^= 1
     lines[site_line] = f"{prefix} {base64.b64encode(bytes(raw)).decode()}"
-    log_state.witnessed_kept(identity, held.size, bytes.fromhex(held.root), "\n".join(lines))
+    log_state.witnessed_kept(identity, held.size, held.root, "\n".join(lines))
 
     _restarted(witnesses)
 

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cairn.env import env_witnesses
 from ledger.jobs import sequence_log
 from ledger.models import Checkpoint, QueuedEntry
-from ledger.notes import checkpoint_sign, log_verifier_key
+from ledger.notes import checkpoint_sign, log_origin, log_verifier_key
 from ledger.selectors import consistency_proof
 from ledger.services import log_queue, log_sequence
 from ledger.witnesses import witnesses_cosign
@@ -172,7 +172,7 @@ def test_no_witness_cosigns_a_second_tree_of_the_same_size(http, witnessed, make
     sequence_log()
     size, root = log_signed(_latest(http), log_verifier_key().text)
     forged_root = bytes(32) if root != bytes(32) else bytes([1] * 32)
-    forged = checkpoint_sign(size, forged_root)  # signed with the site's own key
+    forged = checkpoint_sign(size, forged_root, log_origin())  # signed with the site's own key
     proof = "".join(
         base64.b64encode(bytes.fromhex(h)).decode() + "\n"
         for h in consistency_proof(first=2, second=size)
