@@ -209,16 +209,7 @@ _SWEEP_READS = tuple(
 )
 # What the sweep reads of its batch's contributions: rows of the fields an evaluation reads
 # (`ContributionRow`), not model objects, whose construction costs more than the read itself.
-_CONTRIBUTION_FIELDS_READ = (
-    "id",
-    "task_id",
-    "sealed_report",
-    "report_digest",
-    "salt",
-    "received_at",
-    "keyper_seal",
-    "releases",
-)
+_CONTRIBUTION_FIELDS_READ = tuple(ContributionRow.__annotations__)
 
 
 @contextmanager

@@ -42,31 +42,16 @@ def contribution_report(contribution: Contribution) -> dict[str, Any] | None:
 
 class ContributionRow(Protocol):
     """What the evaluation reads of a contribution: a Contribution, or a row of these fields (the
-    sweep reads its batch's contributions as rows)."""
+    sweep reads its batch's contributions as rows of exactly these)."""
 
-    @property
-    def id(self) -> uuid.UUID: ...
-
-    @property
-    def task_id(self) -> uuid.UUID: ...
-
-    @property
-    def sealed_report(self) -> bytes | memoryview | None: ...
-
-    @property
-    def report_digest(self) -> str: ...
-
-    @property
-    def salt(self) -> str: ...
-
-    @property
-    def received_at(self) -> datetime: ...
-
-    @property
-    def keyper_seal(self) -> dict[str, Any] | None: ...
-
-    @property
-    def releases(self) -> list[dict[str, Any]]: ...
+    id: uuid.UUID
+    task_id: uuid.UUID
+    sealed_report: bytes | memoryview | None
+    report_digest: str
+    salt: str
+    received_at: datetime
+    keyper_seal: dict[str, Any] | None
+    releases: list[dict[str, Any]]
 
 
 def report_unsealed(contribution: ContributionRow) -> dict[str, Any]:
