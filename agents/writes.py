@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from django.db import transaction
@@ -21,9 +22,17 @@ from agents.services import (
 )
 from core import statements
 from core.canonical import fingerprint
-from core.errors import Refusal
+from core.errors import ErrorCode, Issue, Refusal
 
 Checked = TypeVar("Checked")
+
+# The window of every per-agent daily cap.
+DAY = timedelta(hours=24)
+
+
+def daily_cap_issue(cap: int, writes: str) -> Issue:
+    """What refuses a write past its agent's cap of `cap` such `writes` in any `DAY`."""
+    return Issue("", ErrorCode.DAILY_CAP, f"at most {cap} {writes} per agent in any 24 hours")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -10,7 +9,7 @@ from django.db import transaction
 
 from agents.models import Agent
 from agents.services import Caller, WriteResult, audit_keeper_action
-from agents.writes import Performed, agent_write
+from agents.writes import DAY, Performed, agent_write, daily_cap_issue
 from calls.models import Call, CallResponse, CallStatus
 from calls.payloads import CALL_RESPONSE_SCHEMA, CallResponsePayload
 from calls.selectors import call_get, call_response_view
@@ -57,16 +56,10 @@ def call_close(*, call: Call) -> None:
 def _answer_state_issues(agent: Agent, call: Call) -> list[Issue]:
     """Call with the agent's and the call's rows locked."""
     issues = []
-    answered_today = CallResponse.objects.filter(
-        agent=agent, created_at__gt=now_ms() - timedelta(hours=24)
-    ).count()
+    answered_today = CallResponse.objects.filter(agent=agent, created_at__gt=now_ms() - DAY).count()
     if answered_today >= settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY:
         issues.append(
-            Issue(
-                "",
-                ErrorCode.DAILY_CAP,
-                f"at most {settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY} call answers per agent in any 24 hours",
-            )
+            daily_cap_issue(settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY, "call answers")
         )
     if call.status != CallStatus.OPEN:
         issues.append(Issue("", ErrorCode.CALL_CLOSED, "the keeper has closed this call"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -11,7 +11,7 @@ from django.db import transaction
 
 from agents.models import Agent
 from agents.services import Caller, WriteResult
-from agents.writes import Performed, agent_write
+from agents.writes import DAY, Performed, agent_write, daily_cap_issue
 from core import privacy, statements
 from core.canonical import canonical_digest
 from core.clock import now_ms, parse_instant
@@ -56,7 +56,6 @@ from tasks.selectors import receipt_claims, receipt_view, task_entry_logged, tas
 
 TASK_POST = "task_post"
 CONTRIBUTION_SUBMIT = "contribution_submit"
-DAY = timedelta(hours=24)
 
 
 def _posting_cap_issues(agent: Agent) -> list[Issue]:
@@ -64,13 +63,7 @@ def _posting_cap_issues(agent: Agent) -> list[Issue]:
     issues = []
     posted_today = Task.objects.filter(poster=agent, created_at__gt=now - DAY).count()
     if posted_today >= settings.CAIRN_TASKS_PER_AGENT_PER_DAY:
-        issues.append(
-            Issue(
-                "",
-                ErrorCode.DAILY_CAP,
-                f"at most {settings.CAIRN_TASKS_PER_AGENT_PER_DAY} tasks per agent in any 24 hours",
-            )
-        )
+        issues.append(daily_cap_issue(settings.CAIRN_TASKS_PER_AGENT_PER_DAY, "tasks"))
     open_now = Task.objects.filter(
         poster=agent, status=TaskStatus.WORKING, deadline__gt=now
     ).count()
@@ -199,11 +192,7 @@ def _contribution_state_issues(
         )
     if today >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
         issues.append(
-            Issue(
-                "",
-                ErrorCode.DAILY_CAP,
-                f"at most {settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY} contributions per agent in any 24 hours",
-            )
+            daily_cap_issue(settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY, "contributions")
         )
     return issues
 
