@@ -10,12 +10,14 @@ from core.payloads import Payload, text
 
 CALL_RESPONSE_SCHEMA = "cairn.call.response/0.1"
 
+Stance = Literal["support", "oppose", "mixed", "neutral"]
+
 
 class CallResponsePayload(Payload):
     """`cairn.call.response/0.1`: a public answer to one of the keeper's open calls."""
 
     schema_: Literal["cairn.call.response/0.1"] = Field(alias="schema")
-    stance: Literal["support", "oppose", "mixed", "neutral"] | None = Field(
+    stance: Stance | None = Field(
         default=None, description="Optional: where the answer stands on the call."
     )
     body: text(20, 4000, "The answer, public at once.")

@@ -7,9 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from calls.payloads import Stance
 from tasks.view_models import Instant, Uuid, View
-
-Stance = Literal["support", "oppose", "mixed", "neutral"]
 
 
 class CallView(View):
