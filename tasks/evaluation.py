@@ -43,18 +43,17 @@ def decide(verdicts: list[str], min_independent: int) -> tuple[Outcome, str | No
 
 
 def _item(task: Task, contribution: ContributionRow) -> dict[str, Any]:
-    received_at = format_instant(contribution.received_at)
     if contribution.keyper_seal is None:  # sealed by the server (§4.3): opened from its seal
         return {
             "contribution_id": str(contribution.id),
-            "received_at": received_at,
+            "received_at": format_instant(contribution.received_at),
             "report_digest": contribution.report_digest,
             **({"salt": contribution.salt} if contribution.salt else {}),
             "report": report_unsealed(contribution),
         }
     opening = sealed_opening(contribution, task, site=task_sealed_site(task.pk), final=True)
     assert opening is not None, "a final opening never waits"
-    return sealed_item(contribution, opening, received_at=received_at)
+    return sealed_item(contribution, opening)
 
 
 def _keys_settled(task: Task, contributions: Sequence[ContributionRow], *, at: datetime) -> bool:

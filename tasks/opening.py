@@ -16,6 +16,7 @@ from django.conf import settings
 
 from core import privacy
 from core.canonical import canonical_digest
+from core.clock import format_instant
 from core.errors import ErrorCode, Refusal, refuse_if
 from core.payloads import parse_payload
 from ledger.entries import MAX_MERGE_DELAY
@@ -194,9 +195,7 @@ def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:
     return None
 
 
-def sealed_item(
-    contribution: ContributionRow, opening: Opened | Void, *, received_at: str
-) -> dict[str, Any]:
+def sealed_item(contribution: ContributionRow, opening: Opened | Void) -> dict[str, Any]:
     """The evaluation's item of a keyper-sealed contribution (§15.8): its envelope, releases and
     sealed shares, so anyone can redo the opening or ask the keypers for releases the site did not
     collect (disproving a claimed `keys_unavailable`); then the report or the void. Void for
@@ -215,7 +214,7 @@ def sealed_item(
         sealed["releases"] = releases_published(contribution)
     item = {
         "contribution_id": str(contribution.id),
-        "received_at": received_at,
+        "received_at": format_instant(contribution.received_at),
         "commitment": seal["commitment"],
         "sealed": sealed,
     }
