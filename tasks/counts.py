@@ -3,7 +3,7 @@ post or evaluate tasks, read by the lists for their `totalSize`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from functools import cache
 
 from django.db import connection
@@ -43,12 +43,9 @@ def total_params(statuses: Iterable[str] | None) -> dict[str, str]:
     return {} if statuses is None else {f"status{i}": s for i, s in enumerate(sorted(statuses))}
 
 
-def task_count(statuses: Iterable[str] | None) -> int:
+def task_count(statuses: Collection[str] | None) -> int:
     """Tasks in any of these statuses (all tasks for None)."""
-    chosen = None if statuses is None else sorted(statuses)
-    if chosen == []:
-        return 0
     row = statements.fetch_one(
-        "SELECT " + total_sql(None if chosen is None else len(chosen)), total_params(chosen)
+        "SELECT " + total_sql(None if statuses is None else len(statuses)), total_params(statuses)
     )
     return int(row[0]) if row is not None else 0
