@@ -38,6 +38,11 @@ Signature = Annotated[
     ),
 ]
 Outcome = Literal["resolved", "contested", "unresolved"]
+OperationId = Annotated[
+    str, Field(min_length=1, max_length=200, description="messageId or Idempotency-Key.")
+]
+KeyperName = Annotated[str, Field(description="The keyper's name: its witness name.")]
+ShareIndex = Annotated[int, Field(ge=1, description="The share's index (1-based).")]
 
 
 class View(BaseModel):
@@ -80,8 +85,8 @@ class RevealedContribution(View):
 class Release(View):
     """A keyper's signed release of its share of a sealed report's key (SPEC §15.8)."""
 
-    keyper: str = Field(description="The keyper's name: its witness name.")
-    index: Annotated[int, Field(ge=1, description="The share's index (1-based).")]
+    keyper: KeyperName
+    index: ShareIndex
     share: str = Field(description="The 16 share bytes, base64url without padding.")
     released_at: Instant
     signature: str = Field(
@@ -95,8 +100,8 @@ class Release(View):
 class SealedShare(View):
     """One keyper's share of a sealed report's key, sealed to it with HPKE (SPEC §15.8)."""
 
-    keyper: str = Field(description="The keyper's name: its witness name.")
-    index: Annotated[int, Field(ge=1, description="The share's index (1-based).")]
+    keyper: KeyperName
+    index: ShareIndex
     sealed_share: str = Field(description="base64url of HPKE enc and ciphertext of the share.")
 
 
@@ -185,9 +190,7 @@ class Receipt(View):
 
     contribution_id: Uuid
     task_id: Uuid
-    operation_id: Annotated[
-        str, Field(min_length=1, max_length=200, description="messageId or Idempotency-Key.")
-    ]
+    operation_id: OperationId
     report_digest: Digest
     salt: Salt | None = Field(
         default=None,
@@ -208,9 +211,7 @@ class KeyperReceipt(View):
 
     contribution_id: Uuid
     task_id: Uuid
-    operation_id: Annotated[
-        str, Field(min_length=1, max_length=200, description="messageId or Idempotency-Key.")
-    ]
+    operation_id: OperationId
     commitment: Digest = Field(
         description="The contributor's commitment, as its payload gave it and the log shows it."
     )
