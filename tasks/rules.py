@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
 from core.canonical import canonical_digest
-from core.clock import INSTANT_FORM, parse_instant, span_words
+from core.clock import INSTANT_FORM, now_ms, parse_instant, span_words
 from core.errors import ErrorCode, Issue
 from ledger.keyper_seal import Keyper
 from tasks.payloads import (
@@ -174,8 +174,9 @@ def source_issues(sources: list[str]) -> list[Issue]:
     return issues
 
 
-def deadline_issues(deadline_text: str, *, now: datetime) -> list[Issue]:
+def deadline_issues(deadline_text: str) -> list[Issue]:
     deadline = parse_instant(deadline_text)
+    now = now_ms()
     earliest = now + timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MIN_S)
     latest = now + timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MAX_S)
     if earliest <= deadline <= latest:

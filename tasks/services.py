@@ -86,7 +86,7 @@ def task_post(caller: Caller, *, payload: Any) -> WriteResult:
         parsed = parse_payload(OpenTaskPayload, payload, schema=OPEN_TASK_SCHEMA)
         refuse_if(open_task_approval_issues(parsed))
         refuse_if(source_issues(parsed.request.sources))
-        refuse_if(deadline_issues(parsed.request.deadline, now=now_ms()))
+        refuse_if(deadline_issues(parsed.request.deadline))
         refuse_if(privacy.screen(open_task_texts(parsed)))
         return parsed
 
