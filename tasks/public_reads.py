@@ -40,17 +40,17 @@ def task_shown(task_id: str | uuid.UUID) -> Task:
 
 def task_page_shown(**query: Any) -> TaskPage:
     """`task_page` of `query`, after the evaluation of what is due."""
-    return _page_shown(task_page, query)
+    return _page_shown(lambda: task_page(**query))
 
 
 def task_feed_page_shown(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
     """`task_feed_page`, after the evaluation of what is due."""
-    return _page_shown(task_feed_page, {"mode": mode, "limit": limit, "cursor": cursor})
+    return _page_shown(lambda: task_feed_page(mode=mode, limit=limit, cursor=cursor))
 
 
-def _page_shown(read: Callable[..., TaskPage], query: dict[str, Any]) -> TaskPage:
+def _page_shown(read: Callable[[], TaskPage]) -> TaskPage:
     def evaluated_first() -> TaskPage:
         tasks_evaluate_due()
-        return read(**query)
+        return read()
 
-    return public_read(lambda: None if PAST_DEADLINE.any_now() else read(**query), evaluated_first)
+    return public_read(lambda: None if PAST_DEADLINE.any_now() else read(), evaluated_first)
