@@ -23,8 +23,7 @@ from ledger.entries import MAX_MERGE_DELAY
 from ledger.keyper_seal import SealError, b64u_decode, key_combine, report_open
 from tasks.models import Task
 from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
-from tasks.report_checks import source_in_task_issues
-from tasks.rules import contribution_texts
+from tasks.rules import report_refuse_if_broken
 from tasks.sealing import ContributionRow
 
 # The two codes only an opening gives; the others are the refusal codes of §6.
@@ -188,8 +187,7 @@ def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:
         parsed = parse_payload(
             ContributionPayload, {**report, "approval": approval}, schema=CONTRIBUTION_SCHEMA
         )
-        refuse_if(source_in_task_issues(parsed.source_urls, task.sources))
-        refuse_if(privacy.screen(contribution_texts(parsed)))
+        report_refuse_if_broken(parsed, task.sources)
     except Refusal as refusal:
         return Void(str(refusal.code), refusal.message)
     return None

@@ -1,4 +1,5 @@
-"""The rules of SPEC §3.1 and §4.1 beyond shape. Each returns issues; the services decide the order."""
+"""The rules of SPEC §3.1 and §4.1 beyond shape. Each returns issues and the services decide the
+order, but for a report's own rules, which a plain report and an opened one meet in one order."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from core import privacy
 from core.canonical import canonical_digest
 from core.clock import INSTANT_FORM, now_ms, parse_instant, span_words
-from core.errors import ErrorCode, Issue
+from core.errors import ErrorCode, Issue, refuse_if
 from ledger.keyper_seal import Keyper
 from tasks.payloads import (
     ContributionApproval,
@@ -19,7 +21,7 @@ from tasks.payloads import (
     SealedApproval,
     SealedContributionPayload,
 )
-from tasks.report_checks import report_texts
+from tasks.report_checks import report_texts, source_in_task_issues
 
 
 def _approval_issues(
@@ -204,5 +206,8 @@ def open_task_texts(payload: OpenTaskPayload) -> list[tuple[str, str]]:
     ]
 
 
-def contribution_texts(payload: ContributionPayload) -> list[tuple[str, str]]:
-    return report_texts(dict(payload))
+def report_refuse_if_broken(payload: ContributionPayload, task_sources: list[str]) -> None:
+    """Refuse a report that names a source the task does not, or whose text trips the privacy
+    screen, in §6's order: what a plain report meets at receipt and an opened one at evaluation."""
+    refuse_if(source_in_task_issues(payload.source_urls, task_sources))
+    refuse_if(privacy.screen(report_texts(dict(payload))))

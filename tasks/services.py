@@ -40,14 +40,13 @@ from tasks.payloads import (
     SealedContributionPayload,
 )
 from tasks.rendered import RENDERED_FIELDS, task_render
-from tasks.report_checks import source_in_task_issues
 from tasks.rules import (
     contribution_approval_issues,
-    contribution_texts,
     deadline_issues,
     keyper_envelope_issues,
     open_task_approval_issues,
     open_task_texts,
+    report_refuse_if_broken,
     sealed_approval_issues,
     source_issues,
     task_entry_issues,
@@ -220,8 +219,7 @@ def _plain_checked(task: Task, payload: Any) -> _Checked:
     _refuse_if_closed(task)
     report = {key: value for key, value in payload.items() if key != "approval"}
     refuse_if(contribution_approval_issues(parsed, report))
-    refuse_if(source_in_task_issues(parsed.source_urls, task.sources))
-    refuse_if(privacy.screen(contribution_texts(parsed)))
+    report_refuse_if_broken(parsed, task.sources)
     return _Checked(task, report=report)
 
 

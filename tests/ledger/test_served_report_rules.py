@@ -16,8 +16,7 @@ from core.payloads import parse_payload
 from ledger.verifier import VERIFIER
 from tasks.opening import report_rules_void
 from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
-from tasks.report_checks import source_in_task_issues
-from tasks.rules import contribution_texts
+from tasks.report_checks import report_texts, source_in_task_issues
 from tests.factories import OTHER_SOURCE, SOURCE, contribution_payload, contribution_report
 from tests.mcp.conftest import LOCAL_SERVER
 from tests.scripts import loaded_script
@@ -37,7 +36,7 @@ def _site_rules(report: dict[str, Any]) -> str:
         return refusal.code
     if source_in_task_issues(parsed.source_urls, SOURCES):
         return "source_not_in_task"
-    if privacy.screen(contribution_texts(parsed)):
+    if privacy.screen(report_texts(dict(parsed))):
         return "private_content"
     return ""
 
