@@ -75,15 +75,12 @@ def view_open_until(view: Mapping[str, Any]) -> datetime | None:
     return parse_instant(view["deadline"]) if view["state"] == "open" else None
 
 
-def tasks_render(tasks: Iterable[Task]) -> int:
+def tasks_render(tasks: Iterable[Task]) -> None:
     """Render and store the view and every door's copy of tasks edited by hand, or written before
     their forms existed."""
-    count = 0
     for task in tasks:
         view = task_render(task)
         statements.write_all(
             statements.updated(task, RENDERED_FIELDS),
             *task_changed([TaskChange(task, view)]).writes,
         )
-        count += 1
-    return count
