@@ -149,7 +149,6 @@ def operation_replay(caller: Caller, *, kind: str, request_digest: str) -> Write
         raise Refusal(
             ErrorCode.IDEMPOTENCY_CONFLICT,
             "this operation id was already used for a different request",
-            [],
         )
     return WriteResult(result, replayed=True)
 
