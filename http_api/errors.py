@@ -50,7 +50,7 @@ def refusal_response(refusal: Refusal) -> Response:
     return response
 
 
-def _as_refusal(exc: Exception) -> Refusal | None:
+def _as_refusal(exc: Exception, context: dict) -> Refusal | None:
     if isinstance(exc, Refusal):
         return exc
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
@@ -70,14 +70,13 @@ def _as_refusal(exc: Exception) -> Refusal | None:
             "every answer here is application/json: send an Accept header that admits it "
             "(application/json, or */*), or none",
         )
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        return method_not_allowed(context["request"].method, context["view"].allowed_methods)
     return outage_refusal(exc)
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
-    refusal = _as_refusal(exc)
-    if refusal is not None:
-        return refusal_response(refusal)
-    if isinstance(exc, exceptions.MethodNotAllowed):
-        view = context["view"]
-        return refusal_response(method_not_allowed(context["request"].method, view.allowed_methods))
-    return drf_exception_handler(exc, context)
+    refusal = _as_refusal(exc, context)
+    if refusal is None:
+        return drf_exception_handler(exc, context)
+    return refusal_response(refusal)
