@@ -41,15 +41,6 @@ STATUS_BY_CODE: dict[ErrorCode, int] = {
 }
 
 
-def refusal_response(refusal: Refusal) -> Response:
-    response = Response(refusal.as_body(), status=STATUS_BY_CODE[refusal.code])
-    if refusal.retry_after is not None:
-        response["Retry-After"] = str(refusal.retry_after)
-    if refusal.code == ErrorCode.UNAUTHORIZED:
-        response["WWW-Authenticate"] = WWW_AUTHENTICATE
-    return response
-
-
 def _as_refusal(exc: Exception, context: dict) -> Refusal | None:
     """Only the framework faults these views meet: none reads `request.data`, so DRF's parsers
     never run (`json_body` reads the body), and the bearer authentication never fails, it only
@@ -76,4 +67,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     refusal = _as_refusal(exc, context)
     if refusal is None:
         return drf_exception_handler(exc, context)
-    return refusal_response(refusal)
+    response = Response(refusal.as_body(), status=STATUS_BY_CODE[refusal.code])
+    if refusal.retry_after is not None:
+        response["Retry-After"] = str(refusal.retry_after)
+    if refusal.code == ErrorCode.UNAUTHORIZED:
+        response["WWW-Authenticate"] = WWW_AUTHENTICATE
+    return response
