@@ -66,15 +66,9 @@ class Shown:
         return cls(vary=vary)
 
     @classmethod
-    def document(
-        cls,
-        *,
-        vary: tuple[str, ...] = (),
-        etag: str | None = None,
-        last_modified: datetime | None = None,
-    ) -> Shown:
+    def document(cls, *, etag: str | None = None, last_modified: datetime | None = None) -> Shown:
         """A schema, a skill or the Agent Card: it changes only with the code and the settings."""
-        return cls(max_age_s=DOCUMENT_MAX_AGE_S, vary=vary, etag=etag, last_modified=last_modified)
+        return cls(max_age_s=DOCUMENT_MAX_AGE_S, etag=etag, last_modified=last_modified)
 
 
 def mark_shown(response: Answer, shown: Shown) -> Answer:

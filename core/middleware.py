@@ -109,7 +109,8 @@ class CachingMiddleware(ResponseMiddleware):
         if caching is None:
             return response
         if caching.not_modified:
-            response = _not_modified(response)
+            # 304 in place of a 200 the client holds (RFC 9110 §15.4.5).
+            response = with_headers_of(response, HttpResponseNotModified())
         response["Cache-Control"] = caching.cache_control
         if caching.vary:
             patch_vary_headers(response, caching.vary)
@@ -120,13 +121,12 @@ class CachingMiddleware(ResponseMiddleware):
         return response
 
 
-def _not_modified(response: HttpResponse) -> HttpResponse:
-    """304 in place of a 200 the client holds: every header but the body's own (RFC 9110 §15.4.5)."""
-    not_modified = HttpResponseNotModified()
+def with_headers_of(response: HttpResponse, answer: HttpResponse) -> HttpResponse:
+    """`answer`, which replaces `response`, with every header of it but the body's own."""
     for name, value in response.items():
         if name.lower() not in ("content-type", "content-length"):
-            not_modified[name] = value
-    return not_modified
+            answer[name] = value
+    return answer
 
 
 class OutageMiddleware(MiddlewareMixin):

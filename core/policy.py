@@ -16,9 +16,8 @@ from django.conf import settings
 
 # The most items one page holds, whichever door lists tasks or calls (SPEC §7, §8, §9).
 PAGE_CAP = 50
-# The realm a missing or bad token is told to authenticate in (SPEC §6).
-REALM = "cairn"
-WWW_AUTHENTICATE = f'Bearer realm="{REALM}"'
+# The challenge that answers a missing or bad token, with the realm to authenticate in (SPEC §6).
+WWW_AUTHENTICATE = 'Bearer realm="cairn"'
 # Links whose target an agent chose, on the pages and in the keeper's admin: no endorsement, no
 # referrer window, no ranking credit.
 AGENT_LINK_REL = "nofollow ugc noopener"

@@ -17,18 +17,14 @@ def site_url(request: HttpRequest | None = None) -> str:
     return f"{request.scheme}://{request.get_host()}"
 
 
-def _address_host(address: str) -> str:
-    """The host of `host:port`, `[v6]:port` or a URL, without brackets."""
-    if "://" in address:
-        return urlsplit(address).hostname or ""
-    host = address.rpartition(":")[0] if address.count(":") == 1 or "]:" in address else address
-    return host.strip("[]").lower()
-
-
 def is_loopback(address: str) -> bool:
     """Whether `address` (`host:port`, `[v6]:port` or a URL) names this machine only: a loopback
     IP, or localhost."""
-    host = _address_host(address)
+    if "://" in address:
+        host = urlsplit(address).hostname or ""
+    else:
+        host = address.rpartition(":")[0] if address.count(":") == 1 or "]:" in address else address
+        host = host.strip("[]").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:

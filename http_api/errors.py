@@ -41,43 +41,35 @@ STATUS_BY_CODE: dict[ErrorCode, int] = {
 }
 
 
-def refusal_response(refusal: Refusal) -> Response:
-    response = Response(refusal.as_body(), status=STATUS_BY_CODE[refusal.code])
-    if refusal.retry_after is not None:
-        response["Retry-After"] = str(refusal.retry_after)
-    if refusal.code == ErrorCode.UNAUTHORIZED:
-        response["WWW-Authenticate"] = WWW_AUTHENTICATE
-    return response
-
-
-def _as_refusal(exc: Exception) -> Refusal | None:
+def _as_refusal(exc: Exception, context: dict) -> Refusal | None:
+    """Only the framework faults these views meet: none reads `request.data`, so DRF's parsers
+    never run (`json_body` reads the body), and the bearer authentication never fails, it only
+    finds no agent (`ApiView.require_agent`)."""
     if isinstance(exc, Refusal):
         return exc
-    if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+    if isinstance(exc, exceptions.NotAuthenticated):
         return Refusal(
             ErrorCode.UNAUTHORIZED,
             "a valid Bearer token is required (POST /api/agent/register issues one)",
         )
-    if isinstance(exc, exceptions.ParseError):
-        return Refusal(ErrorCode.INVALID_JSON, "the body is not valid JSON")
-    if isinstance(exc, exceptions.UnsupportedMediaType):
-        return Refusal(ErrorCode.INVALID_JSON, "send the body as application/json")
-    if isinstance(exc, exceptions.NotFound):
-        return Refusal(ErrorCode.NOT_FOUND, "not found")
     if isinstance(exc, exceptions.NotAcceptable):
         return Refusal(
             ErrorCode.NOT_ACCEPTABLE,
             "every answer here is application/json: send an Accept header that admits it "
             "(application/json, or */*), or none",
         )
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        return method_not_allowed(context["request"].method, context["view"].allowed_methods)
     return outage_refusal(exc)
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
-    refusal = _as_refusal(exc)
-    if refusal is not None:
-        return refusal_response(refusal)
-    if isinstance(exc, exceptions.MethodNotAllowed):
-        view = context["view"]
-        return refusal_response(method_not_allowed(context["request"].method, view.allowed_methods))
-    return drf_exception_handler(exc, context)
+    refusal = _as_refusal(exc, context)
+    if refusal is None:
+        return drf_exception_handler(exc, context)
+    response = Response(refusal.as_body(), status=STATUS_BY_CODE[refusal.code])
+    if refusal.retry_after is not None:
+        response["Retry-After"] = str(refusal.retry_after)
+    if refusal.code == ErrorCode.UNAUTHORIZED:
+        response["WWW-Authenticate"] = WWW_AUTHENTICATE
+    return response

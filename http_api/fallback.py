@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from core.errors import ErrorCode, Refusal, method_not_allowed
-from core.middleware import ResponseMiddleware
+from core.middleware import ResponseMiddleware, with_headers_of
 
 API_PREFIX = "/api/"
 OPENAPI_PATH = "/api/openapi.json"
@@ -33,9 +33,9 @@ class ApiJsonMiddleware(ResponseMiddleware):
         else:
             allowed = [method.strip() for method in response.get("Allow", "").split(",")]
             refusal = method_not_allowed(request.method or "", [m for m in allowed if m])
-        answer = JsonResponse(refusal.as_body(), status=response.status_code)
-        for name, value in response.items():  # Allow, and the security headers already set
-            if name.lower() not in ("content-type", "content-length"):
-                answer[name] = value
+        # Allow, and the security headers already set.
+        answer = with_headers_of(
+            response, JsonResponse(refusal.as_body(), status=response.status_code)
+        )
         answer["Content-Length"] = str(len(answer.content))
         return answer

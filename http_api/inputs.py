@@ -19,8 +19,6 @@ from core.policy import PAGE_CAP, body_limit
 
 PAGE_KEYS = ("mode", "limit", "cursor")
 DEFAULT_MODE = "all"
-DEFAULT_LIMIT = PAGE_CAP
-MAX_LIMIT = PAGE_CAP
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,200}")
@@ -57,11 +55,11 @@ def query_page(request: Request, *, modes: Collection[str]) -> tuple[str, int, s
     mode = params.get("mode", DEFAULT_MODE)
     if mode not in modes:
         issues.append(Issue("mode", ErrorCode.INVALID_QUERY, f"must be one of: {', '.join(modes)}"))
-    raw_limit = params.get("limit", str(DEFAULT_LIMIT))
+    raw_limit = params.get("limit", str(PAGE_CAP))
     limit = int(raw_limit) if _DIGITS.fullmatch(raw_limit) else 0
-    if not 1 <= limit <= MAX_LIMIT:
+    if not 1 <= limit <= PAGE_CAP:
         issues.append(
-            Issue("limit", ErrorCode.INVALID_QUERY, f"must be a whole number from 1 to {MAX_LIMIT}")
+            Issue("limit", ErrorCode.INVALID_QUERY, f"must be a whole number from 1 to {PAGE_CAP}")
         )
     refuse_if(issues)
     return mode, limit, params.get("cursor") or None

@@ -14,13 +14,13 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.caching import IMMUTABLE, NO_STORE
 from core.errors import Refusal
 from http_api.inputs import invalid_query, query_none
 from http_api.views import ApiView
 from ledger.logs import log_numbered
 from ledger.tiles import MAX_LEVEL, TILE_WIDTH, entry_bundle, hash_tile
 
-IMMUTABLE = "public, max-age=31536000, immutable"
 # A partial tile's bytes never change either, but the spec lets a log drop it once it is full.
 PARTIAL = "public, max-age=5"
 
@@ -79,7 +79,7 @@ class TileApi(ApiView):
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)
-        response["Cache-Control"] = "no-store"
+        response["Cache-Control"] = NO_STORE
         return response
 
     def get(self, request: Request, path: str, log_number: int = 0) -> HttpResponse:

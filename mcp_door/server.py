@@ -23,8 +23,6 @@ from mcp_door.answers import READ_ONLY, tool_result, tools_lister
 from tasks.public_reads import task_page_shown, task_shown
 from tasks.rendered import stored_view
 
-SERVER_NAME = "cairn"
-
 
 class ToolArguments(BaseModel):
     """Strict: no coercion and no unknown arguments, as for every payload Cairn takes."""
@@ -164,7 +162,7 @@ def input_schema(name: str) -> dict[str, Any] | None:
 
 
 server: Server = Server(
-    SERVER_NAME,
+    "cairn",
     version=cairn_version(),
     title="Cairn (read-only)",
     instructions=INSTRUCTIONS,
