@@ -89,6 +89,7 @@ def sealed_opening(
             f"{released} of the {threshold} keyper releases needed came in by the end of the "
             f"grace, {settings.CAIRN_KEYPER_GRACE_S} s after the keypers began releasing",
         )
+    shares: list[tuple[int, bytes]] = []  # a share the keeper's database spoils opens nothing
     try:
         shares = [
             (release["index"], b64u_decode(release["share"]))

@@ -405,6 +405,25 @@ def test_released_shares_that_disagree_make_the_report_inconsistent_shares(
     assert task.evaluation["counts"]["source_supported"] == 0
 
 
+def test_a_kept_share_the_keeper_spoiled_voids_the_report_rather_than_stopping_the_sweep(
+    poster, post_task, seal_to, keypers, time_machine
+):
+    """A share is checked when it is collected; one the keeper's database changes afterwards into
+    no base64url at all still gives a void, and the sweep still evaluates the task."""
+    task = post_task(poster)
+    contribution = seal_to(task)
+    at = _released_at(task)
+    time_machine.move_to(at + timedelta(seconds=1), tick=False)
+    releases_keep(contribution, keypers[:2], released_at=at)
+    spoiled = [{**contribution.releases[0], "share": "not a share!"}, contribution.releases[1]]
+    Contribution.objects.filter(pk=contribution.pk).update(releases=spoiled)
+
+    assert evaluate_due() == 1
+    item = _item(task, contribution)
+    assert item["void"]["code"] == "inconsistent_shares"
+    assert "report" not in item
+
+
 def test_disagreeing_shares_that_still_open_private_text_publish_none_of_it(
     poster, post_task, seal_to, keypers, time_machine
 ):
