@@ -346,6 +346,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "http_api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # `?format=` is no renderer choice here (JSON is the one answer): a route refuses it as it
+    # refuses any parameter it does not take.
+    "URL_FORMAT_OVERRIDE": None,
 }
 
 # The gRPC binding (SPEC §8.7), served by `python -m cairn.grpc`: where it listens ("" turns it

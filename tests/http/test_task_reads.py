@@ -210,6 +210,8 @@ BAD_QUERIES = [
     "limit=1000",
     "page_size=10",
     "mode=open&mode=all",
+    "format=xml",  # an unknown parameter like any other, not a renderer to pick
+    "format=json",
 ]
 
 
@@ -223,6 +225,7 @@ def test_a_bad_list_query_is_refused(api):
 def test_single_resource_routes_take_no_query(api, poster, post_task):
     task = post_task(poster)
     refused(api.get(f"/api/a2a-tasks/{task.id}?mode=open"), 400, "invalid_query")
+    refused(api.get(f"/api/a2a-tasks/{task.id}?format=xml"), 400, "invalid_query")
     refused(
         api.get("/api/a2a-tasks/mine?limit=1", headers=bearer(poster.token)), 400, "invalid_query"
     )
