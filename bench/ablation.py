@@ -1,12 +1,12 @@
 """Each read layer measured with and without it: the same run, on the workload it serves.
 
-    PYTHONPATH=. .venv/bin/python bench/ablation.py <commit> [--rounds 2] [--only reads grpc writes]
+    PYTHONPATH=. .venv/bin/python bench/ablation.py <commit> [--rounds 2] [--only reads grpc] [--variants no-read-pool ...]
 
 Exports `<commit>`'s tree to bench/var/ablation/<variant>/ once as it is (`all`) and once per
 layer with that layer turned off by the smallest edit that does it (`VARIANTS`), then measures
 the variants in alternating rounds (all, one without, another without, ..., all, ...) against
 the same databases, request files and driver as `bench/run.sh run`: the JSON-RPC and HTTP+JSON
-reads of `reads-pg`, the gRPC reads, the contributions of `writes`, Cairn only. The report gives,
+reads of `reads-pg` and the gRPC reads, Cairn only. The report gives,
 per layer and workload, the median rate and the server's CPU per request with and without it.
 """
 
@@ -32,22 +32,27 @@ from bench import (
     pg_url,
     run_grpc_reads,
     run_reads,
-    run_writes,
 )
 
 # variant: (file, text, replacement) edits that turn one layer off.
 VARIANTS: dict[str, list[tuple[str, str, str]]] = {
     "all": [],
-    "no-read-cache": [
+    "no-read-pool": [
         (
-            "a2a_gateway/read_cache.py",
-            "        if self._pid != os.getpid():\n            self._start()\n",
-            "        return None\n",
+            "a2a_gateway/read_connections.py",
+            "    return _on_postgresql() and time.monotonic() >= _unavailable_until\n",
+            "    return False\n",
         ),
         (
-            "a2a_gateway/read_cache.py",
-            "    transaction.on_commit(lambda: _announce(ids))",
-            "    return",
+            "a2a_gateway/grpc_binding.py",
+            "    if not read_connections.is_available():\n        return None\n"
+            "    read = await read_here(stored_read(request, None, read_connections.POOL_SOURCE))",
+            "    read = await read_here(stored_read(request, None, DjangoSource(in_request_cycle=True)))",
+        ),
+        (
+            "a2a_gateway/grpc_binding.py",
+            "from a2a_gateway.stored_reads import StoredTask, stored_read",
+            "from a2a_gateway.stored_reads import DjangoSource, StoredTask, stored_read",
         ),
     ],
     "no-evaluated-forms": [
@@ -66,9 +71,8 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
 }
 # Which variants each kind of run compares with `all`.
 KINDS = {
-    "reads": ["no-read-cache", "no-evaluated-forms", "no-fast-reads", "no-door-asgi"],
-    "grpc": ["no-read-cache", "no-evaluated-forms", "no-grpc-wire-lru"],
-    "writes": ["no-read-cache"],
+    "reads": ["no-read-pool", "no-evaluated-forms", "no-fast-reads", "no-door-asgi"],
+    "grpc": ["no-read-pool", "no-evaluated-forms", "no-grpc-wire-lru"],
 }
 
 
@@ -94,8 +98,13 @@ def main() -> None:
     parser.add_argument("commit")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", nargs="*", choices=list(KINDS), default=list(KINDS))
+    parser.add_argument("--variants", nargs="*", choices=list(VARIANTS)[1:], help="these alone")
     args = parser.parse_args()
-    variants = ["all", *dict.fromkeys(v for kind in args.only for v in KINDS[kind])]
+    chosen = {
+        kind: [v for v in KINDS[kind] if not args.variants or v in args.variants]
+        for kind in args.only
+    }
+    variants = ["all", *dict.fromkeys(v for kind in args.only for v in chosen[kind])]
     trees = {variant: export(args.commit, variant) for variant in variants}
     pg_start()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -107,7 +116,7 @@ def main() -> None:
     try:
         for round_ in range(args.rounds):
             for kind in args.only:
-                for variant in ["all", *KINDS[kind]]:
+                for variant in ["all", *chosen[kind]]:
                     bench.SERVE_TREE = trees[variant]
                     config = f"{variant}-r{round_}"
                     results["load"].append((config, kind, list(bench.os.getloadavg())))
@@ -121,16 +130,9 @@ def main() -> None:
                             ids,
                             pinner,
                         )
-                    elif kind == "grpc":
+                    else:
                         run_grpc_reads(
                             results, config, cairn_grpc_server(db, "cairn.settings"), ids, pinner
-                        )
-                    else:
-                        run_writes(
-                            results,
-                            config,
-                            lambda name: cairn_server("uvicorn", pg_url(name), "cairn.settings"),
-                            pinner,
                         )
     finally:
         pinner.stop()
