@@ -44,5 +44,4 @@ class EvaluatedForms:
                 self._chars -= len(dropped) + _OVERHEAD
 
 
-# One store per stored GetTask form (A2A 1.0's and 0.3's), each within its own bound.
 EVALUATED_FORMS = {"1.0": EvaluatedForms(), "0.3": EvaluatedForms()}

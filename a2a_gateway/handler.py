@@ -101,8 +101,6 @@ def failure_error(exc: Exception, what: str) -> InternalError:
 
 
 def _guarded(method: Method) -> Method:
-    """Let A2A errors through; turn anything else into `failure_error`'s -32603."""
-
     @functools.wraps(method)
     async def wrapper(self: RequestHandler, params: Any, context: ServerCallContext) -> Any:
         try:
@@ -294,7 +292,6 @@ class CairnRequestHandler(RequestHandler):
     async def _push_notifications_unsupported(self, params: Any, context: ServerCallContext) -> Any:
         raise PushNotificationNotSupportedError()
 
-    # Cairn sends no push notifications, so all four of their operations give the same refusal.
     on_create_task_push_notification_config = _push_notifications_unsupported
     on_get_task_push_notification_config = _push_notifications_unsupported
     on_list_task_push_notification_configs = _push_notifications_unsupported

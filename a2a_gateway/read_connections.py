@@ -55,7 +55,6 @@ def _on_postgresql() -> bool:
 
 
 def is_available() -> bool:
-    """PostgreSQL, and no failure in the last second."""
     return _on_postgresql() and time.monotonic() >= _unavailable_until
 
 
@@ -71,7 +70,6 @@ def _conninfo(alias: str) -> str:
         for name, value in connections[alias].get_connection_params().items()
         if name not in _NOT_LIBPQ
     }
-    # The pool names itself only when the URL names no application.
     parameters.setdefault("application_name", "cairn-reads")
     if not _behind_transaction_pooler():
         # The statements plan alike whatever their values, but a page's generic plan looks dear

@@ -26,8 +26,6 @@ from tasks.changes import ChangesWritten, TaskChange
 
 
 def task_form(change: TaskChange, task: Task | None = None) -> TaskForm:
-    """The changed task's row: its Task (built from the change's view unless given) in each
-    form, and the columns reads filter by."""
     task = task_from_view(change.view) if task is None else task
     # The SDK serialises a page once and, without artifacts, pops each task's `artifacts`.
     [listed] = serialize_list_tasks_response(ListTasksResponse(tasks=[task]), True)["tasks"]

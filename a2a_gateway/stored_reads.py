@@ -329,7 +329,6 @@ class StoredPage:
     open_until: list[datetime | None]  # each task's, in page order (`StoredTask.open_until`)
 
     def response(self, tasks: Sequence[Task] = ()) -> ListTasksResponse:
-        """The page's own fields as a ListTasksResponse, with `tasks`."""
         return ListTasksResponse(
             tasks=tasks,
             next_page_token=self.next_cursor,

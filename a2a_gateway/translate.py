@@ -62,7 +62,6 @@ def task_from_view(view: dict[str, Any], receipt: dict[str, Any] | None = None) 
         public["contribution"] = receipt
     task = Task(id=view["id"], context_id=view["id"], metadata={"cairn": public})
     task.status.state = task_state(view)
-    # When the task entered its state: posted while open, else evaluated.
     instant = view["created_at"] if view["state"] == "open" else view["evaluated_at"]
     task.status.timestamp.FromDatetime(parse_instant(instant))
     if view.get("evaluation") is not None:

@@ -69,7 +69,6 @@ def json_bytes(payload: Any) -> bytes:
 
 
 def method_refusal(method: str, allowed: tuple[str, ...]) -> Reply | None:
-    """405 with `Allow` for a method a path does not take, else None."""
     if method in allowed:
         return None
     refusal = method_not_allowed(method, allowed)

@@ -135,7 +135,6 @@ def _site_environment(keypers: list[LocalKeyper]) -> dict[str, str]:
 
 
 def _keyper_started(keyper: LocalKeyper, site_log_key: str) -> subprocess.Popen:
-    """Its database migrated (quietly), then its web process, logging to its folder."""
     env = keyper.environment(site_log_key)
     command = [sys.executable, "manage.py", "migrate", "--noinput"]
     migrated = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)

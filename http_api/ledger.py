@@ -44,7 +44,6 @@ def _count(query: dict[str, str], name: str, *, minimum: int) -> int:
 
 
 def _range(request: Request, low: str, high: str, *, minimum: int) -> tuple[int, int]:
-    """The two bounds a route takes, each a count of at least `minimum`, `high` not below `low`."""
     query = _query(request, (low, high))
     bounds = _count(query, low, minimum=minimum), _count(query, high, minimum=minimum)
     if bounds[1] < bounds[0]:

@@ -288,7 +288,6 @@ _ROUTES: tuple[_Route, ...] = (
 
 
 def _link(operation_id: str, description: str, **pointers: str) -> dict[str, Any]:
-    """A link passing each parameter from the answer's body at its JSON pointer."""
     parameters = {name: f"$response.body#{pointer}" for name, pointer in pointers.items()}
     return {"operationId": operation_id, "description": description, "parameters": parameters}
 

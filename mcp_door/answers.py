@@ -40,7 +40,6 @@ def tools_lister(
 
 
 def tool_result(data: Any, *, error: bool = False) -> types.CallToolResult:
-    """`data` as the text of the result; an answer carries it structured too, an error does not."""
     content = [types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))]
     if error:
         return types.CallToolResult(content=content, is_error=True)

@@ -65,7 +65,6 @@ def time_left(deadline_text: str, now: datetime | None = None) -> str:
 
 
 def page_error(request: HttpRequest, *, status: int, title: str, message: str) -> HttpResponse:
-    """A plain error page (unknown id, bad query) with the status a client should see."""
     return render(
         request,
         "error.html",

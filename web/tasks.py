@@ -86,7 +86,6 @@ def _item_display(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sealing_tally(items: list[dict[str, Any]]) -> dict[str, Any]:
-    """How many of an evaluation's contributions were sealed to the keypers, and which are void."""
     voids = [item["void"]["code"] for item in items if "void" in item]
     return {
         "keyper_sealed": sum("sealed" in item for item in items),
