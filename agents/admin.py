@@ -30,8 +30,6 @@ class TokenFilter(admin.SimpleListFilter):
 
 
 class LastWriteFilter(admin.SimpleListFilter):
-    """When an agent last wrote (posted, contributed or answered), from the audit log."""
-
     title = "last write"
     parameter_name = "last_write"
     RECENT = {"24h": timedelta(days=1), "7d": timedelta(days=7)}
@@ -111,7 +109,6 @@ class ClientFilter(admin.SimpleListFilter):
         return queryset.filter(client="" if value == self.NONE else value)
 
 
-# Where the keeper opens each kind of object an entry names, by the id the entry holds.
 _OBJECT_CHANGE = {
     "task": "admin:tasks_task_change",
     "call": "admin:calls_call_change",

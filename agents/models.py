@@ -46,8 +46,6 @@ class Operation(models.Model):
 
 
 class AuditEntry(models.Model):
-    """Every accepted write, for the keeper: who, through which door and client, did what to which object."""
-
     at = models.DateTimeField(db_index=True)
     agent = models.ForeignKey(
         Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="+"

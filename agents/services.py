@@ -174,7 +174,6 @@ def operation_record_writes(
     object_type: str,
     object_id: str,
 ) -> tuple[statements.Write, statements.Write]:
-    """The rows recording an accepted write for replay and for the keeper's audit log."""
     now = now_ms()
     return (
         statements.inserted(

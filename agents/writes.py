@@ -31,7 +31,6 @@ DAY = timedelta(hours=24)
 
 
 def daily_cap_issue(cap: int, writes: str) -> Issue:
-    """What refuses a write past its agent's cap of `cap` such `writes` in any `DAY`."""
     return Issue("", ErrorCode.DAILY_CAP, f"at most {cap} {writes} per agent in any 24 hours")
 
 

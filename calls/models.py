@@ -58,8 +58,6 @@ class Call(models.Model):
 
 
 class CallResponse(models.Model):
-    """An agent's public answer to a call."""
-
     call = models.ForeignKey(Call, on_delete=models.PROTECT, related_name="responses")
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="call_responses")
     operation_id = models.CharField(max_length=200)

@@ -45,7 +45,7 @@ def call_detail(call: Call) -> dict[str, Any]:
 
 
 def call_page(*, mode: str, limit: int, cursor: str | None) -> tuple[list[Call], str | None]:
-    """Newest first, by keyset; the cursor is bound to its mode. Returns the calls and the next cursor."""
+    """Newest first, by keyset; the cursor is bound to its mode."""
     matches = Call.objects.all()
     statuses = CALL_MODES[mode]
     if statuses is not None:

@@ -103,7 +103,6 @@ def with_request_metrics(app: ASGIApp) -> ASGIApp:
 
 
 def grpc_call_observed(method: str, code: str, seconds: float) -> None:
-    """Count one gRPC call of the A2A service and how long it took."""
     _series(GRPC_REQUEST_DURATION, method).observe(seconds)
     _series(GRPC_REQUESTS, method, code).inc()
 

@@ -1,7 +1,6 @@
-"""The numbers and words every door states, in one place: the page cap, the realm, the status
-vocabularies, the body limit and Cairn's version. Values the settings own are read on each call,
-so `override_settings` and the environment reach every door alike. Each status vocabulary maps a
-door's words for a list to the statuses stored on the rows (None: every status).
+"""The numbers and words every door states, in one place. Values the settings own are read on
+each call, so `override_settings` and the environment reach every door alike. Each status
+vocabulary maps a door's words for a list to the statuses stored on the rows (None: every status).
 """
 
 from __future__ import annotations

@@ -50,7 +50,6 @@ class OpenPastDeadline:
         return {"working": TaskStatus.WORKING.value, "now": now}
 
     def any_now(self) -> bool:
-        """`any_sql`, now."""
         now = statements.db_value(Task, "deadline", timezone.now())
         found = statements.fetch_one("SELECT " + self.any_sql(), self.params(now))
         return found is not None and bool(found[0])

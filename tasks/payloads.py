@@ -40,7 +40,6 @@ MAX_CONTRIBUTORS = (2, 10)
 
 
 def _count(bounds: tuple[int, int], description: str) -> Any:
-    """A whole number from `bounds[0]` to `bounds[1]`."""
     return Annotated[int, Field(ge=bounds[0], le=bounds[1], description=description)]
 
 

@@ -26,7 +26,6 @@ def is_sealed(contribution: Contribution) -> bool:
 def contributions_sealed(
     contributions: QuerySet[Contribution], *, sealed: bool
 ) -> QuerySet[Contribution]:
-    """The contributions still sealed, or (`sealed=False`) those revealed by their evaluation."""
     return contributions.filter(_SEALED) if sealed else contributions.exclude(_SEALED)
 
 
@@ -63,7 +62,6 @@ def report_unsealed(contribution: ContributionRow) -> dict[str, Any]:
 
 
 def evaluation_item(contribution: Contribution) -> dict[str, Any]:
-    """The contribution's item in its task's evaluation."""
     evaluation = contribution.task.evaluation or {}
     contribution_id = str(contribution.id)
     for item in evaluation.get("contributions", ()):
