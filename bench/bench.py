@@ -733,10 +733,11 @@ def measure(
     """Warm up, then measure. For single-use request files the measured run continues after the
     warm-up. Given the server's pids, the result has their CPU per request (`server_cpu_us`,
     PostgreSQL's backends not in it), which other work on a shared machine moves far less than
-    the rate."""
+    the rate; given the pinner, the bench PostgreSQL's CPU per request too (`pg_cpu_us`)."""
     warm = wrk(port, path, file, WARMUP, start, pinner, scheme)
     load = os.getloadavg()
     cpu = process_cpu(server_pids or [])
+    backends = {pid: process_cpu([pid]) for pid in set(pinner.pinned if pinner else ())}
     result = wrk(
         port,
         path,
@@ -749,6 +750,10 @@ def measure(
     if server_pids and result["requests"]:
         used = process_cpu(server_pids) - cpu
         result["server_cpu_us"] = round(used / result["requests"] * 1e6, 1)
+    if pinner and result["requests"]:
+        # A backend that started during the run counts whole; one that ended is left out.
+        pg_used = sum(process_cpu([pid]) - backends.get(pid, 0.0) for pid in set(pinner.pinned))
+        result["pg_cpu_us"] = round(pg_used / result["requests"] * 1e6, 1)
     result["load_before"] = [round(x, 2) for x in load]
     result["warmup_requests"] = warm["requests"]
     return result
@@ -760,6 +765,7 @@ def summary(result: dict) -> str:
         f"{result['rps']:8.1f} req/s  p50 {result['p50_ms']:7.2f} ms  p99 {result['p99_ms']:7.2f} ms"
         f"  fail {failures}"
         + (f"  server CPU {result['server_cpu_us']:7.1f} µs" if "server_cpu_us" in result else "")
+        + (f"  PostgreSQL CPU {result['pg_cpu_us']:7.1f} µs" if "pg_cpu_us" in result else "")
         + (" ABORTED" if "aborted" in result else "")
         + (f"  first failure: {result['first_failure'][:200]}" if failures else "")
     )
