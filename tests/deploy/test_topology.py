@@ -187,13 +187,19 @@ def test_a_cluster_whose_idle_workers_were_killed_keeps_evaluating(deployment, d
 
 def test_killed_workers_catch_up_within_a_minute_of_a_restart(deployment, db_rows):
     _ensure_workers(deployment, 2)
-    ids = _post_tasks(deployment, 20, first_s=12, last_s=16)
-    time.sleep(6)
+    started = time.monotonic()
+    ids = _post_tasks(deployment, 20, first_s=20, last_s=24)
+    posted = time.monotonic()
+    # Each deadline counts from its own post: the workers die before the first, however long the
+    # posts took on a busy machine, and stay dead until the last has passed.
+    time.sleep(max(0.0, started + 6 - posted))
+    killed_at = datetime.now(UTC)
     for worker in deployment.workers():
         worker.kill_all()
-    time.sleep(12)
+    time.sleep(max(0.0, posted + 26 - time.monotonic()))
     rows = _wait_evaluated(db_rows, ids, timeout=0)
-    assert all(row[2] is None for row in rows), "a task was evaluated with no worker running"
+    early = [row for row in rows if row[2] is not None]
+    assert not early, f"evaluated with no worker running, killed at {killed_at}: {early}"
 
     restarted_at = datetime.now(UTC)
     deployment.start_worker()
