@@ -43,9 +43,7 @@ def release_view(request: HttpRequest) -> HttpResponse:
         release = keyper_release(body)
     except WitnessRefusal as refusal:
         return _refused(refusal)
-    response = HttpResponse(release, content_type="application/json")
-    response["Cache-Control"] = "no-store"
-    return response
+    return HttpResponse(release, content_type="application/json")
 
 
 @role_route(keyper_enabled, "keyper", require_safe)

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_safe
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.caching import Shown, mark_shown
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from core.scripts import requirements_response, script_response
 from core.site import site_url
@@ -114,8 +115,7 @@ class LogVerifierKeyApi(ApiView):
         response = HttpResponse(
             log_verifier_key().text + "\n", content_type="text/plain; charset=utf-8"
         )
-        response["Cache-Control"] = "public, max-age=300"
-        return response
+        return mark_shown(response, Shown.document())
 
 
 class CheckpointsApi(ApiView):
@@ -131,9 +131,7 @@ class CheckpointsApi(ApiView):
 
 @require_safe
 def jwks_view(request: HttpRequest) -> JsonResponse:
-    response = JsonResponse(jwks())
-    response["Cache-Control"] = "public, max-age=300"
-    return response
+    return mark_shown(JsonResponse(jwks()), Shown.document())
 
 
 @require_safe

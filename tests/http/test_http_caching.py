@@ -144,10 +144,18 @@ def test_a_read_that_failed_is_not_stored(api, url, headers, status):
 
 
 @pytest.mark.parametrize(
-    "url", [SCHEMA_PATH, *(SCHEMA_PATH + name for name in PUBLISHED_SCHEMAS), "/api/openapi.json"]
+    "url",
+    [
+        SCHEMA_PATH,
+        *(SCHEMA_PATH + name for name in PUBLISHED_SCHEMAS),
+        "/api/openapi.json",
+        "/.well-known/jwks.json",
+        "/api/log/vkey",
+    ],
 )
-def test_the_schemas_are_kept_for_minutes(api, url):
+def test_the_schemas_and_the_site_keys_are_kept_for_minutes(api, poster, url):
     first = api.get(url)
 
     assert cacheable(first) == DOCUMENT
     revalidated(api, url, first)
+    same_with_a_token(api, url, first, poster.token)
