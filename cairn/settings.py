@@ -170,7 +170,6 @@ AXES_LOCKOUT_CALLABLE = "keeper.logins.locked_out"
 
 ROOT_URLCONF = "cairn.urls"
 WSGI_APPLICATION = "cairn.wsgi.application"
-ASGI_APPLICATION = "cairn.asgi.application"
 
 TEMPLATES = [
     {

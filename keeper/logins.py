@@ -34,16 +34,10 @@ class PasswordBackend(ModelBackend):
     """Django's password check, noting on the request that it ran. It stands after axes' backend,
     which refuses a locked login before this one is asked."""
 
-    def authenticate(
-        self,
-        request: HttpRequest | None,
-        username: str | None = None,
-        password: str | None = None,
-        **kwargs: Any,
-    ) -> User | None:
+    def authenticate(self, request: HttpRequest | None, *args: Any, **kwargs: Any) -> User | None:
         if request is not None:
             setattr(request, _PASSWORD_CHECKED, True)
-        return super().authenticate(request, username, password, **kwargs)
+        return super().authenticate(request, *args, **kwargs)
 
 
 def _address(request: HttpRequest) -> str:

@@ -3,7 +3,6 @@ of django-q2's own because `cairn` comes first in INSTALLED_APPS."""
 
 import os
 
-from django.conf import settings
 from django.core.management.base import CommandError
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
@@ -12,7 +11,6 @@ from cairn.worker import run_cluster
 
 class Command(DjangoQCommand):
     def handle(self, *args, **options):
-        settings.SECRET_KEY  # noqa: B018  (django-q2 signs its jobs with it: fail before starting)
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
         code = run_cluster(once=options["run_once"])
