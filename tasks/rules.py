@@ -91,23 +91,15 @@ def task_entry_issues(task_entry: int, logged: int | None) -> list[Issue]:
     """`task_entry` is the index of the task's own log entry, `logged` (None while the entry
     waits for the sequencer): the index every share was sealed to, and a keyper checks."""
     if logged is None:
-        return [
-            Issue(
-                "task_entry",
-                ErrorCode.INVALID_PAYLOAD,
-                "the task's entry is not in the log yet: retry in a few seconds (the log takes "
-                "in new entries within 10 seconds)",
-            )
-        ]
-    if task_entry != logged:
-        return [
-            Issue(
-                "task_entry",
-                ErrorCode.INVALID_PAYLOAD,
-                f"is not this task's log entry, which is entry {logged}",
-            )
-        ]
-    return []
+        problem = (
+            "the task's entry is not in the log yet: retry in a few seconds (the log takes in new "
+            "entries within 10 seconds)"
+        )
+    elif task_entry != logged:
+        problem = f"is not this task's log entry, which is entry {logged}"
+    else:
+        return []
+    return [Issue("task_entry", ErrorCode.INVALID_PAYLOAD, problem)]
 
 
 def _source_problem(url: str) -> str | None:
