@@ -12,7 +12,7 @@ shows every reader of the domain's changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -41,13 +41,7 @@ class ChangesWritten:
     forms: tuple[Any, ...] = ()
 
 
-TaskChanged = Callable[[Sequence[TaskChange]], ChangesWritten]
-
-
-@cache
-def _hook(path: str) -> TaskChanged:
-    hook: TaskChanged = import_string(path)
-    return hook
+_hook = cache(import_string)
 
 
 def hook_resolved() -> None:

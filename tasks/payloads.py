@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic.json_schema import JsonDict
@@ -15,6 +15,9 @@ OPEN_TASK_SCHEMA = "cairn.open_task/0.1"
 CONTRIBUTION_SCHEMA = "cairn.task.contribution/0.1"
 SEALED_CONTRIBUTION_SCHEMA = SEALED_SCHEMA
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+Digest = Annotated[
+    str, Field(pattern=DIGEST_PATTERN, description='"sha256:" + 64 lowercase hex digits.')
+]
 
 Verdict = Literal["source_supported", "source_contradicted", "source_unclear"]
 VERDICTS: tuple[str, ...] = get_args(Verdict)
@@ -99,13 +102,14 @@ class OpenTaskRequest(Payload):
 
 
 class OpenTaskApproval(Payload):
-    public_input_digest: Annotated[
-        str,
-        Field(
-            pattern=DIGEST_PATTERN,
-            description='"sha256:" + hex SHA-256 of the RFC 8785 canonical request the person approved.',
-        ),
-    ]
+    # What `tasks.rules.approval_issues` holds it to: its scope, and the field with the digest of
+    # what was sent, named.
+    SCOPE: ClassVar[str] = "this_open_task"
+    DIGEST_OF: ClassVar[tuple[str, str]] = ("public_input_digest", "request")
+
+    public_input_digest: Digest = Field(
+        description='"sha256:" + hex SHA-256 of the RFC 8785 canonical request the person approved.'
+    )
     public_output: bool = Field(description="Must be true: the task and its results are public.")
     scope: str = Field(description='Must be "this_open_task".')
 
@@ -119,13 +123,12 @@ class OpenTaskPayload(Payload):
 
 
 class ContributionApproval(Payload):
-    public_output_digest: Annotated[
-        str,
-        Field(
-            pattern=DIGEST_PATTERN,
-            description='"sha256:" + hex SHA-256 of the RFC 8785 canonical report without its approval key.',
-        ),
-    ]
+    SCOPE: ClassVar[str] = "this_contribution"
+    DIGEST_OF: ClassVar[tuple[str, str]] = ("public_output_digest", "report")
+
+    public_output_digest: Digest = Field(
+        description='"sha256:" + hex SHA-256 of the RFC 8785 canonical report without its approval key.'
+    )
     public_output: bool = Field(
         description="Must be true: the report is published after the deadline."
     )
@@ -197,13 +200,12 @@ def b64u_bytes(min_bytes: int, max_bytes: int, description: str) -> Any:
 
 
 Commitment = Annotated[
-    str,
+    Digest,
     Field(
-        pattern=DIGEST_PATTERN,
         description=(
             '"sha256:" + hex SHA-256 of JCS({"report_digest", "salt"}): the contributor\'s own '
             "commitment to the sealed report and the salt it made (SPEC §15.2)."
-        ),
+        )
     ),
 ]
 
@@ -236,6 +238,11 @@ class SealedShare(Payload):
 
 
 class SealedApproval(Payload):
+    # A sealed report's approval names its commitment: the one digest of the report the server
+    # sees before the keypers release its key.
+    SCOPE: ClassVar[str] = "this_contribution"
+    DIGEST_OF: ClassVar[tuple[str, str]] = ("commitment", "commitment")
+
     public_output: bool = Field(
         description="Must be true: the report is published after the deadline."
     )

@@ -9,7 +9,6 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from core import privacy
-from core.canonical import canonical_digest
 from core.clock import INSTANT_FORM, now_ms, parse_instant, span_words
 from core.errors import ErrorCode, Issue, refuse_if
 from ledger.keyper_seal import Keyper
@@ -24,23 +23,21 @@ from tasks.payloads import (
 from tasks.report_checks import report_texts, source_in_task_issues
 
 
-def _approval_issues(
-    approval: OpenTaskApproval | ContributionApproval | SealedApproval,
-    *,
-    scope: str,
-    digest_field: str,
-    sent: str,
-    what: str,
+def approval_issues(
+    approval: OpenTaskApproval | ContributionApproval | SealedApproval, sent: str
 ) -> list[Issue]:
     """The approval says public, for this one write, and its digest is `sent`, that of what was
     sent; a wrong digest is reported only once the approval is otherwise right."""
     issues = []
     if approval.public_output is not True:
         issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
-    if approval.scope != scope:
-        issues.append(Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, f'must be "{scope}"'))
+    if approval.scope != approval.SCOPE:
+        issues.append(
+            Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, f'must be "{approval.SCOPE}"')
+        )
     if issues:
         return issues
+    digest_field, what = approval.DIGEST_OF
     if getattr(approval, digest_field) != sent:
         issues.append(
             Issue(
@@ -50,38 +47,6 @@ def _approval_issues(
             )
         )
     return issues
-
-
-def open_task_approval_issues(payload: OpenTaskPayload) -> list[Issue]:
-    return _approval_issues(
-        payload.approval,
-        scope="this_open_task",
-        digest_field="public_input_digest",
-        sent=canonical_digest(payload.request.model_dump()),
-        what="request",
-    )
-
-
-def contribution_approval_issues(payload: ContributionPayload, report: dict) -> list[Issue]:
-    return _approval_issues(
-        payload.approval,
-        scope="this_contribution",
-        digest_field="public_output_digest",
-        sent=canonical_digest(report),
-        what="report",
-    )
-
-
-def sealed_approval_issues(payload: SealedContributionPayload) -> list[Issue]:
-    """A sealed report's approval names its commitment: the one digest of the report the server
-    sees before the keypers release its key."""
-    return _approval_issues(
-        payload.approval,
-        scope="this_contribution",
-        digest_field="commitment",
-        sent=payload.commitment,
-        what="commitment",
-    )
 
 
 def keyper_envelope_issues(
@@ -126,23 +91,15 @@ def task_entry_issues(task_entry: int, logged: int | None) -> list[Issue]:
     """`task_entry` is the index of the task's own log entry, `logged` (None while the entry
     waits for the sequencer): the index every share was sealed to, and a keyper checks."""
     if logged is None:
-        return [
-            Issue(
-                "task_entry",
-                ErrorCode.INVALID_PAYLOAD,
-                "the task's entry is not in the log yet: retry in a few seconds (the log takes "
-                "in new entries within 10 seconds)",
-            )
-        ]
-    if task_entry != logged:
-        return [
-            Issue(
-                "task_entry",
-                ErrorCode.INVALID_PAYLOAD,
-                f"is not this task's log entry, which is entry {logged}",
-            )
-        ]
-    return []
+        problem = (
+            "the task's entry is not in the log yet: retry in a few seconds (the log takes in new "
+            "entries within 10 seconds)"
+        )
+    elif task_entry != logged:
+        problem = f"is not this task's log entry, which is entry {logged}"
+    else:
+        return []
+    return [Issue("task_entry", ErrorCode.INVALID_PAYLOAD, problem)]
 
 
 def _source_problem(url: str) -> str | None:

@@ -41,13 +41,11 @@ from tasks.payloads import (
 )
 from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.rules import (
-    contribution_approval_issues,
+    approval_issues,
     deadline_issues,
     keyper_envelope_issues,
-    open_task_approval_issues,
     open_task_texts,
     report_refuse_if_broken,
-    sealed_approval_issues,
     source_issues,
     task_entry_issues,
 )
@@ -83,7 +81,7 @@ def task_post(caller: Caller, *, payload: Any) -> WriteResult:
 
     def check() -> OpenTaskPayload:
         parsed = parse_payload(OpenTaskPayload, payload, schema=OPEN_TASK_SCHEMA)
-        refuse_if(open_task_approval_issues(parsed))
+        refuse_if(approval_issues(parsed.approval, canonical_digest(parsed.request.model_dump())))
         refuse_if(source_issues(parsed.request.sources))
         refuse_if(deadline_issues(parsed.request.deadline))
         refuse_if(privacy.screen(open_task_texts(parsed)))
@@ -218,7 +216,7 @@ def _plain_checked(task: Task, payload: Any) -> _Checked:
     parsed = parse_payload(ContributionPayload, payload, schema=CONTRIBUTION_SCHEMA, also=also)
     _refuse_if_closed(task)
     report = {key: value for key, value in payload.items() if key != "approval"}
-    refuse_if(contribution_approval_issues(parsed, report))
+    refuse_if(approval_issues(parsed.approval, canonical_digest(report)))
     report_refuse_if_broken(parsed, task.sources)
     return _Checked(task, report=report)
 
@@ -241,7 +239,7 @@ def _keyper_sealed_checked(task: Task, payload: Any) -> _Checked:
         + task_entry_issues(parsed.task_entry, None if logged is None else logged.index)
     )
     _refuse_if_closed(task)
-    refuse_if(sealed_approval_issues(parsed))
+    refuse_if(approval_issues(parsed.approval, parsed.commitment))
     return _Checked(
         task,
         keyper_seal={

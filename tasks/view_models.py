@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from core.clock import INSTANT_PATTERN
-from tasks.payloads import DIGEST_PATTERN, ContributionPayload, OpenTaskRequest, Verdict
+from tasks.payloads import ContributionPayload, Digest, OpenTaskRequest, Verdict
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
@@ -17,9 +17,6 @@ Instant = Annotated[
     str, Field(pattern=INSTANT_PATTERN, description="UTC, YYYY-MM-DDTHH:MM:SS.sssZ.")
 ]
 Uuid = Annotated[str, Field(pattern=UUID_PATTERN, description="A lowercase UUID.")]
-Digest = Annotated[
-    str, Field(pattern=DIGEST_PATTERN, description='"sha256:" + 64 lowercase hex digits.')
-]
 Salt = Annotated[
     str,
     Field(
