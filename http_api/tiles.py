@@ -19,7 +19,7 @@ from core.errors import Refusal
 from http_api.inputs import invalid_query, query_none
 from http_api.views import ApiView
 from ledger.logs import log_numbered
-from ledger.tiles import MAX_LEVEL, TILE_WIDTH, entry_bundle, hash_tile
+from ledger.selectors import MAX_LEVEL, TILE_WIDTH, entry_bundle, hash_tile
 
 # A partial tile's bytes never change either, but the spec lets a log drop it once it is full.
 PARTIAL = "public, max-age=5"
@@ -86,11 +86,11 @@ class TileApi(ApiView):
         query_none(request)
         level, index, width = _parsed(path)
         log = log_numbered(log_number)
-        tile = (
+        data = (
             entry_bundle(index=index, width=width, log=log)
             if level is None
             else hash_tile(level=level, index=index, width=width, log=log)
         )
-        response = HttpResponse(tile.data, content_type="application/octet-stream")
-        response["Cache-Control"] = IMMUTABLE if tile.full else PARTIAL
+        response = HttpResponse(data, content_type="application/octet-stream")
+        response["Cache-Control"] = IMMUTABLE if width == TILE_WIDTH else PARTIAL
         return response
