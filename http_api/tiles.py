@@ -31,16 +31,6 @@ _PATH = re.compile(
 )
 
 
-def index_path(index: int) -> str:
-    """`<N>` of tlog-tiles: 3-digit elements, all but the last prefixed with `x` (1234067 is
-    `x001/x234/067`)."""
-    elements = [f"{index % 1000:03d}"]
-    while index >= 1000:
-        index //= 1000
-        elements.append(f"x{index % 1000:03d}")
-    return "/".join(reversed(elements))
-
-
 def _invalid(message: str) -> Refusal:
     return invalid_query("path", message, subject="the tile path")
 
@@ -55,11 +45,11 @@ def _parsed(path: str) -> tuple[int | None, int, int]:
     level = None if match["level"] == "entries" else int(match["level"])
     if level is not None and level > MAX_LEVEL:
         raise _invalid(f"level must be between 0 and {MAX_LEVEL}")
-    index = 0
-    for element in match["index"].split("/"):
-        index = index * 1000 + int(element.removeprefix("x"))
-    if index_path(index) != match["index"]:
+    # Each element is three digits and only the last lacks its `x`, so an index is written one
+    # way unless its first element is a zero.
+    if match["index"].startswith("x000"):
         raise _invalid("index must not have leading zero elements (1 is 001, not x000/001)")
+    index = int(match["index"].replace("x", "").replace("/", ""))
     if match["width"] is None:
         return level, index, TILE_WIDTH
     width = int(match["width"])

@@ -73,12 +73,9 @@ def site_kid() -> str:
     return _kid(settings.CAIRN_SIGNING_KEY)
 
 
-def public_jwk() -> dict[str, Any]:
-    return {**site_key().as_dict(private=False), "use": "sig", "alg": ALGORITHM, "kid": site_kid()}
-
-
 def jwks() -> dict[str, Any]:
-    return {"keys": [public_jwk()]}
+    public = site_key().as_dict(private=False)
+    return {"keys": [{**public, "use": "sig", "alg": ALGORITHM, "kid": site_kid()}]}
 
 
 def receipt_sign(claims: dict[str, Any]) -> str:
