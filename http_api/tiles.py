@@ -2,7 +2,7 @@
 
 Paths are parsed as strictly as the spec writes them, so each tile has exactly one URL and a
 mirror can store the answers as files under the same names. Refusals may not be cached, since the
-tile may appear.
+tile may appear: `CachingMiddleware` marks them `no-store`, as every refusal.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import re
 from django.http import HttpResponse
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
-from rest_framework.response import Response
 
-from core.caching import IMMUTABLE, NO_STORE
+from core.caching import IMMUTABLE
 from core.errors import Refusal
 from http_api.inputs import invalid_query, query_none
 from http_api.views import ApiView
@@ -66,11 +65,6 @@ class TileApi(ApiView):
     ) -> tuple[BaseRenderer, str]:
         """Tiles are bytes whatever the client accepts; only refusals are JSON."""
         return super().perform_content_negotiation(request, force=True)
-
-    def handle_exception(self, exc: Exception) -> Response:
-        response = super().handle_exception(exc)
-        response["Cache-Control"] = NO_STORE
-        return response
 
     def get(self, request: Request, path: str, log_number: int = 0) -> HttpResponse:
         query_none(request)
