@@ -33,9 +33,9 @@ from a2a_gateway.transport import ENDPOINT_PATH, JSON_TYPE, Reply, json_bytes, m
 from core.caching import Shown
 from core.policy import cairn_version
 from core.schemas import model_schema
-from ledger.card_signing import JWKS_PATH, card_sign
 from ledger.entries import MAX_MERGE_DELAY
 from ledger.keypers import keyper_threshold, keypers_configured, keypers_description
+from ledger.keys import JWKS_PATH, card_sign
 from ledger.log_state import logs_started
 from ledger.logs import LOG_PATH
 from ledger.notes import log_origin

@@ -15,7 +15,7 @@ from google.protobuf.json_format import ParseDict, ParseError
 from a2a_gateway.card import PAYLOADS_EXTENSION_URI, payload_schemas
 from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.translate import ints_from_doubles
-from ledger.card_signing import card_verifier
+from ledger.keys import card_verifier
 
 
 def _json_text(value: Any) -> str:

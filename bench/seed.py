@@ -54,7 +54,7 @@ from agents.services import TOKEN_PREFIX, token_digest  # noqa: E402
 from core.canonical import canonical_digest, fingerprint  # noqa: E402
 from core.clock import format_instant, now_ms  # noqa: E402
 from ledger.keyper_seal import salt_new  # noqa: E402
-from ledger.receipts import receipt_sign  # noqa: E402
+from ledger.keys import receipt_sign  # noqa: E402
 from ledger.seal import report_seal  # noqa: E402
 from tasks.changes import TaskChange  # noqa: E402
 from tasks.counts import task_count_change  # noqa: E402

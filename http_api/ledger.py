@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import asdict
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
@@ -79,9 +80,7 @@ class InclusionProofApi(ApiView):
             tree_size=_count(query, "tree_size", minimum=1),
             log=log_numbered(log_number),
         )
-        return Response(
-            {"index": proof.index, "tree_size": proof.tree_size, "hashes": proof.hashes}
-        )
+        return Response(asdict(proof))
 
 
 class ConsistencyProofApi(ApiView):

@@ -2,22 +2,17 @@
 keeper started after the database went back (§16.2) has the same routes under `api/log/<n>/`."""
 
 from django.urls import URLPattern, path, register_converter
+from django.urls.converters import IntConverter
 
 from http_api import keyper, witness
 from http_api import ledger as apis
 from http_api.tiles import TileApi
 
 
-class LogNumber:
+class LogNumber(IntConverter):
     """A later log's number: 1, 2, …, written without leading zeros, so each log has one URL."""
 
     regex = "[1-9][0-9]{0,8}"
-
-    def to_python(self, value: str) -> int:
-        return int(value)
-
-    def to_url(self, value: int) -> str:
-        return str(value)
 
 
 register_converter(LogNumber, "log")

@@ -2,7 +2,7 @@
 
 Paths are parsed as strictly as the spec writes them, so each tile has exactly one URL and a
 mirror can store the answers as files under the same names. Refusals may not be cached, since the
-tile may appear.
+tile may appear: `CachingMiddleware` marks them `no-store`, as every refusal.
 """
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ import re
 from django.http import HttpResponse
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
-from rest_framework.response import Response
 
-from core.caching import IMMUTABLE, NO_STORE
+from core.caching import IMMUTABLE
 from core.errors import Refusal
 from http_api.inputs import invalid_query, query_none
 from http_api.views import ApiView
 from ledger.logs import log_numbered
-from ledger.tiles import MAX_LEVEL, TILE_WIDTH, entry_bundle, hash_tile
+from ledger.selectors import MAX_LEVEL, TILE_WIDTH, entry_bundle, hash_tile
 
 # A partial tile's bytes never change either, but the spec lets a log drop it once it is full.
 PARTIAL = "public, max-age=5"
@@ -29,16 +28,6 @@ _PATH = re.compile(
     r"/(?P<index>(?:x[0-9]{3}/)*[0-9]{3})"
     r"(?:\.p/(?P<width>[1-9][0-9]{0,2}))?"
 )
-
-
-def index_path(index: int) -> str:
-    """`<N>` of tlog-tiles: 3-digit elements, all but the last prefixed with `x` (1234067 is
-    `x001/x234/067`)."""
-    elements = [f"{index % 1000:03d}"]
-    while index >= 1000:
-        index //= 1000
-        elements.append(f"x{index % 1000:03d}")
-    return "/".join(reversed(elements))
 
 
 def _invalid(message: str) -> Refusal:
@@ -55,11 +44,11 @@ def _parsed(path: str) -> tuple[int | None, int, int]:
     level = None if match["level"] == "entries" else int(match["level"])
     if level is not None and level > MAX_LEVEL:
         raise _invalid(f"level must be between 0 and {MAX_LEVEL}")
-    index = 0
-    for element in match["index"].split("/"):
-        index = index * 1000 + int(element.removeprefix("x"))
-    if index_path(index) != match["index"]:
+    # Each element is three digits and only the last lacks its `x`, so an index is written one
+    # way unless its first element is a zero.
+    if match["index"].startswith("x000"):
         raise _invalid("index must not have leading zero elements (1 is 001, not x000/001)")
+    index = int(match["index"].replace("x", "").replace("/", ""))
     if match["width"] is None:
         return level, index, TILE_WIDTH
     width = int(match["width"])
@@ -77,20 +66,15 @@ class TileApi(ApiView):
         """Tiles are bytes whatever the client accepts; only refusals are JSON."""
         return super().perform_content_negotiation(request, force=True)
 
-    def handle_exception(self, exc: Exception) -> Response:
-        response = super().handle_exception(exc)
-        response["Cache-Control"] = NO_STORE
-        return response
-
     def get(self, request: Request, path: str, log_number: int = 0) -> HttpResponse:
         query_none(request)
         level, index, width = _parsed(path)
         log = log_numbered(log_number)
-        tile = (
+        data = (
             entry_bundle(index=index, width=width, log=log)
             if level is None
             else hash_tile(level=level, index=index, width=width, log=log)
         )
-        response = HttpResponse(tile.data, content_type="application/octet-stream")
-        response["Cache-Control"] = IMMUTABLE if tile.full else PARTIAL
+        response = HttpResponse(data, content_type="application/octet-stream")
+        response["Cache-Control"] = IMMUTABLE if width == TILE_WIDTH else PARTIAL
         return response

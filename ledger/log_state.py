@@ -26,6 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Subquery, Value
 from django.db.models.functions import Coalesce
+from pydantic import TypeAdapter
 
 from core.clock import format_instant, now_ms
 from core.errors import ErrorCode, Refusal
@@ -74,18 +75,9 @@ class LogPromises:
     refusals: dict[str, int] = field(default_factory=dict)
     rollback: Rollback | None = None
 
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> LogPromises:
-        signed = data.get("signed")
-        witnessed = data.get("witnessed")
-        rollback = data.get("rollback")
-        return cls(
-            signed=Promised(**signed) if signed else None,
-            witnessed=Promised(**witnessed) if witnessed else None,
-            witnesses={k: Promised(**v) for k, v in data.get("witnesses", {}).items()},
-            refusals=dict(data.get("refusals", {})),
-            rollback=Rollback(**rollback) if rollback else None,
-        )
+
+# The file's `logs`, read back into the dataclasses `asdict` wrote them from.
+_LOGS = TypeAdapter(dict[str, LogPromises])
 
 
 def _path() -> Path:
@@ -98,8 +90,7 @@ def _read() -> tuple[dict[str, LogPromises], list[dict[str, Any]]]:
         data = json.loads(_path().read_text())
     except FileNotFoundError:
         return {}, []
-    logs = {identity: LogPromises.of(log) for identity, log in data.get("logs", {}).items()}
-    return logs, list(data.get("started", []))
+    return _LOGS.validate_python(data.get("logs", {})), list(data.get("started", []))
 
 
 def _write(logs: dict[str, LogPromises], started: list[dict[str, Any]]) -> None:

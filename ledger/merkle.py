@@ -104,6 +104,24 @@ def parents_closed_by(
     return closed
 
 
+def _path_folded(fn: int, sn: int, seed: bytes, path: list[bytes]) -> tuple[bytes, bytes] | None:
+    """The loop both of RFC 9162's verifications run: `seed` hashed up along `path` from node
+    `fn` of a tree whose last node is `sn`, as `fr` (with the left siblings only) and `sr` (with
+    all of them); None when the path does not end at the root."""
+    fr = sr = seed
+    for c in path:
+        if sn == 0:
+            return None
+        if fn & 1 or fn == sn:
+            fr, sr = node_hash(c, fr), node_hash(c, sr)
+            while fn and not fn & 1:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            sr = node_hash(sr, c)
+        fn, sn = fn >> 1, sn >> 1
+    return (fr, sr) if sn == 0 else None
+
+
 def consistency_verify(
     first: int, second: int, first_root: bytes, second_root: bytes, proof: list[bytes]
 ) -> bool:
@@ -121,33 +139,10 @@ def consistency_verify(
     fn, sn = first - 1, second - 1
     while fn & 1:
         fn, sn = fn >> 1, sn >> 1
-    fr = sr = path[0]
-    for c in path[1:]:
-        if sn == 0:
-            return False
-        if fn & 1 or fn == sn:
-            fr, sr = node_hash(c, fr), node_hash(c, sr)
-            while fn and not fn & 1:
-                fn, sn = fn >> 1, sn >> 1
-        else:
-            sr = node_hash(sr, c)
-        fn, sn = fn >> 1, sn >> 1
-    return sn == 0 and fr == first_root and sr == second_root
+    return _path_folded(fn, sn, path[0], path[1:]) == (first_root, second_root)
 
 
 def inclusion_verify(index: int, size: int, leaf: bytes, proof: list[bytes], root: bytes) -> bool:
     """RFC 9162 §2.1.3.2, for proofs a keyper is handed (§15.8)."""
-    if index >= size:
-        return False
-    fn, sn, r = index, size - 1, leaf
-    for p in proof:
-        if sn == 0:
-            return False
-        if fn & 1 or fn == sn:
-            r = node_hash(p, r)
-            while fn and not fn & 1:
-                fn, sn = fn >> 1, sn >> 1
-        else:
-            r = node_hash(r, p)
-        fn, sn = fn >> 1, sn >> 1
-    return sn == 0 and r == root
+    folded = _path_folded(index, size - 1, leaf, proof) if index < size else None
+    return folded is not None and folded[1] == root

@@ -23,7 +23,7 @@ from ledger.entry_types import task_entry
 from ledger.jobs import sequencing_nudge
 from ledger.keyper_seal import b64u_decode, ciphertext_digest, salt_new
 from ledger.keypers import keyper_threshold, keypers_configured
-from ledger.receipts import receipt_sign
+from ledger.keys import receipt_sign
 from ledger.seal import report_seal
 from ledger.services import log_writes
 from tasks.changes import TaskChange, task_changed

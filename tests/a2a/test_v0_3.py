@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from a2a.client.card_resolver import parse_agent_card
 
-from ledger.card_signing import card_verifier
+from ledger.keys import card_verifier
 from tests.a2a.conftest import assert_unauthorized, error_of, result_of, wait_past
 from tests.factories import contribution_payload, deadline_in, open_task_payload, open_task_request
 

@@ -33,8 +33,8 @@ from ledger.keyper_seal import (
     seal,
     share_open,
 )
+from ledger.keys import receipt_sign
 from ledger.notes import log_origin
-from ledger.receipts import receipt_sign
 from ledger.services import log_queue, log_sequence
 from ledger.witnesses import witnesses_cosign
 from tasks.models import Task, TaskStatus

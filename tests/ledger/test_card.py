@@ -13,7 +13,7 @@ from a2a.utils.signing import InvalidSignaturesError
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from ledger.card_signing import card_verifier
+from ledger.keys import card_verifier
 from ledger.notes import log_origin
 
 

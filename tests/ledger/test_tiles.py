@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from ledger.selectors import entry_bundle, hash_tile
 from ledger.services import log_queue, log_sequence
-from ledger.tiles import entry_bundle, hash_tile
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 
@@ -266,4 +266,4 @@ def test_a_tile_costs_the_same_two_queries_at_any_level(db):
     ):
         with CaptureQueriesContext(connection) as queries:
             tile = read()
-        assert len(queries) == 2 and tile.data
+        assert len(queries) == 2 and tile

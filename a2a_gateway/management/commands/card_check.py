@@ -15,7 +15,7 @@ from a2a_gateway.card import agent_card_json
 from a2a_gateway.card_check import card_problems
 from a2a_gateway.checks import CHECK_SITE
 from core.site import site_url
-from ledger.card_signing import JWKS_PATH
+from ledger.keys import JWKS_PATH
 from ledger.keys import jwks as site_jwks
 
 

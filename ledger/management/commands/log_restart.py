@@ -1,11 +1,109 @@
-"""`manage.py log_restart`: start a new log after the database lost entries the site had signed
-(SPEC §16.2)."""
+"""`manage.py log_restart`: the way out after the database went back (SPEC §16.2), a new log that
+says what was lost.
+
+The old log cannot be signed again: its readers and witnesses hold a longer tree than the
+database does. So the keeper starts a new log, with a new origin, whose first entry names the old
+log's last witnessed checkpoint and the first index the database no longer holds; the queued
+entries the database still has (writes answered before it went back, never integrated) follow it.
+Every entry between `lost_from` and that checkpoint's size is, from then on, visibly dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
+from core import statements
+from core.canonical import canonical_json
+from core.clock import now_ms
+from ledger import log_state
+from ledger.entry_types import RESTART
+from ledger.logs import LogRef, log_current, origin_numbered
+from ledger.models import Checkpoint, Log, QueuedEntry
 from ledger.notes import log_verifier_key
-from ledger.restart import RestartRefused, log_restart
-from ledger.witnesses import witnesses_cosign
+from ledger.selectors import checkpoint_note, checkpoint_quorate_latest
+from ledger.services import SEQUENCER_LOCK, _append, checkpoint_publish, tree_size
+from ledger.signed_note import checkpoint_body_parse, note_parse
+from ledger.witnesses import witness_quorum, witnesses_cosign
+
+
+def _refused(why: str) -> CommandError:
+    """The log may not be restarted now; `why` says why."""
+    return CommandError(f"log_restart refused: {why}")
+
+
+@dataclass(frozen=True)
+class Restarted:
+    log: LogRef
+    previous: LogRef
+    previous_size: int
+    lost_from: int
+    logged_again: int
+    checkpoint: Checkpoint
+
+
+def _previous_checkpoint(identity: str, log: LogRef) -> str:
+    """The old log's last checkpoint a witness quorum cosigned (without witnesses, the last the
+    site signed), as kept beside the keys; the database's own when the state file lacks it."""
+    promises = log_state.promises_of(identity)
+    kept = None
+    if promises is not None:
+        kept = promises.witnessed if witness_quorum() else promises.signed
+    if kept is not None and kept.note is not None:
+        return kept.note
+    stored = checkpoint_quorate_latest(log)
+    if stored is None:
+        raise _refused(f"no checkpoint of {log.origin} is known to have been published")
+    return checkpoint_note(stored)
+
+
+def log_restart() -> Restarted:
+    """Start the next log with the restart entry and every queued entry, and sign it. Refused
+    unless the sequencer found the current log gone back, and while a sequencer is at work."""
+    with transaction.atomic():
+        if not statements.advisory_lock(SEQUENCER_LOCK, wait=False):
+            raise _refused("the sequencer is at work: stop the worker, then run this again")
+        identity = log_state.log_identity()
+        rollback = log_state.rollback_found()
+        if identity is None or rollback is None:
+            raise _refused(
+                "the log has not gone back: the sequencer signs it as it is, and a new log "
+                "would only hide it (see /readyz and the sequencer's log)"
+            )
+        previous = log_current()
+        lost_from = tree_size(previous)
+        note = _previous_checkpoint(identity, previous)
+        # A database restored to before an earlier restart holds fewer logs than were started:
+        # the next number is past every one, so no origin ever names two logs.
+        started = [int(log["number"]) for log in log_state.logs_started()]
+        number = max([previous.number, *started]) + 1
+        row = statements.created(
+            Log(
+                number=number,
+                origin=origin_numbered(number),
+                start=previous.start + lost_from,
+                created_at=now_ms(),
+            )
+        )
+        log = LogRef(row.number, row.origin, row.start)
+        entry = {
+            "type": RESTART,
+            "previous_origin": previous.origin,
+            "previous_checkpoint": note,
+            "lost_from": lost_from,
+        }
+        restart = QueuedEntry(entry=canonical_json(entry).decode(), queued_at=row.created_at)
+        queued = list(QueuedEntry.objects.order_by("id"))
+        size = _append([restart, *queued], 0, log)
+        checkpoint = checkpoint_publish(size, log)
+    log_state.log_started_kept(log.number, log.origin)
+    new_identity = log_state.log_identity()
+    assert new_identity is not None
+    log_state.signed_kept(new_identity, checkpoint)
+    previous_size = checkpoint_body_parse(note_parse(note).body).tree_size
+    return Restarted(log, previous, previous_size, lost_from, len(queued), checkpoint)
 
 
 class Command(BaseCommand):
@@ -19,10 +117,7 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: object, **options: object) -> None:
-        try:
-            done = log_restart()
-        except RestartRefused as refused:
-            raise CommandError(f"log_restart refused: {refused}") from None
+        done = log_restart()
         cosigned = witnesses_cosign()
         gone = max(done.previous_size - done.lost_from, 0)
         self.stdout.write(
