@@ -187,33 +187,21 @@ def operation_record_writes(
                 "created_at": now,
             },
         ),
-        statements.inserted(
-            AuditEntry,
-            {
-                "at": now,
-                "agent": caller.agent.pk,
-                "door": caller.door,
-                "client": caller.client[:100],
-                "operation": kind,
-                "object_type": object_type,
-                "object_id": object_id,
-            },
+        _audited(
+            now, caller.agent.pk, caller.door, caller.client[:100], kind, object_type, object_id
         ),
     )
 
 
 def audit_keeper_action(*, operation: str, object_type: str, object_id: str) -> None:
     statements.write_all(
-        statements.inserted(
-            AuditEntry,
-            {
-                "at": now_ms(),
-                "agent": None,
-                "door": Door.ADMIN,
-                "client": "",
-                "operation": operation,
-                "object_type": object_type,
-                "object_id": object_id,
-            },
-        )
+        _audited(now_ms(), None, Door.ADMIN, "", operation, object_type, object_id)
     )
+
+
+def _audited(*values: Any) -> statements.Write:
+    """The audit log's row of one accepted write, its values in `_AUDITED`'s order."""
+    return statements.inserted(AuditEntry, dict(zip(_AUDITED, values, strict=True)))
+
+
+_AUDITED = ("at", "agent", "door", "client", "operation", "object_type", "object_id")
