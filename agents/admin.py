@@ -129,6 +129,7 @@ def _object_url(entry: AuditEntry) -> str:
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["at", "door", "client", "operation", "object", "agent_link"]
+    list_select_related = ["agent"]
     list_filter = ["door", ClientFilter, "operation", "object_type"]
     search_fields = ["object_id", "agent__id", "client"]
     date_hierarchy = "at"
@@ -144,6 +145,3 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="agent", ordering="agent")
     def agent_link(self, entry: AuditEntry) -> str:
         return agent_link(entry.agent)
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[AuditEntry]:
-        return super().get_queryset(request).select_related("agent")

@@ -1,4 +1,5 @@
-"""Tokens, operation records and the audit log: the write plumbing every service shares."""
+"""Tokens, who calls a write and what it answers, and the audit log: the plumbing every service
+shares. The write itself, with its operation record, is `agents.writes.agent_write`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from agents.models import Agent, AuditEntry, Door, Operation
+from agents.models import Agent, AuditEntry, Door
 from core import statements
 from core.clock import now_ms
 from core.errors import ErrorCode, Refusal
@@ -101,17 +102,6 @@ def agent_revoke(*, agent: Agent) -> None:
         audit_keeper_action(operation="agent_revoke", object_type="agent", object_id=str(agent.id))
 
 
-def agent_lock(agent: Agent) -> None:
-    """Take the agent's row lock. Every write of one agent serialises on it, so its caps and
-    operation ids hold however many requests it sends at once. Call inside a transaction."""
-    statements.locked(
-        Agent,
-        f"{statements.column(Agent, 'id')} = %s",
-        [statements.db_value(Agent, "id", agent.pk)],
-        names=("id",),
-    )
-
-
 @dataclass(frozen=True)
 class Caller:
     """Who asks a write service, and how: the agent, the operation id a retry repeats (SPEC §6),
@@ -134,86 +124,13 @@ class WriteResult:
     form: Any = None
 
 
-def operation_replay(caller: Caller, *, kind: str, request_digest: str) -> WriteResult | None:
-    """The stored answer of an operation already accepted under this id, or None. The same id
-    with another request is refused: answering with either result would hide the agent's mistake.
-    """
-    row = statements.fetch_one(
-        _operation_by_id(),
-        [statements.db_value(Operation, "agent", caller.agent.pk), caller.operation_id],
-    )
-    if row is None:
-        return None
-    stored_kind, stored_digest, result = statements.python_values(Operation, _REPLAYED, row)
-    if stored_kind != kind or stored_digest != request_digest:
-        raise Refusal(
-            ErrorCode.IDEMPOTENCY_CONFLICT,
-            "this operation id was already used for a different request",
-        )
-    return WriteResult(result, replayed=True)
-
-
-_REPLAYED = ("kind", "request_digest", "result")
-
-
-@statements.prepared
-def _operation_by_id() -> str:
-    return (
-        f"SELECT {statements.columns(Operation, _REPLAYED)} FROM {statements.table(Operation)} "
-        f"WHERE {statements.column(Operation, 'agent')} = %s "
-        f"AND {statements.column(Operation, 'operation_id')} = %s"
-    )
-
-
-def operation_record_writes(
-    caller: Caller,
-    *,
-    kind: str,
-    request_digest: str,
-    result: Any,
-    object_type: str,
-    object_id: str,
-) -> tuple[statements.Write, statements.Write]:
-    now = now_ms()
-    return (
-        statements.inserted(
-            Operation,
-            {
-                "agent": caller.agent.pk,
-                "operation_id": caller.operation_id,
-                "kind": kind,
-                "request_digest": request_digest,
-                "result": result,
-                "created_at": now,
-            },
-        ),
-        statements.inserted(
-            AuditEntry,
-            {
-                "at": now,
-                "agent": caller.agent.pk,
-                "door": caller.door,
-                "client": caller.client[:100],
-                "operation": kind,
-                "object_type": object_type,
-                "object_id": object_id,
-            },
-        ),
-    )
-
-
 def audit_keeper_action(*, operation: str, object_type: str, object_id: str) -> None:
-    statements.write_all(
-        statements.inserted(
-            AuditEntry,
-            {
-                "at": now_ms(),
-                "agent": None,
-                "door": Door.ADMIN,
-                "client": "",
-                "operation": operation,
-                "object_type": object_type,
-                "object_id": object_id,
-            },
-        )
-    )
+    statements.write_all(audited(now_ms(), None, Door.ADMIN, "", operation, object_type, object_id))
+
+
+def audited(*values: Any) -> statements.Write:
+    """The audit log's row of one accepted write, its values in `_AUDITED`'s order."""
+    return statements.inserted(AuditEntry, dict(zip(_AUDITED, values, strict=True)))
+
+
+_AUDITED = ("at", "agent", "door", "client", "operation", "object_type", "object_id")

@@ -12,16 +12,11 @@ from typing import Any, TypeVar
 
 from django.db import transaction
 
-from agents.models import Agent
-from agents.services import (
-    Caller,
-    WriteResult,
-    agent_lock,
-    operation_record_writes,
-    operation_replay,
-)
+from agents.models import Agent, Operation
+from agents.services import Caller, WriteResult, audited
 from core import statements
 from core.canonical import fingerprint
+from core.clock import now_ms
 from core.errors import ErrorCode, Issue, Refusal
 
 Checked = TypeVar("Checked")
@@ -58,9 +53,23 @@ def agent_write(
     refuses what the payload alone shows; `perform` runs with the agent's row locked and takes any
     further lock before it reads a count or a state."""
     request_digest = fingerprint(request)
+    agent = caller.agent
 
     def replayed() -> WriteResult | None:
-        return operation_replay(caller, kind=kind, request_digest=request_digest)
+        """The stored answer of an operation already accepted under this id, or None. The same
+        id with another request is refused: answering with either result would hide the agent's
+        mistake."""
+        key = [statements.db_value(Operation, "agent", agent.pk), caller.operation_id]
+        row = statements.fetch_one(_operation_by_id(), key)
+        if row is None:
+            return None
+        stored_kind, stored_digest, result = statements.python_values(Operation, _REPLAYED, row)
+        if stored_kind != kind or stored_digest != request_digest:
+            raise Refusal(
+                ErrorCode.IDEMPOTENCY_CONFLICT,
+                "this operation id was already used for a different request",
+            )
+        return WriteResult(result, replayed=True)
 
     try:
         checked = check()
@@ -71,19 +80,47 @@ def agent_write(
             return replay
         raise
     with transaction.atomic():
-        agent_lock(caller.agent)
+        # The agent's row lock: every write of one agent serialises on it, so its caps and
+        # operation ids hold however many requests it sends at once.
+        key = [statements.db_value(Agent, "id", agent.pk)]
+        statements.locked(Agent, f"{statements.column(Agent, 'id')} = %s", key, names=("id",))
         if (replay := replayed()) is not None:
             return replay
-        performed = perform(caller.agent, checked)
+        performed = perform(agent, checked)
+        now = now_ms()
         statements.write_all(
             *performed.writes,
-            *operation_record_writes(
-                caller,
-                kind=kind,
-                request_digest=request_digest,
-                result=performed.body,
-                object_type=performed.object_type,
-                object_id=performed.object_id,
+            statements.inserted(
+                Operation,
+                {
+                    "agent": agent.pk,
+                    "operation_id": caller.operation_id,
+                    "kind": kind,
+                    "request_digest": request_digest,
+                    "result": performed.body,
+                    "created_at": now,
+                },
+            ),
+            audited(
+                now,
+                agent.pk,
+                caller.door,
+                caller.client[:100],
+                kind,
+                performed.object_type,
+                performed.object_id,
             ),
         )
     return WriteResult(performed.body, form=performed.form)
+
+
+_REPLAYED = ("kind", "request_digest", "result")
+
+
+@statements.prepared
+def _operation_by_id() -> str:
+    return (
+        f"SELECT {statements.columns(Operation, _REPLAYED)} FROM {statements.table(Operation)} "
+        f"WHERE {statements.column(Operation, 'agent')} = %s "
+        f"AND {statements.column(Operation, 'operation_id')} = %s"
+    )

@@ -94,7 +94,9 @@ def call_answer(caller: Caller, *, call_id: Any, payload: Any) -> WriteResult:
 
     def perform(agent: Agent, checked: tuple[Call, CallResponsePayload]) -> Performed:
         call, parsed = checked
-        call = _call_locked(call.pk)
+        # The call's row lock: its answer count and status are read only after it.
+        key = [statements.db_value(Call, "id", call.pk)]
+        [call] = statements.locked(Call, f"{statements.column(Call, 'id')} = %s", key)
         refuse_if(_answer_state_issues(agent, call))
         response = statements.created(
             CallResponse(
@@ -117,12 +119,3 @@ def call_answer(caller: Caller, *, call_id: Any, payload: Any) -> WriteResult:
 
     request = {"call_id": str(call_id), "payload": payload}
     return agent_write(caller, CALL_ANSWER, request, check=check, perform=perform)
-
-
-def _call_locked(call_id: Any) -> Call:
-    """The call with its row locked until the transaction ends: read its answer count and status
-    only after this. Call inside a transaction."""
-    [call] = statements.locked(
-        Call, f"{statements.column(Call, 'id')} = %s", [statements.db_value(Call, "id", call_id)]
-    )
-    return call

@@ -51,14 +51,10 @@ def _document(body: dict[str, Any], content_type: str = "application/json") -> J
 def schema_index(request: HttpRequest) -> JsonResponse:
     """`GET /schemas/a2a/`: what is published there, so a client can find each schema by name."""
     origin = site_url(request)
-    schemas = [
-        {
-            "name": name,
-            "$id": published_schema(name, origin=origin)["$id"],
-            "url": f"{origin}{SCHEMA_PATH}{name}",
-        }
-        for name in PUBLISHED_SCHEMAS
-    ]
+    schemas = []
+    for name in PUBLISHED_SCHEMAS:
+        url = f"{origin}{SCHEMA_PATH}{name}"  # each schema's `$id` is its own URL
+        schemas.append({"name": name, "$id": url, "url": url})
     return _document({"schemas": schemas})
 
 

@@ -48,37 +48,16 @@ VOID_LABELS = {
 
 
 def _item_display(item: dict[str, Any]) -> dict[str, Any]:
-    """One item of the evaluation as the page shows it: a report with its digests, or a void with
-    its code and reason; a report sealed to the keypers also with its envelope and releases."""
-    sealed = item.get("sealed")
-    display: dict[str, Any] = {
-        "contribution_id": item["contribution_id"],
-        "received": instant(item["received_at"]),
-        "keyper_sealed": sealed is not None,
-        "void": None,
-    }
-    if sealed is not None:
-        display.update(
-            commitment=item["commitment"],
-            ciphertext_digest=sealed["ciphertext_digest"],
-            threshold=sealed["threshold"],
-            releases=len(sealed["releases"]) if "releases" in sealed else None,
-        )
+    """One item of the evaluation as the page shows it: the item itself (its report, or its void,
+    and a report sealed to the keypers also its envelope), with its instant and labels."""
+    display = {**item, "received": instant(item["received_at"])}
     void = item.get("void")
     if void is not None:
         display["void"] = {**void, "label": VOID_LABELS.get(void["code"], void["code"])}
         return display
     report = item["report"]
     display.update(
-        report_digest=item["report_digest"],
-        salt=item.get("salt", ""),
-        verdict=report.get("verdict"),
         verdict_label=VERDICT_LABELS.get(report.get("verdict"), report.get("verdict")),
-        summary=report.get("summary", ""),
-        conditions=report.get("conditions", []),
-        attempts=report.get("attempts", []),
-        limitations=report.get("limitations", []),
-        source_urls=report.get("source_urls", []),
         # What was hashed, keys in JCS order, so a reader can copy it and recompute the digest.
         report_json=json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False),
     )
@@ -99,9 +78,6 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
     evaluation = view["evaluation"]
     items = evaluation["contributions"] if evaluation else []
     counts = evaluation["counts"] if evaluation else {}
-    names = [name for name in VERDICT_LABELS if name in counts] + sorted(
-        set(counts) - set(VERDICT_LABELS)
-    )
     display = {
         **view,
         "deadline_at": instant(view["deadline"]),
@@ -110,17 +86,17 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
         "is_open": view["state"] == "open",
         "outcome_label": OUTCOME_LABELS.get(view["outcome"] or "", ""),
         "verdict_label": VERDICT_LABELS.get(view["verdict"] or "", ""),
+        # The evaluation counts every verdict (`tasks.evaluation`), and no other.
         "counts": [
-            {"verdict": name, "label": VERDICT_LABELS.get(name, name), "count": counts[name]}
-            for name in names
+            {"label": label, "count": counts[name]}
+            for name, label in VERDICT_LABELS.items()
+            if name in counts
         ],
         "contributions": [_item_display(item) for item in items],
         **_sealing_tally(items),
     }
     if display["is_open"]:
         display["time_left"] = time_left(view["deadline"], now)
-    if evaluation:
-        display["rule"] = evaluation["rule"]
     return display
 
 
