@@ -34,7 +34,7 @@ from core.caching import Shown
 from core.policy import cairn_version
 from core.schemas import model_schema
 from ledger.entries import MAX_MERGE_DELAY
-from ledger.keypers import keyper_threshold, keypers_configured, keypers_description
+from ledger.keypers import keypers_configured
 from ledger.keys import JWKS_PATH, card_sign
 from ledger.log_state import logs_started
 from ledger.logs import LOG_PATH
@@ -110,11 +110,11 @@ def witnessing() -> dict[str, Any]:
         ],
         "witness_quorum": witness_quorum(),
     }
-    keypers = keypers_description()
+    keypers = [dict(keyper) for keyper in settings.CAIRN_KEYPERS]  # name, HPKE key and URL
     if keypers:
         listed.update(
             keypers=keypers,
-            keyper_threshold=keyper_threshold(),
+            keyper_threshold=settings.CAIRN_KEYPER_THRESHOLD,
             keyper_grace_s=settings.CAIRN_KEYPER_GRACE_S,
         )
     return listed

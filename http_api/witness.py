@@ -21,7 +21,6 @@ from ledger.refusals import Refused, WitnessRefusal
 from ledger.witness import (
     add_checkpoint,
     cosigned_latest,
-    origin_by_digest,
     witness_description,
     witness_enabled,
 )
@@ -107,8 +106,7 @@ def cosigned_checkpoint_view(request: HttpRequest, origin_digest: str) -> HttpRe
     """`GET /api/witness/<hex SHA-256 of origin>/checkpoint`: the latest checkpoint of that log
     this witness cosigned, with its cosignature (§15.8), so anyone can see which roots a keyper
     will prove releases against."""
-    origin = origin_by_digest(origin_digest)
-    note = None if origin is None else cosigned_latest(origin)
+    note = cosigned_latest(origin_digest)
     if note is None:
         refusal = Refusal(ErrorCode.NOT_FOUND, "this witness cosigned no checkpoint of that log")
         return JsonResponse(refusal.as_body(), status=404)

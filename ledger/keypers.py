@@ -10,12 +10,3 @@ from ledger.keyper_seal import Keyper
 def keypers_configured() -> list[Keyper]:
     """In `CAIRN_KEYPERS`' order: share i goes to the i-th."""
     return [Keyper(**keyper) for keyper in settings.CAIRN_KEYPERS]
-
-
-def keyper_threshold() -> int:
-    return settings.CAIRN_KEYPER_THRESHOLD
-
-
-def keypers_description() -> list[dict[str, str]]:
-    """The card's `keypers` (§15.7): name, HPKE key and URL of each."""
-    return [dict(keyper) for keyper in settings.CAIRN_KEYPERS]

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from core.canonical import canonical_json
@@ -38,7 +37,13 @@ from ledger.keypers import keypers_configured
 from ledger.logs import InLog, leaf_in_log
 from ledger.models import Cosignature, Leaf
 from ledger.selectors import inclusion_proof
-from ledger.witnesses import MAX_ANSWER_BYTES, Witness, witnesses_configured
+from ledger.witnesses import (
+    MAX_ANSWER_BYTES,
+    Witness,
+    WitnessFailure,
+    answer_posted,
+    witnesses_configured,
+)
 
 if TYPE_CHECKING:
     from tasks.models import Contribution
@@ -46,14 +51,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 RELEASE_TIMEOUT_S = 5.0
 RELEASE_FIELDS = {"keyper", "share", "released_at", "signature"}
-
-
-class ReleaseFailure(Exception):
-    """A keyper that gave no valid release; the message says what it did instead."""
-
-    def __init__(self, reason: str, *, early: bool = False) -> None:
-        super().__init__(reason)
-        self.early = early  # it said "not yet" (425): expected before the time, not a fault
 
 
 @dataclass(frozen=True)
@@ -173,53 +170,40 @@ def _asks(contribution: Contribution, released: set[str]) -> list[_Ask]:
     return asks
 
 
-def _post(client: httpx.Client, ask: _Ask) -> tuple[int, bytes]:
-    """POST the request: the status and at most `MAX_ANSWER_BYTES` of the answer."""
-    url = f"{ask.keyper.url}/release"
-    headers = {"Content-Type": "application/json"}
-    try:
-        with client.stream("POST", url, content=ask.body, headers=headers) as response:
-            data = b""
-            for chunk in response.iter_bytes():
-                data += chunk
-                if len(data) > MAX_ANSWER_BYTES:
-                    raise ReleaseFailure(f"answered more than {MAX_ANSWER_BYTES} bytes")
-            return response.status_code, data
-    except httpx.HTTPError as error:
-        raise ReleaseFailure(f"could not be reached ({error})") from None
-
-
 def _release_checked(
-    ask: _Ask, contribution: Contribution, released_from: datetime, status: int, data: bytes
+    ask: _Ask, contribution: Contribution, released_from: datetime, posted: tuple[int, str, bytes]
 ) -> dict[str, Any]:
     """The release as the evaluation lists it, once it is shown to be this keyper's, for this
     contribution and index, and made no earlier than it may be."""
+    status, _, data = posted
+    if len(data) > MAX_ANSWER_BYTES:
+        raise WitnessFailure(f"answered more than {MAX_ANSWER_BYTES} bytes")
     text = data.decode("utf-8", "replace")
-    if status == 425:
-        raise ReleaseFailure(f"answered 425: {text.strip()[:200]}", early=True)
+    if status == 425:  # "not yet": expected before the time, not a fault
+        raise WitnessFailure(f"answered 425: {text.strip()[:200]}", status=status)
     if status != 200:
-        raise ReleaseFailure(f"answered {status}: {text.strip()[:200]!r}")
+        raise WitnessFailure(f"answered {status}: {text.strip()[:200]!r}", status=status)
     try:
         answer = json.loads(data)
     except ValueError:
-        raise ReleaseFailure("answered with something other than JSON") from None
+        raise WitnessFailure("answered with something other than JSON") from None
     if (
         not isinstance(answer, dict)
         or set(answer) != RELEASE_FIELDS
         or not all(isinstance(value, str) for value in answer.values())
     ):
-        raise ReleaseFailure(f"answered with other fields than {sorted(RELEASE_FIELDS)}")
+        raise WitnessFailure(f"answered with other fields than {sorted(RELEASE_FIELDS)}")
     if answer["keyper"] != ask.keyper.name:
-        raise ReleaseFailure(f"answered as {answer['keyper']!r}")
+        raise WitnessFailure(f"answered as {answer['keyper']!r}")
     try:
         share_ok = len(b64u_decode(answer["share"])) == KEY_BYTES
         released_at = parse_instant(answer["released_at"])
     except ValueError:
-        raise ReleaseFailure("answered a share or a time in the wrong form") from None
+        raise WitnessFailure("answered a share or a time in the wrong form") from None
     if not share_ok:
-        raise ReleaseFailure(f"answered a share that is not {KEY_BYTES} bytes")
+        raise WitnessFailure(f"answered a share that is not {KEY_BYTES} bytes")
     if released_at < released_from:
-        raise ReleaseFailure(f"claims a release at {answer['released_at']}, before its time")
+        raise WitnessFailure(f"claims a release at {answer['released_at']}, before its time")
     claims = release_claims(
         keyper=ask.keyper.name,
         site=ask.site,
@@ -231,7 +215,7 @@ def _release_checked(
     )
     public = Ed25519PublicKey.from_public_bytes(ask.witness.key.public)
     if not release_verify(claims, answer["signature"], public):
-        raise ReleaseFailure("its release's signature does not verify with its witness key")
+        raise WitnessFailure("its release's signature does not verify with its witness key")
     return {
         "keyper": ask.keyper.name,
         "index": ask.index,
@@ -257,24 +241,27 @@ def releases_collect(contribution: Contribution) -> list[dict[str, Any]]:
     released_from = contribution.task.deadline + MAX_MERGE_DELAY
     collected: dict[str, dict[str, Any]] = {}
     deadline = time.monotonic() + RELEASE_TIMEOUT_S
-    client = httpx.Client(timeout=RELEASE_TIMEOUT_S)
     executor = ThreadPoolExecutor(max_workers=len(asks), thread_name_prefix="release")
     try:
-        asked = {executor.submit(_post, client, ask): ask for ask in asks}
+        asked = {
+            executor.submit(
+                answer_posted, f"{ask.keyper.url}/release", ask.body, "application/json", deadline
+            ): ask
+            for ask in asks
+        }
         done, _ = wait(asked, timeout=max(deadline - time.monotonic(), 0))
         for future, ask in asked.items():
             name = ask.keyper.name
             try:
                 if future not in done:
-                    raise ReleaseFailure(f"did not answer within {RELEASE_TIMEOUT_S:g} s")
-                status, data = future.result()
-                collected[name] = _release_checked(ask, contribution, released_from, status, data)
-            except ReleaseFailure as failure:
-                level = logging.INFO if failure.early else logging.WARNING
+                    raise WitnessFailure(f"did not answer within {RELEASE_TIMEOUT_S:g} s")
+                posted = future.result()
+                collected[name] = _release_checked(ask, contribution, released_from, posted)
+            except WitnessFailure as failure:
+                level = logging.INFO if failure.status == 425 else logging.WARNING
                 logger.log(
                     level, "keyper %s released no share of %s: %s", name, contribution.id, failure
                 )
     finally:
         executor.shutdown(wait=False, cancel_futures=True)
-        client.close()
     return kept + [collected[ask.keyper.name] for ask in asks if ask.keyper.name in collected]

@@ -242,15 +242,15 @@ def add_checkpoint(body: bytes) -> str:
     return signature.line
 
 
-def origin_by_digest(digest: str) -> str | None:
-    """The followed log whose origin's hex SHA-256 is `digest` (the path of its checkpoint)."""
-    return next(
-        (o for o in witnessed_logs() if hashlib.sha256(o.encode()).hexdigest() == digest), None
+def cosigned_latest(origin_digest: str) -> str | None:
+    """What `GET <witness URL>/<hex SHA-256 of origin>/checkpoint` serves (§15.8): the latest
+    checkpoint this witness cosigned of the followed log whose origin's hex SHA-256 that is."""
+    origin = next(
+        (o for o in witnessed_logs() if hashlib.sha256(o.encode()).hexdigest() == origin_digest),
+        None,
     )
-
-
-def cosigned_latest(origin: str) -> str | None:
-    """What `GET <witness URL>/<hex SHA-256 of origin>/checkpoint` serves (§15.8)."""
+    if origin is None:
+        return None
     return (
         CosignedCheckpoint.objects.filter(origin=origin)
         .order_by("-tree_size")

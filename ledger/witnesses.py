@@ -63,7 +63,8 @@ def witness_quorum() -> int:
 
 
 class WitnessFailure(Exception):
-    """A witness that did not cosign; `refused` when it answered with a refusal."""
+    """A witness that did not cosign, or a keyper (a witness too, `ledger.releases`) that gave no
+    valid release; `refused` when it answered with a refusal."""
 
     def __init__(self, message: str, *, status: int = 0) -> None:
         super().__init__(message)
@@ -77,16 +78,14 @@ class _Cosigned:
     signed_at: datetime  # the witness's timestamp
 
 
-def _submission(old: int, proof: list[bytes], note: str) -> bytes:
-    lines = [f"old {old}\n", *(base64.b64encode(h).decode() + "\n" for h in proof), "\n"]
-    return ("".join(lines) + note).encode()
-
-
-def _post(url: str, data: bytes, deadline: float) -> tuple[int, str, str]:
-    """The status, content type and text of the answer, whatever the status; WitnessFailure
-    when there is no answer before the deadline."""
+def answer_posted(
+    url: str, data: bytes, content_type: str, deadline: float
+) -> tuple[int, str, bytes]:
+    """The status, content type and first `MAX_ANSWER_BYTES` + 1 bytes of the answer (one past the
+    limit tells an answer too long), whatever the status; WitnessFailure when there is no answer
+    before the monotonic `deadline`."""
     request = urllib.request.Request(
-        url, data=data, method="POST", headers={"Content-Type": "text/plain; charset=utf-8"}
+        url, data=data, method="POST", headers={"Content-Type": content_type}
     )
     try:
         try:
@@ -96,9 +95,8 @@ def _post(url: str, data: bytes, deadline: float) -> tuple[int, str, str]:
         except urllib.error.HTTPError as error:
             response = error
         with response:
-            content_type = (response.headers.get("Content-Type") or "").split(";")[0].strip()
-            text = response.read(MAX_ANSWER_BYTES).decode("utf-8", "replace")
-            return response.status or 0, content_type, text
+            answer_type = (response.headers.get("Content-Type") or "").split(";")[0].strip()
+            return response.status or 0, answer_type, response.read(MAX_ANSWER_BYTES + 1)
     except (OSError, ValueError, http.client.HTTPException) as error:  # refused, timed out…
         raise WitnessFailure(f"could not be reached ({error})") from None
 
@@ -107,8 +105,12 @@ def _submit(
     witness: Witness, old: int, proof: list[bytes], note: str, body: str, deadline: float
 ) -> _Cosigned | int:
     """The witness's verified cosignature, or the size its 409 says it last cosigned."""
-    data = _submission(old, proof, note)
-    status, content_type, text = _post(f"{witness.url}/add-checkpoint", data, deadline)
+    lines = [f"old {old}\n", *(base64.b64encode(h).decode() + "\n" for h in proof), "\n"]
+    data = ("".join(lines) + note).encode()
+    status, content_type, answer = answer_posted(
+        f"{witness.url}/add-checkpoint", data, "text/plain; charset=utf-8", deadline
+    )
+    text = answer[:MAX_ANSWER_BYTES].decode("utf-8", "replace")
     if status == 409 and content_type == SIZE_CONTENT_TYPE and DECIMAL.fullmatch(text.strip()):
         return int(text.strip())
     if status != 200:

@@ -22,7 +22,7 @@ from ledger.entries import contribution_entry
 from ledger.entry_types import task_entry
 from ledger.jobs import sequencing_nudge
 from ledger.keyper_seal import b64u_decode, ciphertext_digest, salt_new
-from ledger.keypers import keyper_threshold, keypers_configured
+from ledger.keypers import keypers_configured
 from ledger.keys import receipt_sign
 from ledger.seal import report_seal
 from ledger.services import log_writes
@@ -247,7 +247,7 @@ def _keyper_sealed_checked(task: Task, payload: Any) -> _Checked:
             "commitment": parsed.commitment,
             "ciphertext": parsed.ciphertext,
             "ciphertext_digest": ciphertext_digest(b64u_decode(parsed.ciphertext)),
-            "threshold": keyper_threshold(),
+            "threshold": settings.CAIRN_KEYPER_THRESHOLD,
             "shares": [share.model_dump() for share in parsed.shares],
         },
     )
