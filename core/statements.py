@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
+from functools import cache, partial
 from typing import Any, TypeVar
 
 import orjson
@@ -368,12 +368,8 @@ def rows_inserted(
     `ignore_conflicts` writes nothing of a row that would break a unique constraint, as Django's
     `bulk_create(ignore_conflicts=True)`."""
     names = tuple(names)
-    return _rows(
-        model,
-        names,
-        rows,
-        lambda vendor, many: _insert_sql(model, names, vendor, many, defaulted, ignore_conflicts),
-    )
+    sql = partial(_insert_sql, model, names, defaulted=defaulted, ignore_conflicts=ignore_conflicts)
+    return _rows(model, names, rows, sql)
 
 
 def inserted(
@@ -427,7 +423,7 @@ def created(obj: M) -> M:
 
 @cache
 def _upsert_sql(
-    model: type[Model], names: tuple[str, ...], added: tuple[str, ...], vendor: str, many: bool
+    model: type[Model], names: tuple[str, ...], vendor: str, many: bool, added: tuple[str, ...]
 ) -> str:
     insert = _insert_sql(model, names, vendor, many)
     pk_name = _pk_name(model)
@@ -460,10 +456,8 @@ def rows_upserted(
     that row instead: each field of `added` to the stored value plus the row's (a counter moved
     by a delta, without reading it), every other to the row's. Rows are written, and so locked, in
     the order given. PostgreSQL refuses two rows of one key in one statement: give each key once."""
-    names, added = tuple(names), tuple(added)
-    return _rows(
-        model, names, rows, lambda vendor, many: _upsert_sql(model, names, added, vendor, many)
-    )
+    names = tuple(names)
+    return _rows(model, names, rows, partial(_upsert_sql, model, names, added=tuple(added)))
 
 
 def upserted(objs: Sequence[Model]) -> tuple[Write, ...]:
@@ -477,28 +471,27 @@ def _update_sql(
     model: type[Model],
     names: tuple[str, ...],
     vendor: str,
+    many: bool = False,
     conditions: tuple[tuple[str, bool], ...] = (),
 ) -> str:
+    """An UPDATE of `names` in the row of one key (the last placeholder but `conditions`' values),
+    or in `many` rows from arrays (`_array`), the keys' array last."""
+    pk = column(model, _pk_name(model))
+    if many:
+        keyed = (*names, _pk_name(model))
+        arrays = ", ".join(_array(model, name) for name in keyed)
+        aliases = ", ".join(f"v{i}" for i in range(len(keyed)))
+        assignments = ", ".join(f"{column(model, name)} = v.v{i}" for i, name in enumerate(names))
+        return (
+            f"UPDATE {table(model)} SET {assignments} FROM unnest({arrays}) AS v({aliases}) "
+            f"WHERE {table(model)}.{pk} = v.v{len(names)}"
+        )
     assignments = ", ".join(f"{column(model, name)} = %s" for name in names)
     where = "".join(
         f" AND {column(model, name)} IS NULL" if is_null else f" AND {column(model, name)} = %s"
         for name, is_null in conditions
     )
-    key = column(model, _pk_name(model))
-    return f"UPDATE {table(model)} SET {assignments} WHERE {key} = %s{where}"
-
-
-@cache
-def _update_unnest_sql(model: type[Model], names: tuple[str, ...]) -> str:
-    pk_name = _pk_name(model)
-    keyed = (*names, pk_name)
-    arrays = ", ".join(_array(model, name) for name in keyed)
-    aliases = ", ".join(f"v{i}" for i in range(len(keyed)))
-    assignments = ", ".join(f"{column(model, name)} = v.v{i}" for i, name in enumerate(names))
-    return (
-        f"UPDATE {table(model)} SET {assignments} FROM unnest({arrays}) AS v({aliases}) "
-        f"WHERE {table(model)}.{column(model, pk_name)} = v.v{len(names)}"
-    )
+    return f"UPDATE {table(model)} SET {assignments} WHERE {pk} = %s{where}"
 
 
 def updated_many(objs: Sequence[Model], names: Sequence[str]) -> tuple[Write, ...]:
@@ -508,15 +501,7 @@ def updated_many(objs: Sequence[Model], names: Sequence[str]) -> tuple[Write, ..
     if not objs:
         return ()
     model, keyed, rows = _object_rows(objs, (*names, _pk_name(type(objs[0]))))
-    changed = keyed[:-1]
-    return _rows(
-        model,
-        keyed,
-        rows,
-        lambda vendor, many: (
-            _update_unnest_sql(model, changed) if many else _update_sql(model, changed, vendor)
-        ),
-    )
+    return _rows(model, keyed, rows, partial(_update_sql, model, keyed[:-1]))
 
 
 def updated(obj: Model, names: Sequence[str]) -> Write:
@@ -536,7 +521,7 @@ def updated_if(
     compared = {name: value for name, value in where.items() if value is not None}
     conditions = tuple((name, value is None) for name, value in where.items())
     return Write(
-        _update_sql(model, tuple(values), db.vendor, conditions),
+        _update_sql(model, tuple(values), db.vendor, conditions=conditions),
         _values(
             db,
             model,
