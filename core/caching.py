@@ -114,27 +114,20 @@ def http_date(moment: datetime) -> str:
     return format_datetime(moment.astimezone(UTC).replace(microsecond=0), usegmt=True)
 
 
-def _modified_since(header: str, last_modified: datetime) -> bool:
-    """Whether the entity changed after the HTTP-date in an If-Modified-Since header; a header
-    that is not one is ignored (RFC 9110 §13.1.3), so the answer is given in full."""
-    try:
-        since = parsedate_to_datetime(header)
-    except (TypeError, ValueError):
-        return True
-    if since.tzinfo is None:
-        return True
-    return last_modified.replace(microsecond=0) > since
-
-
 def _not_modified(
     shown: Shown, etag: str, if_none_match: str | None, if_modified_since: str | None
 ) -> bool:
-    """RFC 9110 §13.2.2: If-None-Match when sent, else If-Modified-Since."""
+    """RFC 9110 §13.2.2: If-None-Match when sent, else If-Modified-Since, whose date must be an
+    HTTP-date to count (§13.1.3): otherwise the answer is given in full."""
     if if_none_match is not None:
         return if_none_match_hits(if_none_match, etag)
-    if if_modified_since is not None and shown.last_modified is not None:
-        return not _modified_since(if_modified_since, shown.last_modified)
-    return False
+    if if_modified_since is None or shown.last_modified is None:
+        return False
+    try:
+        since = parsedate_to_datetime(if_modified_since)
+    except (TypeError, ValueError):
+        return False
+    return since.tzinfo is not None and shown.last_modified.replace(microsecond=0) <= since
 
 
 @dataclass(frozen=True)

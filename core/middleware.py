@@ -34,7 +34,13 @@ def with_hsts(app: ASGIApp) -> ASGIApp:
         if scope.get("scheme") != "https" or not settings.SECURE_HSTS_SECONDS:
             await app(scope, receive, send)
             return
-        header = (b"strict-transport-security", _hsts_value().encode())
+        # The header's value as SecurityMiddleware writes it.
+        value = f"max-age={settings.SECURE_HSTS_SECONDS}"
+        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
+            value += "; includeSubDomains"
+        if settings.SECURE_HSTS_PRELOAD:
+            value += "; preload"
+        header = (b"strict-transport-security", value.encode())
 
         async def send_with_hsts(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -44,16 +50,6 @@ def with_hsts(app: ASGIApp) -> ASGIApp:
         await app(scope, receive, send_with_hsts)
 
     return wrapped
-
-
-def _hsts_value() -> str:
-    """The header's value as SecurityMiddleware writes it."""
-    value = f"max-age={settings.SECURE_HSTS_SECONDS}"
-    if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
-        value += "; includeSubDomains"
-    if settings.SECURE_HSTS_PRELOAD:
-        value += "; preload"
-    return value
 
 
 class ResponseMiddleware:
@@ -86,8 +82,7 @@ class SecurityHeadersMiddleware(ResponseMiddleware):
 
     def respond(self, request, response):
         for name, value in SECURITY_HEADERS.items():
-            if name not in response.headers:
-                response.headers[name] = value
+            response.headers.setdefault(name, value)
         return response
 
 

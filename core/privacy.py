@@ -11,7 +11,6 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from core.errors import ErrorCode, Issue
@@ -147,88 +146,67 @@ def _has_timestamped_run(text: str) -> bool:
 # --- the table --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Detector:
-    """`kind` is one of SPEC §5's five; a field gets one issue per kind, however many detectors
-    of that kind fire (a bearer JWT is one credential, a private IP in a URL one private URL)."""
-
-    kind: str
-    message: str
-    found: Callable[[str], object]
-
-
-_EMAIL_KIND = "an e-mail address"
-_CREDENTIAL = "a credential"
-_PRIVATE_URL = "a private URL"
-_LOCAL_PATH = "a local file path"
-_RAW_LOG = "a raw log"
-
-
-def _detector(
-    kind: str, detail: str, found: str | Callable[[str], object], flags: int = 0
-) -> _Detector:
-    """A detector whose message is "looks like <kind> (<detail>)"; `found` a regex or a check."""
-    search = re.compile(found, flags).search if isinstance(found, str) else found
-    return _Detector(kind, f"looks like {kind} ({detail})", search)
-
-
-_DETECTORS = (
-    _Detector(_EMAIL_KIND, f"looks like {_EMAIL_KIND}", _has_email),
-    _detector(
-        _CREDENTIAL,
-        "a Cairn token",
-        r"\bcairn_(?=[A-Za-z0-9_-]{0,42}[A-Z0-9])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])",
-    ),
-    _detector(
-        _CREDENTIAL, "a PEM private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-    ),
-    _detector(
-        _CREDENTIAL, "a JSON Web Token", r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"
-    ),
-    _detector(_CREDENTIAL, "an AWS access key", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-    _detector(
-        _CREDENTIAL,
-        "a GitHub token",
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
-    ),
-    _detector(_CREDENTIAL, "a Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    _detector(_CREDENTIAL, "a secret API key", r"(?<![\w-])sk-[A-Za-z0-9_-]{20,}"),
-    _detector(_CREDENTIAL, "a Google API key", r"\bAIza[A-Za-z0-9_-]{35}"),
-    _detector(_CREDENTIAL, "a bearer token", r"\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{20,}"),
-    _detector(_CREDENTIAL, "a password or secret with its value", _SECRET_ASSIGNMENT.search),
-    _detector(_PRIVATE_URL, "a local or internal host", _PRIVATE_HOST.search),
-    _detector(_PRIVATE_URL, "a loopback, private or link-local IP address", _has_private_ip),
-    _detector(
-        _PRIVATE_URL,
-        "a URL carrying a user name and password",
-        r"\b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@:]*:[^\s/?#@]+@",
-        re.IGNORECASE,
-    ),
-    _detector(_PRIVATE_URL, "a URL to a local file", r"(?<![\w.+-])file:/", re.IGNORECASE),
-    _detector(_PRIVATE_URL, "a signed URL", _has_signed_url),
-    _detector(
-        _LOCAL_PATH,
-        "inside a home directory",
-        (
+# SPEC §5's five kinds, each with the detectors that find it: what the refusal says it looks like,
+# and a regular expression or a check. A field gets one issue per kind, however many of its
+# detectors fire (a bearer JWT is one credential, a private IP in a URL one private URL).
+_KINDS: dict[str, dict[str, str | Callable[[str], object]]] = {
+    "an e-mail address": {"": _has_email},
+    "a credential": {
+        "a Cairn token": (
+            r"\bcairn_(?=[A-Za-z0-9_-]{0,42}[A-Z0-9])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"
+        ),
+        "a PEM private key": r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+        "a JSON Web Token": r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*",
+        "an AWS access key": r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
+        "a GitHub token": r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+        "a Slack token": r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+        "a secret API key": r"(?<![\w-])sk-[A-Za-z0-9_-]{20,}",
+        "a Google API key": r"\bAIza[A-Za-z0-9_-]{35}",
+        "a bearer token": r"\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{20,}",
+        "a password or secret with its value": _SECRET_ASSIGNMENT.search,
+    },
+    "a private URL": {
+        "a local or internal host": _PRIVATE_HOST.search,
+        "a loopback, private or link-local IP address": _has_private_ip,
+        "a URL carrying a user name and password": (
+            r"(?i)\b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@:]*:[^\s/?#@]+@"
+        ),
+        "a URL to a local file": r"(?i)(?<![\w.+-])file:/",
+        "a signed URL": _has_signed_url,
+    },
+    "a local file path": {
+        "inside a home directory": (
             r"(?<![\w.~/-])(?:/home/[\w.-]|/Users/[\w.-]|/root/)"
             r"|\b(?i:[a-z]:[\\/]+users[\\/])"
             r"|(?<![\w~/\\])~/(?=[A-Za-z._])"
         ),
-    ),
-    _detector(_RAW_LOG, "a Python traceback", r"Traceback \(most recent call last\)"),
-    _detector(_RAW_LOG, "a stack trace", _has_stack_trace),
-    _detector(_RAW_LOG, "timestamped log lines", _has_timestamped_run),
-)
+    },
+    "a raw log": {
+        "a Python traceback": r"Traceback \(most recent call last\)",
+        "a stack trace": _has_stack_trace,
+        "timestamped log lines": _has_timestamped_run,
+    },
+}
+# Each kind's detectors as the message "looks like <kind> (<detail>)" and a search, compiled once.
+_DETECTORS = [
+    [
+        (
+            f"looks like {kind} ({detail})" if detail else f"looks like {kind}",
+            re.compile(found).search if isinstance(found, str) else found,
+        )
+        for detail, found in detectors.items()
+    ]
+    for kind, detectors in _KINDS.items()
+]
 
 
 def screen_text(path: str, text: str) -> list[Issue]:
     """One issue per kind found, naming the kind but never the text, which is the private part."""
     issues: list[Issue] = []
-    kinds_found: set[str] = set()
-    for detector in _DETECTORS:
-        if detector.kind not in kinds_found and detector.found(text):
-            kinds_found.add(detector.kind)
-            issues.append(Issue(path, ErrorCode.PRIVATE_CONTENT, detector.message))
+    for detectors in _DETECTORS:
+        message = next((message for message, found in detectors if found(text)), None)
+        if message is not None:
+            issues.append(Issue(path, ErrorCode.PRIVATE_CONTENT, message))
     return issues
 
 

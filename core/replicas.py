@@ -92,43 +92,25 @@ class _Watch:
     def __init__(self) -> None:
         self.states = {alias: State(alias) for alias in _ALIASES}
         self.serving: tuple[str, ...] = ()
-        self._connections: dict[str, psycopg.Connection[Any]] = {}
-        self._turns = itertools.count()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._wake = threading.Event()
+        self.turns = itertools.count()
+        self.wake = threading.Event()
         self.checked_once = threading.Event()
-
-    def started(self) -> _Watch:
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None:
-                    thread = threading.Thread(
-                        target=self._run, name="cairn-replica-watch", daemon=True
-                    )
-                    thread.start()
-                    self._thread = thread
-        return self
+        self._connections: dict[str, psycopg.Connection[Any]] = {}
+        threading.Thread(target=self._run, name="cairn-replica-watch", daemon=True).start()
 
     def _run(self) -> None:
         while True:
-            self.check_all()
-            if self._wake.wait(CHECK_EVERY_S):
-                self._wake.clear()
+            for alias in _ALIASES:
+                before, state = self.states[alias].state, self._checked(alias)
+                self.states[alias] = state
+                if state.state != before:
+                    detail = f": {state.detail}" if state.detail else ""
+                    logger.info("replica %s is %s%s", alias, state.state, detail)
+            self.serving = tuple(alias for alias, state in self.states.items() if state.serving)
+            self.checked_once.set()
+            if self.wake.wait(CHECK_EVERY_S):
+                self.wake.clear()
                 time.sleep(CHECK_AGAIN_AFTER_S)
-
-    def check_all(self) -> None:
-        for alias in _ALIASES:
-            self._set(self._checked(alias))
-        self.serving = tuple(alias for alias, state in self.states.items() if state.serving)
-        self.checked_once.set()
-
-    def _set(self, state: State) -> None:
-        before = self.states[state.alias].state
-        self.states[state.alias] = state
-        if state.state != before:
-            detail = f": {state.detail}" if state.detail else ""
-            logger.info("replica %s is %s%s", state.alias, state.state, detail)
 
     def _connection(self, alias: str) -> psycopg.Connection[Any]:
         conn = self._connections.get(alias)
@@ -167,32 +149,25 @@ class _Watch:
             return State(alias, LAGGING, lag, f"is {behind} behind (at most {limit} s)")
         return State(alias, SERVING, lag)
 
-    def failed(self) -> None:
-        """A read on a replica failed as an outage does: check now, so a replica that is down is
-        skipped from this check on (one stale pooled connection is just dropped)."""
-        self._wake.set()
-
-    def choice(self) -> str | None:
-        serving = self.serving
-        if not serving:
-            return None
-        return serving[next(self._turns) % len(serving)]
-
 
 _watch: _Watch | None = None
+_starting = threading.Lock()
 
 
 def _watching() -> _Watch:
+    """This process's watch, started by the first read that needs it."""
     global _watch
     if _watch is None:
-        _watch = _Watch()
-    return _watch.started()
+        with _starting:
+            if _watch is None:
+                _watch = _Watch()
+    return _watch
 
 
 def _forgotten_in_child() -> None:
     """A forked child has no checking thread and shares no connection: it starts its own."""
-    global _watch
-    _watch = None
+    global _watch, _starting
+    _watch, _starting = None, threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forgotten_in_child)
@@ -202,7 +177,9 @@ def replica() -> str | None:
     """A replica that serves, taken in turn; None when none does (or none is configured)."""
     if not _ALIASES:
         return None
-    return _watching().choice()
+    watch = _watching()
+    serving = watch.serving
+    return serving[next(watch.turns) % len(serving)] if serving else None
 
 
 def failed(alias: str, exc: BaseException) -> None:
@@ -210,7 +187,9 @@ def failed(alias: str, exc: BaseException) -> None:
     other error (a query a recovery conflict cancelled) is the read's alone."""
     logger.info("a read on replica %s failed, asked the primary: %s", alias, first_line(exc))
     if is_outage(exc):
-        _watching().failed()
+        # Checked now, so a replica that is down is skipped from this check on (one stale pooled
+        # connection is just dropped).
+        _watching().wake.set()
 
 
 def states() -> list[State]:

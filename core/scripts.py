@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from django.http import HttpResponse
 
@@ -35,26 +35,17 @@ def requirements_response(source: str) -> HttpResponse:
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 
-def _assignment(name: str) -> re.Pattern[str]:
-    return re.compile(rf"^{name} = .*$", re.MULTILINE)
-
-
 def script_for_site(source: str, url: str, values: Mapping[str, str] | None = None) -> str:
     """The built file (`core.amalgam`) with `url` as its default server, and each name of
     `values` set to the Python expression given for it. JSON's string escapes are valid Python,
     so the URL is written as a literal whatever it holds."""
-    lines = {URL_NAME: json.dumps(url.rstrip("/")), **(values or {})}
-    for name in lines:
-        if len(_assignment(name).findall(source)) != 1:
+    for name, expression in {URL_NAME: json.dumps(url.rstrip("/")), **(values or {})}.items():
+        # Backslashes doubled, so `re` reads no escapes in the line.
+        line = f"{name} = {expression}".replace("\\", "\\\\")
+        source, found = re.subn(rf"^{name} = .*$", line, source, flags=re.MULTILINE)
+        if found != 1:
             raise RuntimeError(f"a served file must set {name} on exactly one line")
-    for name, expression in lines.items():
-        source = _assignment(name).sub(_replacement(f"{name} = {expression}"), source)
     return source
-
-
-def _replacement(line: str) -> Callable[[re.Match[str]], str]:
-    """The line as it is: a function, so `re` reads no escapes in it."""
-    return lambda _match: line
 
 
 def script_response(
