@@ -31,7 +31,7 @@ from starlette.routing import Match, Route
 
 from a2a_gateway import transport
 from a2a_gateway.binding_reads import fast_rest_read
-from a2a_gateway.handler import AsSent
+from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
 from a2a_gateway.transport import ENDPOINT_PATH, Reply
@@ -219,7 +219,7 @@ async def rest_reply(
             path,
             headers,
             document,
-            transport.Facts(agent=agent, origin=origin, as_sent=as_sent, cycle=cycle),
+            Facts(agent=agent, origin=origin, as_sent=as_sent, cycle=cycle),
             body=raw,
             method=method,
             query_string=str(query).encode(),

@@ -22,7 +22,7 @@ from jsonrpc.jsonrpc2 import JSONRPC20Request
 
 from a2a_gateway.binding_reads import FAST_METHODS, fast_read
 from a2a_gateway.card import CARD_METHODS, card_reply
-from a2a_gateway.handler import AsSent
+from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
 from a2a_gateway.transport import (
@@ -30,7 +30,6 @@ from a2a_gateway.transport import (
     ENDPOINT_PATH,
     REQUEST_HANDLER,
     CairnContextBuilder,
-    Facts,
     ParsedRequest,
     Reply,
     TokenRefusal,

@@ -19,14 +19,7 @@ from a2a.utils.version_validator import validate_version
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from starlette.requests import Request as StarletteRequest
 
-from a2a_gateway.handler import (
-    AGENT_STATE,
-    AS_SENT_STATE,
-    CYCLE_STATE,
-    ORIGIN_STATE,
-    AsSent,
-    CairnRequestHandler,
-)
+from a2a_gateway.handler import FACTS_STATE, CairnRequestHandler, Facts
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.translate import sdk_json
 from agents.auth import bearer_token
@@ -203,17 +196,6 @@ def params_error(
     return None if where is None else InvalidParamsError(message=f"{where} must be an object")
 
 
-@dataclass(frozen=True)
-class Facts:
-    """What a binding learned of a request before the dispatcher, for the handler (`with_facts`):
-    the site's origin is for a refusal's links, the cycle for its work on the ORM's thread."""
-
-    agent: Agent | None
-    origin: str
-    as_sent: AsSent
-    cycle: DjangoCycle
-
-
 class ParsedRequest(StarletteRequest):
     """The request as an SDK dispatcher reads it, its body already read by the binding: JSON-RPC's
     reads the document from `json()`, HTTP+JSON's the bytes from `body()`."""
@@ -255,11 +237,7 @@ class ParsedRequest(StarletteRequest):
 
 
 def with_facts(context: ServerCallContext, facts: Facts) -> ServerCallContext:
-    if facts.agent is not None:
-        context.state[AGENT_STATE] = facts.agent
-    context.state[AS_SENT_STATE] = facts.as_sent
-    context.state[ORIGIN_STATE] = facts.origin
-    context.state[CYCLE_STATE] = facts.cycle
+    context.state[FACTS_STATE] = facts
     return context
 
 
