@@ -6,21 +6,28 @@ same reason in its own format.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+import orjson
 from a2a.server.context import ServerCallContext
-from a2a.server.routes.common import DefaultServerCallContextBuilder
+from a2a.server.routes.common import (
+    DefaultServerCallContextBuilder,
+    serialize_list_tasks_response,
+)
 from a2a.types import InternalError, InvalidParamsError, InvalidRequestError
 from a2a.utils.constants import PROTOCOL_VERSION_1_0
 from a2a.utils.errors import A2AError, VersionNotSupportedError
 from a2a.utils.version_validator import validate_version
+from django.db import DatabaseError
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from starlette.requests import Request as StarletteRequest
 
-from a2a_gateway.handler import FACTS_STATE, CairnRequestHandler, Facts
+from a2a_gateway.handler import FACTS_STATE, CairnRequestHandler, Facts, failure_error
+from a2a_gateway.read_connections import Unavailable
 from a2a_gateway.request_cycle import DjangoCycle
+from a2a_gateway.stored_reads import StoredPage, StoredTask
 from a2a_gateway.translate import sdk_json
 from agents.auth import bearer_token
 from agents.models import Agent
@@ -43,6 +50,8 @@ AUTHENTICATED_METHODS = frozenset({"SendMessage", "message/send"})
 # The one request handler every binding dispatches to: a question asked on any of them is answered
 # by the same code.
 REQUEST_HANDLER = CairnRequestHandler()
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -249,3 +258,30 @@ class CairnContextBuilder(DefaultServerCallContextBuilder):
         if isinstance(request, ParsedRequest):
             with_facts(context, request.facts)
         return context
+
+
+# A stored read (`a2a_gateway.stored_reads`) as each binding answers it: the stored text wrapped as
+# it is rather than parsed into a Task and written out again. A refused read raises the SDK's
+# error, which each binding writes as its dispatcher would; None leaves the request to the
+# dispatcher (a read the pool could not make).
+
+
+async def read_here(read: Awaitable[T]) -> T | None:
+    """The stored read, or None when the pool could not read; a database failure raises
+    `failure_error`'s error."""
+    try:
+        return await read
+    except Unavailable:
+        return None
+    except DatabaseError as exc:
+        raise failure_error(exc, "read") from None
+
+
+def stored_result(read: StoredTask | StoredPage) -> Any:
+    """The read's result as the SDK's JSON serialiser writes it, the stored forms as they are
+    (`orjson.Fragment`s)."""
+    if isinstance(read, StoredTask):
+        return orjson.Fragment(read.text)
+    result = serialize_list_tasks_response(read.response(), read.include_artifacts)
+    result["tasks"] = [orjson.Fragment(text) for text in read.tasks]
+    return result
