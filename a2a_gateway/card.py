@@ -120,12 +120,6 @@ def witnessing() -> dict[str, Any]:
     return listed
 
 
-@lru_cache(maxsize=1)
-def _configured() -> str:
-    """The configured witnesses, keypers and gRPC address, kept until those settings change."""
-    return json.dumps({"witnessing": witnessing(), "grpc_url": settings.CAIRN_GRPC_URL})
-
-
 def logs_listed(site: str, started: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Every log of the site, oldest first: its origin, checkpoint URL and tile base URL."""
     logs = [(LOG_PATH, log_origin())]
@@ -145,7 +139,7 @@ def _witnessing_changed(*, setting: str, **kwargs: Any) -> None:
         "CAIRN_KEYPER_GRACE_S",
         "CAIRN_GRPC_URL",
     ):
-        _configured.cache_clear()
+        _built_card.cache_clear()
 
 
 setting_changed.connect(_witnessing_changed)
@@ -240,15 +234,15 @@ def agent_card(
 
 def _card_entity(site: str) -> tuple[bytes, str, datetime]:
     """The card's bytes, its ETag as the SDK's card route makes it, and when this process built
-    it: once per site, configuration and logs the keeper started (SPEC §16.2: read without the
-    database), since nothing else changes it, and generating the payload schemas costs."""
-    return _built_card(site, _configured(), json.dumps(logs_started()))
+    it: once per site and logs the keeper started (SPEC §16.2: read without the database) until
+    the configured witnesses, keypers or gRPC address change, since nothing else changes it, and
+    generating the payload schemas costs."""
+    return _built_card(site, json.dumps(logs_started()))
 
 
 @lru_cache(maxsize=32)
-def _built_card(site: str, configured: str, started: str) -> tuple[bytes, str, datetime]:
-    built_from = json.loads(configured)
-    card = agent_card(site, built_from["witnessing"], built_from["grpc_url"], json.loads(started))
+def _built_card(site: str, started: str) -> tuple[bytes, str, datetime]:
+    card = agent_card(site, witnessing(), settings.CAIRN_GRPC_URL, json.loads(started))
     card_json = agent_card_to_dict(card_sign(card, site=site))
     return json_bytes(card_json), _etag_for(card_json), timezone.now()
 

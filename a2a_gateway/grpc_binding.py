@@ -36,15 +36,14 @@ from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
 from a2a_gateway import read_connections
-from a2a_gateway.binding_reads import read_here
-from a2a_gateway.handler import AsSent
+from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import StoredTask, stored_read
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
     REQUEST_HANDLER,
-    Facts,
     TokenRefusal,
+    read_here,
     token_agent,
     version_error,
     with_facts,

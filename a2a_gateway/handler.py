@@ -57,11 +57,8 @@ from tasks.selectors import task_get
 
 logger = logging.getLogger(__name__)
 
-# Keys of ServerCallContext.state, filled from a binding's `transport.Facts`.
-AGENT_STATE = "cairn.agent"
-AS_SENT_STATE = "cairn.as_sent"
-ORIGIN_STATE = "cairn.origin"
-CYCLE_STATE = "cairn.cycle"
+# The key of ServerCallContext.state that holds a binding's `Facts`.
+FACTS_STATE = "cairn.facts"
 
 MAX_MESSAGE_ID = 128
 PART_KINDS = {"text": "text", "raw": "file", "url": "file", "data": "data", None: "empty"}
@@ -88,6 +85,22 @@ class AsSent:
         except (TypeError, KeyError, IndexError):
             data = NOT_SENT
         return cls(status=params.get("status"), data=data)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a binding learned of a request before the dispatcher, for the handler (in the call
+    context's state): the site's origin is for a refusal's links, the cycle for its work on the
+    ORM's thread."""
+
+    agent: Agent | None
+    origin: str
+    as_sent: AsSent
+    cycle: DjangoCycle
+
+
+# The facts of a call no binding described: the handler called from inside Django's view.
+NO_FACTS = Facts(agent=None, origin="", as_sent=AsSent(), cycle=INSIDE_DJANGO)
 
 
 def failure_error(exc: Exception, what: str) -> InternalError:
@@ -195,16 +208,15 @@ def _refusal_as_error(refusal: Refusal) -> A2AError | None:
     return None
 
 
-def _cycle(context: ServerCallContext) -> DjangoCycle:
-    cycle = context.state.get(CYCLE_STATE)
-    return cycle if isinstance(cycle, DjangoCycle) else INSIDE_DJANGO
+def _facts(context: ServerCallContext) -> Facts:
+    facts = context.state.get(FACTS_STATE)
+    return facts if isinstance(facts, Facts) else NO_FACTS
 
 
-def _payload(message: Message, context: ServerCallContext) -> Any:
+def _payload(message: Message, sent: AsSent) -> Any:
     """The one data part's JSON, as sent when the binding said (`AsSent`), its numbers made ints
     where integral as `data_of` does: SDK clients write every number as a double."""
-    sent = context.state.get(AS_SENT_STATE)
-    if not isinstance(sent, AsSent) or sent.data is NOT_SENT:
+    if sent.data is NOT_SENT:
         return data_of(message.parts[0])
     return ints_from_doubles(sent.data)
 
@@ -224,23 +236,24 @@ class CairnRequestHandler(RequestHandler):
         message = params.message
         _check_message(message)
         client = _declared_client(message)
-        agent: Agent | None = context.state.get(AGENT_STATE)
+        facts = _facts(context)
+        agent = facts.agent
         if agent is None:  # the view answers 401 before this; never run a write without an agent
             raise InvalidRequestError(message="a valid Bearer token is required for SendMessage")
         names_task = bool(message.task_id)
         operation = next(op for op in self.operations if op.names_task == names_task)
         if len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":
             if message.task_id:  # an unknown task is -32001 whatever the message holds
-                await _cycle(context).call(_task_exists, message.task_id, last=True)
-            refusal = _payload_part_refusal(message, operation, context.state.get(ORIGIN_STATE, ""))
+                await facts.cycle.call(_task_exists, message.task_id, last=True)
+            refusal = _payload_part_refusal(message, operation, facts.origin)
             return refusal_message(refusal, task_id=message.task_id)
         try:
-            result = await _cycle(context).call(
+            result = await facts.cycle.call(
                 functools.partial(
                     operation.perform,
                     Caller(agent, message.message_id, Door.A2A, client),
                     task_id=message.task_id,
-                    payload=_payload(message, context),
+                    payload=_payload(message, facts.as_sent),
                 ),
                 last=True,
             )
@@ -260,17 +273,14 @@ class CairnRequestHandler(RequestHandler):
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        sent = context.state.get(AS_SENT_STATE)
-        page = await read_page(
-            params, sent.status if isinstance(sent, AsSent) else None, DJANGO_SOURCE
-        )
+        page = await read_page(params, _facts(context).as_sent.status, DJANGO_SOURCE)
         return page.response([ParseDict(orjson.loads(text), Task()) for text in page.tasks])
 
     @_guarded
     @validate_request_params
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         no_tenant(params)
-        await _cycle(context).call(_task_exists, params.id, last=True)
+        await _facts(context).cycle.call(_task_exists, params.id, last=True)
         raise TaskNotCancelableError(
             message="tasks on Cairn are public and permanent: none can be canceled"
         )

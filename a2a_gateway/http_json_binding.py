@@ -16,9 +16,10 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, cast
 
+import orjson
 from a2a.server.routes.rest_routes import create_rest_routes
 from a2a.types import GetTaskRequest, ListTasksRequest, SendMessageRequest, TaskState
-from a2a.utils.constants import A2A_JSON_MEDIA_TYPE
+from a2a.utils.constants import A2A_JSON_MEDIA_TYPE, VERSION_HEADER
 from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import A2AError, InvalidParamsError
 from a2a.utils.errors import MethodNotFoundError as A2AMethodNotFoundError
@@ -30,11 +31,11 @@ from starlette.datastructures import QueryParams
 from starlette.routing import Match, Route
 
 from a2a_gateway import transport
-from a2a_gateway.binding_reads import fast_rest_read
-from a2a_gateway.handler import AsSent
+from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
-from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
+from a2a_gateway.stored_reads import DJANGO_SOURCE, Source, StoredTask, stored_read
 from a2a_gateway.transport import ENDPOINT_PATH, Reply
+from core.caching import Shown
 from core.json_input import InvalidJson, parse_json
 
 REST_PREFIX = ENDPOINT_PATH + "/"
@@ -138,6 +139,33 @@ def _check_booleans(query: QueryParams, model: type[Message]) -> None:
             raise ValueError(f"{field.camelcase_name} must be true or false")
 
 
+async def fast_rest_read(
+    request: GetTaskRequest | ListTasksRequest,
+    query: QueryParams,
+    task_id: str | None,
+    sent_status: Any,
+    source: Source = DJANGO_SOURCE,
+) -> tuple[bytes, Shown] | None:
+    """The body of a `GET /tasks/{id}` (`task_id`) or `GET /tasks` whose version the binding has
+    checked, from the stored forms (`transport.read_here`), its query read into `request` as the
+    SDK's REST dispatcher reads it, and what it shows for a cache: it varies by `A2A-Version`
+    (another version gets an error). None leaves it to the dispatcher."""
+    try:
+        parse_params(query, request)
+    except ParseError:  # the SDK refuses it in its own words
+        return None
+    if isinstance(request, GetTaskRequest) and task_id is not None:
+        request.id = task_id  # the path's id wins over a query's, as in the SDK's dispatcher
+    read = await transport.read_here(stored_read(request, sent_status, source))
+    if read is None:
+        return None
+    if isinstance(read, StoredTask):
+        shown = Shown.task(read.open_until, vary=(VERSION_HEADER,))
+    else:
+        shown = Shown.listing(read.open_until, vary=(VERSION_HEADER,))
+    return orjson.dumps(transport.stored_result(read)), shown
+
+
 def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:
     """The dispatcher's answer, with A2A's status where the SDK's table differs."""
     if status >= 400:
@@ -219,7 +247,7 @@ async def rest_reply(
             path,
             headers,
             document,
-            transport.Facts(agent=agent, origin=origin, as_sent=as_sent, cycle=cycle),
+            Facts(agent=agent, origin=origin, as_sent=as_sent, cycle=cycle),
             body=raw,
             method=method,
             query_string=str(query).encode(),

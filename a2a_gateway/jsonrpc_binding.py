@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import orjson
+from a2a.compat.v0_3 import conversions
 from a2a.compat.v0_3 import types as types_v03
-from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
+from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter, _to_v03_jsonrpc_error
 from a2a.server.context import ServerCallContext
 from a2a.server.jsonrpc_models import JSONParseError
 from a2a.server.request_handlers.response_helpers import build_error_response
@@ -17,20 +19,20 @@ from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.utils.constants import PROTOCOL_VERSION_0_3
 from a2a.utils.errors import A2AError
 from a2a.utils.version_validator import validate_version
+from google.protobuf.json_format import ParseDict, ParseError
 from jsonrpc.exceptions import JSONRPCException
 from jsonrpc.jsonrpc2 import JSONRPC20Request
+from pydantic import ValidationError
 
-from a2a_gateway.binding_reads import FAST_METHODS, fast_read
 from a2a_gateway.card import CARD_METHODS, card_reply
-from a2a_gateway.handler import AsSent
+from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
-from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
+from a2a_gateway.stored_reads import DJANGO_SOURCE, Source, stored_read, stored_task
 from a2a_gateway.transport import (
     AUTHENTICATED_METHODS,
     ENDPOINT_PATH,
     REQUEST_HANDLER,
     CairnContextBuilder,
-    Facts,
     ParsedRequest,
     Reply,
     TokenRefusal,
@@ -39,6 +41,8 @@ from a2a_gateway.transport import (
     json_bytes,
     method_refusal,
     params_error,
+    read_here,
+    stored_result,
     token_agent,
     unauthenticated_reply,
     version_error,
@@ -52,6 +56,9 @@ ENDPOINT_METHODS = ("GET", "HEAD", "POST")  # GET: the endpoint documents itself
 # A2A 0.3's method names, served by the SDK's 0.3 adapter on the same endpoint (SPEC §8.6).
 V0_3_METHODS = frozenset(JSONRPC03Adapter.METHOD_TO_MODEL)
 V0_3_STREAMING_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
+V0_3_GET_TASK = "tasks/get"
+# The reads answered from the stored forms (`fast_read`).
+FAST_METHODS = frozenset({"GetTask", "ListTasks", V0_3_GET_TASK})
 
 DISPATCHER = JsonRpcDispatcher(
     REQUEST_HANDLER, context_builder=CairnContextBuilder(), enable_v0_3_compat=True
@@ -79,6 +86,54 @@ def _single_request(document: Any) -> tuple[Any, str] | None:
     ):
         return None
     return request_id, parsed.method
+
+
+def _in_envelope(request_id: Any, result: Any) -> bytes | None:
+    """JSON-RPC's response around the result (stored JSON as `orjson.Fragment`s); None for an id
+    orjson cannot write (an int beyond 64 bits), which the dispatcher then answers."""
+    try:
+        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+    except TypeError:
+        return None
+
+
+async def _v0_3_read(document: dict[str, Any], request_id: Any, source: Source) -> bytes | None:
+    """The reply body to a 0.3 tasks/get, its request read and its error written as the SDK's
+    0.3 adapter does (its conversion to 1.0's GetTaskRequest reads a `historyLength` of 0 as none)."""
+    try:
+        parsed = types_v03.GetTaskRequest.model_validate(document)  # the adapter's model
+    except ValidationError:  # the adapter refuses it in its own words
+        return None
+    request = conversions.to_core_get_task_request(parsed)
+    try:
+        read = await read_here(stored_task(request, source, "0.3"))
+    except A2AError as refused:
+        error = _to_v03_jsonrpc_error(refused).model_dump(by_alias=True)
+        return json_bytes({"jsonrpc": "2.0", "id": request_id, "error": error})
+    return None if read is None else _in_envelope(request_id, orjson.Fragment(read.text))
+
+
+async def fast_read(
+    method: str, document: dict[str, Any], request_id: Any, source: Source = DJANGO_SOURCE
+) -> bytes | None:
+    """The reply body to a GetTask, ListTasks or 0.3 tasks/get whose envelope, version and params'
+    shape the endpoint has checked, from the stored forms (`transport.read_here`), its params
+    parsed as the SDK's dispatcher parses them; None leaves it to the dispatcher."""
+    if method == V0_3_GET_TASK:
+        return await _v0_3_read(document, request_id, source)
+    params = document.get("params", {})
+    try:
+        request = ParseDict(
+            params, JsonRpcDispatcher.METHOD_TO_MODEL[method](), ignore_unknown_fields=True
+        )
+    except ParseError:  # the SDK refuses it in its own words
+        return None
+    sent_status = params.get("status") if isinstance(params, dict) else None
+    try:
+        read = await read_here(stored_read(request, sent_status, source))
+    except A2AError as refused:
+        return json_bytes(build_error_response(request_id, refused))
+    return None if read is None else _in_envelope(request_id, stored_result(read))
 
 
 @validate_version(PROTOCOL_VERSION_0_3)

@@ -31,13 +31,12 @@ from a2a.types import (
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import validate_history_length
-from asgiref.sync import sync_to_async
-from django.core import signals
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from a2a_gateway.evaluated_memo import EVALUATED_FORMS
 from a2a_gateway.models import TaskForm
+from a2a_gateway.request_cycle import DjangoCycle, Result
 from core import replicas, statements
 from core.cursors import keyset_cursor, keyset_position
 from core.errors import Refusal
@@ -389,31 +388,21 @@ class DjangoSource:
     def read_back(self, names: tuple[str, ...], row: Row) -> Row:
         return tuple(statements.python_values(TaskForm, names, row))
 
-    def _run(self, work: Any, *args: Any) -> Any:
-        if not self.in_request_cycle:
-            return work(*args)
-        signals.request_started.send(sender=DjangoSource)
-        try:
-            return work(*args)
-        finally:
-            signals.request_finished.send(sender=DjangoSource)
+    def _run(self, work: Callable[..., Result], *args: Any) -> Awaitable[Result]:
+        """`work(*args)` on the ORM's thread, in a request cycle of its own if it needs one."""
+        return DjangoCycle(inside_already=not self.in_request_cycle).call(work, *args, last=True)
 
     async def rows(self, sql: str, params: dict[str, Any], on_primary: bool) -> list[Row]:
         replica = None if on_primary else replicas.replica()
         if replica is not None:
             try:
-                on_replica: list[Row] = await sync_to_async(self._run)(
-                    _fetch_all_on, replica, sql, params
-                )
-                return on_replica
+                return await self._run(_fetch_all_on, replica, sql, params)
             except (DatabaseError, psycopg.Error) as exc:
                 replicas.failed(replica, exc)
-        found: list[Row] = await sync_to_async(self._run)(statements.fetch_all, sql, params)
-        return found
+        return await self._run(statements.fetch_all, sql, params)
 
     async def evaluated(self, key: uuid.UUID | None) -> None:
-        work = tasks_evaluate_due if key is None else partial(task_evaluate, task_id=key)
-        await sync_to_async(self._run)(work)
+        await self._run(tasks_evaluate_due if key is None else partial(task_evaluate, task_id=key))
 
 
 def _fetch_all_on(alias: str, sql: str, params: dict[str, Any]) -> list[Row]:

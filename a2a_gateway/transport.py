@@ -6,28 +6,28 @@ same reason in its own format.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+import orjson
 from a2a.server.context import ServerCallContext
-from a2a.server.routes.common import DefaultServerCallContextBuilder
+from a2a.server.routes.common import (
+    DefaultServerCallContextBuilder,
+    serialize_list_tasks_response,
+)
 from a2a.types import InternalError, InvalidParamsError, InvalidRequestError
 from a2a.utils.constants import PROTOCOL_VERSION_1_0
 from a2a.utils.errors import A2AError, VersionNotSupportedError
 from a2a.utils.version_validator import validate_version
+from django.db import DatabaseError
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from starlette.requests import Request as StarletteRequest
 
-from a2a_gateway.handler import (
-    AGENT_STATE,
-    AS_SENT_STATE,
-    CYCLE_STATE,
-    ORIGIN_STATE,
-    AsSent,
-    CairnRequestHandler,
-)
+from a2a_gateway.handler import FACTS_STATE, CairnRequestHandler, Facts, failure_error
+from a2a_gateway.read_connections import Unavailable
 from a2a_gateway.request_cycle import DjangoCycle
+from a2a_gateway.stored_reads import StoredPage, StoredTask
 from a2a_gateway.translate import sdk_json
 from agents.auth import bearer_token
 from agents.models import Agent
@@ -50,6 +50,8 @@ AUTHENTICATED_METHODS = frozenset({"SendMessage", "message/send"})
 # The one request handler every binding dispatches to: a question asked on any of them is answered
 # by the same code.
 REQUEST_HANDLER = CairnRequestHandler()
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -203,17 +205,6 @@ def params_error(
     return None if where is None else InvalidParamsError(message=f"{where} must be an object")
 
 
-@dataclass(frozen=True)
-class Facts:
-    """What a binding learned of a request before the dispatcher, for the handler (`with_facts`):
-    the site's origin is for a refusal's links, the cycle for its work on the ORM's thread."""
-
-    agent: Agent | None
-    origin: str
-    as_sent: AsSent
-    cycle: DjangoCycle
-
-
 class ParsedRequest(StarletteRequest):
     """The request as an SDK dispatcher reads it, its body already read by the binding: JSON-RPC's
     reads the document from `json()`, HTTP+JSON's the bytes from `body()`."""
@@ -255,11 +246,7 @@ class ParsedRequest(StarletteRequest):
 
 
 def with_facts(context: ServerCallContext, facts: Facts) -> ServerCallContext:
-    if facts.agent is not None:
-        context.state[AGENT_STATE] = facts.agent
-    context.state[AS_SENT_STATE] = facts.as_sent
-    context.state[ORIGIN_STATE] = facts.origin
-    context.state[CYCLE_STATE] = facts.cycle
+    context.state[FACTS_STATE] = facts
     return context
 
 
@@ -271,3 +258,30 @@ class CairnContextBuilder(DefaultServerCallContextBuilder):
         if isinstance(request, ParsedRequest):
             with_facts(context, request.facts)
         return context
+
+
+# A stored read (`a2a_gateway.stored_reads`) as each binding answers it: the stored text wrapped as
+# it is rather than parsed into a Task and written out again. A refused read raises the SDK's
+# error, which each binding writes as its dispatcher would; None leaves the request to the
+# dispatcher (a read the pool could not make).
+
+
+async def read_here(read: Awaitable[T]) -> T | None:
+    """The stored read, or None when the pool could not read; a database failure raises
+    `failure_error`'s error."""
+    try:
+        return await read
+    except Unavailable:
+        return None
+    except DatabaseError as exc:
+        raise failure_error(exc, "read") from None
+
+
+def stored_result(read: StoredTask | StoredPage) -> Any:
+    """The read's result as the SDK's JSON serialiser writes it, the stored forms as they are
+    (`orjson.Fragment`s)."""
+    if isinstance(read, StoredTask):
+        return orjson.Fragment(read.text)
+    result = serialize_list_tasks_response(read.response(), read.include_artifacts)
+    result["tasks"] = [orjson.Fragment(text) for text in read.tasks]
+    return result

@@ -1,6 +1,6 @@
 """The floor: Cairn's A2A app with the stored forms of every read kept in memory after their first read.
 
-Each GetTask/ListTasks is answered by the thin front (`a2a_gateway.binding_reads`) as under
+Each GetTask/ListTasks is answered by the thin front (`fast_read` in `a2a_gateway.jsonrpc_binding`) as under
 `cairn.asgi`, but the stored text it would read from PostgreSQL is kept by its key (the task id,
 the page's query) the first time, so from the second request on the database is never touched:
 what remains is uvicorn, the ASGI app, the JSON-RPC checks and the envelope. Whatever this

@@ -19,10 +19,9 @@ from asgiref.sync import async_to_sync
 from starlette.datastructures import QueryParams
 
 from a2a_gateway import read_connections
-from a2a_gateway.binding_reads import fast_read, fast_rest_read
 from a2a_gateway.evaluated_memo import EVALUATED_FORMS, EvaluatedForms
-from a2a_gateway.http_json_binding import rest_reply
-from a2a_gateway.jsonrpc_binding import a2a_reply
+from a2a_gateway.http_json_binding import fast_rest_read, rest_reply
+from a2a_gateway.jsonrpc_binding import a2a_reply, fast_read
 from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
 from tasks.evaluation import tasks_evaluate_due
 from tasks.models import Task
@@ -161,7 +160,7 @@ def corpus(
         for extra in ({}, {"tenant": "t"}, {"historyLength": 0}, {"historyLength": -1}, {"x": 1}):
             add(rpc("GetTask", {"id": task_id, **extra}))
             add(rpc("CancelTask", {"id": task_id, **extra}))
-    # 2**70: beyond the 64 bits that orjson writes (`a2a_gateway.binding_reads._in_envelope`).
+    # 2**70: beyond the 64 bits that orjson writes (`a2a_gateway.jsonrpc_binding._in_envelope`).
     for request_id in (1, "abc", None, 0, 2**40, "é", 2**70):
         add(rpc("GetTask", {"id": ids[0]}, request_id))
         add(rpc("ListTasks", {}, request_id))
