@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache, partial
+from functools import cache
 from typing import Any, TypeVar
 
 import orjson
@@ -67,8 +67,15 @@ def columns(model: type[Model], names: Sequence[str]) -> str:
 
 def prepared(build: Callable[[], str]) -> Callable[[], str]:
     """A statement's text, built by `build` once per process and database vendor."""
-    built = cache(lambda vendor: build())
-    return lambda: built(connection.vendor)
+    built: dict[str, str] = {}
+
+    def text() -> str:
+        vendor = connection.vendor
+        if vendor not in built:
+            built[vendor] = build()
+        return built[vendor]
+
+    return text
 
 
 def for_update(*, skip_locked: bool = False) -> str:
@@ -176,6 +183,11 @@ def fetch_all(sql: str, params: Params) -> list[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
+def execute(sql: str, params: Params) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
 def instance(model: type[M], names: tuple[str, ...], row: Sequence[Any]) -> M:
     """A model object from a row of `names`, as a queryset would make it (fields not read are
     deferred)."""
@@ -250,21 +262,17 @@ def write_all(*writes: Write) -> None:
     read each other's rows. SQLite runs in process and takes them one by one."""
     if len(writes) < 2 or connection.vendor != "postgresql":
         for write in writes:
-            written(write)
+            execute(write.sql, write.params)
         return
     *leading, last = writes
-    with_clauses = "".join(
-        f"{'WITH' if index == 0 else ','} w{index} AS ({write.sql}) "
-        for index, write in enumerate(leading)
+    execute(
+        "".join(
+            f"{'WITH' if index == 0 else ','} w{index} AS ({write.sql}) "
+            for index, write in enumerate(leading)
+        )
+        + last.sql,
+        [param for write in writes for param in write.params],
     )
-    written(Write(with_clauses + last.sql, [param for write in writes for param in write.params]))
-
-
-def written(write: Write) -> int:
-    """Send one write now and return how many rows it wrote."""
-    with connection.cursor() as cursor:
-        cursor.execute(write.sql, write.params)
-        return cursor.rowcount
 
 
 class FieldLeftOut(Exception):
@@ -294,53 +302,16 @@ def object_values(obj: Model) -> dict[str, Any]:
     return {field.attname: getattr(obj, field.attname) for field in _written_fields(type(obj))}
 
 
-def _object_rows(
-    objs: Sequence[Model], names: Sequence[str] | None = None
-) -> tuple[type[Model], tuple[str, ...], list[list[Any]]]:
-    """The model, the attribute names of the fields `names` (every written field when None) and
-    each object's values of them."""
+def _object_rows(objs: Sequence[Model]) -> tuple[type[Model], tuple[str, ...], list[list[Any]]]:
+    """The model, the written fields' attribute names and each object's values of them."""
     model = type(objs[0])
-    fields = _written_fields(model) if names is None else [_field(model, name) for name in names]
-    attnames = tuple(field.attname for field in fields)
-    return model, attnames, [[getattr(obj, name) for name in attnames] for obj in objs]
+    names = tuple(field.attname for field in _written_fields(model))
+    return model, names, [[getattr(obj, name) for name in names] for obj in objs]
 
 
-def _rows(
-    model: type[Model],
-    names: tuple[str, ...],
-    rows: Sequence[Sequence[Any]],
-    sql: Callable[[str, bool], str],
-) -> tuple[Write, ...]:
-    """Rows of `names` (Python values), each written by `sql(vendor, False)`; on PostgreSQL several
-    rows are one statement, `sql(vendor, True)`, over `unnest` of an array a column (`_array`),
-    which runs in a fraction of the time of as many one-row statements."""
-    db = _db()
-    one_row = sql(db.vendor, False)
-    values = [_values(db, model, names, row) for row in rows]
-    if len(values) > 1 and db.vendor == "postgresql":
-        return (
-            Write(sql(db.vendor, True), [list(column) for column in zip(*values, strict=True)]),
-        )
-    return tuple(Write(one_row, row) for row in values)
-
-
-def _array(model: type[Model], name: str) -> str:
-    """A parameter sent as one array of the column's type, for `unnest`. In binary (`%b`): psycopg
-    escapes a text array's every quote with a regular expression, which for the sweep's JSON
-    texts cost more than the statement."""
-    return f"%b::{_field(model, name).db_type(connection)}[]"
-
-
-@cache
-def _insert_sql(
-    model: type[Model],
-    names: tuple[str, ...],
-    vendor: str,
-    many: bool,
-    defaulted: tuple[str, ...] = (),
-    ignore_conflicts: bool = False,
-) -> str:
-    """An INSERT of one row of placeholders, or `many` from arrays (`_array`)."""
+def _check_every_field_written(
+    model: type[Model], names: tuple[str, ...], defaulted: tuple[str, ...]
+) -> None:
     named = {_field(model, name).name for name in (*names, *defaulted)}
     missing = [field.name for field in _written_fields(model) if field.name not in named]
     if missing:
@@ -348,28 +319,28 @@ def _insert_sql(
             f"an INSERT into {model.__name__} leaves out {', '.join(missing)}: "
             "write them, or name them as defaulted"
         )
+
+
+def _rows_sql(model: type[Model], names: tuple[str, ...], many: bool) -> str:
+    """The rows an INSERT writes: one of placeholders, or `many` from arrays (`_array`)."""
     if many:
-        rows = f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
-    else:
-        rows = f"VALUES ({', '.join(['%s'] * len(names))})"
-    conflicts = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
-    return f"INSERT INTO {table(model)} ({columns(model, names)}) {rows}{conflicts}"
+        return f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
+    return f"VALUES ({', '.join(['%s'] * len(names))})"
 
 
-def rows_inserted(
+@cache
+def _insert_sql(
     model: type[Model],
-    names: Sequence[str],
-    rows: Sequence[Sequence[Any]],
-    *,
+    names: tuple[str, ...],
+    vendor: str,
     defaulted: tuple[str, ...] = (),
     ignore_conflicts: bool = False,
-) -> tuple[Write, ...]:
-    """INSERT rows of `names` (Python values), every field of the model named or `defaulted`.
-    `ignore_conflicts` writes nothing of a row that would break a unique constraint, as Django's
-    `bulk_create(ignore_conflicts=True)`."""
-    names = tuple(names)
-    sql = partial(_insert_sql, model, names, defaulted=defaulted, ignore_conflicts=ignore_conflicts)
-    return _rows(model, names, rows, sql)
+    many: bool = False,
+) -> str:
+    _check_every_field_written(model, names, defaulted)
+    conflicts = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+    rows = _rows_sql(model, names, many)
+    return f"INSERT INTO {table(model)} ({columns(model, names)}) {rows}{conflicts}"
 
 
 def inserted(
@@ -379,27 +350,30 @@ def inserted(
     defaulted: tuple[str, ...] = (),
     ignore_conflicts: bool = False,
 ) -> Write:
-    """INSERT one row of `values` (field names → Python values), as `rows_inserted`."""
-    (write,) = rows_inserted(
-        model,
-        tuple(values),
-        [tuple(values.values())],
-        defaulted=defaulted,
-        ignore_conflicts=ignore_conflicts,
+    """INSERT one row of `values` (field names → Python values). `ignore_conflicts` writes
+    nothing when the row would break a unique constraint, as Django's
+    `bulk_create(ignore_conflicts=True)`."""
+    db = _db()
+    return Write(
+        _insert_sql(model, tuple(values), db.vendor, defaulted, ignore_conflicts),
+        _values(db, model, tuple(values), tuple(values.values())),
     )
-    return write
-
-
-def objects_inserted(objs: Sequence[Model]) -> tuple[Write, ...]:
-    """INSERT these objects of one model with every one of their fields, as
-    `save(force_insert=True)` would, to send at once (as `rows_inserted`)."""
-    return rows_inserted(*_object_rows(objs)) if objs else ()
 
 
 def object_inserted(obj: Model) -> Write:
-    """`objects_inserted` for one object."""
-    (write,) = objects_inserted([obj])
-    return write
+    """INSERT `obj` with every one of its fields, as `save(force_insert=True)` would."""
+    return inserted(type(obj), object_values(obj))
+
+
+def objects_inserted(objs: Sequence[Model]) -> tuple[Write, ...]:
+    """`object_inserted` for many objects of one model, to send at once (as `rows_inserted`)."""
+    return rows_inserted(*_object_rows(objs)) if objs else ()
+
+
+@cache
+def _returning_sql(model: type[Model], vendor: str) -> str:
+    auto = model._meta.auto_field
+    return "" if auto is None else f" RETURNING {column(model, auto.name)}"
 
 
 def created(obj: M) -> M:
@@ -408,14 +382,16 @@ def created(obj: M) -> M:
     its caller needs at once; other rows go with the write's others (`write_all`)."""
     model = type(obj)
     write = object_inserted(obj)
-    auto = model._meta.auto_field
-    if auto is None:
-        written(write)
-    else:
-        row = fetch_one(f"{write.sql} RETURNING {column(model, auto.name)}", write.params)
+    returning = _returning_sql(model, connection.vendor)
+    if returning:
+        auto = model._meta.auto_field
+        assert auto is not None
+        row = fetch_one(write.sql + returning, write.params)
         assert row is not None, "an INSERT ... RETURNING returns its row"
         (key,) = python_values(model, (auto.name,), row)
         setattr(obj, auto.attname, key)
+    else:
+        execute(write.sql, write.params)
     obj._state.adding = False
     obj._state.db = connection.alias
     return obj
@@ -423,9 +399,9 @@ def created(obj: M) -> M:
 
 @cache
 def _upsert_sql(
-    model: type[Model], names: tuple[str, ...], vendor: str, many: bool, added: tuple[str, ...]
+    model: type[Model], names: tuple[str, ...], added: tuple[str, ...], vendor: str, many: bool
 ) -> str:
-    insert = _insert_sql(model, names, vendor, many)
+    _check_every_field_written(model, names, ())
     pk_name = _pk_name(model)
     adding = {_field(model, name).name for name in added}
     assert adding <= {_field(model, name).name for name in names}, "an added field is written"
@@ -442,7 +418,16 @@ def _upsert_sql(
             else f"{quoted} = {new}"
         )
     action = f"DO UPDATE SET {', '.join(changed)}" if changed else "DO NOTHING"
-    return f"{insert} ON CONFLICT ({column(model, pk_name)}) {action}"
+    return (
+        f"INSERT INTO {table(model)} ({columns(model, names)}) {_rows_sql(model, names, many)} "
+        f"ON CONFLICT ({column(model, pk_name)}) {action}"
+    )
+
+
+def upserted(objs: Sequence[Model]) -> tuple[Write, ...]:
+    """Write these objects of one model whole, inserting or replacing each by its key: for a row
+    that is a copy of another (a door's read model), written again at each change of its source."""
+    return rows_upserted(*_object_rows(objs)) if objs else ()
 
 
 def rows_upserted(
@@ -456,14 +441,13 @@ def rows_upserted(
     that row instead: each field of `added` to the stored value plus the row's (a counter moved
     by a delta, without reading it), every other to the row's. Rows are written, and so locked, in
     the order given. PostgreSQL refuses two rows of one key in one statement: give each key once."""
-    names = tuple(names)
-    return _rows(model, names, rows, partial(_upsert_sql, model, names, added=tuple(added)))
-
-
-def upserted(objs: Sequence[Model]) -> tuple[Write, ...]:
-    """Write these objects of one model whole, inserting or replacing each by its key: for a row
-    that is a copy of another (a door's read model), written again at each change of its source."""
-    return rows_upserted(*_object_rows(objs)) if objs else ()
+    names, added = tuple(names), tuple(added)
+    db = _db()
+    return _row_writes(
+        _upsert_sql(model, names, added, db.vendor, False),
+        lambda: _upsert_sql(model, names, added, db.vendor, True),
+        [_values(db, model, names, row) for row in rows],
+    )
 
 
 @cache
@@ -471,43 +455,27 @@ def _update_sql(
     model: type[Model],
     names: tuple[str, ...],
     vendor: str,
-    many: bool = False,
     conditions: tuple[tuple[str, bool], ...] = (),
 ) -> str:
-    """An UPDATE of `names` in the row of one key (the last placeholder but `conditions`' values),
-    or in `many` rows from arrays (`_array`), the keys' array last."""
-    pk = column(model, _pk_name(model))
-    if many:
-        keyed = (*names, _pk_name(model))
-        arrays = ", ".join(_array(model, name) for name in keyed)
-        aliases = ", ".join(f"v{i}" for i in range(len(keyed)))
-        assignments = ", ".join(f"{column(model, name)} = v.v{i}" for i, name in enumerate(names))
-        return (
-            f"UPDATE {table(model)} SET {assignments} FROM unnest({arrays}) AS v({aliases}) "
-            f"WHERE {table(model)}.{pk} = v.v{len(names)}"
-        )
     assignments = ", ".join(f"{column(model, name)} = %s" for name in names)
     where = "".join(
         f" AND {column(model, name)} IS NULL" if is_null else f" AND {column(model, name)} = %s"
         for name, is_null in conditions
     )
-    return f"UPDATE {table(model)} SET {assignments} WHERE {pk} = %s{where}"
-
-
-def updated_many(objs: Sequence[Model], names: Sequence[str]) -> tuple[Write, ...]:
-    """UPDATE these fields of the rows of these objects of one model from the objects (Django's
-    `save(update_fields=…)` without its signals and its query building): one statement on
-    PostgreSQL, as `rows_inserted`."""
-    if not objs:
-        return ()
-    model, keyed, rows = _object_rows(objs, (*names, _pk_name(type(objs[0]))))
-    return _rows(model, keyed, rows, partial(_update_sql, model, keyed[:-1]))
+    key = column(model, _pk_name(model))
+    return f"UPDATE {table(model)} SET {assignments} WHERE {key} = %s{where}"
 
 
 def updated(obj: Model, names: Sequence[str]) -> Write:
-    """`updated_many` for one object."""
-    (write,) = updated_many([obj], names)
-    return write
+    """UPDATE these fields of `obj`'s row from the object (Django's `save(update_fields=…)`
+    without its signals and its query building)."""
+    model = type(obj)
+    db = _db()
+    return Write(
+        _update_sql(model, tuple(names), db.vendor),
+        [_db_value(db, model, name, getattr(obj, _field(model, name).attname)) for name in names]
+        + [_db_value(db, model, _pk_name(model), obj.pk)],
+    )
 
 
 def updated_if(
@@ -518,17 +486,24 @@ def updated_if(
     the UPDATE waits for the row's lock, then checks the row as that writer left it. `written`
     says whether it changed the row."""
     db = _db()
-    compared = {name: value for name, value in where.items() if value is not None}
-    conditions = tuple((name, value is None) for name, value in where.items())
     return Write(
-        _update_sql(model, tuple(values), db.vendor, conditions=conditions),
-        _values(
-            db,
+        _update_sql(
             model,
-            (*values, _pk_name(model), *compared),
-            (*values.values(), key, *compared.values()),
+            tuple(values),
+            db.vendor,
+            tuple((name, value is None) for name, value in where.items()),
         ),
+        [_db_value(db, model, name, value) for name, value in values.items()]
+        + [_db_value(db, model, _pk_name(model), key)]
+        + [_db_value(db, model, name, value) for name, value in where.items() if value is not None],
     )
+
+
+def written(write: Write) -> int:
+    """Send one write now and return how many rows it wrote."""
+    with connection.cursor() as cursor:
+        cursor.execute(write.sql, write.params)
+        return cursor.rowcount
 
 
 @cache
@@ -553,3 +528,74 @@ def deleted(model: type[Model], keys: Sequence[Any]) -> tuple[Write, ...]:
             values,
         ),
     )
+
+
+def _array(model: type[Model], name: str) -> str:
+    """A parameter sent as one array of the column's type, for `unnest`. In binary (`%b`): psycopg
+    escapes a text array's every quote with a regular expression, which for the sweep's JSON
+    texts cost more than the statement."""
+    return f"%b::{_field(model, name).db_type(connection)}[]"
+
+
+def rows_inserted(
+    model: type[Model],
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+) -> tuple[Write, ...]:
+    """INSERT rows of `names` (Python values), every field of the model named (as `inserted`).
+    On PostgreSQL several rows are one statement over `unnest` of an array a column, which runs in
+    a fraction of the time of as many one-row statements."""
+    names = tuple(names)
+    db = _db()
+    return _row_writes(
+        _insert_sql(model, names, db.vendor),
+        lambda: _insert_sql(model, names, db.vendor, many=True),
+        [_values(db, model, names, row) for row in rows],
+    )
+
+
+@cache
+def _update_unnest_sql(model: type[Model], names: tuple[str, ...]) -> str:
+    pk_name = _pk_name(model)
+    keyed = (*names, pk_name)
+    arrays = ", ".join(_array(model, name) for name in keyed)
+    aliases = ", ".join(f"v{i}" for i in range(len(keyed)))
+    assignments = ", ".join(f"{column(model, name)} = v.v{i}" for i, name in enumerate(names))
+    return (
+        f"UPDATE {table(model)} SET {assignments} FROM unnest({arrays}) AS v({aliases}) "
+        f"WHERE {table(model)}.{column(model, pk_name)} = v.v{len(names)}"
+    )
+
+
+def updated_many(objs: Sequence[Model], names: Sequence[str]) -> tuple[Write, ...]:
+    """`updated` for many objects of one model: one statement on PostgreSQL, as `rows_inserted`."""
+    if not objs:
+        return ()
+    model = type(objs[0])
+    pk_name = _pk_name(model)
+    names = tuple(names)
+    attnames = [_field(model, name).attname for name in names]
+    db = _db()
+    rows = [
+        [
+            _db_value(db, model, name, getattr(obj, attname))
+            for name, attname in zip(names, attnames, strict=True)
+        ]
+        + [_db_value(db, model, pk_name, obj.pk)]
+        for obj in objs
+    ]
+    return _row_writes(
+        _update_sql(model, names, db.vendor),
+        lambda: _update_unnest_sql(model, names),
+        rows,
+    )
+
+
+def _row_writes(
+    row_sql: str, unnest_sql: Callable[[], str], rows: list[list[Any]]
+) -> tuple[Write, ...]:
+    """Several rows on PostgreSQL: `unnest_sql` once, each column of `rows` one array; else
+    `row_sql` for each row."""
+    if len(rows) > 1 and connection.vendor == "postgresql":
+        return (Write(unnest_sql(), [list(column) for column in zip(*rows, strict=True)]),)
+    return tuple(Write(row_sql, row) for row in rows)
