@@ -1,4 +1,5 @@
-"""CPU per read in the server's process, JSON-RPC against HTTP+JSON, on the same tasks and pages.
+"""CPU per read in the server's process, JSON-RPC against HTTP+JSON, on the same tasks and pages,
+and the card's.
 
 wrk's rates on a shared machine move more between runs than the bindings differ (bench/README.md),
 so this times what each binding costs the server itself: the ASGI app uvicorn serves
@@ -34,6 +35,7 @@ django.setup()
 
 from a2a_gateway import read_connections  # noqa: E402
 from a2a_gateway.asgi import endpoint  # noqa: E402
+from a2a_gateway.card import CARD_PATH  # noqa: E402
 from tasks.models import Task  # noqa: E402
 
 ROUNDS = 7
@@ -85,6 +87,32 @@ async def cpu_per_request(requests: Callable[[int], Request]) -> float:
     return (time.process_time() - started) / PER_ROUND * 1e6
 
 
+async def card_cost() -> float:
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": CARD_PATH,
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1")],
+    }
+    statuses = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    started = time.process_time()
+    for _ in range(PER_ROUND):
+        await endpoint(scope, receive, send)
+    cost = (time.process_time() - started) / PER_ROUND * 1e6
+    if set(statuses) != {200}:
+        raise RuntimeError(f"the card: {set(statuses)}")
+    return cost
+
+
 async def main(ids: list[str]) -> None:
     page = {"pageSize": 50}
     token = ""
@@ -123,6 +151,10 @@ async def main(ids: list[str]) -> None:
             rest_costs.append(await cpu_per_request(rest_request))
         rpc_cost, rest_cost = statistics.median(rpc_costs), statistics.median(rest_costs)
         print(f"| {name} | {rpc_cost:.0f} | {rest_cost:.0f} | {rest_cost / rpc_cost:.2f} |")
+    card = [await card_cost() for _ in range(ROUNDS)]
+    print(
+        f"The card (one answer for both bindings, its JSON not parsed): {statistics.median(card):.0f} µs"
+    )
     await read_connections.close()
 
 
