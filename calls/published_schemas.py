@@ -23,12 +23,17 @@ PUBLISHED_SCHEMAS: dict[str, type[BaseModel]] = {
 }
 
 
+def schema_url(name: str, *, origin: str) -> str:
+    """The absolute URL of one of the `/schemas/a2a/*.json` documents, which is also its `$id`."""
+    return f"{origin}{SCHEMA_PATH}{name}"
+
+
 def published_schema(name: str, *, origin: str) -> dict[str, Any]:
     """One of the `/schemas/a2a/*.json` documents, its `$id` its own absolute URL."""
-    return model_schema(PUBLISHED_SCHEMAS[name], schema_id=f"{origin}{SCHEMA_PATH}{name}")
+    return model_schema(PUBLISHED_SCHEMAS[name], schema_id=schema_url(name, origin=origin))
 
 
 def published_schema_url(model: type[BaseModel], *, origin: str) -> str:
     """Where this site publishes the JSON Schema of `model`, one of `PUBLISHED_SCHEMAS`."""
     name = next(name for name, published in PUBLISHED_SCHEMAS.items() if published is model)
-    return f"{origin}{SCHEMA_PATH}{name}"
+    return schema_url(name, origin=origin)

@@ -22,6 +22,7 @@ from calls.published_schemas import (
     PUBLISHED_SCHEMAS,
     SCHEMA_PATH,
     published_schema,
+    schema_url,
 )
 from calls.view_models import CallAnswerResult, CallDetailView, CallView
 from core.caching import Shown, mark_shown
@@ -53,7 +54,7 @@ def schema_index(request: HttpRequest) -> JsonResponse:
     origin = site_url(request)
     schemas = []
     for name in PUBLISHED_SCHEMAS:
-        url = f"{origin}{SCHEMA_PATH}{name}"  # each schema's `$id` is its own URL
+        url = schema_url(name, origin=origin)
         schemas.append({"name": name, "$id": url, "url": url})
     return _document({"schemas": schemas})
 
