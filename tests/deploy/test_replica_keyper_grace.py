@@ -229,12 +229,17 @@ def read_lists(
 
 def evaluated_on(sealed: SealedSite, which: str, task_id: str) -> bool:
     """Whether `which` server holds the task evaluated. A standby replaying the WAL it was held
-    from may cancel this probe, even its connection, for a conflict with recovery: not yet."""
+    from may cancel this probe for a conflict with recovery, or end its connection for one (the
+    client may then see only the connection closed): not yet. A standby that is down refuses the
+    next probe's connection, which is raised."""
     server = sealed.cluster.primary if which == "primary" else sealed.cluster.replica
     try:
         rows = sealed.cluster.on(server, "SELECT status FROM tasks_task WHERE id = %s", task_id)
     except psycopg.OperationalError as error:
-        if "conflict with recovery" not in str(error):
+        conflict = any(
+            sign in str(error) for sign in ("conflict with recovery", "closed the connection")
+        )
+        if which == "primary" or not conflict:
             raise
         return False
     return bool(rows) and rows[0][0] != "working"
