@@ -34,7 +34,7 @@ from agents.models import Agent
 from agents.services import agent_for_token
 from core.caching import Shown
 from core.errors import method_not_allowed
-from core.outages import outage_refusal
+from core.outages import OUTAGES, unavailable
 from core.policy import WWW_AUTHENTICATE, body_limit
 
 ENDPOINT_PATH = "/api/a2a"
@@ -121,11 +121,9 @@ async def token_agent(
     token = bearer_token(headers.get("authorization", ""))
     try:
         agent = await cycle.call(agent_for_token, token) if token else None
-    except Exception as exc:
-        outage = outage_refusal(exc)
-        if outage is None:
-            raise
-        return TokenRefusal(InternalError(message=outage.message), unauthenticated=False)
+    except OUTAGES as outage:
+        refusal = unavailable(outage)
+        return TokenRefusal(InternalError(message=refusal.message), unauthenticated=False)
     if agent is not None:
         return agent
     return TokenRefusal(

@@ -43,7 +43,7 @@ from django_q.scheduler import scheduler
 from django_q.status import Stat
 from django_q.tasks import async_task
 
-from core.outages import is_outage, through_outages
+from core.outages import OUTAGES, through_outages
 
 logger = logging.getLogger(__name__)
 
@@ -117,9 +117,7 @@ def _broker_once_the_database_answers(stop_event) -> Broker | None:
         return through_outages(
             broker, pause=lambda: not stop_event.wait(_RETRY_S), who="the starting cluster"
         )
-    except Exception as exc:
-        if not is_outage(exc):
-            raise
+    except OUTAGES:
         return None
 
 
@@ -141,11 +139,10 @@ def _sweep_first(broker: Broker, *, on: str) -> None:
     one soon enough, and the cluster goes on."""
     try:
         async_task("tasks.jobs.evaluate_due", broker=broker, task_name=f"sweep on {on}")
-    except Exception as exc:
-        if not is_outage(exc):
-            logger.exception("no sweep on %s: the schedule will run it", on)
-            return
+    except OUTAGES:
         logger.warning("no sweep on %s, the database is unavailable: the schedule will run it", on)
+    except Exception:
+        logger.exception("no sweep on %s: the schedule will run it", on)
 
 
 class QueueRenewingSentinel(Sentinel):

@@ -23,20 +23,19 @@ _REPORT_EVERY = 10
 logger = logging.getLogger(__name__)
 Result = TypeVar("Result")
 
-_OUTAGES = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+# The errors of a database that cannot be reached or dropped the connection.
+OUTAGES = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
-def is_outage(exc: BaseException) -> bool:
-    """True for the errors of a database that cannot be reached or dropped the connection."""
-    return isinstance(exc, _OUTAGES)
+def unavailable(outage: BaseException) -> Refusal:
+    """The `unavailable` refusal for an outage, logged without a traceback."""
+    logger.warning("database unavailable: %s", first_line(outage))
+    return Refusal(ErrorCode.UNAVAILABLE, MESSAGE, retry_after=RETRY_AFTER_S)
 
 
 def outage_refusal(exc: BaseException) -> Refusal | None:
-    """The `unavailable` refusal for an outage, logged without a traceback; None otherwise."""
-    if not is_outage(exc):
-        return None
-    logger.warning("database unavailable: %s", first_line(exc))
-    return Refusal(ErrorCode.UNAVAILABLE, MESSAGE, retry_after=RETRY_AFTER_S)
+    """`unavailable(exc)` for an outage, None for any other error."""
+    return unavailable(exc) if isinstance(exc, OUTAGES) else None
 
 
 def through_outages(job: Callable[[], Result], *, pause: Callable[[], bool], who: str) -> Result:
@@ -46,9 +45,7 @@ def through_outages(job: Callable[[], Result], *, pause: Callable[[], bool], who
     while True:
         try:
             return job()
-        except Exception as exc:
-            if not is_outage(exc):
-                raise
+        except OUTAGES as exc:
             if tries % _REPORT_EVERY == 0:
                 logger.warning("%s waits for the database: %s", who, first_line(exc))
             tries += 1

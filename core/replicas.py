@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from psycopg.conninfo import make_conninfo
 
-from core.outages import first_line, is_outage
+from core.outages import OUTAGES, first_line
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ def failed(alias: str, exc: BaseException) -> None:
     """Note that a read on replica `alias` failed. An outage has the replica checked at once; any
     other error (a query a recovery conflict cancelled) is the read's alone."""
     logger.info("a read on replica %s failed, asked the primary: %s", alias, first_line(exc))
-    if is_outage(exc):
+    if isinstance(exc, OUTAGES):
         # Checked now, so a replica that is down is skipped from this check on (one stale pooled
         # connection is just dropped).
         _watching().wake.set()

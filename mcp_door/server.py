@@ -16,7 +16,7 @@ from mcp.server import Server, ServerRequestContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.errors import ErrorCode, Issue, Refusal
-from core.outages import outage_refusal
+from core.outages import OUTAGES, unavailable
 from core.payloads import json_path
 from core.policy import MCP_TASK_STATUSES, PAGE_CAP, McpTaskStatus, cairn_version
 from mcp_door.answers import READ_ONLY, tool_result, tools_lister
@@ -148,11 +148,8 @@ async def call_tool(
         data = await sync_to_async(_answer, thread_sensitive=True)(tool, arguments)
     except Refusal as refusal:
         return _error(refusal)
-    except Exception as exc:
-        outage = outage_refusal(exc)
-        if outage is None:
-            raise
-        return _error(outage)
+    except OUTAGES as outage:
+        return _error(unavailable(outage))
     return tool_result(data)
 
 

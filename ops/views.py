@@ -17,7 +17,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from core import replicas
 from core.clock import format_instant
 from core.errors import ErrorCode, Refusal
-from core.outages import is_outage
+from core.outages import OUTAGES
 from ledger import log_state
 from ops.collectors import DatabaseCollector, ReplicaCollector
 from tasks.health import sweep_last_finished
@@ -39,9 +39,7 @@ def _checks() -> dict[str, dict]:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         last_sweep = sweep_last_finished()
-    except Exception as exc:
-        if not is_outage(exc):
-            raise
+    except OUTAGES:
         return {
             "database": {"ok": False, "detail": "the database does not answer"},
             "sweep": {"ok": False, "detail": "unknown while the database does not answer"},
