@@ -3,8 +3,8 @@ day, which it imported; that code has since changed shape, and a migration must 
 that can change under it, so it does nothing now.
 
 Nothing depends on it: a row whose `rendered_version` is behind has its view built at read time
-(`tasks.rendered.stored_view`), and a task without a current A2A form is answered by the A2A
-door's handler (`a2a_gateway.read_model`); `tasks.rendered.tasks_render` renders such rows.
+(`tasks.rendered.stored_view`), the A2A door's migrations write every task's forms, and
+`tasks.rendered.tasks_render` renders a row again.
 """
 
 from django.db import migrations
