@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic.json_schema import JsonDict
@@ -102,11 +102,6 @@ class OpenTaskRequest(Payload):
 
 
 class OpenTaskApproval(Payload):
-    # What `tasks.rules.approval_issues` holds it to: its scope, and the field with the digest of
-    # what was sent, named.
-    SCOPE: ClassVar[str] = "this_open_task"
-    DIGEST_OF: ClassVar[tuple[str, str]] = ("public_input_digest", "request")
-
     public_input_digest: Digest = Field(
         description='"sha256:" + hex SHA-256 of the RFC 8785 canonical request the person approved.'
     )
@@ -123,9 +118,6 @@ class OpenTaskPayload(Payload):
 
 
 class ContributionApproval(Payload):
-    SCOPE: ClassVar[str] = "this_contribution"
-    DIGEST_OF: ClassVar[tuple[str, str]] = ("public_output_digest", "report")
-
     public_output_digest: Digest = Field(
         description='"sha256:" + hex SHA-256 of the RFC 8785 canonical report without its approval key.'
     )
@@ -240,9 +232,6 @@ class SealedShare(Payload):
 class SealedApproval(Payload):
     # A sealed report's approval names its commitment: the one digest of the report the server
     # sees before the keypers release its key.
-    SCOPE: ClassVar[str] = "this_contribution"
-    DIGEST_OF: ClassVar[tuple[str, str]] = ("commitment", "commitment")
-
     public_output: bool = Field(
         description="Must be true: the report is published after the deadline."
     )

@@ -11,6 +11,7 @@ from django.conf import settings
 from core import privacy
 from core.clock import INSTANT_FORM, now_ms, parse_instant, span_words
 from core.errors import ErrorCode, Issue, refuse_if
+from core.payloads import Payload
 from ledger.keyper_seal import Keyper
 from tasks.payloads import (
     ContributionApproval,
@@ -22,22 +23,28 @@ from tasks.payloads import (
 )
 from tasks.report_checks import report_texts, source_in_task_issues
 
+# What each approval is held to: its scope, and its field with the digest of what was sent,
+# named.
+_APPROVALS: dict[type[Payload], tuple[str, str, str]] = {
+    OpenTaskApproval: ("this_open_task", "public_input_digest", "request"),
+    ContributionApproval: ("this_contribution", "public_output_digest", "report"),
+    SealedApproval: ("this_contribution", "commitment", "commitment"),
+}
+
 
 def approval_issues(
     approval: OpenTaskApproval | ContributionApproval | SealedApproval, sent: str
 ) -> list[Issue]:
     """The approval says public, for this one write, and its digest is `sent`, that of what was
     sent; a wrong digest is reported only once the approval is otherwise right."""
+    scope, digest_field, what = _APPROVALS[type(approval)]
     issues = []
     if approval.public_output is not True:
         issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
-    if approval.scope != approval.SCOPE:
-        issues.append(
-            Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, f'must be "{approval.SCOPE}"')
-        )
+    if approval.scope != scope:
+        issues.append(Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, f'must be "{scope}"'))
     if issues:
         return issues
-    digest_field, what = approval.DIGEST_OF
     if getattr(approval, digest_field) != sent:
         issues.append(
             Issue(
