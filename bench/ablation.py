@@ -65,13 +65,26 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
     "no-door-asgi": [
         ("cairn/asgi.py", 'and is_a2a_path(scope["path"])', "and False"),
     ],
+    "no-log-state-memo": [
+        (
+            "ledger/log_state.py",
+            "    return _parsed(path, found.st_ino, found.st_size, found.st_mtime_ns)\n",
+            "    return _read(path)\n",
+        ),
+    ],
     "no-grpc-wire-lru": [
         ("a2a_gateway/grpc_binding.py", "max_bytes: int = 8 * 1024 * 1024", "max_bytes: int = 0"),
     ],
 }
 # Which variants each kind of run compares with `all`.
 KINDS = {
-    "reads": ["no-read-pool", "no-evaluated-forms", "no-fast-reads", "no-door-asgi"],
+    "reads": [
+        "no-read-pool",
+        "no-evaluated-forms",
+        "no-fast-reads",
+        "no-door-asgi",
+        "no-log-state-memo",
+    ],
     "grpc": ["no-read-pool", "no-evaluated-forms", "no-grpc-wire-lru"],
 }
 

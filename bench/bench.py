@@ -92,6 +92,8 @@ CAIRN_ENV = {
     "CAIRN_TASKS_PER_AGENT_PER_DAY": "1000000",
     "CAIRN_OPEN_TASKS_PER_AGENT": "1000000",
     "PYTHONDONTWRITEBYTECODE": "1",
+    # What a site that has signed its log keeps beside its keys (`seed.py log-state`).
+    "CAIRN_LOG_STATE": str(VAR / "log_state.json"),
 }
 
 
@@ -317,6 +319,9 @@ def setup(args: argparse.Namespace) -> None:
     # Templates: each write run and each sweep starts from a fresh copy (CREATE DATABASE ... TEMPLATE).
     setup_cairn("write_tpl", pg_url("cairn_bench_write_tpl"), "writes", WRITE_TASKS, True)
     setup_cairn("sweep_tpl", pg_url("cairn_bench_sweep_tpl"), "sweep", SWEEP_TASKS, True)
+    if not (VAR / "log_state.json").exists():
+        run([PY, str(BENCH / "seed.py"), "log-state"], env=cairn_env(pg_url("cairn_bench_pg_1k")))
+        log(f"log state: {VAR / 'log_state.json'}")
     if not db_exists("cairn_bench_sdk_write_tpl"):
         recreate_db("cairn_bench_sdk_write_tpl")
         # An empty SDK store (its server creates the table on first use): nothing else to seed.

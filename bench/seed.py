@@ -14,6 +14,8 @@ Profiles:
          for the SendMessage workload: cairn_contributions.txt ("<token>\\t<JSON-RPC body>" a line,
          every line a fresh valid contribution) and sdk_messages.txt (the same messages, no taskId).
   sweep  N open tasks already past their deadline (0..3 contributions each), for the sweep timing.
+  log-state  the promises file a site keeps beside its keys once its log is signed and witnessed
+         (`CAIRN_LOG_STATE`, `ledger.log_state`), which every card and every write reads.
   sdk    copy the tasks of this Cairn database into the a2a-sdk's DatabaseTaskStore table at
          --sdk-url (the same Task objects Cairn's A2A door answers, so both servers send the same bytes).
 """
@@ -21,6 +23,7 @@ Profiles:
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import hmac
 import json
@@ -53,8 +56,11 @@ from agents.models import Agent, AuditEntry, Door, Operation  # noqa: E402
 from agents.services import TOKEN_PREFIX, token_digest  # noqa: E402
 from core.canonical import canonical_digest, fingerprint  # noqa: E402
 from core.clock import format_instant, now_ms  # noqa: E402
+from ledger import log_state  # noqa: E402
 from ledger.keyper_seal import salt_new  # noqa: E402
 from ledger.keys import receipt_sign  # noqa: E402
+from ledger.models import Checkpoint  # noqa: E402
+from ledger.notes import log_origin  # noqa: E402
 from ledger.seal import report_seal  # noqa: E402
 from tasks.changes import TaskChange  # noqa: E402
 from tasks.counts import task_count_change  # noqa: E402
@@ -572,6 +578,27 @@ def seed_sweep(count: int) -> None:
     print(json.dumps({"profile": "sweep", **writer.counts}))
 
 
+def seed_log_state(witnesses: int = 3, size: int = 100_000) -> None:
+    """One log of `size` entries: the checkpoint the site signed, the trees its witnesses hold,
+    and the checkpoint with their cosignatures, as the sequencer keeps them. The signatures are
+    random bytes of about a real one's length: only the file's size and shape matter to its
+    readers."""
+    Path(settings.CAIRN_LOG_STATE).unlink(missing_ok=True)
+    identity = hashlib.sha256(b"the bench's log").hexdigest()
+    root = hashlib.sha256(b"its root").digest()
+    origin = log_origin()
+
+    def signed_by(name: str) -> str:
+        return f"\u2014 {name} {base64.b64encode(os.urandom(72)).decode()}\n"
+
+    note = f"{origin}\n{size}\n{base64.b64encode(root).decode()}\n\n" + signed_by(origin)
+    names = [f"witness{i}.example/w{i}" for i in range(1, witnesses + 1)]
+    log_state.signed_kept(identity, Checkpoint(tree_size=size, root_hash=root.hex(), note=note))
+    for name in names:
+        log_state.witness_kept(identity, name, size, root.hex())
+    log_state.witnessed_kept(identity, size, root.hex(), note + "".join(map(signed_by, names)))
+
+
 def seed_sdk(sdk_url: str) -> None:
     """The SDK store's rows for the same tasks: `DatabaseTaskStore._to_orm` of the Task Cairn answers."""
     import psycopg
@@ -625,7 +652,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("profile", choices=["reads", "writes", "sweep", "sdk"])
+    parser.add_argument("profile", choices=["reads", "writes", "sweep", "log-state", "sdk"])
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "var")
     parser.add_argument("--sdk-url", default="")
@@ -637,6 +664,9 @@ def main() -> None:
         seed_writes(args.tasks, args.out)
     elif args.profile == "sweep":
         seed_sweep(args.tasks)
+    elif args.profile == "log-state":
+        seed_log_state()
+        return
     else:
         seed_sdk(args.sdk_url)
     if args.profile != "sdk":

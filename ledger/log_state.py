@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +85,34 @@ def _path() -> Path:
     return Path(settings.CAIRN_LOG_STATE)
 
 
-def _read() -> tuple[dict[str, LogPromises], list[dict[str, Any]]]:
+Kept = tuple[dict[str, LogPromises], list[dict[str, Any]]]
+
+
+def _read(path: Path) -> Kept:
     """The promises by log identity, and the logs the keeper started (`manage.py log_restart`)."""
     try:
-        data = json.loads(_path().read_text())
+        data = json.loads(path.read_text())
     except FileNotFoundError:
         return {}, []
     return _LOGS.validate_python(data.get("logs", {})), list(data.get("started", []))
+
+
+def _kept() -> Kept:
+    """What the file holds, for a reader, who must not change it. Every card and every write
+    reads it, and every change replaces the file whole (`_write`), so it is parsed again only
+    when the file at the path is another: its inode, size or modification time differ."""
+    path = _path()
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return {}, []
+    return _parsed(path, found.st_ino, found.st_size, found.st_mtime_ns)
+
+
+@lru_cache(maxsize=1)
+def _parsed(path: Path, inode: int, size: int, modified_ns: int) -> Kept:
+    # Read after the stat that keys it: what is kept is never older than its key's file.
+    return _read(path)
 
 
 def _write(logs: dict[str, LogPromises], started: list[dict[str, Any]]) -> None:
@@ -125,7 +147,7 @@ def _locked() -> Iterator[None]:
 def _changing(identity: str) -> Iterator[LogPromises]:
     """The promises of one log, written back when the block ends."""
     with _locked():
-        logs, started = _read()
+        logs, started = _read(_path())
         promises = logs.setdefault(identity, LogPromises())
         before = asdict(promises)
         yield promises
@@ -136,14 +158,14 @@ def _changing(identity: str) -> Iterator[LogPromises]:
 def log_started_kept(number: int, origin: str) -> None:
     """Kept here so the card lists it even if the database goes back to before it."""
     with _locked():
-        logs, started = _read()
+        logs, started = _read(_path())
         if all(log["number"] != number for log in started):
             _write(logs, [*started, {"number": number, "origin": origin}])
 
 
 def logs_started() -> list[dict[str, Any]]:
     """The logs the keeper started, oldest first: `{"number", "origin"}` each."""
-    return sorted(_read()[1], key=lambda log: int(log["number"]))
+    return sorted(_kept()[1], key=lambda log: int(log["number"]))
 
 
 def log_identity() -> str | None:
@@ -153,7 +175,7 @@ def log_identity() -> str | None:
 
 
 def promises_of(identity: str) -> LogPromises | None:
-    return _read()[0].get(identity)
+    return _kept()[0].get(identity)
 
 
 def rollback_of(identity: str, size: int, root_at: Callable[[int], bytes]) -> Rollback | None:
@@ -222,7 +244,7 @@ def witness_refusal_counted(identity: str, witness: str) -> None:
 def witness_refusals() -> dict[str, int]:
     """Refusals by witness, over every log this site has kept promises of."""
     counted: Counter[str] = Counter()
-    for promises in _read()[0].values():
+    for promises in _kept()[0].values():
         counted.update(promises.refusals)
     return dict(counted)
 
@@ -230,7 +252,7 @@ def witness_refusals() -> dict[str, int]:
 def rollback_found() -> Rollback | None:
     """Reads the database only when some log has gone back, so writes pay nothing while all is
     well."""
-    found = {k: v.rollback for k, v in _read()[0].items() if v.rollback is not None}
+    found = {k: v.rollback for k, v in _kept()[0].items() if v.rollback is not None}
     if not found:
         return None
     return found.get(log_identity() or "")

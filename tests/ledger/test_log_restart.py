@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import io
+from typing import Any
 
+import httpx
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -29,6 +31,15 @@ def _restarted() -> str:
     out = io.StringIO()
     call_command("log_restart", stdout=out)
     return out.getvalue()
+
+
+def _card_verifiable(http: httpx.Client) -> dict[str, Any]:
+    card = http.get("/.well-known/agent-card.json").json()
+    (verifiable,) = [
+        e for e in card["capabilities"]["extensions"] if e["uri"] == "urn:cairn:verifiable:v1"
+    ]
+    params: dict[str, Any] = verifiable["params"]
+    return params
 
 
 def _tree(note: str) -> tuple[str, int, bytes]:
@@ -68,6 +79,14 @@ def test_a_restarted_log_records_what_was_lost_and_takes_writes_again(
     served = {url: http.get(url) for url in old_urls}
     assert all(answer.status_code == 200 for answer in served.values())
     assert {url: served[url].content for url in full_tiles} == served_before
+
+    # The card the server gave before the restart lists the one log; after it, both.
+    first_log = {
+        "origin": log_origin(),
+        "checkpoint": f"{live_url}/api/log/checkpoint",
+        "tiles": f"{live_url}/api/log/tile/",
+    }
+    assert _card_verifiable(http)["logs"] == [first_log]
 
     origin = origin_numbered(1)
     for witness in witnesses:  # their operators follow the new origin, as the command asks
@@ -124,17 +143,10 @@ def test_a_restarted_log_records_what_was_lost_and_takes_writes_again(
     assert http.get("/api/log/2/checkpoint").status_code == 404
     assert http.get("/readyz").json()["checks"]["log"] == {"ok": True}
 
-    card = http.get("/.well-known/agent-card.json").json()
-    (verifiable,) = [
-        e for e in card["capabilities"]["extensions"] if e["uri"] == "urn:cairn:verifiable:v1"
-    ]
-    assert verifiable["params"]["checkpoint"] == f"{live_url}/api/log/1/checkpoint"
-    assert verifiable["params"]["logs"] == [
-        {
-            "origin": log_origin(),
-            "checkpoint": f"{live_url}/api/log/checkpoint",
-            "tiles": f"{live_url}/api/log/tile/",
-        },
+    verifiable = _card_verifiable(http)
+    assert verifiable["checkpoint"] == f"{live_url}/api/log/1/checkpoint"
+    assert verifiable["logs"] == [
+        first_log,
         {
             "origin": origin,
             "checkpoint": f"{live_url}/api/log/1/checkpoint",
