@@ -69,7 +69,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         (
             "ledger/log_state.py",
             "    return _parsed(path, found.st_ino, found.st_size, found.st_mtime_ns)\n",
-            "    return _read(path)\n",
+            "    return _read(Path(path))\n",
         ),
     ],
     "no-grpc-wire-lru": [

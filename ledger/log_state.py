@@ -101,7 +101,7 @@ def _kept() -> Kept:
     """What the file holds, for a reader, who must not change it. Every card and every write
     reads it, and every change replaces the file whole (`_write`), so it is parsed again only
     when the file at the path is another: its inode, size or modification time differ."""
-    path = _path()
+    path = os.fspath(settings.CAIRN_LOG_STATE)
     try:
         found = os.stat(path)
     except FileNotFoundError:
@@ -110,9 +110,9 @@ def _kept() -> Kept:
 
 
 @lru_cache(maxsize=1)
-def _parsed(path: Path, inode: int, size: int, modified_ns: int) -> Kept:
+def _parsed(path: str, inode: int, size: int, modified_ns: int) -> Kept:
     # Read after the stat that keys it: what is kept is never older than its key's file.
-    return _read(path)
+    return _read(Path(path))
 
 
 def _write(logs: dict[str, LogPromises], started: list[dict[str, Any]]) -> None:
