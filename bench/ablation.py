@@ -68,7 +68,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
     "no-log-state-memo": [
         (
             "ledger/log_state.py",
-            "    return _parsed(path, found.st_ino, found.st_size, found.st_mtime_ns)\n",
+            "    return _parsed(path, found.st_ino, found.st_size, found.st_ctime_ns)\n",
             "    return _read(Path(path))\n",
         ),
     ],

@@ -100,17 +100,18 @@ def _read(path: Path) -> Kept:
 def _kept() -> Kept:
     """What the file holds, for a reader, who must not change it. Every card and every write
     reads it, and every change replaces the file whole (`_write`), so it is parsed again only
-    when the file at the path is another: its inode, size or modification time differ."""
+    when the file at the path is another: its inode, size or change time differ (a file copied
+    back over it in place with its old modification time still has a new change time)."""
     path = os.fspath(settings.CAIRN_LOG_STATE)
     try:
         found = os.stat(path)
     except FileNotFoundError:
         return {}, []
-    return _parsed(path, found.st_ino, found.st_size, found.st_mtime_ns)
+    return _parsed(path, found.st_ino, found.st_size, found.st_ctime_ns)
 
 
 @lru_cache(maxsize=1)
-def _parsed(path: str, inode: int, size: int, modified_ns: int) -> Kept:
+def _parsed(path: str, inode: int, size: int, changed_ns: int) -> Kept:
     # Read after the stat that keys it: what is kept is never older than its key's file.
     return _read(Path(path))
 
