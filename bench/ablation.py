@@ -68,8 +68,8 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
     "no-log-state-memo": [
         (
             "ledger/log_state.py",
-            "    return _parsed(path, found.st_ino, found.st_size, found.st_ctime_ns)\n",
-            "    return _read(Path(path))\n",
+            "    return list(_started(path, found.st_ino, found.st_size, found.st_ctime_ns))\n",
+            '    return sorted(_read(Path(path))[1], key=lambda log: int(log["number"]))\n',
         ),
     ],
     "no-grpc-wire-lru": [

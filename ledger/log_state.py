@@ -85,35 +85,13 @@ def _path() -> Path:
     return Path(settings.CAIRN_LOG_STATE)
 
 
-Kept = tuple[dict[str, LogPromises], list[dict[str, Any]]]
-
-
-def _read(path: Path) -> Kept:
+def _read(path: Path) -> tuple[dict[str, LogPromises], list[dict[str, Any]]]:
     """The promises by log identity, and the logs the keeper started (`manage.py log_restart`)."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         return {}, []
     return _LOGS.validate_python(data.get("logs", {})), list(data.get("started", []))
-
-
-def _kept() -> Kept:
-    """What the file holds, for a reader, who must not change it. Every card and every write
-    reads it, and every change replaces the file whole (`_write`), so it is parsed again only
-    when the file at the path is another: its inode, size or change time differ (a file copied
-    back over it in place with its old modification time still has a new change time)."""
-    path = os.fspath(settings.CAIRN_LOG_STATE)
-    try:
-        found = os.stat(path)
-    except FileNotFoundError:
-        return {}, []
-    return _parsed(path, found.st_ino, found.st_size, found.st_ctime_ns)
-
-
-@lru_cache(maxsize=1)
-def _parsed(path: str, inode: int, size: int, changed_ns: int) -> Kept:
-    # Read after the stat that keys it: what is kept is never older than its key's file.
-    return _read(Path(path))
 
 
 def _write(logs: dict[str, LogPromises], started: list[dict[str, Any]]) -> None:
@@ -165,8 +143,23 @@ def log_started_kept(number: int, origin: str) -> None:
 
 
 def logs_started() -> list[dict[str, Any]]:
-    """The logs the keeper started, oldest first: `{"number", "origin"}` each."""
-    return sorted(_kept()[1], key=lambda log: int(log["number"]))
+    """The logs the keeper started, oldest first: `{"number", "origin"}` each. The card asks on
+    every request, so the file is parsed again only when it is another or was changed: its
+    inode, size or change time differ (every change replaces it, `_write`). What decides a write,
+    a signature or readiness reads the file each time instead: on network storage a stat may be
+    answered from a cache for seconds, which a card that caches keep for minutes can afford."""
+    path = os.fspath(settings.CAIRN_LOG_STATE)
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return []
+    return list(_started(path, found.st_ino, found.st_size, found.st_ctime_ns))
+
+
+@lru_cache(maxsize=1)
+def _started(path: str, inode: int, size: int, changed_ns: int) -> tuple[dict[str, Any], ...]:
+    # Read after the stat that keys it: what is kept is never older than its key's file.
+    return tuple(sorted(_read(Path(path))[1], key=lambda log: int(log["number"])))
 
 
 def log_identity() -> str | None:
@@ -176,7 +169,7 @@ def log_identity() -> str | None:
 
 
 def promises_of(identity: str) -> LogPromises | None:
-    return _kept()[0].get(identity)
+    return _read(_path())[0].get(identity)
 
 
 def rollback_of(identity: str, size: int, root_at: Callable[[int], bytes]) -> Rollback | None:
@@ -245,7 +238,7 @@ def witness_refusal_counted(identity: str, witness: str) -> None:
 def witness_refusals() -> dict[str, int]:
     """Refusals by witness, over every log this site has kept promises of."""
     counted: Counter[str] = Counter()
-    for promises in _kept()[0].values():
+    for promises in _read(_path())[0].values():
         counted.update(promises.refusals)
     return dict(counted)
 
@@ -253,7 +246,7 @@ def witness_refusals() -> dict[str, int]:
 def rollback_found() -> Rollback | None:
     """Reads the database only when some log has gone back, so writes pay nothing while all is
     well."""
-    found = {k: v.rollback for k, v in _kept()[0].items() if v.rollback is not None}
+    found = {k: v.rollback for k, v in _read(_path())[0].items() if v.rollback is not None}
     if not found:
         return None
     return found.get(log_identity() or "")
