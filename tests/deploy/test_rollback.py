@@ -184,6 +184,8 @@ def _new_log(
     log, whose first entry names the lost range, the card lists both logs, and every tile URL
     served before serves its bytes still, or nothing past what the database kept. Returns the
     receipts of the writes after it."""
+    # The web process has served the card before the command, in a process of its own, runs.
+    assert _card_log_checkpoints(url) == [f"{url}/api/log/checkpoint"]
     printed = _log_restarted(site)
     assert f"lost_from {lost_from}: the previous checkpoint held {held.size}" in printed
     assert f"logged again {logged_again} queued entries" in printed
@@ -211,15 +213,20 @@ def _new_log(
             assert (answer.status_code, answer.content) == (200, before), path
         else:
             assert answer.status_code == 404, (path, answer.text)
-    card = httpx.get(f"{url}/.well-known/agent-card.json", timeout=10).json()
-    (verifiable,) = [
-        e for e in card["capabilities"]["extensions"] if e["uri"] == "urn:cairn:verifiable:v1"
-    ]
-    assert [log["checkpoint"] for log in verifiable["params"]["logs"]] == [
+    assert _card_log_checkpoints(url) == [
         f"{url}/api/log/checkpoint",
         f"{url}/api/log/1/checkpoint",
     ]
     return after
+
+
+def _card_log_checkpoints(url: str) -> list[str]:
+    """The checkpoint URL of each log the card lists."""
+    card = httpx.get(f"{url}/.well-known/agent-card.json", timeout=10).json()
+    (verifiable,) = [
+        e for e in card["capabilities"]["extensions"] if e["uri"] == "urn:cairn:verifiable:v1"
+    ]
+    return [log["checkpoint"] for log in verifiable["params"]["logs"]]
 
 
 def _verdicts(url: str, receipts: list[dict[str, Any]], folder: Path) -> dict[str, str]:
