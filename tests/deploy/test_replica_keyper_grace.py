@@ -294,7 +294,7 @@ def test_no_list_page_shows_a_keyper_sealed_task_open_once_the_primary_evaluated
         assert held == ("working", True, True), held
         wait_replica_state(sealed.web, "serving")
     finally:
-        cluster.on(cluster.replica, "SELECT pg_wal_replay_resume()")
+        cluster.resume_replay()
 
     give_up = time.monotonic() + 30
     while not evaluated_on(sealed, "replica", task_id):
