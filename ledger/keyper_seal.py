@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hpke import AEAD, KDF, KEM, Suite
 
 from core.canonical import canonical_digest, canonical_json
+from core.wire_names import CONTRIBUTION_SCOPE
 
 SEALED_SCHEMA = "cairn.task.contribution.sealed/0.1"
 SCHEME = "cairn.seal/1"
@@ -164,7 +165,7 @@ def seal(
         "commitment": commitment,
         "ciphertext": b64u(ciphertext),
         "shares": shares,
-        "approval": {"public_output": True, "scope": "this_contribution", "commitment": commitment},
+        "approval": {"public_output": True, "scope": CONTRIBUTION_SCOPE, "commitment": commitment},
     }
 
 

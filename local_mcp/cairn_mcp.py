@@ -89,6 +89,12 @@ from pydantic import (
 from core.canonical import canonical_digest, canonical_json
 from core.json_input import ints_from_doubles
 from core.privacy import screen
+from core.wire_names import (
+    CONTRIBUTION_SCHEMA,
+    CONTRIBUTION_SCOPE,
+    OPEN_TASK_SCHEMA,
+    OPEN_TASK_SCOPE,
+)
 from ledger.contributor import (
     EntryProven,
     KeyperCheckpoint,
@@ -133,8 +139,6 @@ DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"
 VERSION = "0.1.0"
 CLIENT = f"cairn_mcp/{VERSION}"
 PARTICIPANT_EXTENSION = "urn:cairn:participant:v1"
-OPEN_TASK_SCHEMA = "cairn.open_task/0.1"
-CONTRIBUTION_SCHEMA = "cairn.task.contribution/0.1"
 TIMEOUT_S = 30.0
 
 logger = logging.getLogger("cairn_mcp")
@@ -1244,7 +1248,7 @@ async def tool_create_task(config: Config, args: CreateTaskArguments) -> dict[st
         "approval": {
             "public_input_digest": digest,
             "public_output": True,
-            "scope": "this_open_task",
+            "scope": OPEN_TASK_SCOPE,
         },
     }
     task = await send(config, payload, operation="post")
@@ -1285,7 +1289,7 @@ async def tool_contribute(config: Config, args: ContributeArguments) -> dict[str
             "approval": {
                 "public_output_digest": args.public_output_digest,
                 "public_output": True,
-                "scope": "this_contribution",
+                "scope": CONTRIBUTION_SCOPE,
             },
         }
         task = await send(config, payload, operation="contribute", task_id=args.task_id)

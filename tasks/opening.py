@@ -19,10 +19,11 @@ from core.canonical import canonical_digest
 from core.clock import format_instant
 from core.errors import ErrorCode, Refusal, refuse_if
 from core.payloads import parse_payload
+from core.wire_names import CONTRIBUTION_SCHEMA, CONTRIBUTION_SCOPE
 from ledger.entries import MAX_MERGE_DELAY
 from ledger.keyper_seal import SealError, b64u_decode, key_combine, report_open
 from tasks.models import Task
-from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
+from tasks.payloads import ContributionPayload
 from tasks.rules import report_refuse_if_broken
 from tasks.sealing import ContributionRow
 
@@ -182,7 +183,7 @@ def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:
     approval = {
         "public_output_digest": canonical_digest(report),
         "public_output": True,
-        "scope": "this_contribution",
+        "scope": CONTRIBUTION_SCOPE,
     }
     try:
         parsed = parse_payload(

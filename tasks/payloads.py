@@ -9,10 +9,9 @@ from pydantic.json_schema import JsonDict
 
 from core.clock import INSTANT_FORM, INSTANT_PATTERN, REAL_INSTANT_PATTERN, parse_instant
 from core.payloads import Payload, text, url_list
+from core.wire_names import CONTRIBUTION_SCOPE, OPEN_TASK_SCOPE
 from ledger.keyper_seal import NONCE_BYTES, SEALED_SCHEMA, SEALED_SHARE_BYTES, b64u_decode
 
-OPEN_TASK_SCHEMA = "cairn.open_task/0.1"
-CONTRIBUTION_SCHEMA = "cairn.task.contribution/0.1"
 SEALED_CONTRIBUTION_SCHEMA = SEALED_SCHEMA
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 Digest = Annotated[
@@ -106,7 +105,7 @@ class OpenTaskApproval(Payload):
         description='"sha256:" + hex SHA-256 of the RFC 8785 canonical request the person approved.'
     )
     public_output: bool = Field(description="Must be true: the task and its results are public.")
-    scope: str = Field(description='Must be "this_open_task".')
+    scope: str = Field(description=f'Must be "{OPEN_TASK_SCOPE}".')
 
 
 class OpenTaskPayload(Payload):
@@ -124,7 +123,7 @@ class ContributionApproval(Payload):
     public_output: bool = Field(
         description="Must be true: the report is published after the deadline."
     )
-    scope: str = Field(description='Must be "this_contribution".')
+    scope: str = Field(description=f'Must be "{CONTRIBUTION_SCOPE}".')
 
 
 class ContributionPayload(Payload):
@@ -235,7 +234,7 @@ class SealedApproval(Payload):
     public_output: bool = Field(
         description="Must be true: the report is published after the deadline."
     )
-    scope: str = Field(description='Must be "this_contribution".')
+    scope: str = Field(description=f'Must be "{CONTRIBUTION_SCOPE}".')
     commitment: Commitment
 
 

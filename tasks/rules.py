@@ -12,6 +12,7 @@ from core import privacy
 from core.clock import INSTANT_FORM, now_ms, parse_instant, span_words
 from core.errors import ErrorCode, Issue, refuse_if
 from core.payloads import Payload
+from core.wire_names import CONTRIBUTION_SCOPE, OPEN_TASK_SCOPE
 from ledger.keyper_seal import Keyper
 from tasks.payloads import (
     ContributionApproval,
@@ -26,9 +27,9 @@ from tasks.report_checks import report_texts, source_in_task_issues
 # What each approval is held to: its scope, and its field with the digest of what was sent,
 # named.
 _APPROVALS: dict[type[Payload], tuple[str, str, str]] = {
-    OpenTaskApproval: ("this_open_task", "public_input_digest", "request"),
-    ContributionApproval: ("this_contribution", "public_output_digest", "report"),
-    SealedApproval: ("this_contribution", "commitment", "commitment"),
+    OpenTaskApproval: (OPEN_TASK_SCOPE, "public_input_digest", "request"),
+    ContributionApproval: (CONTRIBUTION_SCOPE, "public_output_digest", "report"),
+    SealedApproval: (CONTRIBUTION_SCOPE, "commitment", "commitment"),
 }
 
 

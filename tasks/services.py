@@ -18,6 +18,7 @@ from core.clock import now_ms, parse_instant
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from core.metrics import counted_write
 from core.payloads import parse_payload
+from core.wire_names import CONTRIBUTION_SCHEMA, OPEN_TASK_SCHEMA
 from ledger.entries import contribution_entry
 from ledger.entry_types import task_entry
 from ledger.jobs import sequencing_nudge
@@ -32,8 +33,6 @@ from tasks.evaluation import task_evaluated_if_due
 from tasks.jobs import schedule_evaluation
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.payloads import (
-    CONTRIBUTION_SCHEMA,
-    OPEN_TASK_SCHEMA,
     SEALED_CONTRIBUTION_SCHEMA,
     ContributionPayload,
     OpenTaskPayload,

@@ -80,6 +80,7 @@ from joserfc.jwk import KeySet, KeySetSerialization
 
 from core.canonical import canonical_digest, canonical_json
 from core.privacy import screen, texts_anywhere
+from core.wire_names import CONTRIBUTION_SCHEMA
 from ledger.contributor import (
     EntryProven,
     KeyperCheckpoint,
@@ -267,7 +268,6 @@ class Checkpoint:
 # The site checks a plain report at receipt and a keyper-sealed one at the deadline, when it first
 # reads it; whoever holds the plaintext can run the same rules here.
 
-CONTRIBUTION_SCHEMA = "cairn.task.contribution/0.1"
 REPORT_FIELDS = (
     "schema",
     "verdict",

@@ -13,9 +13,10 @@ import pytest
 from core import privacy
 from core.errors import Refusal
 from core.payloads import parse_payload
+from core.wire_names import CONTRIBUTION_SCHEMA
 from ledger.verifier import VERIFIER
 from tasks.opening import report_rules_void
-from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
+from tasks.payloads import ContributionPayload
 from tasks.report_checks import report_texts, source_in_task_issues
 from tests.factories import OTHER_SOURCE, SOURCE, contribution_payload, contribution_report
 from tests.mcp.conftest import LOCAL_SERVER

@@ -16,8 +16,9 @@ from agents.models import Agent
 from core.canonical import canonical_digest
 from core.errors import Refusal
 from core.payloads import parse_payload
+from core.wire_names import CONTRIBUTION_SCHEMA
 from tasks.models import Contribution
-from tasks.payloads import CONTRIBUTION_SCHEMA, ContributionPayload
+from tasks.payloads import ContributionPayload
 from tests.factories import OTHER_SOURCE, SOURCE, contribution_payload, contribution_report
 from tests.mcp.conftest import LOCAL_SERVER, call, connected
 from tests.scripts import loaded_script
