@@ -249,15 +249,13 @@ def _built_card(site: str, started: str) -> tuple[bytes, str, datetime]:
 
 def agent_card_json(site: str) -> dict[str, Any]:
     """The card as the SDK's own card route serialises it (a fresh copy on every call)."""
-    body: dict[str, Any] = json.loads(_card_entity(site)[0])
-    return body
+    return json.loads(_card_entity(site)[0])
 
 
 def card_reply(*, method: str, site: str) -> Reply:
     """The card as the SDK's card route serves it, with the `Last-Modified` A2A 1.0 §8.6.1 asks
     for: a public document (`core.caching`), with or without a token."""
-    refused = method_refusal(method, CARD_METHODS)
-    if refused is not None:
+    if (refused := method_refusal(method, CARD_METHODS)) is not None:
         return refused
     body, etag, built = _card_entity(site)
     return Reply(200, body, shown=Shown.document(etag=etag, last_modified=built))

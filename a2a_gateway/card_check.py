@@ -72,11 +72,7 @@ def _schema_problems(card: dict[str, Any]) -> list[str]:
     if not isinstance(schemas, dict):
         return [f"the extension {PAYLOADS_EXTENSION_URI} has no params.schemas object"]
     problems = []
-    models = {
-        name: model
-        for operation in CairnRequestHandler.operations
-        for name, model in operation.payloads
-    }
+    models = {name: model for op in CairnRequestHandler.operations for name, model in op.payloads}
     expected = payload_schemas(CairnRequestHandler.operations)
     for name, schema in expected.items():
         if name not in schemas:

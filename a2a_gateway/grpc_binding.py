@@ -35,19 +35,10 @@ from a2a.utils.errors import A2AError
 from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
-from a2a_gateway import read_connections
+from a2a_gateway import read_connections, transport
 from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import StoredTask, stored_read
-from a2a_gateway.transport import (
-    AUTHENTICATED_METHODS,
-    REQUEST_HANDLER,
-    TokenRefusal,
-    read_here,
-    token_agent,
-    version_error,
-    with_facts,
-)
 from core.metrics import grpc_call_observed
 from core.site import site_url
 
@@ -71,7 +62,7 @@ class GrpcContextBuilder(DefaultGrpcServerCallContextBuilder):
     def build(self, context: grpc.aio.ServicerContext) -> ServerCallContext:
         built = super().build(context)
         facts = _CALL_FACTS.get()
-        return built if facts is None else with_facts(built, facts)
+        return built if facts is None else transport.with_facts(built, facts)
 
 
 class StoredForms:
@@ -108,7 +99,7 @@ async def stored_answer(request: GetTaskRequest | ListTasksRequest) -> bytes | N
     to answer. Raises the SDK's error that refuses the read."""
     if not read_connections.is_available():
         return None
-    read = await read_here(stored_read(request, None, read_connections.POOL_SOURCE))
+    read = await transport.read_here(stored_read(request, None, read_connections.POOL_SOURCE))
     if read is None:
         return None
     if isinstance(read, StoredTask):
@@ -124,7 +115,7 @@ def _as_stored(serialize: Callable[[Any], bytes] | None) -> Callable[[Any], byte
 
 
 def grpc_handler() -> GrpcHandler:
-    return GrpcHandler(REQUEST_HANDLER, context_builder=GrpcContextBuilder())
+    return GrpcHandler(transport.REQUEST_HANDLER, context_builder=GrpcContextBuilder())
 
 
 def call_metadata(context: grpc.aio.ServicerContext) -> dict[str, str]:
@@ -169,8 +160,7 @@ class A2ACalls(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> MethodHandler | None:
         full_name = handler_call_details.method
-        wrapped = self._wrapped.get(full_name)
-        if wrapped is not None:
+        if (wrapped := self._wrapped.get(full_name)) is not None:
             return wrapped
         handler = await continuation(handler_call_details)
         service, _, method = full_name.lstrip("/").rpartition("/")
@@ -209,15 +199,14 @@ class A2ACalls(grpc.aio.ServerInterceptor):
         call aborted. No valid token is UNAUTHENTICATED, with no ErrorInfo: it is no A2A error."""
         metadata = call_metadata(context)
         agent = None
-        if method in AUTHENTICATED_METHODS:
-            found = await token_agent(metadata, method, cycle)
-            if isinstance(found, TokenRefusal):
+        if method in transport.AUTHENTICATED_METHODS:
+            found = await transport.token_agent(metadata, method, cycle)
+            if isinstance(found, transport.TokenRefusal):
                 if found.unauthenticated:
                     await context.abort(grpc.StatusCode.UNAUTHENTICATED, found.error.message)
                 await self._abort(found.error, context)
             agent = found
-        refused = await version_error(metadata)
-        if refused is not None:
+        if (refused := await transport.version_error(metadata)) is not None:
             await self._abort(refused, context)
         return Facts(agent=agent, origin=site_url(), as_sent=AsSent(), cycle=cycle)
 

@@ -45,7 +45,7 @@ from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from a2a_gateway.operations import SEND_MESSAGE_OPERATIONS, SendMessageOperation
-from a2a_gateway.request_cycle import INSIDE_DJANGO, DjangoCycle
+from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import DJANGO_SOURCE, no_tenant, read_page, stored_task
 from a2a_gateway.translate import data_of, ints_from_doubles, refusal_message, task_answer
 from agents.models import Agent, Door
@@ -99,15 +99,10 @@ class Facts:
     cycle: DjangoCycle
 
 
-# The facts of a call no binding described: the handler called from inside Django's view.
-NO_FACTS = Facts(agent=None, origin="", as_sent=AsSent(), cycle=INSIDE_DJANGO)
-
-
 def failure_error(exc: Exception, what: str) -> InternalError:
     """A failure as a -32603 that says only what a client can act on (the database is
     unavailable: retry), so no Python text leaks; `what` is for the log."""
-    outage = outage_refusal(exc)
-    if outage is not None:
+    if (outage := outage_refusal(exc)) is not None:
         return InternalError(message=outage.message)
     logger.exception("A2A %s failed", what)
     return InternalError()
@@ -132,12 +127,8 @@ def _json_emptied(request: SendMessageRequest) -> SendMessageRequest:
     errors without walking a payload value by value in Python, most of the check's cost."""
     shell = SendMessageRequest()
     shell.CopyFrom(request)
-    holders: list[SendMessageRequest | Message | Part] = [
-        shell,
-        shell.message,
-        *shell.message.parts,
-    ]
-    for holder in holders:
+    held: list[SendMessageRequest | Message | Part] = [shell, shell.message, *shell.message.parts]
+    for holder in held:
         if holder.HasField("metadata"):
             holder.metadata.Clear()
             holder.metadata.SetInParent()
@@ -209,16 +200,13 @@ def _refusal_as_error(refusal: Refusal) -> A2AError | None:
 
 
 def _facts(context: ServerCallContext) -> Facts:
-    facts = context.state.get(FACTS_STATE)
-    return facts if isinstance(facts, Facts) else NO_FACTS
+    return context.state[FACTS_STATE]  # every binding sets them (`transport.with_facts`)
 
 
 def _payload(message: Message, sent: AsSent) -> Any:
     """The one data part's JSON, as sent when the binding said (`AsSent`), its numbers made ints
     where integral as `data_of` does: SDK clients write every number as a double."""
-    if sent.data is NOT_SENT:
-        return data_of(message.parts[0])
-    return ints_from_doubles(sent.data)
+    return data_of(message.parts[0]) if sent.data is NOT_SENT else ints_from_doubles(sent.data)
 
 
 class CairnRequestHandler(RequestHandler):
@@ -240,8 +228,7 @@ class CairnRequestHandler(RequestHandler):
         agent = facts.agent
         if agent is None:  # the view answers 401 before this; never run a write without an agent
             raise InvalidRequestError(message="a valid Bearer token is required for SendMessage")
-        names_task = bool(message.task_id)
-        operation = next(op for op in self.operations if op.names_task == names_task)
+        operation = next(op for op in self.operations if op.names_task == bool(message.task_id))
         if len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":
             if message.task_id:  # an unknown task is -32001 whatever the message holds
                 await facts.cycle.call(_task_exists, message.task_id, last=True)
@@ -258,8 +245,7 @@ class CairnRequestHandler(RequestHandler):
                 last=True,
             )
         except Refusal as refusal:
-            error = _refusal_as_error(refusal)
-            if error is not None:
+            if (error := _refusal_as_error(refusal)) is not None:
                 raise error from None
             return refusal_message(refusal, task_id=message.task_id)
         return task_answer(result.body, result.form)

@@ -62,7 +62,6 @@ ROUTES: tuple[Route, ...] = tuple(
 
 
 def is_rest_path(path: str) -> bool:
-    """A path of this binding: anything under the endpoint but the endpoint itself."""
     return path.startswith(REST_PREFIX) and path != REST_PREFIX
 
 
@@ -107,17 +106,6 @@ def state_name(value: str) -> str:
     `TASK_STATE_WORKING`; anything else is left for the handler to judge."""
     name = "TASK_STATE_" + value.upper().replace("-", "_")
     return name if value.islower() and name in TaskState.keys() else value
-
-
-def _list_query(query: QueryParams) -> tuple[QueryParams, AsSent]:
-    """ListTasks' query with `status` in the proto's words, and that status as sent (the handler
-    tells an unknown status from an absent one by it)."""
-    if "status" not in query:
-        return query, AsSent()
-    items = [
-        (key, state_name(value) if key == "status" else value) for key, value in query.multi_items()
-    ]
-    return QueryParams(items), AsSent(status=state_name(query.getlist("status")[-1]))
 
 
 def _unreadable(parse: Callable[[], object]) -> Reply | None:
@@ -171,8 +159,7 @@ def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:
     if status >= 400:
         payload = json.loads(body)
         details = payload["error"].get("details") or [{}]
-        override = STATUS_BY_REASON.get(details[0].get("reason", ""))
-        if override is not None:
+        if (override := STATUS_BY_REASON.get(details[0].get("reason", ""))) is not None:
             payload["error"]["code"] = status = override
             body = transport.json_bytes(payload)
     return Reply(status, body, content_type=content_type)
@@ -207,8 +194,7 @@ async def rest_reply(
                     return transport.unauthenticated_reply(found)
                 return _error(found.error)
             agent = found
-        refused = await transport.version_error(headers)
-        if refused is not None:
+        if (refused := await transport.version_error(headers)) is not None:
             return _error(refused)
         document: Any = None
         as_sent = AsSent()
@@ -222,12 +208,15 @@ async def rest_reply(
             if misplaced is not None:
                 return _error(misplaced)
             as_sent = AsSent.of(document)
-        if path == LIST_PATH:
-            query, as_sent = _list_query(query)
+        if path == LIST_PATH and "status" in query:
+            # `status` in the proto's words, and as sent: the handler tells an unknown one by it.
+            as_sent = AsSent(status=state_name(query.getlist("status")[-1]))
+            query = QueryParams(
+                [(k, state_name(v) if k == "status" else v) for k, v in query.multi_items()]
+            )
         model = FAST_MODELS.get(route.path)
         if model is not None:
-            unreadable = _unreadable(lambda: _check_booleans(query, model))
-            if unreadable is not None:
+            if (unreadable := _unreadable(lambda: _check_booleans(query, model))) is not None:
                 return unreadable
             if fast_reads:
                 try:
@@ -240,8 +229,7 @@ async def rest_reply(
                     served_body, shown = served
                     return Reply(200, served_body, content_type=A2A_JSON_MEDIA_TYPE, shown=shown)
             # Only a query the stored read declined: it parses the same query itself.
-            unreadable = _unreadable(lambda: parse_params(query, model()))
-            if unreadable is not None:
+            if (unreadable := _unreadable(lambda: parse_params(query, model()))) is not None:
                 return unreadable
         request = transport.ParsedRequest(
             path,

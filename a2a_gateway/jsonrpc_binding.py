@@ -24,34 +24,17 @@ from jsonrpc.exceptions import JSONRPCException
 from jsonrpc.jsonrpc2 import JSONRPC20Request
 from pydantic import ValidationError
 
+from a2a_gateway import transport
 from a2a_gateway.card import CARD_METHODS, card_reply
 from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import DJANGO_SOURCE, Source, stored_read, stored_task
-from a2a_gateway.transport import (
-    AUTHENTICATED_METHODS,
-    ENDPOINT_PATH,
-    REQUEST_HANDLER,
-    CairnContextBuilder,
-    ParsedRequest,
-    Reply,
-    TokenRefusal,
-    body_too_large,
-    bounded_body,
-    json_bytes,
-    method_refusal,
-    params_error,
-    read_here,
-    stored_result,
-    token_agent,
-    unauthenticated_reply,
-    version_error,
-)
+from a2a_gateway.transport import Reply, json_bytes
 from agents.models import Agent
 from core.json_input import InvalidJson, parse_json
 
 # Some clients (the A2A 1.0 TCK among them) append a slash to the card's URL.
-ENDPOINT_PATHS = (ENDPOINT_PATH, ENDPOINT_PATH + "/")
+ENDPOINT_PATHS = (transport.ENDPOINT_PATH, transport.ENDPOINT_PATH + "/")
 ENDPOINT_METHODS = ("GET", "HEAD", "POST")  # GET: the endpoint documents itself with the card
 # A2A 0.3's method names, served by the SDK's 0.3 adapter on the same endpoint (SPEC §8.6).
 V0_3_METHODS = frozenset(JSONRPC03Adapter.METHOD_TO_MODEL)
@@ -61,7 +44,9 @@ V0_3_GET_TASK = "tasks/get"
 FAST_METHODS = frozenset({"GetTask", "ListTasks", V0_3_GET_TASK})
 
 DISPATCHER = JsonRpcDispatcher(
-    REQUEST_HANDLER, context_builder=CairnContextBuilder(), enable_v0_3_compat=True
+    transport.REQUEST_HANDLER,
+    context_builder=transport.CairnContextBuilder(),
+    enable_v0_3_compat=True,
 )
 
 
@@ -106,7 +91,7 @@ async def _v0_3_read(document: dict[str, Any], request_id: Any, source: Source) 
         return None
     request = conversions.to_core_get_task_request(parsed)
     try:
-        read = await read_here(stored_task(request, source, "0.3"))
+        read = await transport.read_here(stored_task(request, source, "0.3"))
     except A2AError as refused:
         error = _to_v03_jsonrpc_error(refused).model_dump(by_alias=True)
         return json_bytes({"jsonrpc": "2.0", "id": request_id, "error": error})
@@ -130,10 +115,10 @@ async def fast_read(
         return None
     sent_status = params.get("status") if isinstance(params, dict) else None
     try:
-        read = await read_here(stored_read(request, sent_status, source))
+        read = await transport.read_here(stored_read(request, sent_status, source))
     except A2AError as refused:
         return json_bytes(build_error_response(request_id, refused))
-    return None if read is None else _in_envelope(request_id, stored_result(read))
+    return None if read is None else _in_envelope(request_id, transport.stored_result(read))
 
 
 @validate_version(PROTOCOL_VERSION_0_3)
@@ -173,27 +158,27 @@ async def _checked(
         return None
     request_id, method = envelope
     agent = None
-    if method in AUTHENTICATED_METHODS:
-        found = await token_agent(headers, method, cycle)
-        if isinstance(found, TokenRefusal):
+    if method in transport.AUTHENTICATED_METHODS:
+        found = await transport.token_agent(headers, method, cycle)
+        if isinstance(found, transport.TokenRefusal):
             if found.unauthenticated:
-                return unauthenticated_reply(found)
+                return transport.unauthenticated_reply(found)
             return _error(request_id, found.error)
         agent = found
     if method in V0_3_METHODS:
-        refused = await _v0_3_refusal(request_id, method, headers)
-        if refused is not None:
+        if (refused := await _v0_3_refusal(request_id, method, headers)) is not None:
             return refused
     else:
         model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
-        error = await version_error(headers) or (
-            params_error(document["params"], model.DESCRIPTOR) if "params" in document else None
+        error = await transport.version_error(headers) or (
+            transport.params_error(document["params"], model.DESCRIPTOR)
+            if "params" in document
+            else None
         )
         if error is not None:
             return _error(request_id, error)
     if fast_reads and method in FAST_METHODS:
-        answer = await fast_read(method, document, request_id, reads)
-        if answer is not None:
+        if (answer := await fast_read(method, document, request_id, reads)) is not None:
             return Reply(200, answer)
     return agent
 
@@ -213,7 +198,7 @@ async def a2a_reply(
     reads are tested against); `outside_django`: the caller is outside Django's request cycle,
     so its signals are sent here."""
     if body is None:
-        return _error(None, body_too_large())
+        return _error(None, transport.body_too_large())
     try:
         document = parse_json(body)
     except InvalidJson as error:
@@ -226,7 +211,8 @@ async def a2a_reply(
         await cycle.enter()
         params = document.get("params") if isinstance(document, dict) else None
         facts = Facts(agent=checked, origin=origin, as_sent=AsSent.of(params), cycle=cycle)
-        answer = await DISPATCHER.handle_requests(ParsedRequest(path, headers, document, facts))
+        request = transport.ParsedRequest(path, headers, document, facts)
+        answer = await DISPATCHER.handle_requests(request)
         return Reply(answer.status_code, bytes(answer.body))
     finally:
         await cycle.leave()
@@ -244,17 +230,14 @@ async def http_reply(
 ) -> Reply:
     """The answer to any request for the endpoint or the card. `headers` are lower-cased;
     `body` yields the request body's chunks."""
-    if path not in ENDPOINT_PATHS:
+    if path not in ENDPOINT_PATHS or method in CARD_METHODS:  # GET /api/a2a: the card too
         return card_reply(method=method, site=origin)
-    refused = method_refusal(method, ENDPOINT_METHODS)
-    if refused is not None:
+    if (refused := transport.method_refusal(method, ENDPOINT_METHODS)) is not None:
         return refused
-    if method in CARD_METHODS:  # the endpoint documents itself with the card
-        return card_reply(method=method, site=origin)
     return await a2a_reply(
         path=path,
         headers=headers,
-        body=await bounded_body(headers.get("content-length"), body),
+        body=await transport.bounded_body(headers.get("content-length"), body),
         origin=origin,
         reads=reads,
         outside_django=outside_django,

@@ -17,7 +17,6 @@ import asyncio
 import logging
 import os
 import time
-import uuid
 import weakref
 from functools import cache
 from typing import Any
@@ -30,7 +29,6 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
 from a2a_gateway.stored_reads import DjangoSource, Row
-from core import replicas
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +69,7 @@ def _conninfo(alias: str) -> str:
         if name not in _NOT_LIBPQ
     }
     parameters.setdefault("application_name", "cairn-reads")
-    if not _behind_transaction_pooler():
+    if settings.CAIRN_DB_POOLER != "transaction":
         # The statements plan alike whatever their values, but a page's generic plan looks dear
         # (its LIMIT is a parameter): PostgreSQL would replan every page, and JIT-compile a large
         # table's first page at more cost than the read. The URL's own options come after these
@@ -80,10 +78,6 @@ def _conninfo(alias: str) -> str:
         ours = "-c TimeZone=UTC -c plan_cache_mode=force_generic_plan -c jit=off"
         parameters["options"] = " ".join(filter(None, [ours, parameters.get("options")]))
     return make_conninfo(**parameters)
-
-
-def _behind_transaction_pooler() -> bool:
-    return settings.CAIRN_DB_POOLER == "transaction"
 
 
 async def _current_pool(alias: str) -> Pool:
@@ -101,7 +95,7 @@ async def _current_pool(alias: str) -> Pool:
             # transaction pooler would run it on another server connection that has no such name.
             kwargs={
                 "autocommit": True,
-                "prepare_threshold": None if _behind_transaction_pooler() else 5,
+                "prepare_threshold": None if settings.CAIRN_DB_POOLER == "transaction" else 5,
             },
             open=False,
             name="cairn-reads",
@@ -121,11 +115,9 @@ class Unavailable(Exception):
     """The pool could not read: the binding leaves the request to the dispatcher."""
 
 
-class PoolSource:
+class PoolSource(DjangoSource):
     """`stored_reads.Source` on this module's pools; the evaluation, which writes, on Django's
-    thread."""
-
-    _django = DjangoSource(in_request_cycle=True)
+    thread, inside its request signals."""
 
     def prepare(self, name: str, value: Any) -> Any:
         return value  # psycopg adapts a UUID and an aware datetime itself
@@ -133,30 +125,18 @@ class PoolSource:
     def read_back(self, names: tuple[str, ...], row: Row) -> Row:
         return row  # psycopg reads a UUID and a timestamptz as Python's own
 
-    async def rows(self, sql: str, params: dict[str, Any], on_primary: bool) -> list[Row]:
+    async def rows(self, alias: str, sql: str, params: dict[str, Any]) -> list[Row]:
         global _unavailable_until
-        replica = None if on_primary else replicas.replica()
-        if replica is not None:
-            try:
-                return await _rows_on(replica, sql, params)
-            except psycopg.Error as exc:  # the primary answers instead
-                replicas.failed(replica, exc)
         try:
-            return await _rows_on(DEFAULT_DB_ALIAS, sql, params)
+            pool = await _current_pool(alias)
+            async with pool.connection() as conn:
+                return await (await conn.execute(sql, params)).fetchall()
         except psycopg.Error as exc:
+            if alias != DEFAULT_DB_ALIAS:
+                raise  # a replica's: the primary answers instead
             logger.info("stored read failed, answered through Django: %s", type(exc).__name__)
             _unavailable_until = time.monotonic() + FAIL_FAST_S
             raise Unavailable from exc
 
-    async def evaluated(self, key: uuid.UUID | None) -> None:
-        await self._django.evaluated(key)
 
-
-async def _rows_on(alias: str, sql: str, params: dict[str, Any]) -> list[Row]:
-    pool = await _current_pool(alias)
-    async with pool.connection() as conn:
-        cursor = await conn.execute(sql, params)
-        return await cursor.fetchall()
-
-
-POOL_SOURCE = PoolSource()
+POOL_SOURCE = PoolSource(in_request_cycle=True)

@@ -26,8 +26,7 @@ class DjangoCycle:
     async def call(self, work: Callable[..., Result], *args: Any, last: bool = False) -> Result:
         """`work(*args)` on the ORM's thread, inside the cycle; `last`: the request's last work
         there, after which the cycle is left in the same hop, whether it returns or raises."""
-        result: Result = await sync_to_async(self._run)(work, args, last)
-        return result
+        return await sync_to_async(self._run)(work, args, last)
 
     async def enter(self) -> None:
         """Enter the cycle before work that reaches the ORM's thread on its own (the SDK's
@@ -56,7 +55,3 @@ class DjangoCycle:
         if self.started:
             self.started = False
             signals.request_finished.send(sender=DjangoCycle)
-
-
-# The cycle of a caller that gave none: the handler called from inside Django's view.
-INSIDE_DJANGO = DjangoCycle(inside_already=True)

@@ -31,7 +31,7 @@ from a2a.types import (
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import validate_history_length
-from django.db import DatabaseError, connection
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection
 from django.utils import timezone
 
 from a2a_gateway.evaluated_memo import EVALUATED_FORMS
@@ -61,15 +61,14 @@ Row = tuple[Any, ...]
 class Source(Protocol):
     """Where the read's statement runs, and how its values cross: `prepare` turns a value into
     the statement's parameter for a column of `TaskForm`, `read_back` the values read of its
-    columns `names` into Python's. `rows` reads on a replica that serves, if any, unless
-    `on_primary`. `evaluated` runs the domain's evaluation on Django's thread: of one task, or of
-    every task due (None)."""
+    columns `names` into Python's. `rows` reads on the database `alias`. `evaluated` runs the
+    domain's evaluation on Django's thread: of one task, or of every task due (None)."""
 
     def prepare(self, name: str, value: Any) -> Any: ...
 
     def read_back(self, names: tuple[str, ...], row: Row) -> Row: ...
 
-    async def rows(self, sql: str, params: dict[str, Any], on_primary: bool) -> list[Row]: ...
+    async def rows(self, alias: str, sql: str, params: dict[str, Any]) -> list[Row]: ...
 
     async def evaluated(self, key: uuid.UUID | None) -> None: ...
 
@@ -162,14 +161,6 @@ def page_query(request: ListTasksRequest, sent_status: Any) -> PageQuery:
         include_artifacts=request.include_artifacts,
         names_no_task=names_no_task,
     )
-
-
-def task_key(request: GetTaskRequest) -> uuid.UUID:
-    _common_checks(request)
-    try:
-        return uuid.UUID(request.id)
-    except ValueError:
-        raise TaskNotFoundError(message="no task has this id") from None
 
 
 TASK_FORMS = {"1.0": "task_json", "0.3": "task_v0_3_json"}
@@ -271,13 +262,24 @@ def _page_statement(query: PageQuery, source: Source) -> tuple[str, dict[str, An
 
 
 async def _rows_settled(
-    source: Source, read: Callable[[bool], Awaitable[list[Row]]], key: uuid.UUID | None
+    source: Source, statement: Callable[[], tuple[str, dict[str, Any]]], key: uuid.UUID | None
 ) -> list[Row]:
-    """The rows of `read`, whose first says whether what it read is due (`DUE_AT`) and whether
-    it is open past its deadline (`PAST_DEADLINE_AT`). What a replica does not have, or shows
-    open past its deadline, is read on the primary, which may have evaluated it since. What is
-    due is evaluated first (the task `key`, or every task due for None) and read again: a task
-    awaiting its keypers is not due, so no read evaluates it or waits on its row."""
+    """The rows of `statement` (on a replica that serves), whose first says whether what it read
+    is due (`DUE_AT`) and whether it is open past its deadline (`PAST_DEADLINE_AT`). What a replica
+    fails, lacks, or shows open past its deadline is read on the primary, which may have evaluated
+    it since. What is due is evaluated first (the task `key`, or every task due for None) and read
+    again: a task awaiting its keypers is not due, so no read evaluates it or waits on its row."""
+
+    async def read(on_primary: bool) -> list[Row]:
+        sql, params = statement()
+        replica = None if on_primary else replicas.replica()
+        if replica is not None:
+            try:
+                return await source.rows(replica, sql, params)
+            except (DatabaseError, psycopg.Error) as exc:
+                replicas.failed(replica, exc)
+        return await source.rows(DEFAULT_DB_ALIAS, sql, params)
+
     rows = await read(False)
     on_primary = False
     if replicas.configured() and (not rows or rows[0][PAST_DEADLINE_AT]):
@@ -299,15 +301,16 @@ async def stored_task(request: GetTaskRequest, source: Source, version: str = "1
     """The GetTask result's JSON text, in A2A `version`'s form, and its deadline while it is
     open. An evaluated task never changes again, so its text is kept in memory after its first
     read (`a2a_gateway.evaluated_memo`)."""
-    key = task_key(request)
+    _common_checks(request)
+    try:
+        key = uuid.UUID(request.id)
+    except ValueError:
+        raise TaskNotFoundError(message="no task has this id") from None
     kept_forms = EVALUATED_FORMS[version]
-    kept = kept_forms.get(key)
-    if kept is not None:
+    if (kept := kept_forms.get(key)) is not None:
         return StoredTask(kept, None)
     sql = _task_sql(connection.vendor, TASK_FORMS[version])
-    rows = await _rows_settled(
-        source, lambda on_primary: source.rows(sql, _task_params(key, source), on_primary), key
-    )
+    rows = await _rows_settled(source, lambda: (sql, _task_params(key, source)), key)
     if not rows:
         raise TaskNotFoundError(message="no task has this id")
     _, _, text, status, open_until = rows[0]
@@ -342,9 +345,7 @@ async def read_page(request: ListTasksRequest, sent_status: Any, source: Source)
     query = page_query(request, sent_status)
     if query.names_no_task:
         return StoredPage([], "", query.page_size, 0, query.include_artifacts, [])
-    rows = await _rows_settled(
-        source, lambda on_primary: source.rows(*_page_statement(query, source), on_primary), None
-    )
+    rows = await _rows_settled(source, lambda: _page_statement(query, source), None)
     total = int(rows[0][2])
     width = len(PAGE_COLUMNS)
     listed = [
@@ -392,14 +393,8 @@ class DjangoSource:
         """`work(*args)` on the ORM's thread, in a request cycle of its own if it needs one."""
         return DjangoCycle(inside_already=not self.in_request_cycle).call(work, *args, last=True)
 
-    async def rows(self, sql: str, params: dict[str, Any], on_primary: bool) -> list[Row]:
-        replica = None if on_primary else replicas.replica()
-        if replica is not None:
-            try:
-                return await self._run(_fetch_all_on, replica, sql, params)
-            except (DatabaseError, psycopg.Error) as exc:
-                replicas.failed(replica, exc)
-        return await self._run(statements.fetch_all, sql, params)
+    async def rows(self, alias: str, sql: str, params: dict[str, Any]) -> list[Row]:
+        return await self._run(_fetch_all_on, alias, sql, params)
 
     async def evaluated(self, key: uuid.UUID | None) -> None:
         await self._run(tasks_evaluate_due if key is None else partial(task_evaluate, task_id=key))

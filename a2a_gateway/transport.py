@@ -12,10 +12,7 @@ from typing import Any, TypeVar
 
 import orjson
 from a2a.server.context import ServerCallContext
-from a2a.server.routes.common import (
-    DefaultServerCallContextBuilder,
-    serialize_list_tasks_response,
-)
+from a2a.server.routes.common import DefaultServerCallContextBuilder, serialize_list_tasks_response
 from a2a.types import InternalError, InvalidParamsError, InvalidRequestError
 from a2a.utils.constants import PROTOCOL_VERSION_1_0
 from a2a.utils.errors import A2AError, VersionNotSupportedError
@@ -161,11 +158,6 @@ async def version_error(headers: Mapping[str, str]) -> A2AError | None:
     return None
 
 
-# The params' shape. protobuf's JSON parser reads a string given for a message field
-# (`"configuration": "x"`) as an empty message, as if the field were absent; the client meant
-# something else, so SPEC §8.2 makes it invalid params, checked before the SDK parses them.
-
-
 def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str | None:
     """The path of the first value that should be a JSON object and is not, else None."""
     if not isinstance(value, dict):
@@ -189,8 +181,7 @@ def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str 
             return f"{path}.{key}"
         for index, element in enumerate(items):
             where = f"{path}.{key}[{index}]" if items is item else f"{path}.{key}"
-            found = _misplaced(element, message, where)
-            if found is not None:
+            if (found := _misplaced(element, message, where)) is not None:
                 return found
     return None
 
@@ -198,7 +189,8 @@ def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str 
 def params_error(
     value: Any, descriptor: Descriptor, path: str = "params"
 ) -> InvalidParamsError | None:
-    """The invalid-params error for params holding a value where `descriptor` has an object."""
+    """The invalid-params error for params holding a value where `descriptor` has an object
+    (SPEC §8.2), checked before the SDK's parser, which reads `"configuration": "x"` as absent."""
     where = _misplaced(value, descriptor, path)
     return None if where is None else InvalidParamsError(message=f"{where} must be an object")
 
@@ -256,12 +248,6 @@ class CairnContextBuilder(DefaultServerCallContextBuilder):
         if isinstance(request, ParsedRequest):
             with_facts(context, request.facts)
         return context
-
-
-# A stored read (`a2a_gateway.stored_reads`) as each binding answers it: the stored text wrapped as
-# it is rather than parsed into a Task and written out again. A refused read raises the SDK's
-# error, which each binding writes as its dispatcher would; None leaves the request to the
-# dispatcher (a read the pool could not make).
 
 
 async def read_here(read: Awaitable[T]) -> T | None:

@@ -46,8 +46,8 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         (
             "a2a_gateway/grpc_binding.py",
             "    if not read_connections.is_available():\n        return None\n"
-            "    read = await read_here(stored_read(request, None, read_connections.POOL_SOURCE))",
-            "    read = await read_here(stored_read(request, None, DjangoSource(in_request_cycle=True)))",
+            "    read = await transport.read_here(stored_read(request, None, read_connections.POOL_SOURCE))",
+            "    read = await transport.read_here(\n        stored_read(request, None, DjangoSource(in_request_cycle=True))\n    )",
         ),
         (
             "a2a_gateway/grpc_binding.py",

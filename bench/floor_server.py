@@ -33,11 +33,11 @@ class MemorySource(PoolSource):
 
     kept: dict[Any, Any] = {}
 
-    async def rows(self, sql: str, params: dict[str, Any], on_primary: bool) -> list[Any]:
+    async def rows(self, alias: str, sql: str, params: dict[str, Any]) -> list[Any]:
         key = (sql, tuple(sorted((k, str(v)) for k, v in params.items() if k != "now")))
         if key not in self.kept:
-            self.kept[key] = await super().rows(sql, params, on_primary)
+            self.kept[key] = await super().rows(alias, sql, params)
         return self.kept[key]
 
 
-read_connections.POOL_SOURCE = MemorySource()
+read_connections.POOL_SOURCE = MemorySource(in_request_cycle=True)

@@ -124,8 +124,7 @@ class CheckpointsApi(ApiView):
     def get(self, request: Request, log_number: int = 0) -> Response:
         index = _count(_query(request, ("covering",)), "covering", minimum=0)
         covering = log.checkpoints_covering(index=index, log=log_numbered(log_number))
-        notes = [log.checkpoint_note(c) for c in covering]
-        return Response({"checkpoints": notes})
+        return Response({"checkpoints": [log.checkpoint_note(c) for c in covering]})
 
 
 @require_safe

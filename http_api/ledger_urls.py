@@ -1,7 +1,7 @@
 """Verifiability's public routes (SPEC §1, §15). Log 0's routes are under `api/log/`; a log the
 keeper started after the database went back (§16.2) has the same routes under `api/log/<n>/`."""
 
-from django.urls import URLPattern, path, register_converter
+from django.urls import path, register_converter
 from django.urls.converters import IntConverter
 
 from http_api import keyper, witness
@@ -28,21 +28,17 @@ _LOG_ROUTES = [
 ]
 
 
-def _log_routes() -> list[URLPattern]:
-    return [
+urlpatterns = [
+    path(".well-known/jwks.json", apis.jwks_view, name="jwks"),
+    path("api/log/vkey", apis.LogVerifierKeyApi.as_view(), name="log-vkey"),
+    *(
         route
         for tail, view, name in _LOG_ROUTES
         for route in (
             path(f"api/log/{tail}", view.as_view(), name=name),
             path(f"api/log/<log:log_number>/{tail}", view.as_view(), name=f"{name}-numbered"),
         )
-    ]
-
-
-urlpatterns = [
-    path(".well-known/jwks.json", apis.jwks_view, name="jwks"),
-    path("api/log/vkey", apis.LogVerifierKeyApi.as_view(), name="log-vkey"),
-    *_log_routes(),
+    ),
     path("verify/cairn_verify.py", apis.verifier_file, name="verifier"),
     path("verify/requirements.txt", apis.verifier_requirements, name="verifier-requirements"),
     path("api/witness", witness.witness_view, name="witness"),

@@ -18,12 +18,7 @@ from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from pydantic_core import core_schema
 
 from calls.payloads import CallResponsePayload
-from calls.published_schemas import (
-    PUBLISHED_SCHEMAS,
-    SCHEMA_PATH,
-    published_schema,
-    schema_url,
-)
+from calls.published_schemas import PUBLISHED_SCHEMAS, SCHEMA_PATH, published_schema, schema_url
 from calls.view_models import CallAnswerResult, CallDetailView, CallView
 from core.caching import Shown, mark_shown
 from core.cursors import CURSOR_FORM
@@ -52,11 +47,8 @@ def _document(body: dict[str, Any], content_type: str = "application/json") -> J
 def schema_index(request: HttpRequest) -> JsonResponse:
     """`GET /schemas/a2a/`: what is published there, so a client can find each schema by name."""
     origin = site_url(request)
-    schemas = []
-    for name in PUBLISHED_SCHEMAS:
-        url = schema_url(name, origin=origin)
-        schemas.append({"name": name, "$id": url, "url": url})
-    return _document({"schemas": schemas})
+    urls = {name: schema_url(name, origin=origin) for name in PUBLISHED_SCHEMAS}
+    return _document({"schemas": [{"name": n, "$id": u, "url": u} for n, u in urls.items()]})
 
 
 @csrf_exempt
@@ -72,7 +64,7 @@ def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
+def _object(**properties: Any) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": properties,
@@ -91,47 +83,37 @@ def _array(items: dict[str, Any], description: str) -> dict[str, Any]:
 
 def _page(key: str, item: str) -> dict[str, Any]:
     return _object(
-        {
-            key: {"type": "array", "items": _ref(item)},
-            "next_cursor": {
-                "type": ["string", "null"],
-                "description": "Pass as `cursor` for the next page (same `mode`); null on the last page.",
-            },
-        }
+        **{key: {"type": "array", "items": _ref(item)}},
+        next_cursor={
+            "type": ["string", "null"],
+            "description": "Pass as `cursor` for the next page (same `mode`); null on the last page.",
+        },
     )
 
 
 _CODE = {"type": "string", "enum": [str(code) for code in ErrorCode]}
 _ISSUE = _object(
-    {
-        "path": _string('A JSON path into the payload; "" for all.'),
-        "code": _CODE,
-        "message": {"type": "string"},
-    }
+    path=_string('A JSON path into the payload; "" for all.'),
+    code=_CODE,
+    message={"type": "string"},
 )
 _REFUSAL = _object(
-    {
-        "error": _object(
-            {
-                "code": _CODE,
-                "message": _string("For people; branch on `code`, not on this."),
-                "issues": _array(_ISSUE, "Every problem found at the first failing stage."),
-            }
-        )
-    }
+    error=_object(
+        code=_CODE,
+        message=_string("For people; branch on `code`, not on this."),
+        issues=_array(_ISSUE, "Every problem found at the first failing stage."),
+    )
 )
 _OWN_CONTRIBUTION = _object(
-    {
-        "task_id": {"type": "string"},
-        "receipt": _ref("AnyReceipt"),
-        "report": {
-            "anyOf": [_ref("ContributionReport"), {"type": "null"}],
-            "description": (
-                "Null while sealed to the keypers (the server cannot open it before their "
-                "releases) and when its evaluation found it void."
-            ),
-        },
-    }
+    task_id={"type": "string"},
+    receipt=_ref("AnyReceipt"),
+    report={
+        "anyOf": [_ref("ContributionReport"), {"type": "null"}],
+        "description": (
+            "Null while sealed to the keypers (the server cannot open it before their "
+            "releases) and when its evaluation found it void."
+        ),
+    },
 )
 
 # Response shapes that are plain wrappers around the view models.
@@ -139,27 +121,22 @@ _WRAPPERS: dict[str, dict[str, Any]] = {
     "Refusal": _REFUSAL,
     "TaskList": _page("tasks", "TaskView"),
     "CallList": _page("calls", "CallView"),
-    "TaskPosted": _object({"task": _ref("TaskView")}),
+    "TaskPosted": _object(task=_ref("TaskView")),
     "AnyReceipt": {
         "description": "The receipt of a plain contribution, or of a keyper-sealed one.",
         "oneOf": [_ref("Receipt"), _ref("KeyperReceipt")],
     },
-    "ContributionAccepted": _object({"task": _ref("TaskView"), "receipt": _ref("AnyReceipt")}),
+    "ContributionAccepted": _object(task=_ref("TaskView"), receipt=_ref("AnyReceipt")),
     "Mine": _object(
-        {
-            "tasks": _array(_ref("TaskView"), "The tasks it posted, newest first."),
-            "contributions": _array(
-                _OWN_CONTRIBUTION,
-                "Its own contributions, sealed content included, newest first.",
-            ),
-        }
+        tasks=_array(_ref("TaskView"), "The tasks it posted, newest first."),
+        contributions=_array(
+            _OWN_CONTRIBUTION, "Its own contributions, sealed content included, newest first."
+        ),
     ),
     "Registered": _object(
-        {
-            "agent_id": {"type": "string"},
-            "token": _string("Shown once; send it as `Authorization: Bearer <token>`."),
-            "token_type": {"const": "Bearer"},
-        }
+        agent_id={"type": "string"},
+        token=_string("Shown once; send it as `Authorization: Bearer <token>`."),
+        token_type={"const": "Bearer"},
     ),
 }
 
@@ -372,11 +349,8 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _responses(route: _Route) -> dict[str, Any]:
     success: dict[str, Any] = {"description": "Accepted" if route.method == "post" else "OK"}
-    success["content"] = (
-        _json(_ref(route.response))
-        if route.response
-        else {"text/plain": {"schema": {"type": "string"}}}
-    )
+    plain = {"text/plain": {"schema": {"type": "string"}}}
+    success["content"] = _json(_ref(route.response)) if route.response else plain
     if "idempotency_key" in route.parameters:
         success["headers"] = {
             REPLAYED_HEADER: {
@@ -384,24 +358,18 @@ def _responses(route: _Route) -> dict[str, Any]:
                 "schema": {"type": "string", "const": "true"},
             }
         }
-    links = _LINKS.get(route.operation_id)
-    if links:
-        success["links"] = links
+    if route.operation_id in _LINKS:
+        success["links"] = _LINKS[route.operation_id]
     responses: dict[str, Any] = {"201" if route.method == "post" else "200": success}
     by_status: dict[int, list[str]] = {}
     # Every route answers JSON only, and says so before reading anything else.
     for code in (ErrorCode.NOT_ACCEPTABLE, *route.refusals):
         by_status.setdefault(STATUS_BY_CODE[code], []).append(str(code))
-    for status in sorted(by_status):
-        codes = by_status[status]
+    for status, codes in sorted(by_status.items()):
+        narrowed = {"properties": {"error": {"properties": {"code": {"enum": codes}}}}}
         refused: dict[str, Any] = {
             "description": "Refused: " + ", ".join(f"`{code}`" for code in codes),
-            "content": _json(
-                {
-                    **_ref("Refusal"),
-                    "properties": {"error": {"properties": {"code": {"enum": codes}}}},
-                }
-            ),
+            "content": _json({**_ref("Refusal"), **narrowed}),
         }
         if status == 401:
             refused["headers"] = {
@@ -442,20 +410,8 @@ def _contribution_submission(keypers: list[str]) -> dict[str, Any]:
         {"properties": {"keyper": {"const": name}, "index": {"const": position}}}
         for position, name in enumerate(keypers, start=1)
     ]
-    sealed = {
-        "allOf": [
-            _ref("SealedContributionPayload"),
-            {
-                "properties": {
-                    "shares": {
-                        "prefixItems": shares,
-                        "minItems": len(keypers),
-                        "maxItems": len(keypers),
-                    }
-                }
-            },
-        ]
-    }
+    pinned = {"prefixItems": shares, "minItems": len(shares), "maxItems": len(shares)}
+    sealed = {"allOf": [_ref("SealedContributionPayload"), {"properties": {"shares": pinned}}]}
     return {
         "description": (
             "A contribution in either form: the plain report, or one sealed to this site's keypers."
@@ -494,8 +450,7 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
                 "required": route.body_required,
                 "content": _json(_ref(route.body)),
             }
-        token = ErrorCode.UNAUTHORIZED in route.refusals
-        operation["security"] = [{"bearer": []}] if token else []
+        operation["security"] = [{"bearer": []}] if ErrorCode.UNAUTHORIZED in route.refusals else []
         paths.setdefault(route.path, {})[route.method] = operation
     return {
         "openapi": OPENAPI_VERSION,

@@ -18,12 +18,7 @@ from core.errors import ErrorCode, Refusal
 from core.policy import body_limit
 from http_api.inputs import body_too_large, declared_length
 from ledger.refusals import Refused, WitnessRefusal
-from ledger.witness import (
-    add_checkpoint,
-    cosigned_latest,
-    witness_description,
-    witness_enabled,
-)
+from ledger.witness import add_checkpoint, cosigned_latest, witness_description, witness_enabled
 
 logger = logging.getLogger(__name__)
 
