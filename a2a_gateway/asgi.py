@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from functools import partial
+from functools import lru_cache, partial
+from typing import Any
 
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.http.request import split_domain_port, validate_host
 from starlette.types import Receive, Scope, Send
 
 from a2a_gateway import read_connections
@@ -24,7 +28,6 @@ from a2a_gateway.jsonrpc_binding import ENDPOINT_PATHS, http_reply
 from a2a_gateway.stored_reads import DjangoSource
 from a2a_gateway.transport import ClientGone, Reply
 from core.caching import TOKEN_HEADER, answer_caching
-from core.hosts import host_served
 from core.middleware import SECURITY_HEADERS
 from core.site import site_url
 
@@ -37,8 +40,30 @@ RESPONSE_HEADERS = [
         "X-Frame-Options": "DENY",
     }.items()
 ]
+# What Django itself serves when DEBUG is on and ALLOWED_HOSTS is empty (HttpRequest.get_host).
+DEBUG_HOSTS = [".localhost", "127.0.0.1", "[::1]"]
 # The reads when the pool cannot serve them: through Django, inside its request signals.
 _DJANGO_SOURCE = DjangoSource(in_request_cycle=True)
+
+
+@lru_cache(maxsize=64)
+def host_served(host: str) -> bool:
+    """Whether Django would serve a request with this Host header, so every path refuses alike.
+    Kept per Host (a site answers to a few): Django's parsing is a noticeable share of a stored
+    read's cost."""
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = DEBUG_HOSTS
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def _hosts_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("ALLOWED_HOSTS", "DEBUG"):
+        host_served.cache_clear()
+
+
+setting_changed.connect(_hosts_changed)
 
 
 def is_a2a_path(path: str) -> bool:

@@ -31,15 +31,13 @@ from a2a_gateway.handler import CairnRequestHandler
 from a2a_gateway.operations import SendMessageOperation
 from a2a_gateway.transport import ENDPOINT_PATH, JSON_TYPE, Reply, json_bytes, method_refusal
 from core.caching import Shown
+from core.payloads import model_schema
 from core.policy import cairn_version
-from core.schemas import model_schema
-from ledger.entries import MAX_MERGE_DELAY
-from ledger.keypers import keypers_configured
+from ledger.entry_types import MAX_MERGE_DELAY
 from ledger.keys import JWKS_PATH, card_sign
 from ledger.log_state import logs_started
-from ledger.logs import LOG_PATH
-from ledger.notes import log_origin
-from ledger.witnesses import witness_quorum
+from ledger.logs import LOG_PATH, log_origin
+from ledger.witnesses import keypers_configured, witness_quorum
 from tasks.payloads import SEALED_CONTRIBUTION_SCHEMA
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"

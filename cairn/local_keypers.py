@@ -213,7 +213,7 @@ def main() -> int:
     # The site's log key as the site makes it: its settings, with make run's DEBUG default.
     os.environ.setdefault("DEBUG", "true")
     load_settings()
-    from ledger.notes import log_verifier_key
+    from ledger.logs import log_verifier_key
 
     folder = args.folder.resolve()
     keypers = [LocalKeyper(n, folder / str(n), port) for n, port in enumerate(ports, 1)]

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from calls.payloads import CallResponsePayload
-from core.schemas import model_schema
+from core.payloads import model_schema
 from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tasks.view_models import TaskView
 

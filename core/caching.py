@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from django.utils import timezone
 
@@ -31,7 +31,7 @@ NO_STORE = "no-store"
 PRIVATE = "private, no-store"
 TOKEN_HEADER = "Authorization"
 SAFE_METHODS = frozenset({"GET", "HEAD"})
-_SHOWN_ATTRIBUTE = "cairn_shown"
+SHOWN_ATTRIBUTE = "cairn_shown"
 
 Answer = TypeVar("Answer")
 
@@ -60,12 +60,6 @@ class Shown:
         return cls(open_until=min(filter(None, open_until), default=None), vary=vary)
 
     @classmethod
-    def changing(cls, *, vary: tuple[str, ...] = ()) -> Shown:
-        """What may change at any moment but has no deadline: a call with its public answers, a
-        list of calls."""
-        return cls(vary=vary)
-
-    @classmethod
     def document(cls, *, etag: str | None = None, last_modified: datetime | None = None) -> Shown:
         """A schema, a skill or the Agent Card: it changes only with the code and the settings."""
         return cls(max_age_s=DOCUMENT_MAX_AGE_S, etag=etag, last_modified=last_modified)
@@ -73,13 +67,8 @@ class Shown:
 
 def mark_shown(response: Answer, shown: Shown) -> Answer:
     """A Django view's public answer, marked with what it shows; `CachingMiddleware` reads it."""
-    setattr(response, _SHOWN_ATTRIBUTE, shown)
+    setattr(response, SHOWN_ATTRIBUTE, shown)
     return response
-
-
-def shown_by(response: Any) -> Shown | None:
-    shown: Shown | None = getattr(response, _SHOWN_ATTRIBUTE, None)
-    return shown
 
 
 def _freshness(shown: Shown, now: datetime) -> str:

@@ -23,8 +23,7 @@ def id_or_not_found(raw_id: Any, *, what: str) -> uuid.UUID:
 
 def get_by_id(model: type[M], raw_id: Any, *, what: str) -> M:
     """The object whose UUID is `raw_id`; anything else, well-formed or not, is `not_found`."""
-    key = id_or_not_found(raw_id, what=what)
-    try:
-        return model._default_manager.get(pk=key)  # no ORDER BY to build or sort, unlike first()
+    try:  # get(), not first(): no ORDER BY to build or sort
+        return model._default_manager.get(pk=id_or_not_found(raw_id, what=what))
     except ObjectDoesNotExist:
         raise Refusal(ErrorCode.NOT_FOUND, f"no {what} has this id") from None

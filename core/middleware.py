@@ -10,7 +10,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.deprecation import MiddlewareMixin
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from core.caching import TOKEN_HEADER, answer_caching, shown_by
+from core.caching import SHOWN_ATTRIBUTE, TOKEN_HEADER, answer_caching
 from core.outages import outage_refusal
 
 SECURITY_HEADERS = {
@@ -97,7 +97,7 @@ class CachingMiddleware(ResponseMiddleware):
             token=TOKEN_HEADER in request.headers,
             if_none_match=request.headers.get("If-None-Match"),
             status=response.status_code,
-            shown=shown_by(response),
+            shown=getattr(response, SHOWN_ATTRIBUTE, None),
             body=lambda: response.content,
             if_modified_since=request.headers.get("If-Modified-Since"),
         )

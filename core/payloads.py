@@ -1,4 +1,5 @@
-"""What every payload model shares: text that hides nothing, and pydantic errors turned into issues."""
+"""What every payload model shares: text that hides nothing, pydantic errors turned into issues, and
+the JSON Schema published from the model, so the published shape cannot drift from the checked one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pydantic_core import ErrorDetails
 from core.clock import INSTANT_FORM, INSTANT_PATTERN
 from core.errors import ErrorCode, Issue, Refusal
 
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Control characters (other than the newline) and the invisible or direction-changing
 # characters that let a text read differently from what was approved (SPEC §3.1).
 HIDDEN_CLASS = (
@@ -67,6 +69,15 @@ class Payload(BaseModel):
 
 
 P = TypeVar("P", bound=Payload)
+
+
+def model_schema(model: type[BaseModel], *, schema_id: str | None = None) -> dict[str, Any]:
+    """The model's JSON Schema (2020-12) as it validates input, with `$schema` and, given one, `$id`."""
+    schema: dict[str, Any] = {"$schema": DIALECT}
+    if schema_id:
+        schema["$id"] = schema_id
+    schema.update(model.model_json_schema(by_alias=True, mode="validation"))
+    return schema
 
 
 def schema_name(model: type[Payload]) -> str:

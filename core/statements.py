@@ -2,7 +2,7 @@
 and columns: building ORM queries on the write path cost more CPU than PostgreSQL spent running
 them, and psycopg prepares a statement its connection runs again. Values pass through the fields'
 own conversions both ways, so the same text runs on PostgreSQL and SQLite. An INSERT that would
-leave a field without a value is refused (`FieldLeftOut`) unless the field is named `defaulted`.
+leave a field without a value is refused (`FieldLeftOut`).
 """
 
 from __future__ import annotations
@@ -309,16 +309,11 @@ def _object_rows(objs: Sequence[Model]) -> tuple[type[Model], tuple[str, ...], l
     return model, names, [[getattr(obj, name) for name in names] for obj in objs]
 
 
-def _check_every_field_written(
-    model: type[Model], names: tuple[str, ...], defaulted: tuple[str, ...]
-) -> None:
-    named = {_field(model, name).name for name in (*names, *defaulted)}
+def _check_every_field_written(model: type[Model], names: tuple[str, ...]) -> None:
+    named = {_field(model, name).name for name in names}
     missing = [field.name for field in _written_fields(model) if field.name not in named]
     if missing:
-        raise FieldLeftOut(
-            f"an INSERT into {model.__name__} leaves out {', '.join(missing)}: "
-            "write them, or name them as defaulted"
-        )
+        raise FieldLeftOut(f"an INSERT into {model.__name__} leaves out {', '.join(missing)}")
 
 
 def _rows_sql(model: type[Model], names: tuple[str, ...], many: bool) -> str:
@@ -333,11 +328,10 @@ def _insert_sql(
     model: type[Model],
     names: tuple[str, ...],
     vendor: str,
-    defaulted: tuple[str, ...] = (),
     ignore_conflicts: bool = False,
     many: bool = False,
 ) -> str:
-    _check_every_field_written(model, names, defaulted)
+    _check_every_field_written(model, names)
     conflicts = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
     rows = _rows_sql(model, names, many)
     return f"INSERT INTO {table(model)} ({columns(model, names)}) {rows}{conflicts}"
@@ -347,7 +341,6 @@ def inserted(
     model: type[Model],
     values: Mapping[str, Any],
     *,
-    defaulted: tuple[str, ...] = (),
     ignore_conflicts: bool = False,
 ) -> Write:
     """INSERT one row of `values` (field names → Python values). `ignore_conflicts` writes
@@ -355,7 +348,7 @@ def inserted(
     `bulk_create(ignore_conflicts=True)`."""
     db = _db()
     return Write(
-        _insert_sql(model, tuple(values), db.vendor, defaulted, ignore_conflicts),
+        _insert_sql(model, tuple(values), db.vendor, ignore_conflicts),
         _values(db, model, tuple(values), tuple(values.values())),
     )
 
@@ -401,7 +394,7 @@ def created(obj: M) -> M:
 def _upsert_sql(
     model: type[Model], names: tuple[str, ...], added: tuple[str, ...], vendor: str, many: bool
 ) -> str:
-    _check_every_field_written(model, names, ())
+    _check_every_field_written(model, names)
     pk_name = _pk_name(model)
     adding = {_field(model, name).name for name in added}
     assert adding <= {_field(model, name).name for name in names}, "an added field is written"

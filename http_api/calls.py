@@ -19,14 +19,14 @@ class CallListApi(ApiView):
         calls, next_cursor = call_page(mode=mode, limit=limit, cursor=cursor)
         views = [call_view(call) for call in calls]
         response = Response({"calls": views, "next_cursor": next_cursor or None})
-        return mark_shown(response, Shown.changing(vary=NEGOTIATED))
+        return mark_shown(response, Shown(vary=NEGOTIATED))
 
 
 class CallDetailApi(ApiView):
     def get(self, request: Request, call_id: str) -> Response:
         query_none(request)
         view = call_detail(call_get(call_id))
-        return mark_shown(Response(view), Shown.changing(vary=NEGOTIATED))
+        return mark_shown(Response(view), Shown(vary=NEGOTIATED))
 
 
 class CallAnswerApi(ApiView):

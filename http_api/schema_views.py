@@ -23,13 +23,13 @@ from calls.view_models import CallAnswerResult, CallDetailView, CallView
 from core.caching import Shown, mark_shown
 from core.cursors import CURSOR_FORM
 from core.errors import ErrorCode
+from core.payloads import DIALECT
 from core.policy import CALL_MODES, PAGE_CAP, TASK_MODES, WWW_AUTHENTICATE
-from core.schemas import DIALECT
 from core.site import site_url
 from http_api.agents import RegistrationPayload
 from http_api.errors import STATUS_BY_CODE
 from http_api.inputs import DEFAULT_MODE, IDEMPOTENCY_HEADER, REPLAYED_HEADER
-from ledger.keypers import keypers_configured
+from ledger.witnesses import keypers_configured
 from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tasks.view_models import ContributionReport, KeyperReceipt, Receipt, TaskView
 

@@ -7,6 +7,7 @@ served files, so it imports nothing of Django)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from core.canonical import canonical_digest
@@ -16,6 +17,9 @@ TASK = "cairn.log/task"
 CONTRIBUTION = "cairn.log/contribution"
 EVALUATION = "cairn.log/evaluation"
 RESTART = "cairn.log/restart"
+# The log's maximum merge delay (§15.3): an entry dated before a deadline may reach the log up to
+# this long after it, so nothing that waits for a deadline's last entries acts before it has passed.
+MAX_MERGE_DELAY = timedelta(seconds=60)
 
 
 def task_entry(view: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,8 +26,7 @@ from django.conf import settings
 from core import statements
 from core.canonical import canonical_json
 from core.clock import format_instant, now_ms, parse_instant
-from ledger.entries import MAX_MERGE_DELAY
-from ledger.entry_types import CONTRIBUTION, TASK
+from ledger.entry_types import CONTRIBUTION, MAX_MERGE_DELAY, TASK
 from ledger.keyper_seal import (
     SEALED_SHARE_BYTES,
     SUITE_NAME,

@@ -99,9 +99,8 @@ def _write(logs: dict[str, LogPromises], started: list[dict[str, Any]]) -> None:
     path = _path()
     temporary = path.with_name(path.name + ".new")
     kept = {"version": 1, "logs": {k: asdict(v) for k, v in logs.items()}, "started": started}
-    text = json.dumps(kept, indent=1)
     with open(temporary, "w") as file:
-        file.write(text)
+        file.write(json.dumps(kept, indent=1))
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)
@@ -247,9 +246,7 @@ def rollback_found() -> Rollback | None:
     """Reads the database only when some log has gone back, so writes pay nothing while all is
     well."""
     found = {k: v.rollback for k, v in _read(_path())[0].items() if v.rollback is not None}
-    if not found:
-        return None
-    return found.get(log_identity() or "")
+    return found.get(log_identity() or "") if found else None
 
 
 def writes_refused_if_rolled_back() -> None:

@@ -24,8 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from core.canonical import canonical_json
 from core.clock import parse_instant
 from ledger.contributor import EntryProven, release_request
-from ledger.entries import MAX_MERGE_DELAY
-from ledger.entry_types import CONTRIBUTION, TASK
+from ledger.entry_types import CONTRIBUTION, MAX_MERGE_DELAY, TASK
 from ledger.keyper_seal import (
     KEY_BYTES,
     Keyper,
@@ -33,7 +32,6 @@ from ledger.keyper_seal import (
     release_claims,
     release_verify,
 )
-from ledger.keypers import keypers_configured
 from ledger.logs import InLog, leaf_in_log
 from ledger.models import Cosignature, Leaf
 from ledger.selectors import inclusion_proof
@@ -42,6 +40,7 @@ from ledger.witnesses import (
     Witness,
     WitnessFailure,
     answer_posted,
+    keypers_configured,
     witnesses_configured,
 )
 
@@ -165,8 +164,7 @@ def _asks(contribution: Contribution, released: set[str]) -> list[_Ask]:
             task_entry=task_entry,
             contribution_entry=contribution_entry,
         )
-        site = task_entry.origin
-        asks.append(_Ask(keyper, witness, share["index"], site, canonical_json(body)))
+        asks.append(_Ask(keyper, witness, share["index"], task_entry.origin, canonical_json(body)))
     return asks
 
 

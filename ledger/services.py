@@ -12,19 +12,21 @@ import json
 import logging
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import Max
 
 from core import statements
 from core.canonical import canonical_json
-from core.clock import now_ms
-from ledger import log_state
-from ledger.logs import LogRef, log_current
+from core.clock import format_instant, now_ms
+from ledger import entry_types, log_state
+from ledger.logs import LogRef, checkpoint_sign, log_current
 from ledger.merkle import leaf_hash, nodes_for, parents_closed_by, perfect_nodes, range_hash
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
-from ledger.notes import checkpoint_sign
+
+if TYPE_CHECKING:
+    from tasks.models import Contribution
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,18 @@ def log_writes(entries: Iterable[dict[str, Any]]) -> tuple[statements.Write, ...
     )
 
 
+def contribution_entry(contribution: Contribution) -> dict[str, Any]:
+    keyper_seal = contribution.keyper_seal
+    return entry_types.contribution_entry(
+        task_id=str(contribution.task_id),
+        contribution_id=str(contribution.id),
+        report_digest=contribution.report_digest,
+        salt=contribution.salt,
+        keyper_commitment=keyper_seal["commitment"] if keyper_seal is not None else None,
+        received_at=format_instant(contribution.received_at),
+    )
+
+
 def log_queue(entries: Iterable[dict[str, Any]]) -> None:
     """Call inside the transaction of the write the entries record."""
     statements.write_all(*log_writes(entries))
@@ -56,10 +70,7 @@ def tree_size(log: LogRef) -> int:
 
 
 def nodes_get(keys: Iterable[tuple[int, int]], *, log: int) -> dict[tuple[int, int], bytes]:
-    """In one query."""
-    keys = set(keys)
-    if not keys:
-        return {}
+    """In one query (none for no keys)."""
     by_level: dict[int, list[int]] = {}
     for level, index in keys:
         by_level.setdefault(level, []).append(index)
@@ -134,11 +145,8 @@ def checkpoint_publish(size: int, log: LogRef | None = None) -> Checkpoint:
 
 
 class _GoneBack(Exception):
-    """Rolls the sequencer's transaction back: its tree does not extend what was promised."""
-
-    def __init__(self, identity: str, rollback: log_state.Rollback) -> None:
-        self.identity = identity
-        self.rollback = rollback
+    """Rolls the sequencer's transaction back: its tree does not extend what was promised. Its
+    args: the log's identity and the `log_state.Rollback`."""
 
 
 def _sequence_batch(batch_size: int) -> tuple[int, str | None, Checkpoint] | None:
@@ -173,14 +181,15 @@ def log_sequence(*, batch_size: int = 1000) -> int:
         try:
             batch = _sequence_batch(batch_size)
         except _GoneBack as gone:
-            log_state.rollback_kept(gone.identity, gone.rollback)
+            identity, rollback = gone.args
+            log_state.rollback_kept(identity, rollback)
             logger.error(
                 "the log has gone back: the database holds %s entries, which do not extend the "
                 "tree of %s entries %s %s; no checkpoint is signed and writes are refused",
-                gone.rollback.database_size,
-                gone.rollback.promised_size,
-                gone.rollback.promised_by,
-                "signed" if gone.rollback.promised_by == "the site" else "holds",
+                rollback.database_size,
+                rollback.promised_size,
+                rollback.promised_by,
+                "signed" if rollback.promised_by == "the site" else "holds",
             )
             return appended
         if batch is None:

@@ -27,9 +27,9 @@ from django.utils import timezone
 
 from core import statements
 from ledger.keys import configured_private_key
+from ledger.logs import site_host
 from ledger.merkle import EMPTY_ROOT, consistency_verify
 from ledger.models import CosignedCheckpoint, WitnessedLog
-from ledger.notes import site_host
 from ledger.refusals import Refused, WitnessRefusal
 from ledger.signed_note import (
     COSIGNATURE_V1,
@@ -219,11 +219,8 @@ def add_checkpoint(body: bytes) -> str:
             witness_private_key(),
             timestamp=int(now.timestamp()),
         )
-        state.tree_size, state.root_hash, state.updated_at = (
-            checkpoint.tree_size,
-            checkpoint.root,
-            now,
-        )
+        state.tree_size, state.root_hash = checkpoint.tree_size, checkpoint.root
+        state.updated_at = now
         statements.write_all(
             statements.updated(state, ["tree_size", "root_hash", "updated_at"]),
             # The same checkpoint cosigned again keeps its first row, whose root is the same.

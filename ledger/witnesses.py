@@ -22,6 +22,7 @@ from django.conf import settings
 
 from core import statements
 from ledger import log_state
+from ledger.keyper_seal import Keyper
 from ledger.logs import LogRef, log_current
 from ledger.merkle import consistency_ranges
 from ledger.models import Checkpoint, Cosignature
@@ -57,6 +58,12 @@ def witnesses_configured() -> list[Witness]:
     ]
 
 
+def keypers_configured() -> list[Keyper]:
+    """The keypers a site's contributors seal to (SPEC §15.8), each a witness too, in
+    `CAIRN_KEYPERS`' order: share i goes to the i-th."""
+    return [Keyper(**keyper) for keyper in settings.CAIRN_KEYPERS]
+
+
 def witness_quorum() -> int:
     """0 without witnesses."""
     return int(settings.CAIRN_WITNESS_QUORUM) if settings.CAIRN_WITNESSES else 0
@@ -64,11 +71,10 @@ def witness_quorum() -> int:
 
 class WitnessFailure(Exception):
     """A witness that did not cosign, or a keyper (a witness too, `ledger.releases`) that gave no
-    valid release; `refused` when it answered with a refusal."""
+    valid release; `status` is its answer's, 0 without one."""
 
     def __init__(self, message: str, *, status: int = 0) -> None:
         super().__init__(message)
-        self.refused = 400 <= status < 500
         self.status = status
 
 
@@ -196,7 +202,7 @@ def witnesses_cosign() -> int:
                     answer = future.result()
                 except WitnessFailure as failure:
                     failures[witness.name] = str(failure)
-                    if failure.refused:
+                    if 400 <= failure.status < 500:  # a refusal
                         log_state.witness_refusal_counted(identity, witness.name)
                     if retried is not None and failure.status == 422:
                         log_state.witness_fork_kept(identity, witness.name, retried)

@@ -46,7 +46,7 @@ import urllib.parse
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -102,7 +102,7 @@ from ledger.contributor import (
     release_request,
     sealed_kept,
 )
-from ledger.entry_types import task_entry
+from ledger.entry_types import MAX_MERGE_DELAY, task_entry
 from ledger.keyper_seal import (
     Keyper,
     b64u_decode,
@@ -978,7 +978,7 @@ async def releases_ask(config: Config) -> None:
 async def _releases_ask_one(config: Config, http: httpx.AsyncClient, path: Path) -> None:
     kept = json.loads(path.read_text(encoding="utf-8"))
     not_before = datetime.strptime(kept["deadline"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-    if datetime.now(UTC) < not_before + timedelta(seconds=60):
+    if datetime.now(UTC) < not_before + MAX_MERGE_DELAY:
         return
     released = {release["keyper"] for release in kept["releases"]}
     receipt = kept["receipt"]

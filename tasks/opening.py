@@ -20,7 +20,7 @@ from core.clock import format_instant
 from core.errors import ErrorCode, Refusal, refuse_if
 from core.payloads import parse_payload
 from core.wire_names import CONTRIBUTION_SCHEMA, CONTRIBUTION_SCOPE
-from ledger.entries import MAX_MERGE_DELAY
+from ledger.entry_types import MAX_MERGE_DELAY
 from ledger.keyper_seal import SealError, b64u_decode, key_combine, report_open
 from tasks.models import Task
 from tasks.payloads import ContributionPayload

@@ -19,9 +19,8 @@ from core.errors import ErrorCode, Refusal
 from core.lookups import get_by_id, id_or_not_found
 from core.policy import TASK_MODES
 from ledger.entry_types import TASK as TASK_ENTRY
-from ledger.logs import InLog, leaf_in_log
+from ledger.logs import InLog, leaf_in_log, log_origin
 from ledger.models import Leaf
-from ledger.notes import log_origin
 from tasks.counts import task_count
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.rendered import RENDERED_FIELDS, stored_view

@@ -19,14 +19,13 @@ from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from core.metrics import counted_write
 from core.payloads import parse_payload
 from core.wire_names import CONTRIBUTION_SCHEMA, OPEN_TASK_SCHEMA
-from ledger.entries import contribution_entry
 from ledger.entry_types import task_entry
 from ledger.jobs import sequencing_nudge
 from ledger.keyper_seal import b64u_decode, ciphertext_digest, salt_new
-from ledger.keypers import keypers_configured
 from ledger.keys import receipt_sign
 from ledger.seal import report_seal
-from ledger.services import log_writes
+from ledger.services import contribution_entry, log_writes
+from ledger.witnesses import keypers_configured
 from tasks.changes import TaskChange, task_changed
 from tasks.counts import task_count_change
 from tasks.evaluation import task_evaluated_if_due

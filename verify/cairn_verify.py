@@ -91,6 +91,7 @@ from ledger.contributor import (
 from ledger.entry_types import (
     CONTRIBUTION,
     EVALUATION,
+    MAX_MERGE_DELAY,
     RESTART,
     TASK,
     contribution_entry,
@@ -122,7 +123,6 @@ from ledger.signed_note import NoteError, VerifierKey, checkpoint_checked
 from tasks.report_checks import report_texts, source_in_task_issues
 
 DEFAULT_CAIRN_URL = "http://127.0.0.1:8000"
-MAX_MERGE_DELAY = timedelta(seconds=60)
 # How long the site waits for the keypers' releases after the deadline + 60 s before it voids a
 # sealed report as keys_unavailable, when its card does not say (SPEC §15.8's default).
 DEFAULT_KEYPER_GRACE_S = 600

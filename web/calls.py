@@ -58,7 +58,7 @@ def call_page_view(request: HttpRequest, call_id: str) -> HttpResponse:
 
 def _changing(_page: dict[str, Any]) -> Shown:
     """A call's page and the list: a call may be answered, posted or closed at any moment."""
-    return Shown.changing()
+    return Shown()
 
 
 def _call_page(call: Call) -> dict[str, Any]:

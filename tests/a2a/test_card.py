@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 
 from a2a_gateway.card import VERIFIABLE_EXTENSION_URI, agent_card_json
 from a2a_gateway.checks import CHECK_SITE, agent_card_check
-from core.schemas import model_schema
+from core.payloads import model_schema
 from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tests.a2a.conftest import as_json, run, sdk_client
 from tests.keypers import keypers_configure, keypers_made

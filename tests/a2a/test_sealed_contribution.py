@@ -18,7 +18,7 @@ from google.protobuf.json_format import MessageToDict
 
 from a2a_gateway.card import PAYLOADS_EXTENSION_URI, VERIFIABLE_EXTENSION_URI
 from a2a_gateway.card_check import card_problems
-from core.schemas import model_schema
+from core.payloads import model_schema
 from ledger.keys import card_verifier
 from tasks.models import Contribution
 from tasks.models import Task as TaskRow

@@ -69,6 +69,5 @@ def test_an_insert_that_leaves_a_field_out_is_refused():
     without_salt = {name: value for name, value in values.items() if name != "salt"}
     with pytest.raises(statements.FieldLeftOut, match="salt"):
         statements.inserted(Contribution, without_salt)
-    statements.inserted(Contribution, without_salt, defaulted=("salt",))
     with pytest.raises(statements.FieldLeftOut, match="entry"):
         statements.rows_inserted(QueuedEntry, ["queued_at"], [(now_ms(),)])

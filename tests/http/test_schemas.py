@@ -16,7 +16,7 @@ from calls.payloads import CallResponsePayload
 from calls.services import call_close
 from core.canonical import canonical_digest
 from core.clock import parse_instant
-from core.schemas import model_schema
+from core.payloads import model_schema
 from http_api.errors import STATUS_BY_CODE
 from http_api.schema_views import openapi_document
 from ledger.keyper_seal import Keyper, keyper_public, seal

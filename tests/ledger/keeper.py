@@ -14,12 +14,12 @@ import rfc8785
 from django.utils import timezone
 
 from agents.models import Agent
-from ledger.entries import contribution_entry as ledger_contribution_entry
 from ledger.keyper_seal import salt_new
 from ledger.merkle import leaf_hash, parents_closed_by
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
 from ledger.seal import report_seal
 from ledger.services import checkpoint_publish, log_queue, log_sequence
+from ledger.services import contribution_entry as ledger_contribution_entry
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.rendered import tasks_render
 from tests.factories import contribution_report

@@ -10,8 +10,6 @@ Every entry between `lost_from` and that checkpoint's size is, from then on, vis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
@@ -20,9 +18,8 @@ from core.canonical import canonical_json
 from core.clock import now_ms
 from ledger import log_state
 from ledger.entry_types import RESTART
-from ledger.logs import LogRef, log_current, origin_numbered
-from ledger.models import Checkpoint, Log, QueuedEntry
-from ledger.notes import log_verifier_key
+from ledger.logs import LogRef, log_current, log_verifier_key, origin_numbered
+from ledger.models import Log, QueuedEntry
 from ledger.selectors import checkpoint_note, checkpoint_quorate_latest
 from ledger.services import SEQUENCER_LOCK, _append, checkpoint_publish, tree_size
 from ledger.signed_note import checkpoint_body_parse, note_parse
@@ -32,16 +29,6 @@ from ledger.witnesses import witness_quorum, witnesses_cosign
 def _refused(why: str) -> CommandError:
     """The log may not be restarted now; `why` says why."""
     return CommandError(f"log_restart refused: {why}")
-
-
-@dataclass(frozen=True)
-class Restarted:
-    log: LogRef
-    previous: LogRef
-    previous_size: int
-    lost_from: int
-    logged_again: int
-    checkpoint: Checkpoint
 
 
 def _previous_checkpoint(identity: str, log: LogRef) -> str:
@@ -59,53 +46,6 @@ def _previous_checkpoint(identity: str, log: LogRef) -> str:
     return checkpoint_note(stored)
 
 
-def log_restart() -> Restarted:
-    """Start the next log with the restart entry and every queued entry, and sign it. Refused
-    unless the sequencer found the current log gone back, and while a sequencer is at work."""
-    with transaction.atomic():
-        if not statements.advisory_lock(SEQUENCER_LOCK, wait=False):
-            raise _refused("the sequencer is at work: stop the worker, then run this again")
-        identity = log_state.log_identity()
-        rollback = log_state.rollback_found()
-        if identity is None or rollback is None:
-            raise _refused(
-                "the log has not gone back: the sequencer signs it as it is, and a new log "
-                "would only hide it (see /readyz and the sequencer's log)"
-            )
-        previous = log_current()
-        lost_from = tree_size(previous)
-        note = _previous_checkpoint(identity, previous)
-        # A database restored to before an earlier restart holds fewer logs than were started:
-        # the next number is past every one, so no origin ever names two logs.
-        started = [int(log["number"]) for log in log_state.logs_started()]
-        number = max([previous.number, *started]) + 1
-        row = statements.created(
-            Log(
-                number=number,
-                origin=origin_numbered(number),
-                start=previous.start + lost_from,
-                created_at=now_ms(),
-            )
-        )
-        log = LogRef(row.number, row.origin, row.start)
-        entry = {
-            "type": RESTART,
-            "previous_origin": previous.origin,
-            "previous_checkpoint": note,
-            "lost_from": lost_from,
-        }
-        restart = QueuedEntry(entry=canonical_json(entry).decode(), queued_at=row.created_at)
-        queued = list(QueuedEntry.objects.order_by("id"))
-        size = _append([restart, *queued], 0, log)
-        checkpoint = checkpoint_publish(size, log)
-    log_state.log_started_kept(log.number, log.origin)
-    new_identity = log_state.log_identity()
-    assert new_identity is not None
-    log_state.signed_kept(new_identity, checkpoint)
-    previous_size = checkpoint_body_parse(note_parse(note).body).tree_size
-    return Restarted(log, previous, previous_size, lost_from, len(queued), checkpoint)
-
-
 class Command(BaseCommand):
     help = (
         "Start a new log, with a new origin, after the database went back in time and the lost "
@@ -117,16 +57,57 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: object, **options: object) -> None:
-        done = log_restart()
+        # Refused unless the sequencer found the current log gone back, and while a sequencer
+        # is at work; the witnesses are asked once the transaction is committed.
+        with transaction.atomic():
+            if not statements.advisory_lock(SEQUENCER_LOCK, wait=False):
+                raise _refused("the sequencer is at work: stop the worker, then run this again")
+            identity = log_state.log_identity()
+            rollback = log_state.rollback_found()
+            if identity is None or rollback is None:
+                raise _refused(
+                    "the log has not gone back: the sequencer signs it as it is, and a new log "
+                    "would only hide it (see /readyz and the sequencer's log)"
+                )
+            previous = log_current()
+            lost_from = tree_size(previous)
+            note = _previous_checkpoint(identity, previous)
+            # A database restored to before an earlier restart holds fewer logs than were started:
+            # the next number is past every one, so no origin ever names two logs.
+            started = [int(log["number"]) for log in log_state.logs_started()]
+            number = max([previous.number, *started]) + 1
+            row = statements.created(
+                Log(
+                    number=number,
+                    origin=origin_numbered(number),
+                    start=previous.start + lost_from,
+                    created_at=now_ms(),
+                )
+            )
+            log = LogRef(row.number, row.origin, row.start)
+            entry = {
+                "type": RESTART,
+                "previous_origin": previous.origin,
+                "previous_checkpoint": note,
+                "lost_from": lost_from,
+            }
+            restart = QueuedEntry(entry=canonical_json(entry).decode(), queued_at=row.created_at)
+            queued = list(QueuedEntry.objects.order_by("id"))
+            size = _append([restart, *queued], 0, log)
+            checkpoint = checkpoint_publish(size, log)
+        log_state.log_started_kept(log.number, log.origin)
+        new_identity = log_state.log_identity()
+        assert new_identity is not None
+        log_state.signed_kept(new_identity, checkpoint)
+        previous_size = checkpoint_body_parse(note_parse(note).body).tree_size
         cosigned = witnesses_cosign()
-        gone = max(done.previous_size - done.lost_from, 0)
+        gone = max(previous_size - lost_from, 0)
         self.stdout.write(
-            f"started {done.log.origin} (routes under {done.log.path}/) after "
-            f"{done.previous.origin}\n"
-            f"  lost_from {done.lost_from}: the previous checkpoint held {done.previous_size} "
+            f"started {log.origin} (routes under {log.path}/) after {previous.origin}\n"
+            f"  lost_from {lost_from}: the previous checkpoint held {previous_size} "
             f"entries, {gone} of them past what this database logged; the writes among them "
             "that it still holds are logged again, the rest are lost\n"
-            f"  logged again {done.logged_again} queued entries after the restart entry; "
-            f"checkpoint of {done.checkpoint.tree_size} signed, {cosigned} cosignatures\n"
-            f"  witnesses follow it with the verifier key {log_verifier_key(done.log.origin).text}"
+            f"  logged again {len(queued)} queued entries after the restart entry; "
+            f"checkpoint of {checkpoint.tree_size} signed, {cosigned} cosignatures\n"
+            f"  witnesses follow it with the verifier key {log_verifier_key(log.origin).text}"
         )

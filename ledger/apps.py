@@ -1,6 +1,0 @@
-from django.apps import AppConfig
-
-
-class LedgerConfig(AppConfig):
-    name = "ledger"
-    verbose_name = "Transparency log"
