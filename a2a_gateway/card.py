@@ -36,7 +36,8 @@ from core.policy import cairn_version
 from ledger.entry_types import MAX_MERGE_DELAY
 from ledger.keys import JWKS_PATH, card_sign
 from ledger.log_state import logs_started
-from ledger.logs import LOG_PATH, log_origin
+from ledger.logs import LOG_PATH
+from ledger.notes import log_origin
 from ledger.witnesses import keypers_configured, witness_quorum
 from tasks.payloads import SEALED_CONTRIBUTION_SCHEMA
 

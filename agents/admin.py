@@ -58,13 +58,7 @@ class AgentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["label", "id", "created_at", "last_write", "revoked_at"]
     list_filter = [TokenFilter, LastWriteFilter]
     search_fields = ["id", "label"]
-    fields = readonly_fields = (
-        "id",
-        "label",
-        "created_at",
-        "last_write",
-        "revoked_at",
-    )
+    fields = readonly_fields = ("id", "label", "created_at", "last_write", "revoked_at")
     actions = ["revoke_tokens"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:

@@ -22,12 +22,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate(self, request: Request) -> tuple[Agent, str] | None:
         token = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
-        if token is None:
-            return None
-        agent = agent_for_token(token)
-        if agent is None:
-            return None
-        return agent, token
+        if token is not None and (agent := agent_for_token(token)) is not None:
+            return agent, token
+        return None
 
     def authenticate_header(self, request: Request) -> str:
         return WWW_AUTHENTICATE

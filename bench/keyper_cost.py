@@ -184,7 +184,7 @@ def main(count: int) -> None:
     sys.modules["cairn_verify"] = verify
     spec.loader.exec_module(verify)
     from ledger.keyper_seal import b64u_decode
-    from ledger.logs import log_origin
+    from ledger.notes import log_origin
 
     site = log_origin()
     items = task.evaluation["contributions"]

@@ -59,8 +59,8 @@ from core.clock import format_instant, now_ms  # noqa: E402
 from ledger import log_state  # noqa: E402
 from ledger.keyper_seal import salt_new  # noqa: E402
 from ledger.keys import receipt_sign  # noqa: E402
-from ledger.logs import log_origin  # noqa: E402
 from ledger.models import Checkpoint  # noqa: E402
+from ledger.notes import log_origin  # noqa: E402
 from ledger.seal import report_seal  # noqa: E402
 from tasks.changes import TaskChange  # noqa: E402
 from tasks.counts import task_count_change  # noqa: E402

@@ -47,7 +47,7 @@ def main(passes: int) -> None:
     from django.conf import settings
     from django.core.management import call_command
 
-    from ledger.logs import log_verifier_key
+    from ledger.notes import log_verifier_key
     from ledger.services import log_queue, log_sequence
     from ledger.witnesses import witnesses_cosign
 

@@ -26,15 +26,10 @@ def env_str(name: str, default: str = "") -> str:
 
 
 def env_bool(name: str) -> bool:
-    raw = os.environ.get(name)
-    if raw is None:
-        return False
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ImproperlyConfigured(f"{name} must be true or false, not {raw!r}")
+    raw = os.environ.get(name, "")
+    if raw.strip().lower() not in _TRUE | _FALSE:
+        raise ImproperlyConfigured(f"{name} must be true or false, not {raw!r}")
+    return raw.strip().lower() in _TRUE
 
 
 def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:

@@ -25,13 +25,7 @@ from cairn.startup import load_settings
 logger = logging.getLogger("cairn.grpc")
 
 MAX_STREAMS_PER_CONNECTION = 32
-MAX_CALLS = 256
-HANDSHAKE_S = 10
-IDLE_S = 30
 AGE_S = 15
-AGE_GRACE_S = 10
-KEEPALIVE_S = 10
-KEEPALIVE_TIMEOUT_S = 10
 STOP_GRACE_S = 7
 
 
@@ -48,17 +42,17 @@ async def serve(bind: str) -> None:
         options=[
             ("grpc.max_receive_message_length", body_limit()),
             ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
-            ("grpc.server_handshake_timeout_ms", HANDSHAKE_S * 1000),
-            ("grpc.max_connection_idle_ms", IDLE_S * 1000),
+            ("grpc.server_handshake_timeout_ms", 10_000),
+            ("grpc.max_connection_idle_ms", 30_000),
             ("grpc.max_connection_age_ms", AGE_S * 1000),
-            ("grpc.max_connection_age_grace_ms", AGE_GRACE_S * 1000),
-            ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
-            ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
+            ("grpc.max_connection_age_grace_ms", 10_000),
+            ("grpc.keepalive_time_ms", 10_000),
+            ("grpc.keepalive_timeout_ms", 10_000),
             # grpcio shares a port with any other process by default: a second server started
             # on the same address must fail, not split the calls with the first.
             ("grpc.so_reuseport", 0),
         ],
-        maximum_concurrent_rpcs=MAX_CALLS,
+        maximum_concurrent_rpcs=256,
     )
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()

@@ -60,23 +60,20 @@ class LocalKeyper:
 
     def keys(self) -> tuple[Ed25519PrivateKey, X25519PrivateKey]:
         """Its keys, made once and kept, so a keyper keeps its name's keys."""
-        witness = created_once(
+        witness_pem = created_once(
             self.folder / "witness_key.pem", lambda: private_pem(Ed25519PrivateKey.generate())
         )
-        keyper = created_once(
+        keyper_pem = created_once(
             self.folder / "keyper_key.pem", lambda: private_pem(X25519PrivateKey.generate())
         )
         created_once(
             self.folder / "signing_key.pem", lambda: private_pem(Ed25519PrivateKey.generate())
         )
         created_once(self.folder / "seal_key", lambda: os.urandom(32).hex())
-        loaded = (
-            serialization.load_pem_private_key(witness.encode(), password=None),
-            serialization.load_pem_private_key(keyper.encode(), password=None),
-        )
-        assert isinstance(loaded[0], Ed25519PrivateKey)
-        assert isinstance(loaded[1], X25519PrivateKey)
-        return loaded[0], loaded[1]
+        witness = serialization.load_pem_private_key(witness_pem.encode(), password=None)
+        keyper = serialization.load_pem_private_key(keyper_pem.encode(), password=None)
+        assert isinstance(witness, Ed25519PrivateKey) and isinstance(keyper, X25519PrivateKey)
+        return witness, keyper
 
     def environment(self, site_log_key: str) -> dict[str, str]:
         """Its own settings only: none of the site's (`.env` and `CAIRN_*` are left out)."""
@@ -140,15 +137,9 @@ def _keyper_started(keyper: LocalKeyper, site_log_key: str) -> subprocess.Popen:
     migrated = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     if migrated.returncode != 0:
         sys.exit(f"keyper {keyper.number}: migrate failed\n{migrated.stderr}")
-    serve = [sys.executable, "-m", "cairn.serve", "--host", "127.0.0.1"]
+    serve = [sys.executable, "-m", "cairn.serve", "--host", "127.0.0.1", "--port", str(keyper.port)]
     with open(keyper.log, "ab") as out:
-        return subprocess.Popen(
-            [*serve, "--port", str(keyper.port)],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+        return subprocess.Popen(serve, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def _serve(keypers: list[LocalKeyper], site_log_key: str, command: list[str]) -> int:
@@ -213,7 +204,7 @@ def main() -> int:
     # The site's log key as the site makes it: its settings, with make run's DEBUG default.
     os.environ.setdefault("DEBUG", "true")
     load_settings()
-    from ledger.logs import log_verifier_key
+    from ledger.notes import log_verifier_key
 
     folder = args.folder.resolve()
     keypers = [LocalKeyper(n, folder / str(n), port) for n, port in enumerate(ports, 1)]

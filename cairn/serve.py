@@ -16,7 +16,6 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-IDLE_TIMEOUT_S = 5
 HEAD_TIMEOUT_S = 30
 BODY_TIMEOUT_S = 30
 HEAD_LIMIT = 64 * 1024
@@ -27,15 +26,10 @@ PIPELINE_LIMIT = 128
 LINGER_S = 5
 
 _HEAD_TOO_LARGE_TEXT = b"Request head over 64 KiB.\n"
-_HEAD_TOO_LARGE = b"".join(
-    [
-        b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
-        b"content-type: text/plain; charset=utf-8\r\n",
-        b"content-length: %d\r\n" % len(_HEAD_TOO_LARGE_TEXT),
-        b"connection: close\r\n\r\n",
-        _HEAD_TOO_LARGE_TEXT,
-    ]
-)
+_HEAD_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: %d\r\nconnection: close\r\n\r\n%s"
+) % (len(_HEAD_TOO_LARGE_TEXT), _HEAD_TOO_LARGE_TEXT)
 
 
 class CairnHttpToolsProtocol(HttpToolsProtocol):
@@ -118,12 +112,7 @@ class CairnHttpToolsProtocol(HttpToolsProtocol):
 def uvicorn_options() -> dict[str, Any]:
     """The serving options of every Cairn server. No WebSocket: an upgraded connection would
     outlive the bounds."""
-    return {
-        "loop": "uvloop",
-        "http": CairnHttpToolsProtocol,
-        "ws": "none",
-        "timeout_keep_alive": IDLE_TIMEOUT_S,
-    }
+    return {"loop": "uvloop", "http": CairnHttpToolsProtocol, "ws": "none", "timeout_keep_alive": 5}
 
 
 def main() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
@@ -157,10 +156,7 @@ MIDDLEWARE = [
 # The keeper's login resists guessing (keeper/logins.py): django-axes refuses, before checking the
 # password, an account or an address (REMOTE_ADDR, from X-Forwarded-For only for a trusted proxy)
 # that failed CAIRN_KEEPER_LOGIN_FAILURES times within CAIRN_KEEPER_LOCKOUT_S.
-AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
-    "keeper.logins.PasswordBackend",
-]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "keeper.logins.PasswordBackend"]
 AXES_FAILURE_LIMIT = env_int("CAIRN_KEEPER_LOGIN_FAILURES", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(seconds=env_int("CAIRN_KEEPER_LOCKOUT_S", 900, minimum=1))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
@@ -196,31 +192,15 @@ if CAIRN_DB_POOLER not in {"", "transaction"}:
     )
 
 
-def _libpq_parameters(options: dict[str, Any], setting: str) -> dict[str, str]:
-    """The URL's query string as libpq connection parameters; one libpq does not know, or given
-    twice, stops start-up here rather than failing every connection later."""
-    parameters = {}
-    for name, value in options.items():
-        if isinstance(value, list):
-            raise ImproperlyConfigured(f"{setting} gives {name} more than once")
-        parameters[name] = str(value)
-    try:
-        make_conninfo(**parameters)
-    except psycopg.ProgrammingError as exc:
-        raise ImproperlyConfigured(f"{setting}'s query string: {exc}") from None
-    return parameters
-
-
 def _database(url: str, setting: str = "DATABASE_URL") -> dict:
     """The Django database of a URL; `setting` names where the URL came from in any error."""
     try:
-        config = dj_database_url.parse(hosts_in_query(url), conn_max_age=60)
+        config = dj_database_url.parse(hosts_in_query(url))
     except Exception as exc:  # dj-database-url raises several types for a bad URL
         raise ImproperlyConfigured(
             f"{setting} is not a database URL Cairn understands: {exc}"
         ) from None
     if config["ENGINE"] == "django.db.backends.sqlite3":
-        config["CONN_MAX_AGE"] = 0
         # The web server and the worker write the same file: wait for the lock instead of failing,
         # and take it at the start of a transaction so two writers never deadlock on an upgrade.
         # Tests share the database with a live server thread and worker processes: use a file.
@@ -232,20 +212,24 @@ def _database(url: str, setting: str = "DATABASE_URL") -> dict:
         }
     elif config["ENGINE"] == "django.db.backends.postgresql":
         config["ENGINE"] = "cairn.postgresql"
-        # Under ASGI each request may run on a new thread: a pool, not per-thread connections.
-        config["CONN_MAX_AGE"] = 0
-        # The backend checks connections without a round trip (`cairn.postgresql.base`).
-        config["CONN_HEALTH_CHECKS"] = False
         # psycopg prepares a statement run five times on a connection, unless a transaction
         # pooler (which cannot keep named statements) is in between. SPEC §16: a request fails
         # within 5 s while the database is down, and a failing reconnection is abandoned after 4 s
         # rather than waiting out psycopg's growing back-off. The URL's libpq parameters reach
         # every connection; its hosts and ports win over the URL's own, as in libpq.
-        parameters = _libpq_parameters(config.get("OPTIONS", {}), setting)
-        if "host" in parameters:
-            config["HOST"] = parameters.pop("host")
-        if "port" in parameters:
-            config["PORT"] = parameters.pop("port")
+        # The query string's libpq parameters: one libpq does not know, or given twice, stops
+        # start-up here rather than failing every connection later.
+        parameters = {}
+        for name, value in config.get("OPTIONS", {}).items():
+            if isinstance(value, list):
+                raise ImproperlyConfigured(f"{setting} gives {name} more than once")
+            parameters[name] = str(value)
+        try:
+            make_conninfo(**parameters)
+        except psycopg.ProgrammingError as exc:
+            raise ImproperlyConfigured(f"{setting}'s query string: {exc}") from None
+        config["HOST"] = parameters.pop("host", config["HOST"])
+        config["PORT"] = parameters.pop("port", config["PORT"])
         hosts, ports = str(config["HOST"]).count(",") + 1, str(config["PORT"]).count(",") + 1
         if ports not in (1, hosts):
             raise ImproperlyConfigured(
@@ -253,12 +237,10 @@ def _database(url: str, setting: str = "DATABASE_URL") -> dict:
                 "or one for each"
             )
         config["OPTIONS"] = {
-            "pool": {
-                "min_size": 2,
-                "max_size": 20,
-                "timeout": 3,
-                "reconnect_timeout": 4,
-            },
+            # Under ASGI each request may run on a new thread: a pool, not per-thread connections
+            # (CONN_MAX_AGE stays 0); the backend checks a connection without a round trip
+            # (`cairn.postgresql.base`, CONN_HEALTH_CHECKS stays off).
+            "pool": {"min_size": 2, "max_size": 20, "timeout": 3, "reconnect_timeout": 4},
             "connect_timeout": 3,
             **parameters,
             "server_side_binding": True,
@@ -405,11 +387,8 @@ Q_CLUSTER = {
     "catch_up": False,
     "poll": 0.5,
     "sync": env_bool("CAIRN_Q_SYNC"),
+    **({"redis": CAIRN_REDIS_URL} if CAIRN_REDIS_URL else {"orm": "default"}),
 }
-if CAIRN_REDIS_URL:
-    Q_CLUSTER["redis"] = CAIRN_REDIS_URL
-else:
-    Q_CLUSTER["orm"] = "default"
 
 # Operations (SPEC §16).
 LOGGING = logging_config(env_choice("CAIRN_LOG_FORMAT", ("text", "json"), "text"))

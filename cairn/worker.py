@@ -29,7 +29,6 @@ import select
 import signal
 import time
 import uuid
-from collections.abc import Iterable
 from multiprocessing import current_process
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
@@ -49,8 +48,6 @@ logger = logging.getLogger(__name__)
 
 # django-q2 marks a worker's timer 0 when it timed out and -2 when it was recycled on purpose.
 _TIMED_OUT, _RECYCLED = 0, -2
-# How often a sentinel waiting for the database tries again.
-_RETRY_S = 1.0
 # The sentinel's stop, counted from the request: the pusher has 2 s to stop taking jobs (the ORM
 # broker polls every 0.5 s, Redis blocks 1 s), the workers have until 6 s to finish the jobs in
 # hand, the monitor until 7 s to save their results. Within SPEC §16's 10 s, with room to exit.
@@ -93,9 +90,8 @@ def _ignore_stop_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def _end(processes: Iterable[BaseProcess], by: float) -> None:
+def _end(processes: list[BaseProcess], by: float) -> None:
     """Wait until `by` (a monotonic time) for the processes to exit, then end the rest."""
-    processes = list(processes)
     for process in processes:
         process.join(timeout=max(0.0, by - time.monotonic()))
     for process in processes:
@@ -115,7 +111,7 @@ def _broker_once_the_database_answers(stop_event) -> Broker | None:
 
     try:
         return through_outages(
-            broker, pause=lambda: not stop_event.wait(_RETRY_S), who="the starting cluster"
+            broker, pause=lambda: not stop_event.wait(1.0), who="the starting cluster"
         )
     except OUTAGES:
         return None

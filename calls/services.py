@@ -19,8 +19,6 @@ from core.errors import ErrorCode, Issue, refuse_if
 from core.metrics import counted_write
 from core.payloads import parse_payload
 
-CALL_ANSWER = "call_answer"
-
 
 def call_create(*, title: str, body: str, kind: str) -> Call:
     with transaction.atomic():
@@ -68,13 +66,8 @@ def _answer_state_issues(agent: Agent, call: Call) -> list[Issue]:
             Issue("", ErrorCode.DUPLICATE_RESPONSE, "this agent already answered this call")
         )
     if call.responses_count >= settings.CAIRN_RESPONSES_PER_CALL:
-        issues.append(
-            Issue(
-                "",
-                ErrorCode.CALL_FULL,
-                f"a call takes at most {settings.CAIRN_RESPONSES_PER_CALL} answers",
-            )
-        )
+        message = f"a call takes at most {settings.CAIRN_RESPONSES_PER_CALL} answers"
+        issues.append(Issue("", ErrorCode.CALL_FULL, message))
     return issues
 
 
@@ -118,4 +111,4 @@ def call_answer(caller: Caller, *, call_id: Any, payload: Any) -> WriteResult:
         )
 
     request = {"call_id": str(call_id), "payload": payload}
-    return agent_write(caller, CALL_ANSWER, request, check=check, perform=perform)
+    return agent_write(caller, "call_answer", request, check=check, perform=perform)

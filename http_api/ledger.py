@@ -19,7 +19,8 @@ from http_api.inputs import invalid_query, query_issues, query_none
 from http_api.views import ApiView
 from ledger import selectors as log
 from ledger.keys import jwks
-from ledger.logs import log_numbered, log_verifier_key
+from ledger.logs import log_numbered
+from ledger.notes import log_verifier_key
 from ledger.verifier import VERIFIER, verifier_built
 
 _COUNT = re.compile(r"[0-9]{1,18}")

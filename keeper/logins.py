@@ -73,17 +73,12 @@ def login_failed(
     if request is None:
         return  # authenticate() called outside a request: no login page was used
     name = str(credentials.get(get_user_model().USERNAME_FIELD, ""))
-    logged, address = _logged_name(name), _address(request)
-    if getattr(request, _PASSWORD_CHECKED, False):
-        log.info("a keeper login as %s from %s failed: wrong password", logged, address)
-        _audit("keeper_login_failed", name)
-    else:
-        log.info(
-            "a keeper login as %s from %s was refused unchecked: too many failed logins",
-            logged,
-            address,
-        )
-        _audit("keeper_login_refused", name)
+    checked = getattr(request, _PASSWORD_CHECKED, False)
+    outcome = (
+        "failed: wrong password" if checked else "was refused unchecked: too many failed logins"
+    )
+    log.info("a keeper login as %s from %s %s", _logged_name(name), _address(request), outcome)
+    _audit("keeper_login_failed" if checked else "keeper_login_refused", name)
 
 
 def locked_out(

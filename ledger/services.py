@@ -21,9 +21,10 @@ from core import statements
 from core.canonical import canonical_json
 from core.clock import format_instant, now_ms
 from ledger import entry_types, log_state
-from ledger.logs import LogRef, checkpoint_sign, log_current
+from ledger.logs import LogRef, log_current
 from ledger.merkle import leaf_hash, nodes_for, parents_closed_by, perfect_nodes, range_hash
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
+from ledger.notes import checkpoint_sign
 
 if TYPE_CHECKING:
     from tasks.models import Contribution

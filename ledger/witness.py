@@ -27,9 +27,9 @@ from django.utils import timezone
 
 from core import statements
 from ledger.keys import configured_private_key
-from ledger.logs import site_host
 from ledger.merkle import EMPTY_ROOT, consistency_verify
 from ledger.models import CosignedCheckpoint, WitnessedLog
+from ledger.notes import site_host
 from ledger.refusals import Refused, WitnessRefusal
 from ledger.signed_note import (
     COSIGNATURE_V1,

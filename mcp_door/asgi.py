@@ -71,18 +71,13 @@ class McpEndpoint:
         if scope["method"] != "POST":
             # Stateless: no session to delete and no stream of server messages to open (MCP lets a
             # server answer GET with 405); an idle GET stream would only hold a connection open.
-            refusal = method_not_allowed(scope["method"], ["POST"])
-            response: Response = JSONResponse(
-                refusal.as_body(), status_code=405, headers={"Allow": "POST"}
-            )
-            await response(scope, receive, send)
+            refusal = method_not_allowed(scope["method"], ["POST"]).as_body()
+            allow = {"Allow": "POST"}
+            await JSONResponse(refusal, status_code=405, headers=allow)(scope, receive, send)
             return
         if self._manager is None:
-            response = PlainTextResponse(
-                "The MCP endpoint needs the ASGI lifespan (run the server with lifespan on).",
-                status_code=503,
-            )
-            await response(scope, receive, send)
+            message = "The MCP endpoint needs the ASGI lifespan (run the server with lifespan on)."
+            await PlainTextResponse(message, status_code=503)(scope, receive, send)
             return
         received, body = await _read_body(receive)
         if body is not None:

@@ -28,16 +28,12 @@ class DatabaseCollector(Collector):
             "Open tasks past their deadline (the worker keeps this at zero within a minute).",
             value=tasks_overdue(),
         )
-        lag = evaluation_lag(LAG_BOUNDS)
-        buckets = [
-            (str(bound), count) for bound, count in zip(lag.bounds, lag.cumulative, strict=True)
-        ]
-        buckets.append(("+Inf", lag.count))
+        buckets, seconds = evaluation_lag(LAG_BOUNDS)
         yield HistogramMetricFamily(
             "cairn_evaluation_lag_seconds",
             "Seconds from a task's deadline to its evaluation.",
             buckets=buckets,
-            sum_value=lag.total_seconds,
+            sum_value=seconds,
         )
         entries, sequencer_lag = log_stats()
         yield GaugeMetricFamily(

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -17,9 +17,9 @@ from django.utils.http import urlencode
 from core.policy import AGENT_LINK_REL, TASK_MODES
 from keeper.mixins import ReadOnlyAdminMixin, agent_link
 from tasks.health import awaiting_keys, overdue
-from tasks.models import Contribution, Outcome, Task
+from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.opening import grace_end
-from tasks.sealing import contributions_sealed, evaluation_item, is_sealed
+from tasks.sealing import evaluation_item, is_sealed
 
 # The state filter's words are the other doors' list modes (core/policy.py).
 STATE_MODES = {mode: statuses for mode, statuses in TASK_MODES.items() if statuses is not None}
@@ -108,8 +108,7 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="public page")
     def public_page(self, task: Task) -> str:
-        url = reverse("web-task", args=[task.pk])
-        return format_html('<a href="{}">{}</a>', url, url)
+        return format_html('<a href="{0}">{0}</a>', self.view_on_site(task))
 
     @admin.display(description="budget")
     def budget_words(self, task: Task) -> str:
@@ -187,8 +186,9 @@ class SealedFilter(admin.SimpleListFilter):
         return [("yes", "sealed (task open)"), ("no", "revealed (task evaluated)")]
 
     def queryset(self, request, queryset: QuerySet[Contribution]) -> QuerySet[Contribution]:
+        sealed = Q(task__status=TaskStatus.WORKING)  # as `is_sealed` says
         if self.value() in ("yes", "no"):
-            return contributions_sealed(queryset, sealed=self.value() == "yes")
+            return queryset.filter(sealed) if self.value() == "yes" else queryset.exclude(sealed)
         return queryset
 
 

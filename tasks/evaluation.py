@@ -29,9 +29,6 @@ from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.sealing import ContributionRow, report_unsealed
 from tasks.selectors import task_sealed_site
 
-EVALUATION_SCHEMA = "cairn.evaluation/0.1"
-RULE = "cairn.rules/0.1"
-
 
 def decide(verdicts: list[str], min_independent: int) -> tuple[Outcome, str | None]:
     """The fixed rule: too few reports → unresolved; any disagreement → contested; else resolved."""
@@ -83,8 +80,8 @@ def evaluation_apply(
     task.evaluated_at = task.status_timestamp = evaluated_at
     task.keys_pending = False
     task.evaluation = {
-        "schema": EVALUATION_SCHEMA,
-        "rule": RULE,
+        "schema": "cairn.evaluation/0.1",
+        "rule": "cairn.rules/0.1",
         "outcome": str(outcome),
         "verdict": verdict,
         "evaluated_at": format_instant(evaluated_at),

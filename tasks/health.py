@@ -4,7 +4,6 @@ after each sweep and read by `/readyz`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
@@ -37,18 +36,9 @@ def tasks_overdue() -> int:
     return Task.objects.filter(overdue(timezone.now())).count()
 
 
-@dataclass(frozen=True)
-class LagHistogram:
-    """How late evaluations came: cumulative counts at most `bounds[i]` seconds after the
-    deadline, with their sum and count (a Prometheus histogram's parts)."""
-
-    bounds: tuple[float, ...]
-    cumulative: tuple[int, ...]
-    total_seconds: float
-    count: int
-
-
-def evaluation_lag(bounds: tuple[float, ...]) -> LagHistogram:
+def evaluation_lag(bounds: tuple[float, ...]) -> tuple[list[tuple[str, int]], float]:
+    """How late evaluations came, as a Prometheus histogram's parts: the cumulative counts at
+    most each bound's seconds after the deadline, then of all (`+Inf`), and the seconds' sum."""
     lag = ExpressionWrapper(F("evaluated_at") - F("deadline"), output_field=DurationField())
     buckets = {
         f"le{i}": Count("pk", filter=Q(lag__lte=timedelta(seconds=bound)))
@@ -59,13 +49,8 @@ def evaluation_lag(bounds: tuple[float, ...]) -> LagHistogram:
         .annotate(lag=lag)
         .aggregate(count=Count("pk"), total=Sum("lag"), **buckets)
     )
-    total = row["total"] or timedelta(0)
-    return LagHistogram(
-        bounds,
-        tuple(row[f"le{i}"] for i in range(len(bounds))),
-        total.total_seconds(),
-        row["count"],
-    )
+    cumulative = [(str(bound), row[f"le{i}"]) for i, bound in enumerate(bounds)]
+    return [*cumulative, ("+Inf", row["count"])], (row["total"] or timedelta(0)).total_seconds()
 
 
 def sweep_record(*, evaluated: int) -> None:

@@ -27,9 +27,6 @@ from tasks.payloads import ContributionPayload
 from tasks.rules import report_refuse_if_broken
 from tasks.sealing import ContributionRow
 
-# The two codes only an opening gives; the others are the refusal codes of §6.
-KEYS_UNAVAILABLE = "keys_unavailable"
-INCONSISTENT_SHARES = "inconsistent_shares"
 # A keyper releases once the log's maximum merge delay has passed since the deadline, so that the
 # contribution entries of the last moment are under a checkpoint it cosigned (§15.3, §15.8).
 RELEASES_AFTER = MAX_MERGE_DELAY
@@ -86,7 +83,7 @@ def sealed_opening(
         if not final:
             return None
         return Void(
-            KEYS_UNAVAILABLE,
+            "keys_unavailable",  # a code only an opening gives, as is inconsistent_shares
             f"{released} of the {threshold} keyper releases needed came in by the end of the "
             f"grace, {settings.CAIRN_KEYPER_GRACE_S} s after the keypers began releasing",
         )
@@ -114,12 +111,7 @@ def sealed_opening(
 
 
 def _inconsistent(
-    shares: list[tuple[int, bytes]],
-    seal: dict[str, Any],
-    task: Task,
-    *,
-    site: str,
-    reason: str,
+    shares: list[tuple[int, bytes]], seal: dict[str, Any], task: Task, *, site: str, reason: str
 ) -> Void:
     """The void of shares that do not agree. It publishes its ciphertext and releases, some k of
     which may still open the report: each k is tried, and a report the screen refuses is void for
@@ -131,7 +123,7 @@ def _inconsistent(
             continue
         if private := _private_void(report):
             return private
-    return Void(INCONSISTENT_SHARES, f"the released shares do not give one key: {reason}")
+    return Void("inconsistent_shares", f"the released shares do not give one key: {reason}")
 
 
 def _opened(

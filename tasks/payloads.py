@@ -68,10 +68,9 @@ class OpenTaskRequest(Payload):
     title: text(10, 140, "A short public title.")
     question: text(20, 2000, "The checkable question, answered from the sources alone.")
     sources: url_list("1 to 10 unique https URLs on the server's source allowlist.")
-    acceptance_criteria: Annotated[
-        list[text(10, 500, "One criterion a good answer meets.")],
-        Field(min_length=1, max_length=5, description="1 to 5 acceptance criteria."),
-    ]
+    acceptance_criteria: list[text(10, 500, "One criterion a good answer meets.")] = Field(
+        min_length=1, max_length=5, description="1 to 5 acceptance criteria."
+    )
     # Validated in two steps, so a refusal says which one failed (the form, or a day that does not
     # exist); published as the one pattern both make, so a schema-valid deadline is a real instant.
     # How far ahead it may be is a rule (deadline_out_of_range), not its shape.
@@ -132,18 +131,15 @@ class ContributionPayload(Payload):
     schema_: Literal["cairn.task.contribution/0.1"] = Field(alias="schema")
     verdict: Verdict = Field(description="What the sources say about the question.")
     summary: text(20, 2000, "The answer, with what in the sources supports it.")
-    conditions: Annotated[
-        list[text(1, 500, "A condition.")],
-        Field(max_length=10, description="Conditions under which the verdict holds (0 to 10)."),
-    ]
-    attempts: Annotated[
-        list[text(1, 500, "An attempt.")],
-        Field(min_length=1, max_length=10, description="What was read or tried (1 to 10)."),
-    ]
-    limitations: Annotated[
-        list[text(1, 500, "A limitation.")],
-        Field(max_length=10, description="What was not checked (0 to 10)."),
-    ]
+    conditions: list[text(1, 500, "A condition.")] = Field(
+        max_length=10, description="Conditions under which the verdict holds (0 to 10)."
+    )
+    attempts: list[text(1, 500, "An attempt.")] = Field(
+        min_length=1, max_length=10, description="What was read or tried (1 to 10)."
+    )
+    limitations: list[text(1, 500, "A limitation.")] = Field(
+        max_length=10, description="What was not checked (0 to 10)."
+    )
     source_urls: url_list("1 to 10 unique URLs, each one of the task's sources.")
     approval: ContributionApproval
 
@@ -204,23 +200,17 @@ Commitment = Annotated[
 class SealedShare(Payload):
     """One keyper's share of the key, sealed to that keyper alone."""
 
-    keyper: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=255,
-            pattern=r"^[^\s+]+$",
-            description="The keyper's name, as the site lists it (the card's keypers).",
-        ),
-    ]
-    index: Annotated[
-        int,
-        Field(
-            ge=1,
-            le=MAX_KEYPERS,
-            description="The share's Shamir index: i for the i-th keyper the site lists, from 1.",
-        ),
-    ]
+    keyper: str = Field(
+        min_length=1,
+        max_length=255,
+        pattern=r"^[^\s+]+$",
+        description="The keyper's name, as the site lists it (the card's keypers).",
+    )
+    index: int = Field(
+        ge=1,
+        le=MAX_KEYPERS,
+        description="The share's Shamir index: i for the i-th keyper the site lists, from 1.",
+    )
     sealed_share: b64u_bytes(
         SEALED_SHARE_BYTES,
         SEALED_SHARE_BYTES,
@@ -244,26 +234,20 @@ class SealedContributionPayload(Payload):
     """`cairn.task.contribution.sealed/0.1`: a report sealed to the site's keypers (SPEC §15.8)."""
 
     schema_: Literal["cairn.task.contribution.sealed/0.1"] = Field(alias="schema")
-    task_entry: Annotated[
-        int,
-        Field(
-            ge=0,
-            le=2**53 - 1,  # exact as a double, as the card's JSON carries it
-            description="The index of the task's cairn.log/task entry in the site's log.",
-        ),
-    ]
+    task_entry: int = Field(
+        ge=0,
+        le=2**53 - 1,  # exact as a double, as the card's JSON carries it
+        description="The index of the task's cairn.log/task entry in the site's log.",
+    )
     commitment: Commitment
     ciphertext: b64u_bytes(
         CIPHERTEXT_MIN_BYTES,
         CIPHERTEXT_MAX_BYTES,
         "12-byte nonce ‖ AES-128-GCM of JCS({report, salt}) with its tag, in base64url.",
     )
-    shares: Annotated[
-        list[SealedShare],
-        Field(
-            min_length=1,
-            max_length=MAX_KEYPERS,
-            description="One share for each keyper the site lists, in the order it lists them.",
-        ),
-    ]
+    shares: list[SealedShare] = Field(
+        min_length=1,
+        max_length=MAX_KEYPERS,
+        description="One share for each keyper the site lists, in the order it lists them.",
+    )
     approval: SealedApproval

@@ -65,8 +65,7 @@ def task_render(task: Task) -> dict[str, Any]:
 
 def stored_view(task: Task) -> dict[str, Any]:
     """The §3.2 view as stored at the last change: what every door shows."""
-    view: dict[str, Any] = json.loads(task.view_json)
-    return view
+    return json.loads(task.view_json)
 
 
 def view_open_until(view: Mapping[str, Any]) -> datetime | None:

@@ -47,13 +47,8 @@ def approval_issues(
     if issues:
         return issues
     if getattr(approval, digest_field) != sent:
-        issues.append(
-            Issue(
-                f"approval.{digest_field}",
-                ErrorCode.PREVIEW_CHANGED,
-                f"does not match the {what} sent: the {what} differs from the one approved",
-            )
-        )
+        message = f"does not match the {what} sent: the {what} differs from the one approved"
+        issues.append(Issue(f"approval.{digest_field}", ErrorCode.PREVIEW_CHANGED, message))
     return issues
 
 
@@ -65,33 +60,19 @@ def keyper_envelope_issues(
     listed = [keyper.name for keyper in keypers]
     issues = []
     if len(payload.shares) != len(listed):
-        issues.append(
-            Issue(
-                "shares",
-                ErrorCode.INVALID_PAYLOAD,
-                f"holds {len(payload.shares)} shares: this site lists {len(listed)} keypers and "
-                f"takes one share for each, in this order: {', '.join(listed)}",
-            )
+        message = (
+            f"holds {len(payload.shares)} shares: this site lists {len(listed)} keypers and "
+            f"takes one share for each, in this order: {', '.join(listed)}"
         )
+        issues.append(Issue("shares", ErrorCode.INVALID_PAYLOAD, message))
     for position, (share, name) in enumerate(zip(payload.shares, listed, strict=False)):
+        nth = position + 1
         if share.keyper != name:
-            issues.append(
-                Issue(
-                    f"shares[{position}].keyper",
-                    ErrorCode.INVALID_PAYLOAD,
-                    f"must be {name!r}: share {position + 1} goes to keyper {position + 1} of "
-                    "those the site lists",
-                )
-            )
-        if share.index != position + 1:
-            issues.append(
-                Issue(
-                    f"shares[{position}].index",
-                    ErrorCode.INVALID_PAYLOAD,
-                    f"must be {position + 1}: the share of keyper {position + 1} of those the "
-                    "site lists",
-                )
-            )
+            message = f"must be {name!r}: share {nth} goes to keyper {nth} of those the site lists"
+            issues.append(Issue(f"shares[{position}].keyper", ErrorCode.INVALID_PAYLOAD, message))
+        if share.index != nth:
+            message = f"must be {nth}: the share of keyper {nth} of those the site lists"
+            issues.append(Issue(f"shares[{position}].index", ErrorCode.INVALID_PAYLOAD, message))
     return issues
 
 
@@ -148,14 +129,11 @@ def deadline_issues(deadline_text: str) -> list[Issue]:
     latest = now + timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MAX_S)
     if earliest <= deadline <= latest:
         return []
-    return [
-        Issue(
-            "request.deadline",
-            ErrorCode.DEADLINE_OUT_OF_RANGE,
-            f"must be between {span_words(settings.CAIRN_TASK_DEADLINE_MIN_S)} and "
-            f"{span_words(settings.CAIRN_TASK_DEADLINE_MAX_S)} from now, written as {INSTANT_FORM}",
-        )
-    ]
+    message = (
+        f"must be between {span_words(settings.CAIRN_TASK_DEADLINE_MIN_S)} and "
+        f"{span_words(settings.CAIRN_TASK_DEADLINE_MAX_S)} from now, written as {INSTANT_FORM}"
+    )
+    return [Issue("request.deadline", ErrorCode.DEADLINE_OUT_OF_RANGE, message)]
 
 
 def open_task_texts(payload: OpenTaskPayload) -> list[tuple[str, str]]:

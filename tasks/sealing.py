@@ -9,24 +9,14 @@ import uuid
 from datetime import datetime
 from typing import Any, Protocol
 
-from django.db.models import Q, QuerySet
-
 from ledger.seal import report_open
 from tasks.models import Contribution, TaskStatus
 
-# A contribution is sealed while its task is open: nobody, the keeper included, reads it before
-# the evaluation (SPEC §4.2).
-_SEALED = Q(task__status=TaskStatus.WORKING)
-
 
 def is_sealed(contribution: Contribution) -> bool:
+    """Sealed while its task is open: nobody, the keeper included, reads it before the
+    evaluation (SPEC §4.2)."""
     return contribution.task.status == TaskStatus.WORKING
-
-
-def contributions_sealed(
-    contributions: QuerySet[Contribution], *, sealed: bool
-) -> QuerySet[Contribution]:
-    return contributions.filter(_SEALED) if sealed else contributions.exclude(_SEALED)
 
 
 def contribution_report(contribution: Contribution) -> dict[str, Any] | None:
@@ -66,8 +56,7 @@ def evaluation_item(contribution: Contribution) -> dict[str, Any]:
     contribution_id = str(contribution.id)
     for item in evaluation.get("contributions", ()):
         if item["contribution_id"] == contribution_id:
-            found: dict[str, Any] = item
-            return found
+            return item
     raise ValueError(
         f"the evaluation of task {contribution.task_id} does not hold {contribution_id}"
     )

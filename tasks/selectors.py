@@ -19,15 +19,13 @@ from core.errors import ErrorCode, Refusal
 from core.lookups import get_by_id, id_or_not_found
 from core.policy import TASK_MODES
 from ledger.entry_types import TASK as TASK_ENTRY
-from ledger.logs import InLog, leaf_in_log, log_origin
+from ledger.logs import InLog, leaf_in_log
 from ledger.models import Leaf
+from ledger.notes import log_origin
 from tasks.counts import task_count
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.rendered import RENDERED_FIELDS, stored_view
 from tasks.sealing import contribution_report
-
-# A keyper-sealed contribution's receipt says so (SPEC §15.8).
-KEYPERS_SEALED = "keypers"
 
 
 def receipt_claims(contribution: Contribution) -> dict[str, str]:
@@ -38,7 +36,7 @@ def receipt_claims(contribution: Contribution) -> dict[str, str]:
         sealed = {
             "commitment": seal["commitment"],
             "ciphertext_digest": seal["ciphertext_digest"],
-            "sealed": KEYPERS_SEALED,
+            "sealed": "keypers",
         }
     else:
         sealed = {

@@ -59,17 +59,10 @@ def _posting_cap_issues(agent: Agent) -> list[Issue]:
     posted_today = Task.objects.filter(poster=agent, created_at__gt=now - DAY).count()
     if posted_today >= settings.CAIRN_TASKS_PER_AGENT_PER_DAY:
         issues.append(daily_cap_issue(settings.CAIRN_TASKS_PER_AGENT_PER_DAY, "tasks"))
-    open_now = Task.objects.filter(
-        poster=agent, status=TaskStatus.WORKING, deadline__gt=now
-    ).count()
-    if open_now >= settings.CAIRN_OPEN_TASKS_PER_AGENT:
-        issues.append(
-            Issue(
-                "",
-                ErrorCode.OPEN_TASK_CAP,
-                f"at most {settings.CAIRN_OPEN_TASKS_PER_AGENT} open tasks per agent at once",
-            )
-        )
+    open_now = Task.objects.filter(poster=agent, status=TaskStatus.WORKING, deadline__gt=now)
+    if open_now.count() >= settings.CAIRN_OPEN_TASKS_PER_AGENT:
+        message = f"at most {settings.CAIRN_OPEN_TASKS_PER_AGENT} open tasks per agent at once"
+        issues.append(Issue("", ErrorCode.OPEN_TASK_CAP, message))
     return issues
 
 
@@ -128,14 +121,11 @@ def _task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) ->
     """Lock the task's row, refresh into `task` what may have changed since it was read, and count
     the agent's contributions to it (0 or 1) and since `since`, in one statement. Call holding the
     agent's row lock, under which alone its contributions are written, so the counts are exact."""
+    by_agent = statements.db_value(Contribution, "agent", agent.pk)
+    received_since = statements.db_value(Contribution, "received_at", since)
+    task_key = statements.db_value(Task, "id", task.pk)
     row = statements.fetch_one(
-        _task_lock_for_contribution_sql(),
-        [
-            statements.db_value(Contribution, "agent", agent.pk),
-            statements.db_value(Contribution, "agent", agent.pk),
-            statements.db_value(Contribution, "received_at", since),
-            statements.db_value(Task, "id", task.pk),
-        ],
+        _task_lock_for_contribution_sql(), [by_agent, by_agent, received_since, task_key]
     )
     assert row is not None, "tasks are never deleted"
     *fields, to_task, since_count = row
@@ -172,19 +162,11 @@ def _contribution_state_issues(
     if task.poster_id == agent.pk:
         issues.append(Issue("", ErrorCode.OWN_TASK, "an agent cannot contribute to its own task"))
     if to_task:
-        issues.append(
-            Issue(
-                "", ErrorCode.DUPLICATE_CONTRIBUTION, "this agent already contributed to this task"
-            )
-        )
+        message = "this agent already contributed to this task"
+        issues.append(Issue("", ErrorCode.DUPLICATE_CONTRIBUTION, message))
     if task.contributions_count >= task.max_contributors:
-        issues.append(
-            Issue(
-                "",
-                ErrorCode.TASK_FULL,
-                f"the task takes at most {task.max_contributors} contributions",
-            )
-        )
+        message = f"the task takes at most {task.max_contributors} contributions"
+        issues.append(Issue("", ErrorCode.TASK_FULL, message))
     if today >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
         issues.append(
             daily_cap_issue(settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY, "contributions")

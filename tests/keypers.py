@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from ledger.keyper_seal import Keyper, keyper_public, seal
-from ledger.logs import log_origin
+from ledger.notes import log_origin
 from ledger.services import log_sequence
 from ledger.signed_note import COSIGNATURE_V1, private_verifier_key
 from tasks.models import Task

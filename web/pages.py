@@ -64,7 +64,7 @@ def time_left(deadline_text: str, now: datetime | None = None) -> str:
     return f"closes in {duration_words(remaining)}"
 
 
-def page_error(request: HttpRequest, *, status: int, title: str, message: str) -> HttpResponse:
+def page_error(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
     return render(
         request,
         "error.html",
@@ -90,9 +90,7 @@ def detail_page(
     except Refusal as refusal:
         if refusal.code != ErrorCode.NOT_FOUND:
             raise
-        return page_error(
-            request, status=404, title=f"No such {what}", message=f"No {what} has this id."
-        )
+        return page_error(request, 404, f"No such {what}", f"No {what} has this id.")
     page = {**context(found), "site": site_url(request), "nav": f"{what}s"}
     return mark_shown(render(request, f"{what}s/detail.html", page), shown(page))
 
@@ -114,10 +112,7 @@ def paged_list(
     if mode not in modes:
         *others, last = modes
         return page_error(
-            request,
-            status=400,
-            title="Unknown filter",
-            message=f"The filter must be {', '.join(others)} or {last}.",
+            request, 400, "Unknown filter", f"The filter must be {', '.join(others)} or {last}."
         )
     cursor = request.GET.get("cursor") or None
     try:
@@ -127,21 +122,17 @@ def paged_list(
             raise
         return page_error(
             request,
-            status=400,
-            title="This page link has expired or belongs to another filter",
-            message="Start again from the first page.",
+            400,
+            "This page link has expired or belongs to another filter",
+            "Start again from the first page.",
         )
     # The default filter is offered first, the others in the policy's order.
     choices = sorted(modes, key=lambda choice: choice != DEFAULT_MODE)
-    response = render(
-        request,
-        template,
-        {
-            "mode": mode,
-            "modes": [(choice, choice.capitalize()) for choice in choices],
-            "is_first_page": not cursor,
-            "nav": nav,
-            **listed,
-        },
-    )
-    return mark_shown(response, shown(listed))
+    context = {
+        "mode": mode,
+        "modes": [(choice, choice.capitalize()) for choice in choices],
+        "is_first_page": not cursor,
+        "nav": nav,
+        **listed,
+    }
+    return mark_shown(render(request, template, context), shown(listed))

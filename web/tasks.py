@@ -23,16 +23,13 @@ from core.site import site_url
 from ledger.verifier import verifier_packages
 from tasks.models import Task
 from tasks.opening import grace_end
+from tasks.payloads import VERDICTS
 from tasks.public_reads import task_feed_page_shown, task_page_shown, task_shown
 from tasks.rendered import stored_view, view_open_until
 from web.pages import PAGE_SIZE, detail_page, instant, paged_list, time_left
 
 ATOM_ENTRIES = 50
-VERDICT_LABELS = {
-    "source_supported": "Source supported",
-    "source_contradicted": "Source contradicted",
-    "source_unclear": "Source unclear",
-}
+VERDICT_LABELS = {verdict: verdict.replace("_", " ").capitalize() for verdict in VERDICTS}
 OUTCOME_LABELS = {"resolved": "Resolved", "contested": "Contested", "unresolved": "Unresolved"}
 
 
@@ -183,9 +180,7 @@ def task_atom(request: HttpRequest) -> HttpResponse:
     ]
     updated = entries[0]["updated"] if entries else format_instant(timezone.now())
     body = render_to_string(
-        "tasks/feed.atom",
-        {"site": site, "entries": entries, "updated": updated},
-        request=request,
+        "tasks/feed.atom", {"site": site, "entries": entries, "updated": updated}, request=request
     )
     response = HttpResponse(body, content_type="application/atom+xml; charset=utf-8")
     return mark_shown(response, Shown.listing(view_open_until(view) for view in views))

@@ -41,18 +41,13 @@ class DatabaseWrapper(base.DatabaseWrapper):
         for _ in range(self.pool.max_size + 1):
             connection = super().get_new_connection(conn_params)
             try:
-                _check_idle(connection)
+                if connection.closed or connection.pgconn.status != pq.ConnStatus.OK:
+                    raise OperationalError("the connection is closed")
+                if select.select([connection.fileno()], [], [], 0)[0]:  # the server has spoken
+                    ConnectionPool.check_connection(connection)
             except Exception:
                 connection.close()
                 self.pool.putconn(connection)
                 continue
             return connection
         raise OperationalError("no connection from the pool is usable")
-
-
-def _check_idle(connection: Connection[Any]) -> None:
-    if connection.closed or connection.pgconn.status != pq.ConnStatus.OK:
-        raise OperationalError("the connection is closed")
-    readable, _, _ = select.select([connection.fileno()], [], [], 0)
-    if readable:
-        ConnectionPool.check_connection(connection)

@@ -34,7 +34,7 @@ from ledger.keyper_seal import (
     share_open,
 )
 from ledger.keys import receipt_sign
-from ledger.logs import log_origin
+from ledger.notes import log_origin
 from ledger.services import log_queue, log_sequence
 from ledger.witnesses import witnesses_cosign
 from tasks.models import Task, TaskStatus

@@ -29,7 +29,7 @@ from ledger.keyper_seal import (
     seal,
     share_open,
 )
-from ledger.logs import log_origin
+from ledger.notes import log_origin
 from ledger.services import log_sequence
 from tasks.models import Contribution, Task
 from tasks.selectors import task_entry_logged

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from ledger.keys import card_verifier
-from ledger.logs import log_origin
+from ledger.notes import log_origin
 
 
 def _protected(signature: dict) -> dict:

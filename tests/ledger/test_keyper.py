@@ -38,8 +38,8 @@ from ledger.keyper_seal import (
     seal,
     share_open,
 )
-from ledger.logs import log_origin, log_verifier_key
 from ledger.models import CosignedCheckpoint, KeyperRelease
+from ledger.notes import log_origin, log_verifier_key
 from ledger.releases import releases_collect
 from ledger.services import log_sequence
 from ledger.signed_note import (

@@ -27,8 +27,8 @@ from ledger.keyper_seal import (
     release_sign,
     report_aad,
 )
-from ledger.logs import log_origin
 from ledger.models import Leaf, QueuedEntry
+from ledger.notes import log_origin
 from tasks.evaluation import task_evaluate, task_evaluate_with_releases, tasks_evaluate_due
 from tasks.jobs import evaluate_due
 from tasks.models import Contribution, Task, TaskStatus

@@ -15,9 +15,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from core.canonical import canonical_digest
-from ledger.logs import log_verifier_key
 from ledger.merkle import leaf_hash, node_hash
 from ledger.models import Leaf
+from ledger.notes import log_verifier_key
 from ledger.selectors import inclusion_proof, log_stats
 from ledger.services import log_queue, log_sequence
 from ledger.signed_note import (

@@ -17,9 +17,10 @@ from django.core.management.base import CommandError
 from core.canonical import canonical_json
 from ledger import log_state
 from ledger.jobs import sequence_log
-from ledger.logs import log_numbered, log_origin, log_verifier_key, origin_numbered
+from ledger.logs import log_numbered, origin_numbered
 from ledger.merkle import inclusion_verify, leaf_hash
 from ledger.models import Checkpoint
+from ledger.notes import log_origin, log_verifier_key
 from ledger.selectors import entries_range
 from ledger.signed_note import note_parse, note_signature_verify
 from tests.ledger.keeper import log_rolled_back

@@ -18,8 +18,9 @@ from django.utils import timezone
 from core.canonical import canonical_json
 from ledger import log_state
 from ledger.jobs import sequence_log
-from ledger.logs import log_origin, origin_numbered
+from ledger.logs import origin_numbered
 from ledger.models import QueuedEntry
+from ledger.notes import log_origin
 from ledger.selectors import entries_range
 from tests.ledger.keeper import log_rolled_back
 

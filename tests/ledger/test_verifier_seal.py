@@ -12,7 +12,7 @@ import stat
 import pytest
 
 from ledger.keyper_seal import b64u_decode, key_combine, report_open
-from ledger.logs import log_origin
+from ledger.notes import log_origin
 from tests.factories import contribution_report
 from tests.ledger.sealed_evaluations import (
     SealedEvaluation,

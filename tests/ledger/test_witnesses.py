@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from cairn.env import env_witnesses
 from ledger.jobs import sequence_log
-from ledger.logs import checkpoint_sign, log_origin, log_verifier_key
 from ledger.models import Checkpoint, QueuedEntry
+from ledger.notes import checkpoint_sign, log_origin, log_verifier_key
 from ledger.selectors import consistency_proof
 from ledger.services import log_queue, log_sequence
 from ledger.witnesses import witnesses_cosign

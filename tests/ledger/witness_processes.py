@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ledger.logs import log_verifier_key
+from ledger.notes import log_verifier_key
 
 SPEC_WITNESS = Path(__file__).with_name("spec_witness.py")
 

@@ -13,7 +13,7 @@ import pytest
 
 from core.canonical import canonical_digest
 from ledger.keyper_seal import b64u_decode, key_combine, report_open
-from ledger.logs import log_origin
+from ledger.notes import log_origin
 from tasks.models import Contribution
 from tests.factories import contribution_report
 from tests.ledger.sealed_evaluations import (

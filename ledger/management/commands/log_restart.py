@@ -18,8 +18,9 @@ from core.canonical import canonical_json
 from core.clock import now_ms
 from ledger import log_state
 from ledger.entry_types import RESTART
-from ledger.logs import LogRef, log_current, log_verifier_key, origin_numbered
+from ledger.logs import LogRef, log_current, origin_numbered
 from ledger.models import Log, QueuedEntry
+from ledger.notes import log_verifier_key
 from ledger.selectors import checkpoint_note, checkpoint_quorate_latest
 from ledger.services import SEQUENCER_LOCK, _append, checkpoint_publish, tree_size
 from ledger.signed_note import checkpoint_body_parse, note_parse
