@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from core import statements
 from core.clock import format_instant, now_ms
+from core.wire_names import EVALUATION_SCHEMA, RULE
 from ledger import log_state
 from ledger.entry_types import evaluation_entry
 from ledger.jobs import sequencing_nudge
@@ -80,8 +81,8 @@ def evaluation_apply(
     task.evaluated_at = task.status_timestamp = evaluated_at
     task.keys_pending = False
     task.evaluation = {
-        "schema": "cairn.evaluation/0.1",
-        "rule": "cairn.rules/0.1",
+        "schema": EVALUATION_SCHEMA,
+        "rule": RULE,
         "outcome": str(outcome),
         "verdict": verdict,
         "evaluated_at": format_instant(evaluated_at),

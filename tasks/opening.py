@@ -19,7 +19,12 @@ from core.canonical import canonical_digest
 from core.clock import format_instant
 from core.errors import ErrorCode, Refusal, refuse_if
 from core.payloads import parse_payload
-from core.wire_names import CONTRIBUTION_SCHEMA, CONTRIBUTION_SCOPE
+from core.wire_names import (
+    CONTRIBUTION_SCHEMA,
+    CONTRIBUTION_SCOPE,
+    INCONSISTENT_SHARES,
+    KEYS_UNAVAILABLE,
+)
 from ledger.entry_types import MAX_MERGE_DELAY
 from ledger.keyper_seal import SealError, b64u_decode, key_combine, report_open
 from tasks.models import Task
@@ -83,7 +88,7 @@ def sealed_opening(
         if not final:
             return None
         return Void(
-            "keys_unavailable",  # a code only an opening gives, as is inconsistent_shares
+            KEYS_UNAVAILABLE,
             f"{released} of the {threshold} keyper releases needed came in by the end of the "
             f"grace, {settings.CAIRN_KEYPER_GRACE_S} s after the keypers began releasing",
         )
@@ -123,7 +128,7 @@ def _inconsistent(
             continue
         if private := _private_void(report):
             return private
-    return Void("inconsistent_shares", f"the released shares do not give one key: {reason}")
+    return Void(INCONSISTENT_SHARES, f"the released shares do not give one key: {reason}")
 
 
 def _opened(

@@ -80,7 +80,7 @@ from joserfc.jwk import KeySet, KeySetSerialization
 
 from core.canonical import canonical_digest, canonical_json
 from core.privacy import screen, texts_anywhere
-from core.wire_names import CONTRIBUTION_SCHEMA
+from core.wire_names import CONTRIBUTION_SCHEMA, INCONSISTENT_SHARES, KEYS_UNAVAILABLE
 from ledger.contributor import (
     EntryProven,
     KeyperCheckpoint,
@@ -1579,14 +1579,14 @@ def sealed_item_check(site: Site, report: Report, sealed: Sealed, item: dict[str
         raise Failed("; ".join(releases.problems))
     if code is None:
         return _counted_check(sealed, ciphertext, releases.by(), item)
-    if code == "keys_unavailable":
+    if code == KEYS_UNAVAILABLE:
         fault, found, _ = keys_in_time(site, report, sealed, releases, body.get("shares"))
-        if fault == "inconsistent_shares":
+        if fault == INCONSISTENT_SHARES:
             raise Failed(f"void as keys_unavailable, yet {found}, which disagree: {fault}")
         if fault:
             raise Failed(f"WRONGFUL VOID: void as keys_unavailable, yet {found}")
         return f"void as keys_unavailable: {found}"
-    if code == "inconsistent_shares":
+    if code == INCONSISTENT_SHARES:
         if len(releases.valid) <= sealed.threshold:
             raise Failed(
                 f"void as inconsistent_shares, but with {len(releases.valid)} signed releases "
@@ -1661,7 +1661,7 @@ def keys_in_time(
     try:
         _key(sealed, in_time)
     except SealError:
-        return "inconsistent_shares", found, in_time
+        return INCONSISTENT_SHARES, found, in_time
     return "wrongful", found, in_time
 
 
@@ -2473,11 +2473,11 @@ def _void_disputed(
                         f"the ciphertext sent does not open with the keypers' key: {error}",
                     )
         return True, f"void as {code}, yet the report sealed under this receipt breaks no rule"
-    if code == "keys_unavailable":
+    if code == KEYS_UNAVAILABLE:
         releases.add(kept.get("releases", []) if isinstance(kept.get("releases"), list) else [])
         shares = (kept.get("sealed") or {}).get("shares") or body.get("shares") or []
         fault, found, in_time = keys_in_time(site, report, sealed, releases, shares)
-        if fault == "inconsistent_shares":
+        if fault == INCONSISTENT_SHARES:
             return False, f"the keypers' releases disagree ({fault})"
         if fault:
             return True, (
@@ -2485,7 +2485,7 @@ def _void_disputed(
                 + json.dumps(in_time, separators=(",", ":"))
             )
         return False, found
-    if code == "inconsistent_shares":
+    if code == INCONSISTENT_SHARES:
         if len(releases.valid) <= sealed.threshold:
             return True, (
                 f"void as inconsistent_shares, yet it publishes {len(releases.valid)} signed "
