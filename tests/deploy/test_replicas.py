@@ -59,18 +59,23 @@ class Cluster:
             return conn.execute(sql, params).fetchall()
 
     def resume_replay(self) -> None:
-        """Resume the replica's replay. WAL held back past `max_standby_streaming_delay` lets
-        replay cancel at once any query whose snapshot it conflicts with, the resuming one's
-        own included, so whether replay runs is read after, as often as it takes."""
+        """Resume the replica's replay and wait until it has replayed what the primary wrote.
+        WAL held back past `max_standby_streaming_delay` lets replay cancel at once any query
+        whose snapshot it conflicts with, even the catalog reads of a connection's start and
+        the resuming query itself, so each step is retried until the backlog is replayed."""
+        (written,) = self.on(self.primary, "SELECT pg_current_wal_lsn()")[0]
+        caught_up = (
+            "SELECT NOT pg_is_wal_replay_paused() AND pg_last_wal_replay_lsn() >= %s::pg_lsn"
+        )
         give_up = time.monotonic() + 30
         while True:
             try:
                 self.on(self.replica, "SELECT pg_wal_replay_resume()")
-                if self.on(self.replica, "SELECT pg_is_wal_replay_paused()") == [(False,)]:
+                if self.on(self.replica, caught_up, written) == [(True,)]:
                     return
-            except psycopg.errors.SerializationFailure:
+            except psycopg.OperationalError:
                 pass
-            assert time.monotonic() < give_up, "the replica's replay never resumed"
+            assert time.monotonic() < give_up, "the replica's replay never caught up"
             time.sleep(0.1)
 
 
