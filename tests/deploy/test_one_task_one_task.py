@@ -58,7 +58,8 @@ def _write(url: str, path: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 def _tasks(url: str, seconds: float) -> tuple[dict[str, str], datetime]:
     """A task that will resolve and one that will be unresolved, both closing in `seconds`, and
-    one that stays open."""
+    one that stays open. `seconds` must cover three posts and four contributions, each with its
+    own registration, on a machine busy with the rest of the suite."""
 
     def post(seconds: float) -> tuple[str, str]:
         request = open_task_request(title=f"One task {uuid.uuid4().hex[:8]}")
@@ -152,7 +153,7 @@ def _sdk_page(body: bytes, include_artifacts: bool) -> Any:
 
 def test_every_question_gets_one_answer_on_every_path_process_and_restart(deployment):
     urls = deployment.web_urls
-    ids, closes = _tasks(urls[0], seconds=4)
+    ids, closes = _tasks(urls[0], seconds=10)
     questions = _questions(ids)
     time.sleep(max(0.0, (closes - datetime.now(UTC)).total_seconds()) + 0.2)
 
