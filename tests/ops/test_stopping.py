@@ -340,14 +340,27 @@ def _interface_answers(interface: dict[str, str]) -> bool:
     return "result" in answer or answer["error"]["code"] == -32001
 
 
+# What `make run` says when one of its ports is taken: the gRPC server's words, uvicorn's.
+PORT_TAKEN = re.compile(r"is it taken\?|address already in use", re.IGNORECASE)
+
+
 @pytest.fixture
 def make_run_on_its_own_ports(site: Site, tmp_path) -> Iterator[tuple[Started, int]]:
-    """`make run` on a free port other than the default, gRPC left to follow it."""
-    port = _two_free_ports()
+    """`make run` on a free port other than the default, gRPC left to follow it. The two ports
+    come from the ephemeral range, where any process's next connection may take one before
+    `make run` binds it: a start that stops for a taken port is tried again on two others."""
     env = {k: v for k, v in site.env.items() if k != "CAIRN_GRPC_BIND"}
-    started = _start(make_run_argv(port), env, tmp_path / "make-run.log")
+    for attempt in range(3):
+        port = _two_free_ports()
+        started = _start(make_run_argv(port), env, tmp_path / f"make-run-{attempt}.log")
+        try:
+            answering(f"http://127.0.0.1:{port}", started.process, seconds=60, log=started.tail)
+            break
+        except RuntimeError:
+            started.kill_group()
+            if attempt == 2 or not PORT_TAKEN.search(started.text()):
+                raise
     try:
-        answering(f"http://127.0.0.1:{port}", started.process, seconds=60, log=started.tail)
         started.wait_for(r"A2A gRPC binding serving on")
         yield started, port
     finally:
