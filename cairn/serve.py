@@ -16,6 +16,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+# How long a connection may sit idle between requests (and before its first) before it is closed.
+IDLE_TIMEOUT_S = 5
 HEAD_TIMEOUT_S = 30
 BODY_TIMEOUT_S = 30
 HEAD_LIMIT = 64 * 1024
@@ -112,7 +114,12 @@ class CairnHttpToolsProtocol(HttpToolsProtocol):
 def uvicorn_options() -> dict[str, Any]:
     """The serving options of every Cairn server. No WebSocket: an upgraded connection would
     outlive the bounds."""
-    return {"loop": "uvloop", "http": CairnHttpToolsProtocol, "ws": "none", "timeout_keep_alive": 5}
+    return {
+        "loop": "uvloop",
+        "http": CairnHttpToolsProtocol,
+        "ws": "none",
+        "timeout_keep_alive": IDLE_TIMEOUT_S,
+    }
 
 
 def main() -> None:
