@@ -4,9 +4,9 @@ card without Django's request cycle.
 Under Django's ASGI handler every request gets its own thread and passes the whole middleware
 stack; for a JSON-RPC call that is most of its cost. Here a request goes to its binding and
 nothing more: a stored read is answered on the event loop (`a2a_gateway.read_connections`),
-everything else by the SDK's dispatchers with the ORM work on asgiref's one shared thread. What the
+everything else by the SDK's dispatchers with the ORM work on one of a few kept threads. What the
 middleware gave these paths is kept: Django's Host rule, the security headers, the caching headers
-(`core.caching`), and Django's request signals around the work on the ORM's thread.
+(`core.caching`), and Django's request signals around the work on its ORM thread.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from a2a_gateway.stored_reads import DjangoSource
 from a2a_gateway.transport import ClientGone, Reply
 from core.caching import TOKEN_HEADER, answer_caching
 from core.middleware import SECURITY_HEADERS
+from core.orm_threads import orm_thread
 from core.site import site_url
 
 # Django's middleware adds these two as well (SecurityMiddleware, XFrameOptionsMiddleware).
@@ -157,17 +158,18 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             if is_rest_path(scope["path"])
             else http_reply
         )
-        reply = await binding(
-            method=scope["method"],
-            path=scope["path"],
-            headers=headers,
-            origin=site_url() or f"{scope.get('scheme', 'http')}://{host}",
-            body=_chunks(receive),
-            reads=read_connections.POOL_SOURCE
-            if read_connections.is_available()
-            else _DJANGO_SOURCE,
-            outside_django=True,
-        )
+        async with orm_thread():
+            reply = await binding(
+                method=scope["method"],
+                path=scope["path"],
+                headers=headers,
+                origin=site_url() or f"{scope.get('scheme', 'http')}://{host}",
+                body=_chunks(receive),
+                reads=read_connections.POOL_SOURCE
+                if read_connections.is_available()
+                else _DJANGO_SOURCE,
+                outside_django=True,
+            )
     except ClientGone:
         return
     await _send(

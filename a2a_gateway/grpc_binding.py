@@ -40,6 +40,7 @@ from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import StoredTask, stored_read
 from core.metrics import grpc_call_observed
+from core.orm_threads import orm_thread
 from core.site import site_url
 
 SERVICE = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].full_name
@@ -218,16 +219,17 @@ class A2ACalls(grpc.aio.ServerInterceptor):
         it ends, answered or not."""
         started = time.perf_counter()
         outcome = _Outcome(DjangoCycle(inside_already=False))
-        try:
-            token = _CALL_FACTS.set(await self._checked(method, context, outcome.cycle))
+        async with orm_thread():
             try:
-                yield outcome
+                token = _CALL_FACTS.set(await self._checked(method, context, outcome.cycle))
+                try:
+                    yield outcome
+                finally:
+                    _CALL_FACTS.reset(token)
             finally:
-                _CALL_FACTS.reset(token)
-        finally:
-            await outcome.cycle.leave()
-            code = _code_name(context, outcome.finished)
-            grpc_call_observed(method, code, time.perf_counter() - started)
+                await outcome.cycle.leave()
+                code = _code_name(context, outcome.finished)
+                grpc_call_observed(method, code, time.perf_counter() - started)
 
     def _unary(self, method: str, behaviour: Behaviour, *, stored: bool) -> Behaviour:
         async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:

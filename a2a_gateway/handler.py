@@ -91,7 +91,7 @@ class AsSent:
 class Facts:
     """What a binding learned of a request before the dispatcher, for the handler (in the call
     context's state): the site's origin is for a refusal's links, the cycle for its work on the
-    ORM's thread."""
+    request's ORM thread."""
 
     agent: Agent | None
     origin: str

@@ -1,6 +1,6 @@
 """GetTask and a ListTasks page read on the event loop, from a small async psycopg pool.
 
-Through Django a read costs three hops to the ORM's thread and a connection checked and given back
+Through Django a read costs three hops to its ORM thread and a connection checked and given back
 on every request: most of the cost of reading one stored text column. Here the same statement
 (`a2a_gateway.stored_reads`) runs on the process's own pool, for the ASGI app and the gRPC server
 on PostgreSQL. Safe as SPEC §16 asks: a pool belongs to the process and event loop that opened it,

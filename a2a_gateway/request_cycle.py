@@ -1,4 +1,4 @@
-"""Django's request signals around the work an A2A request does on the ORM's thread, for a caller
+"""Django's request signals around the work an A2A request does on its ORM thread, for a caller
 outside Django's request cycle (the ASGI app, the gRPC server), so its connection is checked and
 given back as under Django. A hop between threads costs more than the statement it runs, so the
 cycle is entered in the hop of the request's first work and left in that of its last.
@@ -24,12 +24,12 @@ class DjangoCycle:
         self.started = False
 
     async def call(self, work: Callable[..., Result], *args: Any, last: bool = False) -> Result:
-        """`work(*args)` on the ORM's thread, inside the cycle; `last`: the request's last work
+        """`work(*args)` on its ORM thread, inside the cycle; `last`: the request's last work
         there, after which the cycle is left in the same hop, whether it returns or raises."""
         return await sync_to_async(self._run)(work, args, last)
 
     async def enter(self) -> None:
-        """Enter the cycle before work that reaches the ORM's thread on its own (the SDK's
+        """Enter the cycle before work that reaches its ORM thread on its own (the SDK's
         dispatcher reading through `stored_reads.DJANGO_SOURCE`)."""
         if not self.inside_already and not self.started:
             await sync_to_async(self._enter)()

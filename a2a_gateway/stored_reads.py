@@ -390,7 +390,7 @@ class DjangoSource:
         return tuple(statements.python_values(TaskForm, names, row))
 
     def _run(self, work: Callable[..., Result], *args: Any) -> Awaitable[Result]:
-        """`work(*args)` on the ORM's thread, in a request cycle of its own if it needs one."""
+        """`work(*args)` on its ORM thread, in a request cycle of its own if it needs one."""
         return DjangoCycle(inside_already=not self.in_request_cycle).call(work, *args, last=True)
 
     async def rows(self, alias: str, sql: str, params: dict[str, Any]) -> list[Row]:

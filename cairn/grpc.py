@@ -74,8 +74,8 @@ async def serve(bind: str) -> None:
     logger.info("stopping: calls in flight get %d s to finish", STOP_GRACE_S)
     await health_servicer.enter_graceful_shutdown()
     await server.stop(STOP_GRACE_S)
-    # The reads' pool is this loop's; the other calls' connections are the ORM thread's, given
-    # back there.
+    # The reads' pool is this loop's; each call gave back its ORM connection as it ended, and
+    # the ORM's pool is closed from a thread, as Django's connections are used.
     await read_connections.close()
     await sync_to_async(release_connections)()
     logger.info("stopped")

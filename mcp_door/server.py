@@ -16,6 +16,7 @@ from mcp.server import Server, ServerRequestContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.errors import ErrorCode, Issue, Refusal
+from core.orm_threads import orm_thread
 from core.outages import OUTAGES, unavailable
 from core.payloads import json_path
 from core.policy import MCP_TASK_STATUSES, PAGE_CAP, McpTaskStatus, cairn_version
@@ -145,7 +146,8 @@ async def call_tool(
     except ValidationError as exc:
         return _error(arguments_refusal(exc))
     try:
-        data = await sync_to_async(_answer, thread_sensitive=True)(tool, arguments)
+        async with orm_thread():
+            data = await sync_to_async(_answer, thread_sensitive=True)(tool, arguments)
     except Refusal as refusal:
         return _error(refusal)
     except OUTAGES as outage:
