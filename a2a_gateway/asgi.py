@@ -158,7 +158,7 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             if is_rest_path(scope["path"])
             else http_reply
         )
-        async with orm_thread():
+        with orm_thread():
             reply = await binding(
                 method=scope["method"],
                 path=scope["path"],

@@ -219,7 +219,7 @@ class A2ACalls(grpc.aio.ServerInterceptor):
         it ends, answered or not."""
         started = time.perf_counter()
         outcome = _Outcome(DjangoCycle(inside_already=False))
-        async with orm_thread():
+        with orm_thread():
             try:
                 token = _CALL_FACTS.set(await self._checked(method, context, outcome.cycle))
                 try:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.core import signals
+
+from core.orm_threads import orm_hop
 
 Result = TypeVar("Result")
 
@@ -26,17 +27,17 @@ class DjangoCycle:
     async def call(self, work: Callable[..., Result], *args: Any, last: bool = False) -> Result:
         """`work(*args)` on its ORM thread, inside the cycle; `last`: the request's last work
         there, after which the cycle is left in the same hop, whether it returns or raises."""
-        return await sync_to_async(self._run)(work, args, last)
+        return await orm_hop(self._run)(work, args, last)
 
     async def enter(self) -> None:
         """Enter the cycle before work that reaches its ORM thread on its own (the SDK's
         dispatcher reading through `stored_reads.DJANGO_SOURCE`)."""
         if not self.inside_already and not self.started:
-            await sync_to_async(self._enter)()
+            await orm_hop(self._enter)()
 
     async def leave(self) -> None:
         if self.started:
-            await sync_to_async(self._leave)()
+            await orm_hop(self._leave)()
 
     def _run(self, work: Callable[..., Result], args: tuple[Any, ...], last: bool) -> Result:
         self._enter()

@@ -9,14 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.errors import ErrorCode, Issue, Refusal
-from core.orm_threads import orm_thread
+from core.orm_threads import orm_hop, orm_thread
 from core.outages import OUTAGES, unavailable
 from core.payloads import json_path
 from core.policy import MCP_TASK_STATUSES, PAGE_CAP, McpTaskStatus, cairn_version
@@ -146,8 +145,8 @@ async def call_tool(
     except ValidationError as exc:
         return _error(arguments_refusal(exc))
     try:
-        async with orm_thread():
-            data = await sync_to_async(_answer, thread_sensitive=True)(tool, arguments)
+        with orm_thread():
+            data = await orm_hop(_answer)(tool, arguments)
     except Refusal as refusal:
         return _error(refusal)
     except OUTAGES as outage:
