@@ -5,26 +5,64 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+import grpc
 import httpx
+import pytest
+from a2a.helpers import new_data_part
+from a2a.types import Message, Role, SendMessageRequest, a2a_pb2_grpc
 from django.db import connection, transaction
 
 from tasks.models import Contribution, Task
 from tests.a2a.conftest import message, result_of
 from tests.conftest import postgres_only
 from tests.factories import contribution_payload
+from tests.grpc.conftest import VERSION, running_grpc_server
+
+pytestmark = postgres_only()
+
+Contribute = Callable[[str, Task], str]
 
 
-def _contribute(live_url: str, token: str, task: Task) -> httpx.Response:
-    envelope = {
-        "jsonrpc": "2.0",
-        "id": str(uuid.uuid4()),
-        "method": "SendMessage",
-        "params": {"message": message(contribution_payload(), task_id=str(task.pk))},
-    }
-    headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}
-    return httpx.post(f"{live_url}/api/a2a", json=envelope, headers=headers, timeout=15)
+@pytest.fixture(scope="module")
+def grpc_stub(django_db_setup, tmp_path_factory) -> Iterator[a2a_pb2_grpc.A2AServiceStub]:
+    with (
+        running_grpc_server(tmp_path_factory.mktemp("grpc")) as server,
+        grpc.insecure_channel(server.address) as channel,
+    ):
+        yield a2a_pb2_grpc.A2AServiceStub(channel)
+
+
+def _over_json_rpc(live_url: str) -> Contribute:
+    def contribute(token: str, task: Task) -> str:
+        envelope = {
+            "jsonrpc": "2.0",
+            "id": str(uuid.uuid4()),
+            "method": "SendMessage",
+            "params": {"message": message(contribution_payload(), task_id=str(task.pk))},
+        }
+        headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}
+        answer = httpx.post(f"{live_url}/api/a2a", json=envelope, headers=headers, timeout=15)
+        return result_of(answer)["task"]["id"]
+
+    return contribute
+
+
+def _over_grpc(stub: a2a_pb2_grpc.A2AServiceStub) -> Contribute:
+    def contribute(token: str, task: Task) -> str:
+        sent = Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.ROLE_USER,
+            task_id=str(task.pk),
+            parts=[new_data_part(contribution_payload())],
+        )
+        metadata = (("authorization", f"Bearer {token}"), *VERSION)
+        answer = stub.SendMessage(SendMessageRequest(message=sent), metadata=metadata, timeout=15)
+        return answer.task.id
+
+    return contribute
 
 
 def _backends_waiting_on_a_lock() -> int:
@@ -38,28 +76,32 @@ def _backends_waiting_on_a_lock() -> int:
     return waiting
 
 
-@postgres_only()
-def test_a_contribution_waiting_on_its_task_holds_up_no_other_write(
-    live_url, poster, make_agent, post_task
-):
+def _held_write_holds_up_no_other(contribute: Contribute, poster, make_agent, post_task) -> None:
     held, free = post_task(poster), post_task(poster)
     first, second = make_agent(), make_agent()
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         with transaction.atomic():
             Task.objects.select_for_update().get(pk=held.pk)
-            waiting = pool.submit(_contribute, live_url, first.token, held)
+            waiting = pool.submit(contribute, first.token, held)
             for _ in range(200):
                 if _backends_waiting_on_a_lock():
                     break
                 time.sleep(0.05)
             assert _backends_waiting_on_a_lock() == 1, "the first contribution never met the lock"
 
-            answered = result_of(_contribute(live_url, second.token, free))["task"]
-
-            assert answered["id"] == str(free.pk)
+            assert contribute(second.token, free) == str(free.pk)
             assert not waiting.done()
-        kept = result_of(waiting.result())["task"]
+        assert waiting.result() == str(held.pk)
 
-    assert kept["id"] == str(held.pk)
     assert Contribution.objects.filter(task__in=[held, free]).count() == 2
+
+
+def test_a_contribution_waiting_on_its_task_holds_up_no_other_write(
+    live_url, poster, make_agent, post_task
+):
+    _held_write_holds_up_no_other(_over_json_rpc(live_url), poster, make_agent, post_task)
+
+
+def test_over_grpc_too(grpc_stub, transactional_db, poster, make_agent, post_task):
+    _held_write_holds_up_no_other(_over_grpc(grpc_stub), poster, make_agent, post_task)
