@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import grpc
 import httpx
 import pytest
 from a2a.helpers import new_data_part
@@ -19,7 +18,7 @@ from tasks.models import Contribution, Task
 from tests.a2a.conftest import message, result_of
 from tests.conftest import postgres_only
 from tests.factories import contribution_payload
-from tests.grpc.conftest import VERSION, running_grpc_server
+from tests.grpc.conftest import VERSION, stub_of_its_own
 
 pytestmark = postgres_only()
 
@@ -28,11 +27,8 @@ Contribute = Callable[[str, Task], str]
 
 @pytest.fixture(scope="module")
 def grpc_stub(django_db_setup, tmp_path_factory) -> Iterator[a2a_pb2_grpc.A2AServiceStub]:
-    with (
-        running_grpc_server(tmp_path_factory.mktemp("grpc")) as server,
-        grpc.insecure_channel(server.address) as channel,
-    ):
-        yield a2a_pb2_grpc.A2AServiceStub(channel)
+    with stub_of_its_own(tmp_path_factory.mktemp("grpc")) as stub:
+        yield stub
 
 
 def _over_json_rpc(live_url: str) -> Contribute:

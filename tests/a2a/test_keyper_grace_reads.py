@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-import grpc
 import pytest
 from a2a.types import GetTaskRequest, ListTasksRequest, TaskState, a2a_pb2_grpc
 from django.db import connection, transaction
@@ -26,7 +25,7 @@ from tests.factories import (
     open_task_payload,
     open_task_request,
 )
-from tests.grpc.conftest import VERSION, running_grpc_server
+from tests.grpc.conftest import VERSION, stub_of_its_own
 from tests.ledger.sealed_to_keypers import (
     keypers_held,
     releases_keep,
@@ -43,11 +42,8 @@ RELEASED = timedelta(seconds=60)  # after the deadline, when keypers release (SP
 @pytest.fixture(scope="module")
 def stub(django_db_setup, tmp_path_factory) -> Iterator[a2a_pb2_grpc.A2AServiceStub]:
     """The SDK's generated stub on a gRPC server of the module's own."""
-    with (
-        running_grpc_server(tmp_path_factory.mktemp("grpc")) as server,
-        grpc.insecure_channel(server.address) as channel,
-    ):
-        yield a2a_pb2_grpc.A2AServiceStub(channel)
+    with stub_of_its_own(tmp_path_factory.mktemp("grpc")) as stub:
+        yield stub
 
 
 @pytest.fixture

@@ -133,6 +133,13 @@ def running_grpc_server(folder: Path, **settings: str) -> Iterator[GrpcServer]:
             server.stop()
 
 
+@contextmanager
+def stub_of_its_own(folder: Path) -> Iterator[a2a_pb2_grpc.A2AServiceStub]:
+    """The SDK's generated stub on a gRPC server of its own, for a module of another folder."""
+    with running_grpc_server(folder) as server, grpc.insecure_channel(server.address) as channel:
+        yield a2a_pb2_grpc.A2AServiceStub(channel)
+
+
 @pytest.fixture(scope="module")
 def grpc_server(django_db_setup, tmp_path_factory) -> Iterator[GrpcServer]:
     """One gRPC server for a module's tests; stopped before the test database is dropped."""
