@@ -65,9 +65,7 @@ superuser:
 # by another clone, a bad setting), it says which and stops the others, so no card is left
 # pointing at a server that is not there. Ctrl-C, or SIGTERM to make or its process group, stops
 # all three; the shell then exits quietly and make ends by the signal itself. The shell waits for
-# all to exit before it does, ignoring the signals make and the group repeat meanwhile. A signal to
-# the group can stop a server before the shell takes its own trap, so the shell waits half a
-# second, in which the trap runs, before it says that one ended.
+# all to exit before it does, ignoring the signals make and the group repeat meanwhile.
 run: migrate
 	@export DEBUG=$${DEBUG:-true} CAIRN_TASK_DEADLINE_MIN_S=$${CAIRN_TASK_DEADLINE_MIN_S:-30} \
 	  CAIRN_REGISTRATIONS_PER_IP_PER_HOUR=$${CAIRN_REGISTRATIONS_PER_IP_PER_HOUR:-1000} \
@@ -84,7 +82,6 @@ run: migrate
 	$(PY) -m cairn.serve --host $(HOST) --port $(PORT) & web=$$!; \
 	running() { kill -0 $$web 2>/dev/null && kill -0 $$worker 2>/dev/null && { [ -z "$$grpc" ] || kill -0 $$grpc 2>/dev/null; }; }; \
 	while running; do sleep 1 & tick=$$!; wait $$tick; done; \
-	sleep 0.5 & tick=$$!; wait $$tick; \
 	for ended in "$$web the web server (python -m cairn.serve, on $(HOST):$(PORT))" \
 	  "$$worker the worker (manage.py qcluster)" \
 	  "$$grpc the gRPC server (python -m cairn.grpc, on $$CAIRN_GRPC_BIND)"; do \

@@ -145,10 +145,23 @@ class Started:
         self.process.wait(timeout=10)
 
 
+def _as_from_a_terminal() -> None:
+    """SIGINT as a terminal's shell leaves it, whatever ran the tests: a runner started in the
+    background by a shell without job control ignores SIGINT, and an ignored SIGINT is inherited
+    by make and its shell, which then cannot trap it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(argv: list[str], env: dict[str, str], log: Path) -> Started:
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_as_from_a_terminal,
         )
     return Started(process, log, env)
 
