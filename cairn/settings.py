@@ -190,6 +190,9 @@ if CAIRN_DB_POOLER not in {"", "transaction"}:
     raise ImproperlyConfigured(
         f"CAIRN_DB_POOLER must be transaction or unset, not {env_str('CAIRN_DB_POOLER')!r}"
     )
+# Connections a process holds at most to each database, and so the threads its A2A requests run
+# their ORM work on (`core.orm_threads`): a thread more would only wait for a connection.
+DB_POOL_SIZE = 20
 
 
 def _database(url: str, setting: str = "DATABASE_URL") -> dict:
@@ -240,7 +243,7 @@ def _database(url: str, setting: str = "DATABASE_URL") -> dict:
             # Under ASGI each request may run on a new thread: a pool, not per-thread connections
             # (CONN_MAX_AGE stays 0); the backend checks a connection without a round trip
             # (`cairn.postgresql.base`, CONN_HEALTH_CHECKS stays off).
-            "pool": {"min_size": 2, "max_size": 20, "timeout": 3, "reconnect_timeout": 4},
+            "pool": {"min_size": 2, "max_size": DB_POOL_SIZE, "timeout": 3, "reconnect_timeout": 4},
             "connect_timeout": 3,
             **parameters,
             "server_side_binding": True,

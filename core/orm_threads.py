@@ -2,8 +2,7 @@
 
 Django's ASGI handler gives each request a thread of its own; a door served by its own ASGI app or
 the gRPC server must too. On asgiref's one shared thread, a request waiting on PostgreSQL (a row
-lock, a slow statement) held up every other request's ORM work in the process. A few threads cover
-those waits: the GIL runs one thread's Python at a time anyway.
+lock, a slow statement) held up every other request's ORM work in the process.
 """
 
 from __future__ import annotations
@@ -12,15 +11,15 @@ from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
-from itertools import cycle
+from threading import Lock
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
-ORM_THREADS = 4
-_threads = cycle(
-    [ThreadPoolExecutor(max_workers=1, thread_name_prefix="cairn-orm") for _ in range(ORM_THREADS)]
-)
+_idle: list[ThreadPoolExecutor] = []
+_held: dict[ThreadPoolExecutor, int] = {}
+_taking = Lock()
 _request_thread: ContextVar[ThreadPoolExecutor | None] = ContextVar(
     "cairn_orm_thread", default=None
 )
@@ -29,16 +28,39 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def _take() -> ThreadPoolExecutor:
+    with _taking:
+        if _idle:
+            thread = _idle.pop()
+        elif len(_held) < settings.DB_POOL_SIZE:
+            thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cairn-orm")
+        else:
+            thread = min(_held, key=_held.__getitem__)
+        _held[thread] = _held.get(thread, 0) + 1
+        return thread
+
+
+def _give_back(thread: ThreadPoolExecutor) -> None:
+    with _taking:
+        _held[thread] -= 1
+        if not _held[thread]:
+            del _held[thread]
+            _idle.append(thread)
+
+
 @contextmanager
 def orm_thread() -> Iterator[None]:
     """One request's ORM thread, for every hop it makes (`orm_hop`): a Django connection is used
-    only by the thread that opened it. The threads are taken in turn and kept, so no request
-    starts one."""
-    token = _request_thread.set(next(_threads))
+    only by the thread that opened it. A request takes an idle thread, so one waiting on the
+    database holds up no other; only when every thread is taken do requests share the least
+    taken one. Threads are kept once made, so a busy process starts none."""
+    thread = _take()
+    token = _request_thread.set(thread)
     try:
         yield
     finally:
         _request_thread.reset(token)
+        _give_back(thread)
 
 
 def orm_hop(work: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:

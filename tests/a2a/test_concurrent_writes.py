@@ -1,5 +1,5 @@
-"""A2A writes do not queue behind one another: a contribution that waits on its task's row (the
-worker evaluating it, the keeper's admin) leaves every other agent's write answered meanwhile."""
+"""A2A writes do not queue behind one another: contributions that wait on their tasks' rows (the
+worker evaluating them, the keeper's admin) leave every other agent's write answered meanwhile."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from tests.grpc.conftest import VERSION, stub_of_its_own
 pytestmark = postgres_only()
 
 Contribute = Callable[[str, Task], str]
+# Enough waiting contributions at once that threads shared out in turn would put one behind another.
+HELD = 6
 
 
 @pytest.fixture(scope="module")
@@ -72,32 +74,36 @@ def _backends_waiting_on_a_lock() -> int:
     return waiting
 
 
-def _held_write_holds_up_no_other(contribute: Contribute, poster, make_agent, post_task) -> None:
-    held, free = post_task(poster), post_task(poster)
-    first, second = make_agent(), make_agent()
+def _held_writes_hold_up_no_other(contribute: Contribute, make_agent, post_task) -> None:
+    held = [post_task(make_agent("poster")) for _ in range(HELD)]
+    free = post_task(make_agent("poster"))
+    contributors = [make_agent() for _ in range(HELD + 1)]
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=HELD) as pool:
         with transaction.atomic():
-            Task.objects.select_for_update().get(pk=held.pk)
-            waiting = pool.submit(contribute, first.token, held)
+            list(Task.objects.select_for_update().filter(pk__in=[task.pk for task in held]))
+            waiting = [
+                pool.submit(contribute, agent.token, task)
+                for agent, task in zip(contributors[:HELD], held, strict=True)
+            ]
             for _ in range(200):
-                if _backends_waiting_on_a_lock():
+                if _backends_waiting_on_a_lock() == HELD:
                     break
                 time.sleep(0.05)
-            assert _backends_waiting_on_a_lock() == 1, "the first contribution never met the lock"
+            assert _backends_waiting_on_a_lock() == HELD, "not every held contribution met its lock"
 
-            assert contribute(second.token, free) == str(free.pk)
-            assert not waiting.done()
-        assert waiting.result() == str(held.pk)
+            assert contribute(contributors[-1].token, free) == str(free.pk)
+            assert not any(write.done() for write in waiting)
+        assert [write.result() for write in waiting] == [str(task.pk) for task in held]
 
-    assert Contribution.objects.filter(task__in=[held, free]).count() == 2
+    assert Contribution.objects.filter(task__in=[*held, free]).count() == HELD + 1
 
 
-def test_a_contribution_waiting_on_its_task_holds_up_no_other_write(
-    live_url, poster, make_agent, post_task
+def test_contributions_waiting_on_their_tasks_hold_up_no_other_write(
+    live_url, make_agent, post_task
 ):
-    _held_write_holds_up_no_other(_over_json_rpc(live_url), poster, make_agent, post_task)
+    _held_writes_hold_up_no_other(_over_json_rpc(live_url), make_agent, post_task)
 
 
-def test_over_grpc_too(grpc_stub, transactional_db, poster, make_agent, post_task):
-    _held_write_holds_up_no_other(_over_grpc(grpc_stub), poster, make_agent, post_task)
+def test_over_grpc_too(grpc_stub, transactional_db, make_agent, post_task):
+    _held_writes_hold_up_no_other(_over_grpc(grpc_stub), make_agent, post_task)
