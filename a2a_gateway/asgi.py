@@ -14,10 +14,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from functools import lru_cache, partial
-from typing import Any
 
 from django.conf import settings
-from django.core.signals import setting_changed
 from django.http.request import split_domain_port, validate_host
 from starlette.types import Receive, Scope, Send
 
@@ -57,14 +55,6 @@ def host_served(host: str) -> bool:
         allowed = DEBUG_HOSTS
     domain, _port = split_domain_port(host)
     return bool(domain) and validate_host(domain, allowed)
-
-
-def _hosts_changed(*, setting: str, **kwargs: Any) -> None:
-    if setting in ("ALLOWED_HOSTS", "DEBUG"):
-        host_served.cache_clear()
-
-
-setting_changed.connect(_hosts_changed)
 
 
 def is_a2a_path(path: str) -> bool:

@@ -24,7 +24,6 @@ from a2a.types import (
 )
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 from django.conf import settings
-from django.core.signals import setting_changed
 from django.utils import timezone
 
 from a2a_gateway.handler import CairnRequestHandler
@@ -127,21 +126,6 @@ def logs_listed(site: str, started: list[dict[str, Any]]) -> list[dict[str, str]
         {"origin": origin, "checkpoint": f"{site}{path}/checkpoint", "tiles": f"{site}{path}/tile/"}
         for path, origin in logs
     ]
-
-
-def _witnessing_changed(*, setting: str, **kwargs: Any) -> None:
-    if setting in (
-        "CAIRN_WITNESSES",
-        "CAIRN_WITNESS_QUORUM",
-        "CAIRN_KEYPERS",
-        "CAIRN_KEYPER_THRESHOLD",
-        "CAIRN_KEYPER_GRACE_S",
-        "CAIRN_GRPC_URL",
-    ):
-        _built_card.cache_clear()
-
-
-setting_changed.connect(_witnessing_changed)
 
 
 def supported_interfaces(site: str, grpc_url: str) -> list[AgentInterface]:

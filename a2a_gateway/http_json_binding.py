@@ -33,7 +33,7 @@ from starlette.routing import Match, Route
 from a2a_gateway import transport
 from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
-from a2a_gateway.stored_reads import DJANGO_SOURCE, Source, StoredTask, stored_read
+from a2a_gateway.stored_reads import DJANGO_SOURCE, DjangoSource, StoredTask, stored_read
 from a2a_gateway.transport import ENDPOINT_PATH, Reply
 from core.caching import Shown
 from core.json_input import InvalidJson, parse_json
@@ -132,7 +132,7 @@ async def fast_rest_read(
     query: QueryParams,
     task_id: str | None,
     sent_status: Any,
-    source: Source = DJANGO_SOURCE,
+    source: DjangoSource = DJANGO_SOURCE,
 ) -> tuple[bytes, Shown] | None:
     """The body of a `GET /tasks/{id}` (`task_id`) or `GET /tasks` whose version the binding has
     checked, from the stored forms (`transport.read_here`), its query read into `request` as the
@@ -174,7 +174,7 @@ async def rest_reply(
     body: AsyncIterator[bytes],
     origin: str,
     fast_reads: bool = True,
-    reads: Source = DJANGO_SOURCE,
+    reads: DjangoSource = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
     """The answer to one request of the binding; the arguments are `jsonrpc_binding`'s."""

@@ -28,7 +28,7 @@ from a2a_gateway import transport
 from a2a_gateway.card import CARD_METHODS, card_reply
 from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
-from a2a_gateway.stored_reads import DJANGO_SOURCE, Source, stored_read, stored_task
+from a2a_gateway.stored_reads import DJANGO_SOURCE, DjangoSource, stored_read, stored_task
 from a2a_gateway.transport import Reply, json_bytes
 from agents.models import Agent
 from core.json_input import InvalidJson, parse_json
@@ -82,7 +82,9 @@ def _in_envelope(request_id: Any, result: Any) -> bytes | None:
         return None
 
 
-async def _v0_3_read(document: dict[str, Any], request_id: Any, source: Source) -> bytes | None:
+async def _v0_3_read(
+    document: dict[str, Any], request_id: Any, source: DjangoSource
+) -> bytes | None:
     """The reply body to a 0.3 tasks/get, its request read and its error written as the SDK's
     0.3 adapter does (its conversion to 1.0's GetTaskRequest reads a `historyLength` of 0 as none)."""
     try:
@@ -99,7 +101,7 @@ async def _v0_3_read(document: dict[str, Any], request_id: Any, source: Source) 
 
 
 async def fast_read(
-    method: str, document: dict[str, Any], request_id: Any, source: Source = DJANGO_SOURCE
+    method: str, document: dict[str, Any], request_id: Any, source: DjangoSource = DJANGO_SOURCE
 ) -> bytes | None:
     """The reply body to a GetTask, ListTasks or 0.3 tasks/get whose envelope, version and params'
     shape the endpoint has checked, from the stored forms (`transport.read_here`), its params
@@ -148,7 +150,11 @@ async def _v0_3_refusal(request_id: Any, method: str, headers: Mapping[str, str]
 
 
 async def _checked(
-    document: Any, headers: Mapping[str, str], cycle: DjangoCycle, fast_reads: bool, reads: Source
+    document: Any,
+    headers: Mapping[str, str],
+    cycle: DjangoCycle,
+    fast_reads: bool,
+    reads: DjangoSource,
 ) -> Reply | Agent | None:
     """SPEC §8.2's checks in their order for a well-formed single request, then a read answered
     from the stored forms: a `Reply` ends the request there; else its agent (or None) goes with
@@ -190,7 +196,7 @@ async def a2a_reply(
     body: bytes | None,
     origin: str,
     fast_reads: bool = True,
-    reads: Source = DJANGO_SOURCE,
+    reads: DjangoSource = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
     """The answer to one `POST /api/a2a`; `body` is None when it was over the limit.
@@ -225,7 +231,7 @@ async def http_reply(
     headers: Mapping[str, str],
     origin: str,
     body: AsyncIterator[bytes],
-    reads: Source = DJANGO_SOURCE,
+    reads: DjangoSource = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
     """The answer to any request for the endpoint or the card. `headers` are lower-cased;

@@ -116,7 +116,7 @@ class Unavailable(Exception):
 
 
 class PoolSource(DjangoSource):
-    """`stored_reads.Source` on this module's pools; the evaluation, which writes, on Django's
+    """`stored_reads.DjangoSource` on this module's pools; the evaluation, which writes, on Django's
     thread, inside its request signals."""
 
     def prepare(self, name: str, value: Any) -> Any:

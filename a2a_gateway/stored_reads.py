@@ -4,7 +4,7 @@ request handler, answered with the text `a2a_gateway.stored_forms` stored when t
 One statement reads the text and says whether what it read is due for evaluation
 (`tasks.due.DUE`); the domain then evaluates it (the one write a read makes) and the statement runs
 again, so no read shows a task open past its deadline and none renders a Task. Where it runs is
-the caller's `Source`: Django's connection or the ASGI app's pool (`a2a_gateway.read_connections`),
+the caller's `DjangoSource`: Django's connection or the ASGI app's pool (`a2a_gateway.read_connections`),
 on a replica where one serves.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, partial
-from typing import Any, Protocol
+from typing import Any
 
 import psycopg
 from a2a.types import (
@@ -56,21 +56,6 @@ STATUS_FILTERS: dict[int, str | None] = {
 UNSET_STATUS = (None, 0, "TASK_STATE_UNSPECIFIED", "UNRECOGNIZED")
 
 Row = tuple[Any, ...]
-
-
-class Source(Protocol):
-    """Where the read's statement runs, and how its values cross: `prepare` turns a value into
-    the statement's parameter for a column of `TaskForm`, `read_back` the values read of its
-    columns `names` into Python's. `rows` reads on the database `alias`. `evaluated` runs the
-    domain's evaluation on Django's thread: of one task, or of every task due (None)."""
-
-    def prepare(self, name: str, value: Any) -> Any: ...
-
-    def read_back(self, names: tuple[str, ...], row: Row) -> Row: ...
-
-    async def rows(self, alias: str, sql: str, params: dict[str, Any]) -> list[Row]: ...
-
-    async def evaluated(self, key: uuid.UUID | None) -> None: ...
 
 
 def no_tenant(request: Any) -> None:
@@ -173,7 +158,7 @@ def _open_until_sql() -> str:
     return f"CASE WHEN {status} = %(working)s THEN {deadline} END"
 
 
-# What a page row holds of its task before its stored form, as `Source.read_back` reads it.
+# What a page row holds of its task before its stored form, as `DjangoSource.read_back` reads it.
 PAGE_COLUMNS = ("task", "status_timestamp", "deadline")
 
 
@@ -192,7 +177,7 @@ def _task_sql(vendor: str, form: str) -> str:
     )
 
 
-def _task_params(key: uuid.UUID, source: Source) -> dict[str, Any]:
+def _task_params(key: uuid.UUID, source: DjangoSource) -> dict[str, Any]:
     now = source.prepare("deadline", timezone.now())
     return {"pk": source.prepare("task", key), **DUE.params(now)}
 
@@ -237,7 +222,7 @@ def _page_sql(
     )
 
 
-def _page_statement(query: PageQuery, source: Source) -> tuple[str, dict[str, Any]]:
+def _page_statement(query: PageQuery, source: DjangoSource) -> tuple[str, dict[str, Any]]:
     sql = _page_sql(
         connection.vendor,
         query.status is not None,
@@ -262,7 +247,7 @@ def _page_statement(query: PageQuery, source: Source) -> tuple[str, dict[str, An
 
 
 async def _rows_settled(
-    source: Source, statement: Callable[[], tuple[str, dict[str, Any]]], key: uuid.UUID | None
+    source: DjangoSource, statement: Callable[[], tuple[str, dict[str, Any]]], key: uuid.UUID | None
 ) -> list[Row]:
     """The rows of `statement` (on a replica that serves), whose first says whether what it read
     is due (`DUE_AT`) and whether it is open past its deadline (`PAST_DEADLINE_AT`). What a replica
@@ -297,7 +282,9 @@ class StoredTask:
     open_until: datetime | None  # its deadline while it is open; None once evaluated
 
 
-async def stored_task(request: GetTaskRequest, source: Source, version: str = "1.0") -> StoredTask:
+async def stored_task(
+    request: GetTaskRequest, source: DjangoSource, version: str = "1.0"
+) -> StoredTask:
     """The GetTask result's JSON text, in A2A `version`'s form, and its deadline while it is
     open. An evaluated task never changes again, so its text is kept in memory after its first
     read (`a2a_gateway.evaluated_memo`)."""
@@ -339,7 +326,9 @@ class StoredPage:
         )
 
 
-async def read_page(request: ListTasksRequest, sent_status: Any, source: Source) -> StoredPage:
+async def read_page(
+    request: ListTasksRequest, sent_status: Any, source: DjangoSource
+) -> StoredPage:
     """A ListTasks page of stored list forms; `sent_status` is its `status` as the client wrote
     it (the parse into a proto reads an unknown name as no filter)."""
     query = page_query(request, sent_status)
@@ -369,7 +358,7 @@ async def read_page(request: ListTasksRequest, sent_status: Any, source: Source)
 
 
 async def stored_read(
-    request: GetTaskRequest | ListTasksRequest, sent_status: Any, source: Source
+    request: GetTaskRequest | ListTasksRequest, sent_status: Any, source: DjangoSource
 ) -> StoredTask | StoredPage:
     if isinstance(request, GetTaskRequest):
         return await stored_task(request, source)
@@ -377,7 +366,12 @@ async def stored_read(
 
 
 class DjangoSource:
-    """The statements on Django's connection, one hop to its thread each. `in_request_cycle`:
+    """Where the read's statement runs, and how its values cross: `prepare` turns a value into
+    the statement's parameter for a column of `TaskForm`, `read_back` the values read of its
+    columns `names` into Python's. `rows` reads on the database `alias`. `evaluated` runs the
+    domain's evaluation on Django's thread: of one task, or of every task due (None).
+
+    Here the statements run on Django's connection, one hop to its thread each. `in_request_cycle`:
     inside Django's request signals, for a caller outside its request cycle (the ASGI app)."""
 
     def __init__(self, *, in_request_cycle: bool = False) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -14,7 +15,10 @@ from http_api.views import ApiView
 
 
 class RegistrationPayload(Payload):
-    label: text(1, 80, "A name for your own records; never shown publicly.") = ""
+    # A label left out stands for "", which is no default to publish: a given label has 1 to 80.
+    label: text(1, 80, "A name for your own records; never shown publicly.") = Field(
+        default_factory=str
+    )
 
 
 class AgentRegisterApi(ApiView):

@@ -14,8 +14,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 from pydantic import BaseModel
-from pydantic.json_schema import GenerateJsonSchema, models_json_schema
-from pydantic_core import core_schema
+from pydantic.json_schema import models_json_schema
 
 from calls.payloads import CallResponsePayload
 from calls.published_schemas import PUBLISHED_SCHEMAS, SCHEMA_PATH, published_schema, schema_url
@@ -383,18 +382,6 @@ def _responses(route: _Route) -> dict[str, Any]:
     return responses
 
 
-class _OpenApiJsonSchema(GenerateJsonSchema):
-    """Leaves out a default that the field's own bounds refuse: registration's absent label stands
-    for "", but a label that is given must have 1 to 80 characters."""
-
-    def default_schema(self, schema: core_schema.WithDefaultSchema) -> dict[str, Any]:
-        json_schema = super().default_schema(schema)
-        default = json_schema.get("default")
-        if isinstance(default, str) and len(default) < json_schema.get("minLength", 0):
-            del json_schema["default"]
-        return json_schema
-
-
 def _contribution_submission(keypers: list[str]) -> dict[str, Any]:
     """The contribution forms this site takes. The sealed form is taken only from a site that lists
     keypers, and then with one share for each, in the order listed, the i-th with index i."""
@@ -425,7 +412,6 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
     _, top = models_json_schema(
         [(model, "validation") for model in _MODELS],
         ref_template="#/components/schemas/{model}",
-        schema_generator=_OpenApiJsonSchema,
     )
     schemas: dict[str, Any] = {
         **top.get("$defs", {}),

@@ -19,7 +19,11 @@ import uvicorn
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 from django.core.wsgi import get_wsgi_application
 from django.db import connection, connections
+from django.dispatch import receiver
+from django.test.signals import setting_changed
 
+from a2a_gateway import card
+from a2a_gateway.asgi import host_served
 from agents.models import Agent, Door
 from agents.services import Caller, agent_register
 from cairn.serve import uvicorn_options
@@ -49,6 +53,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
         if shared:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+@receiver(setting_changed)
+def _settings_changed(**kwargs: object) -> None:
+    """What the site builds once from its settings is built again after a test changes them, as
+    Django's own test signals do for its caches."""
+    host_served.cache_clear()
+    card._built_card.cache_clear()
 
 
 @dataclass(frozen=True)

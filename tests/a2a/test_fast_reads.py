@@ -22,7 +22,7 @@ from a2a_gateway import read_connections
 from a2a_gateway.evaluated_memo import EVALUATED_FORMS, EvaluatedForms
 from a2a_gateway.http_json_binding import fast_rest_read, rest_reply
 from a2a_gateway.jsonrpc_binding import a2a_reply, fast_read
-from a2a_gateway.stored_reads import DJANGO_SOURCE, Source
+from a2a_gateway.stored_reads import DJANGO_SOURCE, DjangoSource
 from tasks.evaluation import tasks_evaluate_due
 from tasks.models import Task
 from tests.conftest import postgres_only
@@ -491,7 +491,7 @@ async def rest_answer(
     headers: dict[str, str] | None,
     *,
     fast: bool,
-    reads: Source = DJANGO_SOURCE,
+    reads: DjangoSource = DJANGO_SOURCE,
 ) -> tuple[int, Any, Any, str]:
     """An HTTP+JSON answer as a client reads it, with its content type."""
 
@@ -589,7 +589,7 @@ def rest_walks() -> list[RestRequest]:
     return requests
 
 
-async def rest_both_ways(requests: list[RestRequest], reads: Source) -> None:
+async def rest_both_ways(requests: list[RestRequest], reads: DjangoSource) -> None:
     for index, (method, path, query, headers) in enumerate(requests):
         # Alternate which path goes first, so each meets an overdue task open at some point.
         answers = {
