@@ -4,7 +4,7 @@ revoked, and every accepted write by door and client."""
 from datetime import timedelta
 
 from django.contrib import admin, messages
-from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import formats, timezone
@@ -13,44 +13,27 @@ from django.utils.http import urlencode
 
 from agents.models import Agent, AuditEntry
 from agents.services import agent_revoke
-from keeper.mixins import ReadOnlyAdminMixin, agent_link
+from keeper.mixins import ChoiceFilter, ReadOnlyAdminMixin, agent_link
 
 
-class TokenFilter(admin.SimpleListFilter):
+class TokenFilter(ChoiceFilter):
     title = "token"
     parameter_name = "token"
-
-    def lookups(self, request, model_admin):
-        return [("active", "active"), ("revoked", "revoked")]
-
-    def queryset(self, request, queryset: QuerySet[Agent]) -> QuerySet[Agent]:
-        if self.value() in ("active", "revoked"):
-            return queryset.filter(revoked_at__isnull=self.value() == "active")
-        return queryset
+    options = {
+        "active": ("active", Q(revoked_at__isnull=True)),
+        "revoked": ("revoked", Q(revoked_at__isnull=False)),
+    }
 
 
-class LastWriteFilter(admin.SimpleListFilter):
+class LastWriteFilter(ChoiceFilter):
     title = "last write"
     parameter_name = "last_write"
-    RECENT = {"24h": timedelta(days=1), "7d": timedelta(days=7)}
-
-    def lookups(self, request, model_admin):
-        return [
-            ("24h", "in the last 24 h"),
-            ("7d", "in the last 7 days"),
-            ("30d+", "more than 30 days ago"),
-            ("never", "never"),
-        ]
-
-    def queryset(self, request, queryset: QuerySet[Agent]) -> QuerySet[Agent]:
-        value, now = self.value(), timezone.now()
-        if value in self.RECENT:
-            return queryset.filter(last_write__gte=now - self.RECENT[value])
-        if value == "30d+":
-            return queryset.filter(last_write__lt=now - timedelta(days=30))
-        if value == "never":
-            return queryset.filter(last_write__isnull=True)
-        return queryset
+    options = {
+        "24h": ("in the last 24 h", lambda now: Q(last_write__gte=now - timedelta(days=1))),
+        "7d": ("in the last 7 days", lambda now: Q(last_write__gte=now - timedelta(days=7))),
+        "30d+": ("more than 30 days ago", lambda now: Q(last_write__lt=now - timedelta(days=30))),
+        "never": ("never", Q(last_write__isnull=True)),
+    }
 
 
 @admin.register(Agent)

@@ -1,10 +1,21 @@
 """Admin behaviour shared by records the keeper may read but never change."""
 
+from collections.abc import Callable
+from datetime import datetime
+from typing import ClassVar, TypeAlias, TypeVar
+
+from django.contrib import admin
+from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from agents.models import Agent
+
+M = TypeVar("M", bound=Model)
+# A choice's condition: fixed, or made from the current time for a window that moves with it.
+Condition: TypeAlias = Q | Callable[[datetime], Q]
 
 
 class ReadOnlyAdminMixin:
@@ -18,6 +29,24 @@ class ReadOnlyAdminMixin:
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+
+class ChoiceFilter(admin.SimpleListFilter):
+    """A list filter with fixed choices, each declared once in `options` as value → (label,
+    condition), so the choices listed and the filtering cannot drift apart. A value it does not
+    know, from an old bookmark or a hand-edited URL, leaves the list whole."""
+
+    options: ClassVar[dict[str, tuple[str, Condition]]]
+
+    def lookups(self, request, model_admin):
+        return [(value, label) for value, (label, _) in self.options.items()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[M]) -> QuerySet[M]:
+        value = self.value()
+        if value is None or value not in self.options:
+            return queryset
+        _, condition = self.options[value]
+        return queryset.filter(condition(timezone.now()) if callable(condition) else condition)
 
 
 def agent_link(agent: Agent | None) -> str:

@@ -2,6 +2,7 @@
 nothing sealed before the evaluation (§4.2). A task reads as its public page does, its evaluation a
 table of its contributions with each report, keyper seal (§15.8) and void shown."""
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,7 +16,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
 from core.policy import AGENT_LINK_REL, TASK_MODES
-from keeper.mixins import ReadOnlyAdminMixin, agent_link
+from keeper.mixins import ChoiceFilter, ReadOnlyAdminMixin, agent_link
 from tasks.health import awaiting_keys, overdue
 from tasks.models import Contribution, Outcome, Task, TaskStatus
 from tasks.opening import grace_end
@@ -26,55 +27,37 @@ STATE_MODES = {mode: statuses for mode, statuses in TASK_MODES.items() if status
 OPEN_STATUSES = STATE_MODES["open"]
 
 
-class StateFilter(admin.SimpleListFilter):
+class StateFilter(ChoiceFilter):
     title = "state"
     parameter_name = "state"
-
-    def lookups(self, request, model_admin):
-        return [
-            *[(mode, mode) for mode in STATE_MODES],
-            *[(outcome.value, f"evaluated: {outcome.value}") for outcome in Outcome],
-        ]
-
-    def queryset(self, request, queryset: QuerySet[Task]) -> QuerySet[Task]:
-        value = self.value()
-        if value in STATE_MODES:
-            return queryset.filter(status__in=STATE_MODES[value])
-        if value in Outcome.values:
-            return queryset.filter(outcome=value)
-        return queryset
+    options = {
+        **{mode: (mode, Q(status__in=statuses)) for mode, statuses in STATE_MODES.items()},
+        **{outcome: (f"evaluated: {outcome}", Q(outcome=outcome)) for outcome in Outcome.values},
+    }
 
 
-class DeadlineFilter(admin.SimpleListFilter):
+def _closing_within(window: timedelta) -> Callable[[datetime], Q]:
+    return lambda now: Q(deadline__gt=now, deadline__lte=now + window)
+
+
+class DeadlineFilter(ChoiceFilter):
     """When tasks close. "Overdue, still open" should always be empty: the worker evaluates a task
     within a minute of its deadline, or of its keypers' grace when its keys are pending; anything
     listed there means the worker is not running."""
 
     title = "deadline"
     parameter_name = "deadline"
-    WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7)}
-
-    def lookups(self, request, model_admin):
-        return [
-            ("overdue", "overdue, still open"),
-            ("keys", "passed, awaiting keys"),
-            ("1h", "closes within 1 h"),
-            ("24h", "closes within 24 h"),
-            ("7d", "closes within 7 days"),
-            ("passed", "passed"),
-        ]
-
-    def queryset(self, request, queryset: QuerySet[Task]) -> QuerySet[Task]:
-        value, now = self.value(), timezone.now()
-        if value == "overdue":
-            return queryset.filter(overdue(now))
-        if value == "keys":
-            return queryset.filter(awaiting_keys(now), status__in=OPEN_STATUSES, deadline__lte=now)
-        if value in self.WINDOWS:
-            return queryset.filter(deadline__gt=now, deadline__lte=now + self.WINDOWS[value])
-        if value == "passed":
-            return queryset.filter(deadline__lte=now)
-        return queryset
+    options = {
+        "overdue": ("overdue, still open", overdue),
+        "keys": (
+            "passed, awaiting keys",
+            lambda now: Q(awaiting_keys(now), status__in=OPEN_STATUSES, deadline__lte=now),
+        ),
+        "1h": ("closes within 1 h", _closing_within(timedelta(hours=1))),
+        "24h": ("closes within 24 h", _closing_within(timedelta(days=1))),
+        "7d": ("closes within 7 days", _closing_within(timedelta(days=7))),
+        "passed": ("passed", lambda now: Q(deadline__lte=now)),
+    }
 
 
 @admin.register(Task)
@@ -178,18 +161,14 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         )
 
 
-class SealedFilter(admin.SimpleListFilter):
+class SealedFilter(ChoiceFilter):
     title = "sealed"
     parameter_name = "sealed"
-
-    def lookups(self, request, model_admin):
-        return [("yes", "sealed (task open)"), ("no", "revealed (task evaluated)")]
-
-    def queryset(self, request, queryset: QuerySet[Contribution]) -> QuerySet[Contribution]:
-        sealed = Q(task__status=TaskStatus.WORKING)  # as `is_sealed` says
-        if self.value() in ("yes", "no"):
-            return queryset.filter(sealed) if self.value() == "yes" else queryset.exclude(sealed)
-        return queryset
+    SEALED = Q(task__status=TaskStatus.WORKING)  # as `is_sealed` says
+    options = {
+        "yes": ("sealed (task open)", SEALED),
+        "no": ("revealed (task evaluated)", ~SEALED),
+    }
 
 
 @admin.register(Contribution)
