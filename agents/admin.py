@@ -105,7 +105,7 @@ def _object_url(entry: AuditEntry) -> str:
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["at", "door", "client", "operation", "object", "agent_link"]
+    list_display = ["at", "door", "client", "operation", "object", agent_link]
     list_select_related = ["agent"]
     list_filter = ["door", ClientFilter, "operation", "object_type"]
     search_fields = ["object_id", "agent__id", "client"]
@@ -118,7 +118,3 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if not url:
             return format_html("<code>{}</code>", entry.object_id)
         return format_html('<a href="{}"><code>{}</code></a>', url, entry.object_id)
-
-    @admin.display(description="agent", ordering="agent")
-    def agent_link(self, entry: AuditEntry) -> str:
-        return agent_link(entry.agent)

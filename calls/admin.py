@@ -50,11 +50,7 @@ class CallAdmin(admin.ModelAdmin):
 
 @admin.register(CallResponse)
 class CallResponseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["call", "stance", "created_at", "sender"]
+    list_display = ["call", "stance", "created_at", agent_link]
     list_select_related = ["call", "agent"]
     list_filter = ["stance"]
     search_fields = ["call__id", "agent__id"]
-
-    @admin.display(description="agent", ordering="agent")
-    def sender(self, response: CallResponse) -> str:
-        return agent_link(response.agent)

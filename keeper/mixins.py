@@ -2,7 +2,7 @@
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import ClassVar, TypeAlias, TypeVar
+from typing import ClassVar, Protocol, TypeAlias, TypeVar
 
 from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
@@ -49,9 +49,16 @@ class ChoiceFilter(admin.SimpleListFilter):
         return queryset.filter(condition(timezone.now()) if callable(condition) else condition)
 
 
-def agent_link(agent: Agent | None) -> str:
-    """An agent as the keeper reads it in a list: its label and the start of its id (the whole id
-    on hover), linking to the agent. None is the keeper's own write."""
+class _Written(Protocol):
+    @property
+    def agent(self) -> Agent | None: ...
+
+
+@admin.display(description="agent", ordering="agent")
+def agent_link(record: _Written) -> str:
+    """The column of who wrote a record: the agent's label and the start of its id (the whole id
+    on hover), linking to the agent. No agent is the keeper's own write."""
+    agent = record.agent
     if agent is None:
         return "the keeper"
     return format_html(

@@ -176,7 +176,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Shows that a contribution exists, who sent it and how it was sealed; its content only once
     the task is evaluated."""
 
-    list_display = ["short_id", "task_title", "sender", "received_at", "sealed", "keyper_sealed"]
+    list_display = ["short_id", "task_title", agent_link, "received_at", "sealed", "keyper_sealed"]
     list_select_related = ["task", "agent"]
     list_filter = [SealedFilter]
     search_fields = ["id", "task__id", "agent__id"]
@@ -207,10 +207,6 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             reverse("admin:tasks_task_change", args=[contribution.task_id]),
             contribution.task.title,
         )
-
-    @admin.display(description="agent", ordering="agent")
-    def sender(self, contribution: Contribution) -> str:
-        return agent_link(contribution.agent)
 
     @admin.display(boolean=True, description="sealed")
     def sealed(self, contribution: Contribution) -> bool:
