@@ -12,25 +12,19 @@ from typing import Any
 from django.db import close_old_connections
 from mcp import types
 from mcp.server import Server, ServerRequestContext
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from core.errors import ErrorCode, Issue, Refusal
 from core.orm_threads import orm_hop, orm_thread
 from core.outages import OUTAGES, unavailable
-from core.payloads import json_path
+from core.payloads import Payload, json_path
 from core.policy import MCP_TASK_STATUSES, PAGE_CAP, McpTaskStatus, cairn_version
 from mcp_door.answers import READ_ONLY, tool_result, tools_lister
 from tasks.public_reads import task_page_shown, task_shown
 from tasks.rendered import stored_view
 
 
-class ToolArguments(BaseModel):
-    """Strict: no coercion and no unknown arguments, as for every payload Cairn takes."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class TasksArguments(ToolArguments):
+class TasksArguments(Payload):
     status: McpTaskStatus = Field(
         "open",
         description='"open" (taking contributions), "completed" (resolved or contested) or "failed" (unresolved).',
@@ -43,7 +37,7 @@ class TasksArguments(ToolArguments):
     )
 
 
-class TaskArguments(ToolArguments):
+class TaskArguments(Payload):
     task_id: str = Field(min_length=1, max_length=200, description="The task's id (a UUID).")
 
 
@@ -60,7 +54,7 @@ INSTRUCTIONS = (
 class Tool:
     name: str
     description: str
-    arguments: type[ToolArguments]
+    arguments: type[Payload]
     answer: Callable[[Any], Any]
 
     def as_mcp(self) -> types.Tool:
@@ -125,7 +119,7 @@ def arguments_refusal(error: ValidationError) -> Refusal:
     return Refusal(ErrorCode.INVALID_QUERY, "the tool arguments are not valid", issues)
 
 
-def _answer(tool: Tool, arguments: ToolArguments) -> Any:
+def _answer(tool: Tool, arguments: Payload) -> Any:
     """Run a selector as a Django request would: on a connection that is fresh enough."""
     close_old_connections()
     try:
