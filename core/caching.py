@@ -10,11 +10,12 @@ import hashlib
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import format_datetime, parsedate_to_datetime
+from datetime import datetime
+from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from django.utils import timezone
+from django.utils.http import http_date
 
 # An answer that never changes again: kept for a year, and never revalidated (RFC 8246).
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -98,11 +99,6 @@ def if_none_match_hits(header: str, etag: str) -> bool:
     return any(candidate.removeprefix("W/") == etag.removeprefix("W/") for candidate in candidates)
 
 
-def http_date(moment: datetime) -> str:
-    """`moment` as an HTTP-date (RFC 9110 §5.6.7), in whole seconds."""
-    return format_datetime(moment.astimezone(UTC).replace(microsecond=0), usegmt=True)
-
-
 def _not_modified(
     shown: Shown, etag: str, if_none_match: str | None, if_modified_since: str | None
 ) -> bool:
@@ -148,7 +144,9 @@ def answer_caching(
             _freshness(shown, timezone.now()),
             vary=shown.vary,
             etag=etag,
-            last_modified=None if shown.last_modified is None else http_date(shown.last_modified),
+            last_modified=(
+                None if shown.last_modified is None else http_date(shown.last_modified.timestamp())
+            ),
             not_modified=_not_modified(shown, etag, if_none_match, if_modified_since),
         )
     if token:

@@ -17,7 +17,6 @@ from core.caching import (
     Shown,
     answer_caching,
     etag_of,
-    http_date,
     if_none_match_hits,
 )
 
@@ -184,7 +183,7 @@ def test_a_dated_document_carries_its_own_etag_and_last_modified():
     answer = document_since(None)
     assert answer is not None and not answer.not_modified
     assert answer.etag == 'W/"card"' and answer.cache_control == "public, max-age=300"
-    assert answer.last_modified == http_date(BUILT) == "Fri, 01 May 2026 11:00:00 GMT"
+    assert answer.last_modified == "Fri, 01 May 2026 11:00:00 GMT"
 
 
 @pytest.mark.parametrize(
