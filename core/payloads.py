@@ -96,7 +96,7 @@ def json_path(location: tuple[str | int, ...]) -> str:
     return path
 
 
-def _issue_message(error: ErrorDetails) -> str:
+def issue_message(error: ErrorDetails) -> str:
     if error["type"] == "extra_forbidden":
         return "unknown field"
     if error["type"] == "missing":
@@ -123,7 +123,7 @@ def parse_payload(
         return model.model_validate(payload)
     except ValidationError as exc:
         issues = [
-            Issue(json_path(error["loc"]), ErrorCode.INVALID_PAYLOAD, _issue_message(error))
+            Issue(json_path(error["loc"]), ErrorCode.INVALID_PAYLOAD, issue_message(error))
             for error in exc.errors()
         ]
         raise Refusal(

@@ -13,19 +13,19 @@ open (403).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import re
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from django.conf import settings
+from pydantic import Field, PlainValidator, ValidationError
 
 from core import statements
 from core.canonical import canonical_json
 from core.clock import format_instant, now_ms, parse_instant
+from core.payloads import Payload, issue_message, json_path
 from ledger.entry_types import CONTRIBUTION, MAX_MERGE_DELAY, TASK
 from ledger.keyper_seal import (
     SEALED_SHARE_BYTES,
@@ -52,41 +52,46 @@ from ledger.witness import (
     witness_private_key,
     witnessed_logs,
 )
+from tasks.payloads import Digest, b64u_bytes
 
 _LARGEST_INDEX = 255  # Shamir shares of pycryptodome are numbered within a byte
-_HASH = re.compile(r"[0-9a-f]{64}")
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_ENTRY_FIELDS = ("index", "entry", "proof")
-# A contribution entry in a later log than its task's also names that log and a tree of it.
-_ELSEWHERE_FIELDS = (*_ENTRY_FIELDS, "origin", "size")
+_Hash = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
-@dataclasses.dataclass(frozen=True)
-class ProvenEntry:
-    """`origin` and `size` name the log and tree it is proven in when they are not the request's."""
-
-    index: int
-    text: str
-    proof: list[bytes]
-    origin: str | None = None
-    size: int | None = None
+class ProvenEntry(Payload):
+    index: int = Field(ge=0, le=LARGEST_SIZE - 1)
+    entry: str = Field(min_length=1)  # its JCS text
+    proof: list[_Hash] = Field(max_length=MAX_PROOF_LINES)
 
 
-@dataclasses.dataclass(frozen=True)
-class ReleaseRequest:
-    site: str
-    task_id: str
-    contribution_id: str
-    index: int
-    threshold: int
-    sealed_share: bytes
-    ciphertext_digest: str
-    size: int
-    task_entry: ProvenEntry
-    contribution_entry: ProvenEntry
+class ProvenElsewhere(ProvenEntry):
+    """A contribution entry in a later log than its task's names that log and a tree of it."""
+
+    origin: str = Field(min_length=1, max_length=255)
+    size: int = Field(ge=1, le=LARGEST_SIZE)
 
 
-_FIELDS = tuple(field.name for field in dataclasses.fields(ReleaseRequest))
+def _proven(value: Any) -> ProvenEntry:
+    """Chosen by the input so a refusal names the field itself (`contribution_entry.size`), which
+    a union would prefix with the member it tried."""
+    elsewhere = isinstance(value, dict) and "origin" in value
+    return (ProvenElsewhere if elsewhere else ProvenEntry).model_validate(value)
+
+
+_Proven = Annotated[ProvenEntry, PlainValidator(_proven)]
+
+
+class ReleaseRequest(Payload):
+    site: str = Field(min_length=1, max_length=255)
+    task_id: str = Field(min_length=1, max_length=100)
+    contribution_id: str = Field(min_length=1, max_length=100)
+    index: int = Field(ge=1, le=_LARGEST_INDEX)
+    threshold: int = Field(ge=1, le=_LARGEST_INDEX)
+    sealed_share: b64u_bytes(SEALED_SHARE_BYTES, SEALED_SHARE_BYTES, "HPKE enc ‖ ct of a share.")
+    ciphertext_digest: Digest
+    size: int = Field(ge=1, le=LARGEST_SIZE)
+    task_entry: _Proven
+    contribution_entry: _Proven
 
 
 def keyper_enabled() -> bool:
@@ -108,84 +113,18 @@ def keyper_description() -> dict[str, Any]:
     }
 
 
-def _malformed(path: str, message: str) -> WitnessRefusal:
-    return WitnessRefusal(Refused.MALFORMED, f"{path}: {message}" if path else message, path=path)
-
-
-def _object(value: Any, path: str, names: tuple[str, ...]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _malformed(path, "must be a JSON object")
-    for name in names:
-        if name not in value:
-            raise _malformed(f"{path}.{name}" if path else name, "is required")
-    for name in value:
-        if name not in names:
-            raise _malformed(f"{path}.{name}" if path else name, "is not a field of a release")
-    return value
-
-
-def _text(value: Any, path: str, *, longest: int) -> str:
-    if not isinstance(value, str) or not 1 <= len(value) <= longest:
-        raise _malformed(path, f"must be a string of 1 to {longest} characters")
-    return value
-
-
-def _count(value: Any, path: str, *, least: int, most: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
-        raise _malformed(path, f"must be a whole number from {least} to {most}")
-    return value
-
-
-def _proven_entry(value: Any, path: str) -> ProvenEntry:
-    names = _ELSEWHERE_FIELDS if isinstance(value, dict) and "origin" in value else _ENTRY_FIELDS
-    fields = _object(value, path, names)
-    index = _count(fields["index"], f"{path}.index", least=0, most=LARGEST_SIZE - 1)
-    text = fields["entry"]
-    if not isinstance(text, str) or not text:
-        raise _malformed(f"{path}.entry", "must be the entry's JCS text, a string")
-    proof = fields["proof"]
-    if not isinstance(proof, list) or len(proof) > MAX_PROOF_LINES:
-        raise _malformed(f"{path}.proof", f"must be a list of at most {MAX_PROOF_LINES} hashes")
-    for n, item in enumerate(proof):
-        if not isinstance(item, str) or not _HASH.fullmatch(item):
-            raise _malformed(f"{path}.proof[{n}]", "must be a SHA-256 hash in lower-case hex")
-    hashes = [bytes.fromhex(item) for item in proof]
-    if names is _ENTRY_FIELDS:
-        return ProvenEntry(index, text, hashes)
-    origin = _text(fields["origin"], f"{path}.origin", longest=255)
-    size = _count(fields["size"], f"{path}.size", least=1, most=LARGEST_SIZE)
-    return ProvenEntry(index, text, hashes, origin, size)
-
-
 def release_request_parse(body: bytes) -> ReleaseRequest:
-    """The request of §15.8, every field checked for its form (not yet for its truth)."""
+    """The request of §15.8, every field checked for its form (not yet for its truth), refused
+    for the first field at fault."""
     try:
-        value = orjson.loads(body)
+        return ReleaseRequest.model_validate(orjson.loads(body))
     except orjson.JSONDecodeError:
-        raise _malformed("", "the body is not JSON") from None
-    fields = _object(value, "", _FIELDS)
-    sealed_share = _text(fields["sealed_share"], "sealed_share", longest=4 * SEALED_SHARE_BYTES)
-    try:
-        share_bytes = b64u_decode(sealed_share)
-    except ValueError:
-        raise _malformed("sealed_share", "must be base64url without padding") from None
-    if len(share_bytes) != SEALED_SHARE_BYTES:
-        raise _malformed("sealed_share", f"must hold {SEALED_SHARE_BYTES} bytes (HPKE enc ‖ ct)")
-    digest = fields["ciphertext_digest"]
-    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
-        raise _malformed("ciphertext_digest", 'must be "sha256:" and 64 lower-case hex digits')
-    return ReleaseRequest(
-        site=_text(fields["site"], "site", longest=255),
-        task_id=_text(fields["task_id"], "task_id", longest=100),
-        contribution_id=_text(fields["contribution_id"], "contribution_id", longest=100),
-        index=_count(fields["index"], "index", least=1, most=_LARGEST_INDEX),
-        threshold=_count(fields["threshold"], "threshold", least=1, most=_LARGEST_INDEX),
-        sealed_share=share_bytes,
-        ciphertext_digest=digest,
-        size=_count(fields["size"], "size", least=1, most=LARGEST_SIZE),
-        task_entry=_proven_entry(fields["task_entry"], "task_entry"),
-        contribution_entry=_proven_entry(fields["contribution_entry"], "contribution_entry"),
-    )
+        raise WitnessRefusal(Refused.MALFORMED, "the body is not JSON") from None
+    except ValidationError as invalid:
+        first = invalid.errors()[0]
+        path, message = json_path(first["loc"]), issue_message(first)
+        reason = f"{path}: {message}" if path else message
+        raise WitnessRefusal(Refused.MALFORMED, reason, path=path) from None
 
 
 def _not_proven(reason: str, path: str = "") -> WitnessRefusal:
@@ -211,8 +150,9 @@ def _entry_proven(name: str, entry: ProvenEntry, size: int, root: bytes) -> dict
     """The entry's fields, once its bytes are proven under the root. The text must be the JCS form
     the log writes, so no reader can take other values from it (JSON holds no lone surrogate, so
     the text encodes)."""
-    data = entry.text.encode()
-    if not inclusion_verify(entry.index, size, leaf_hash(data), entry.proof, root):
+    data = entry.entry.encode()
+    proof = [bytes.fromhex(item) for item in entry.proof]
+    if not inclusion_verify(entry.index, size, leaf_hash(data), proof, root):
         raise _not_proven(
             f"the inclusion proof of entry {entry.index} does not verify against the root of "
             f"size {size} this keyper cosigned",
@@ -237,11 +177,9 @@ def _instant(fields: dict[str, Any], name: str, key: str) -> datetime:
     raise _not_proven(f"the entry's {key} is not an instant", name)
 
 
-def _in_later_log(request: ReleaseRequest) -> dict[str, Any]:
+def _in_later_log(request: ReleaseRequest, entry: ProvenElsewhere) -> dict[str, Any]:
     """The contribution's entry proven in a later log of the task's site (§16.2), where a site that
     restarted its log writes contributions to a task whose entry stays in the log before."""
-    entry = request.contribution_entry
-    assert entry.origin is not None and entry.size is not None
     first, number = origin_place(request.site)
     later_first, later = origin_place(entry.origin)
     if later_first != first or later <= number:
@@ -256,12 +194,11 @@ def _share_context(request: ReleaseRequest) -> tuple[ShareContext, datetime]:
     """The share's `info` with the deadline and commitment the log says, and the deadline."""
     root = _cosigned_root(request.site, request.size)
     task = _entry_proven("task_entry", request.task_entry, request.size, root)
-    elsewhere = request.contribution_entry.origin is not None
-    contribution = (
-        _in_later_log(request)
-        if elsewhere
-        else _entry_proven("contribution_entry", request.contribution_entry, request.size, root)
-    )
+    entry = request.contribution_entry
+    if isinstance(entry, ProvenElsewhere):
+        contribution = _in_later_log(request, entry)
+    else:
+        contribution = _entry_proven("contribution_entry", entry, request.size, root)
     if task.get("type") != TASK or task.get("task_id") != request.task_id:
         raise _not_proven(f"the entry is not the {TASK} entry of task_id", "task_entry")
     if (
@@ -276,7 +213,7 @@ def _share_context(request: ReleaseRequest) -> tuple[ShareContext, datetime]:
     commitment = contribution.get("commitment")
     if not isinstance(commitment, str):
         raise _not_proven("the entry carries no commitment", "contribution_entry")
-    if not elsewhere and request.contribution_entry.index <= request.task_entry.index:
+    if not isinstance(entry, ProvenElsewhere) and entry.index <= request.task_entry.index:
         raise _not_proven("the entry comes before its task's entry", "contribution_entry")
     deadline_at = _instant(task, "task_entry", "deadline")
     if _instant(contribution, "contribution_entry", "received_at") > deadline_at:
@@ -320,7 +257,7 @@ def _release_kept(request: ReleaseRequest, share: bytes) -> bytes:
         "origin": request.site,
         "contribution_id": request.contribution_id,
         "index": request.index,
-        "sealed_share_digest": hashlib.sha256(request.sealed_share).hexdigest(),
+        "sealed_share_digest": hashlib.sha256(b64u_decode(request.sealed_share)).hexdigest(),
     }
     statements.write_all(
         statements.inserted(
@@ -346,7 +283,7 @@ def keyper_release(body: bytes) -> bytes:
         raise WitnessRefusal(Refused.TOO_EARLY, f"released from {when}", not_before=when)
     try:
         share = share_open(
-            request.sealed_share,
+            b64u_decode(request.sealed_share),
             keyper_private_key(),
             context,
             keyper=witness_name(),
