@@ -21,7 +21,9 @@ from ledger import selectors as log
 from ledger.keys import jwks
 from ledger.logs import log_numbered
 from ledger.notes import log_verifier_key
+from ledger.services import checkpoint_latest
 from ledger.verifier import VERIFIER, verifier_built
+from ledger.witnesses import checkpoint_note
 
 _COUNT = re.compile(r"[0-9]{1,18}")
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
@@ -95,12 +97,10 @@ class CheckpointApi(ApiView):
 
     def get(self, request: Request, log_number: int = 0) -> HttpResponse:
         query_none(request)
-        latest = log.checkpoint_latest(log_numbered(log_number))
+        latest = checkpoint_latest(log_numbered(log_number))
         if latest is None:
             raise Refusal(ErrorCode.NOT_FOUND, "the log has no checkpoint yet")
-        response = HttpResponse(
-            log.checkpoint_note(latest), content_type="text/plain; charset=utf-8"
-        )
+        response = HttpResponse(checkpoint_note(latest), content_type="text/plain; charset=utf-8")
         response["Cache-Control"] = "no-cache"
         return response
 
@@ -124,7 +124,7 @@ class CheckpointsApi(ApiView):
     def get(self, request: Request, log_number: int = 0) -> Response:
         index = _count(_query(request, ("covering",)), "covering", minimum=0)
         covering = log.checkpoints_covering(index=index, log=log_numbered(log_number))
-        return Response({"checkpoints": [log.checkpoint_note(c) for c in covering]})
+        return Response({"checkpoints": [checkpoint_note(c) for c in covering]})
 
 
 @require_safe

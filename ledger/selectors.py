@@ -13,16 +13,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.errors import ErrorCode, Issue, Refusal
 from ledger.logs import LogRef, log_first
 from ledger.merkle import consistency_ranges, inclusion_ranges
-from ledger.models import Checkpoint, Cosignature, Leaf, Node, QueuedEntry
-from ledger.services import range_hashes
-from ledger.witnesses import witness_quorum, witnesses_configured
+from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
+from ledger.services import checkpoint_latest, range_hashes
+from ledger.witnesses import checkpoint_quorate_latest, checkpoints_quorate
 
 MAX_ENTRIES = 1000
 TILE_HEIGHT = 8
@@ -30,45 +29,12 @@ TILE_WIDTH = 1 << TILE_HEIGHT
 MAX_LEVEL = 63
 
 
-def checkpoint_latest(log: LogRef) -> Checkpoint | None:
-    return Checkpoint.objects.filter(log=log.number).order_by("-id").first()
-
-
-def checkpoint_note(checkpoint: Checkpoint) -> str:
-    """The site's signed note with every cosignature it got appended: still one signed note."""
-    lines = checkpoint.cosignatures.order_by("id").values_list("line", flat=True)
-    return checkpoint.note + "".join(lines)
-
-
-def _quorate(log: LogRef) -> QuerySet[Checkpoint]:
-    """The checkpoints cosigned by the witness quorum. The count is a subquery per checkpoint,
-    so a query walking an index in order stops at the first quorate one."""
-    checkpoints = Checkpoint.objects.filter(log=log.number)
-    quorum = witness_quorum()
-    if quorum == 0:
-        return checkpoints
-    cosigned = (
-        Cosignature.objects.filter(
-            checkpoint=OuterRef("pk"), witness__in=[w.key.text for w in witnesses_configured()]
-        )
-        .order_by()
-        .values("checkpoint")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    return checkpoints.annotate(cosigned=Coalesce(Subquery(cosigned), 0)).filter(
-        cosigned__gte=quorum
-    )
-
-
-def checkpoint_quorate_latest(log: LogRef) -> Checkpoint | None:
-    return _quorate(log).order_by("-id").first()
-
-
 def checkpoints_covering(*, index: int, log: LogRef) -> list[Checkpoint]:
     """The earliest quorate checkpoint holding entry `index`, then the latest quorate one (once
     when they are the same)."""
-    earliest = _quorate(log).filter(tree_size__gt=index).order_by("tree_size", "id").first()
+    earliest = (
+        checkpoints_quorate(log).filter(tree_size__gt=index).order_by("tree_size", "id").first()
+    )
     if earliest is None:
         raise Refusal(
             ErrorCode.NOT_FOUND,

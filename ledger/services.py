@@ -130,6 +130,10 @@ def root_at(size: int, log: LogRef) -> bytes:
     return root
 
 
+def checkpoint_latest(log: LogRef) -> Checkpoint | None:
+    return Checkpoint.objects.filter(log=log.number).order_by("-id").first()
+
+
 def checkpoint_publish(size: int, log: LogRef | None = None) -> Checkpoint:
     """A signed checkpoint of the first `size` entries of `log`, the current one unless named."""
     log = log or log_current()
@@ -167,7 +171,7 @@ def _sequence_batch(batch_size: int) -> tuple[int, str | None, Checkpoint] | Non
             rollback = log_state.rollback_of(identity, size, lambda n: root_at(n, log))
             if rollback is not None:
                 raise _GoneBack(identity, rollback)
-        latest = Checkpoint.objects.filter(log=log.number).order_by("-id").first()
+        latest = checkpoint_latest(log)
         if latest is None or latest.tree_size != size:
             latest = checkpoint_publish(size, log)
     return len(queued), identity, latest

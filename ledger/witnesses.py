@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from core import statements
 from ledger import log_state
@@ -26,7 +28,7 @@ from ledger.keyper_seal import Keyper
 from ledger.logs import LogRef, log_current
 from ledger.merkle import consistency_ranges
 from ledger.models import Checkpoint, Cosignature
-from ledger.services import range_hashes
+from ledger.services import checkpoint_latest, range_hashes
 from ledger.signed_note import (
     COSIGNATURE_V1,
     DECIMAL,
@@ -67,6 +69,37 @@ def keypers_configured() -> list[Keyper]:
 def witness_quorum() -> int:
     """0 without witnesses."""
     return int(settings.CAIRN_WITNESS_QUORUM) if settings.CAIRN_WITNESSES else 0
+
+
+def checkpoints_quorate(log: LogRef) -> QuerySet[Checkpoint]:
+    """The checkpoints cosigned by the witness quorum. The count is a subquery per checkpoint,
+    so a query walking an index in order stops at the first quorate one."""
+    checkpoints = Checkpoint.objects.filter(log=log.number)
+    quorum = witness_quorum()
+    if quorum == 0:
+        return checkpoints
+    cosigned = (
+        Cosignature.objects.filter(
+            checkpoint=OuterRef("pk"), witness__in=[w.key.text for w in witnesses_configured()]
+        )
+        .order_by()
+        .values("checkpoint")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return checkpoints.annotate(cosigned=Coalesce(Subquery(cosigned), 0)).filter(
+        cosigned__gte=quorum
+    )
+
+
+def checkpoint_quorate_latest(log: LogRef) -> Checkpoint | None:
+    return checkpoints_quorate(log).order_by("-id").first()
+
+
+def checkpoint_note(checkpoint: Checkpoint) -> str:
+    """The site's signed note with every cosignature it got appended: still one signed note."""
+    lines = checkpoint.cosignatures.order_by("id").values_list("line", flat=True)
+    return checkpoint.note + "".join(lines)
 
 
 class WitnessFailure(Exception):
@@ -163,7 +196,7 @@ def witnesses_cosign() -> int:
     if not witnesses:
         return 0
     log = log_current()
-    latest = Checkpoint.objects.filter(log=log.number).order_by("-id").first()
+    latest = checkpoint_latest(log)
     identity = log_state.log_identity()
     if latest is None or identity is None or log_state.rollback_found() is not None:
         return 0
@@ -228,17 +261,11 @@ def witnesses_cosign() -> int:
         logger.warning(
             "witness %s did not cosign checkpoint %s: %s", name, latest.tree_size, reason
         )
-    if added:
-        _witnessed_kept(identity, latest, {w.key.text for w in witnesses})
+    # Kept beside the site's keys once it carries the quorum (SPEC §16.2).
+    if added and checkpoints_quorate(log).filter(pk=latest.pk).exists():
+        note = checkpoint_note(latest)
+        log_state.witnessed_kept(identity, latest.tree_size, latest.root_hash, note)
     return added
-
-
-def _witnessed_kept(identity: str, checkpoint: Checkpoint, configured: set[str]) -> None:
-    """Keep the checkpoint beside the site's keys once it carries the quorum (SPEC §16.2)."""
-    cosigned = list(checkpoint.cosignatures.order_by("id").values_list("witness", "line"))
-    if sum(witness in configured for witness, _ in cosigned) >= witness_quorum():
-        note = checkpoint.note + "".join(line for _, line in cosigned)
-        log_state.witnessed_kept(identity, checkpoint.tree_size, checkpoint.root_hash, note)
 
 
 def _keep(checkpoint: Checkpoint, witness: Witness, cosigned: _Cosigned) -> None:

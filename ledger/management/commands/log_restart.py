@@ -21,10 +21,14 @@ from ledger.entry_types import RESTART
 from ledger.logs import LogRef, log_current, origin_numbered
 from ledger.models import Log, QueuedEntry
 from ledger.notes import log_verifier_key
-from ledger.selectors import checkpoint_note, checkpoint_quorate_latest
 from ledger.services import SEQUENCER_LOCK, _append, checkpoint_publish, tree_size
 from ledger.signed_note import checkpoint_body_parse, note_parse
-from ledger.witnesses import witness_quorum, witnesses_cosign
+from ledger.witnesses import (
+    checkpoint_note,
+    checkpoint_quorate_latest,
+    witness_quorum,
+    witnesses_cosign,
+)
 
 
 def _refused(why: str) -> CommandError:
