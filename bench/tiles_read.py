@@ -63,6 +63,7 @@ def fill(entries: int) -> None:
     django.setup()
     from core.canonical import canonical_json
     from core.clock import now_ms
+    from ledger.logs import log_first
     from ledger.merkle import leaf_hash, node_hash
     from ledger.services import checkpoint_publish
 
@@ -89,7 +90,7 @@ def fill(entries: int) -> None:
         conn.commit()
         conn.autocommit = True
         cursor.execute("VACUUM ANALYZE")
-    checkpoint_publish(entries)
+    checkpoint_publish(entries, log_first())
     log(f"wrote {entries:,} entries and their tree in {time.perf_counter() - started:.1f} s")
 
 

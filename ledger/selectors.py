@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.errors import ErrorCode, Issue, Refusal
-from ledger.logs import LogRef, log_first
+from ledger.logs import LogRef
 from ledger.merkle import consistency_ranges, inclusion_ranges
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
 from ledger.services import checkpoint_latest, range_hashes
@@ -54,10 +54,8 @@ def _leaves(log: LogRef, start: int, end: int) -> QuerySet[Leaf]:
     return Leaf.objects.filter(index__gte=log.start + start, index__lt=log.start + end)
 
 
-def entries_range(*, start: int, end: int, log: LogRef | None = None) -> list[dict[str, Any]]:
-    """Leaves [start, end), `end` cut to the checkpointed tree and to `MAX_ENTRIES` of them; here
-    and below, of log 0 when no log is named."""
-    log = log or log_first()
+def entries_range(*, start: int, end: int, log: LogRef) -> list[dict[str, Any]]:
+    """Leaves [start, end), `end` cut to the checkpointed tree and to `MAX_ENTRIES` of them."""
     end = min(end, checkpointed_size(log), start + MAX_ENTRIES)
     return [_served(log, leaf) for leaf in _leaves(log, start, end).order_by("index")]
 
@@ -98,8 +96,7 @@ class InclusionProof:
     hashes: list[str]
 
 
-def inclusion_proof(*, leaf_hash: str, tree_size: int, log: LogRef | None = None) -> InclusionProof:
-    log = log or log_first()
+def inclusion_proof(*, leaf_hash: str, tree_size: int, log: LogRef) -> InclusionProof:
     _refuse_beyond(log, "tree_size", tree_size)
     leaf = _leaves(log, 0, tree_size).filter(leaf_hash=leaf_hash).order_by("index").first()
     if leaf is None:
@@ -114,8 +111,7 @@ def inclusion_proof(*, leaf_hash: str, tree_size: int, log: LogRef | None = None
     )
 
 
-def consistency_proof(*, first: int, second: int, log: LogRef | None = None) -> list[str]:
-    log = log or log_first()
+def consistency_proof(*, first: int, second: int, log: LogRef) -> list[str]:
     _refuse_beyond(log, "second", second)
     return _hashes(log, consistency_ranges(first, second))
 
@@ -140,8 +136,7 @@ def _first(log: LogRef, level: int, index: int, width: int) -> int:
     return first
 
 
-def hash_tile(*, level: int, index: int, width: int, log: LogRef | None = None) -> bytes:
-    log = log or log_first()
+def hash_tile(*, level: int, index: int, width: int, log: LogRef) -> bytes:
     first = _first(log, level, index, width)
     hashes = Node.objects.filter(
         log=log.number, level=TILE_HEIGHT * level, index__gte=first, index__lt=first + width
@@ -149,9 +144,8 @@ def hash_tile(*, level: int, index: int, width: int, log: LogRef | None = None) 
     return b"".join(bytes(h) for h in hashes.values_list("hash", flat=True))
 
 
-def entry_bundle(*, index: int, width: int, log: LogRef | None = None) -> bytes:
+def entry_bundle(*, index: int, width: int, log: LogRef) -> bytes:
     """Each entry as a big-endian uint16 length and the JCS bytes its leaf hash is of."""
-    log = log or log_first()
     first = log.start + _first(log, 0, index, width)
     entries = Leaf.objects.filter(index__gte=first, index__lt=first + width).order_by("index")
     parts = []

@@ -134,9 +134,7 @@ def checkpoint_latest(log: LogRef) -> Checkpoint | None:
     return Checkpoint.objects.filter(log=log.number).order_by("-id").first()
 
 
-def checkpoint_publish(size: int, log: LogRef | None = None) -> Checkpoint:
-    """A signed checkpoint of the first `size` entries of `log`, the current one unless named."""
-    log = log or log_current()
+def checkpoint_publish(size: int, log: LogRef) -> Checkpoint:
     root = root_at(size, log)
     return statements.created(
         Checkpoint(

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from ledger.keyper_seal import salt_new
+from ledger.logs import log_first
 from ledger.merkle import leaf_hash, parents_closed_by
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
 from ledger.seal import report_seal
@@ -151,7 +152,7 @@ def history_rebuilt(leaves: list[str], *, checkpoints_kept: bool = False) -> Non
         )
     Leaf.objects.bulk_create(rows)
     Node.objects.bulk_create(Node(level=k[0], index=k[1], hash=v) for k, v in nodes.items())
-    checkpoint_publish(len(leaves))
+    checkpoint_publish(len(leaves), log_first())
 
 
 def log_rolled_back(size: int) -> None:

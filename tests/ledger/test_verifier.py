@@ -8,6 +8,7 @@ import re
 
 import rfc8785
 
+from ledger.logs import log_first
 from ledger.merkle import leaf_hash, parents_closed_by
 from ledger.models import Leaf, Node
 from ledger.services import checkpoint_publish, log_queue, log_sequence
@@ -108,7 +109,7 @@ def test_a_rewritten_log_leaf_fails_consistency_with_the_checkpoint_seen_before(
         for key, value in parents_closed_by(row.index, leaf_hash(row.entry.encode()), nodes):
             nodes[key] = value
     Node.objects.bulk_create(Node(level=k[0], index=k[1], hash=v) for k, v in nodes.items())
-    checkpoint_publish(size)
+    checkpoint_publish(size, log_first())
     log_queue([{"type": "test", "n": 1}])
     log_sequence()
 

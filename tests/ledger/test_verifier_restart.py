@@ -18,7 +18,7 @@ from django.utils import timezone
 from core.canonical import canonical_json
 from ledger import log_state
 from ledger.jobs import sequence_log
-from ledger.logs import origin_numbered
+from ledger.logs import log_first, origin_numbered
 from ledger.models import QueuedEntry
 from ledger.notes import log_origin
 from ledger.selectors import entries_range
@@ -58,7 +58,9 @@ def test_after_a_restart_exactly_the_lost_receipts_are_dropped_and_both_logs_are
     sequence_log()
     monitored = verify("monitor")
     assert monitored.returncode == 0, monitored.stdout  # it kept the witnessed tree of 6
-    task_entry, _, queued_entry = (e["entry"] for e in entries_range(start=3, end=6))
+    task_entry, _, queued_entry = (
+        e["entry"] for e in entries_range(start=3, end=6, log=log_first())
+    )
 
     # A backup taken at 3 entries is restored, which still had two of the entries lost queued;
     # then a write is answered before the sequencer sees that the log went back.

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from cairn.env import env_witnesses
 from ledger.jobs import sequence_log
+from ledger.logs import log_first
 from ledger.models import Checkpoint, QueuedEntry
 from ledger.notes import checkpoint_sign, log_origin, log_verifier_key
 from ledger.selectors import consistency_proof
@@ -175,7 +176,7 @@ def test_no_witness_cosigns_a_second_tree_of_the_same_size(http, witnessed, make
     forged = checkpoint_sign(size, forged_root, log_origin())  # signed with the site's own key
     proof = "".join(
         base64.b64encode(bytes.fromhex(h)).decode() + "\n"
-        for h in consistency_proof(first=2, second=size)
+        for h in consistency_proof(first=2, second=size, log=log_first())
     )
 
     for witness in witnesses:
