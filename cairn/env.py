@@ -33,9 +33,11 @@ def env_bool(name: str) -> bool:
 
 
 def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    """One of `choices`, in lower case; a choice of "" allows the variable unset."""
     value = env_str(name, default).lower()
     if value not in choices:
-        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+        named = ", ".join(choice or "unset" for choice in choices)
+        raise ImproperlyConfigured(f"{name} must be one of {named}, not {value!r}")
     return value
 
 

@@ -185,11 +185,7 @@ TEMPLATES = [
 
 # A transaction pooler (PgBouncer's `pool_mode = transaction`) keeps no session state between
 # transactions (docs/deployment.md, "Behind PgBouncer").
-CAIRN_DB_POOLER = env_str("CAIRN_DB_POOLER").lower()
-if CAIRN_DB_POOLER not in {"", "transaction"}:
-    raise ImproperlyConfigured(
-        f"CAIRN_DB_POOLER must be transaction or unset, not {env_str('CAIRN_DB_POOLER')!r}"
-    )
+CAIRN_DB_POOLER = env_choice("CAIRN_DB_POOLER", ("transaction", ""), "")
 # Connections a process holds at most to each database, and so the threads its A2A requests run
 # their ORM work on (`core.orm_threads`): a thread more would only wait for a connection.
 DB_POOL_SIZE = 20

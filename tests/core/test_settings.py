@@ -75,7 +75,10 @@ def assert_one_line_naming(result: subprocess.CompletedProcess, named: str) -> N
         ),
         ({**GOOD, "CAIRN_SOURCE_HOSTS": " , "}, "CAIRN_SOURCE_HOSTS"),
         ({**GOOD, "CAIRN_LOG_FORMAT": "xml"}, "CAIRN_LOG_FORMAT"),
-        ({**GOOD, "CAIRN_DB_POOLER": "session"}, "CAIRN_DB_POOLER"),
+        (
+            {**GOOD, "CAIRN_DB_POOLER": "Session"},
+            "CAIRN_DB_POOLER must be one of transaction, unset",
+        ),
         ({**GOOD, "DATABASE_URL": "postgres://db.example/cairn?sslmod=require"}, "sslmod"),
         (
             {**GOOD, "DATABASE_URL": "postgres://db.example/cairn?sslmode=require&sslmode=disable"},
