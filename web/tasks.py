@@ -133,27 +133,22 @@ def _task_page(task: Task) -> dict[str, Any]:
 
 
 def _atom_summary(view: dict[str, Any]) -> str:
-    outcome = OUTCOME_LABELS.get(view["outcome"] or "", view["outcome"] or "")
-    verdict = f": {VERDICT_LABELS.get(view['verdict'], view['verdict'])}" if view["verdict"] else ""
-    evaluation = view["evaluation"] or {}
-    counts = evaluation.get("counts", {})
-    tally = ", ".join(
-        f"{label.lower()} {counts[name]}"
-        for name, label in VERDICT_LABELS.items()
-        if name in counts
-    )
+    """What the task page says of the outcome, in plain text; read from `task_display`, so the
+    feed and the page cannot word it differently."""
+    display = task_display(view)
+    verdict = f": {display['verdict_label']}" if display["verdict_label"] else ""
+    tally = ", ".join(f"{count['label'].lower()} {count['count']}" for count in display["counts"])
     received = view["contributions_received"]
-    sealing = _sealing_tally(evaluation.get("contributions", []))
     keypers = (
-        f" {sealing['keyper_sealed']} sealed to the keypers." if sealing["keyper_sealed"] else ""
+        f" {display['keyper_sealed']} sealed to the keypers." if display["keyper_sealed"] else ""
     )
     voids = (
-        f" {sealing['voids']} void, counted in no verdict ({', '.join(sealing['void_codes'])})."
-        if sealing["voids"]
+        f" {display['voids']} void, counted in no verdict ({', '.join(display['void_codes'])})."
+        if display["voids"]
         else ""
     )
     return (
-        f"{outcome}{verdict}. {received} contribution{pluralize(received)} "
+        f"{display['outcome_label']}{verdict}. {received} contribution{pluralize(received)} "
         f"of {view['min_independent']} needed ({tally}).{keypers}{voids}\n\n{view['question']}"
     )
 
