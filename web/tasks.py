@@ -21,7 +21,7 @@ from core.clock import format_instant
 from core.policy import AGENT_LINK_REL, TASK_MODES
 from core.site import site_url
 from ledger.verifier import verifier_packages
-from tasks.models import Task
+from tasks.models import Outcome, Task
 from tasks.opening import grace_end
 from tasks.payloads import VERDICTS
 from tasks.public_reads import task_feed_page_shown, task_page_shown, task_shown
@@ -30,7 +30,6 @@ from web.pages import PAGE_SIZE, detail_page, instant, paged_list, time_left
 
 ATOM_ENTRIES = 50
 VERDICT_LABELS = {verdict: verdict.replace("_", " ").capitalize() for verdict in VERDICTS}
-OUTCOME_LABELS = {"resolved": "Resolved", "contested": "Contested", "unresolved": "Unresolved"}
 
 
 # What a void's code means to a reader (SPEC §4.1, §6, §15.8); an unknown code reads as itself.
@@ -81,7 +80,7 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
         "created": instant(view["created_at"]),
         "evaluated": instant(view["evaluated_at"]),
         "is_open": view["state"] == "open",
-        "outcome_label": OUTCOME_LABELS.get(view["outcome"] or "", ""),
+        "outcome_label": Outcome(view["outcome"]).label if view["outcome"] else "",
         "verdict_label": VERDICT_LABELS.get(view["verdict"] or "", ""),
         # The evaluation counts every verdict (`tasks.evaluation`), and no other.
         "counts": [
