@@ -40,6 +40,8 @@ CALL_MODES: Mapping[str, frozenset[str] | None] = {
     "closed": frozenset({CALL_CLOSED}),
     "all": None,
 }
+# The mode a list shows when none is asked for, in the HTTP API and on the pages (offered first).
+DEFAULT_MODE = "all"
 
 # `status` of the MCP `cairn_a2a_tasks` tool, hosted and local (SPEC §10). The tool's argument
 # model takes its words from the Literal, the selector its statuses from the mapping.

@@ -15,10 +15,9 @@ from rest_framework.request import Request
 
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from core.json_input import InvalidJson, ints_from_doubles, parse_json
-from core.policy import PAGE_CAP, body_limit
+from core.policy import DEFAULT_MODE, PAGE_CAP, body_limit
 
 PAGE_KEYS = ("mode", "limit", "cursor")
-DEFAULT_MODE = "all"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,200}")

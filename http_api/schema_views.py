@@ -23,11 +23,11 @@ from core.caching import Shown, mark_shown
 from core.cursors import CURSOR_FORM
 from core.errors import ErrorCode
 from core.payloads import DIALECT
-from core.policy import CALL_MODES, PAGE_CAP, TASK_MODES, WWW_AUTHENTICATE
+from core.policy import CALL_MODES, DEFAULT_MODE, PAGE_CAP, TASK_MODES, WWW_AUTHENTICATE
 from core.site import site_url
 from http_api.agents import RegistrationPayload
 from http_api.errors import STATUS_BY_CODE
-from http_api.inputs import DEFAULT_MODE, IDEMPOTENCY_HEADER, REPLAYED_HEADER
+from http_api.inputs import IDEMPOTENCY_HEADER, REPLAYED_HEADER
 from ledger.witnesses import keypers_configured
 from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tasks.view_models import ContributionReport, KeyperReceipt, Receipt, TaskView

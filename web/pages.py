@@ -16,11 +16,10 @@ from django.utils import timezone
 from core.caching import Shown, mark_shown
 from core.clock import parse_instant
 from core.errors import ErrorCode, Refusal
+from core.policy import DEFAULT_MODE
 from core.site import site_url
 
 PAGE_SIZE = 20
-# The filter a list opens with, and the first of its choices.
-DEFAULT_MODE = "all"
 
 Found = TypeVar("Found")
 
