@@ -8,8 +8,6 @@ from pydantic import Field
 
 from core.payloads import Payload, text
 
-CALL_RESPONSE_SCHEMA = "cairn.call.response/0.1"
-
 Stance = Literal["support", "oppose", "mixed", "neutral"]
 
 

@@ -11,7 +11,7 @@ from agents.models import Agent
 from agents.services import Caller, WriteResult, audit_keeper_action
 from agents.writes import DAY, Performed, agent_write, daily_cap_issue
 from calls.models import Call, CallResponse, CallStatus
-from calls.payloads import CALL_RESPONSE_SCHEMA, CallResponsePayload
+from calls.payloads import CallResponsePayload
 from calls.selectors import call_get, call_response_view
 from core import privacy, statements
 from core.clock import now_ms
@@ -77,7 +77,7 @@ def call_answer(caller: Caller, *, call_id: Any, payload: Any) -> WriteResult:
 
     def check() -> tuple[Call, CallResponsePayload]:
         call = call_get(call_id)
-        parsed = parse_payload(CallResponsePayload, payload, schema=CALL_RESPONSE_SCHEMA)
+        parsed = parse_payload(CallResponsePayload, payload)
         if parsed.public_output_approved is not True:
             refuse_if(
                 [Issue("public_output_approved", ErrorCode.APPROVAL_REQUIRED, "must be true")]

@@ -20,7 +20,6 @@ from core.clock import format_instant
 from core.errors import ErrorCode, Refusal, refuse_if
 from core.payloads import parse_payload
 from core.wire_names import (
-    CONTRIBUTION_SCHEMA,
     CONTRIBUTION_SCOPE,
     INCONSISTENT_SHARES,
     KEYS_UNAVAILABLE,
@@ -183,9 +182,7 @@ def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:
         "scope": CONTRIBUTION_SCOPE,
     }
     try:
-        parsed = parse_payload(
-            ContributionPayload, {**report, "approval": approval}, schema=CONTRIBUTION_SCHEMA
-        )
+        parsed = parse_payload(ContributionPayload, {**report, "approval": approval})
         report_refuse_if_broken(parsed, task.sources)
     except Refusal as refusal:
         return Void(str(refusal.code), refusal.message)

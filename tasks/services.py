@@ -18,7 +18,7 @@ from core.clock import now_ms, parse_instant
 from core.errors import ErrorCode, Issue, Refusal, refuse_if
 from core.metrics import counted_write
 from core.payloads import parse_payload
-from core.wire_names import CONTRIBUTION_SCHEMA, OPEN_TASK_SCHEMA
+from core.wire_names import CONTRIBUTION_SCHEMA
 from ledger.entry_types import task_entry
 from ledger.jobs import sequencing_nudge
 from ledger.keyper_seal import b64u_decode, ciphertext_digest, salt_new
@@ -71,7 +71,7 @@ def task_post(caller: Caller, *, payload: Any) -> WriteResult:
     """Post a source-review task (`cairn.open_task/0.1`) and schedule its evaluation."""
 
     def check() -> OpenTaskPayload:
-        parsed = parse_payload(OpenTaskPayload, payload, schema=OPEN_TASK_SCHEMA)
+        parsed = parse_payload(OpenTaskPayload, payload)
         refuse_if(approval_issues(parsed.approval, canonical_digest(parsed.request.model_dump())))
         refuse_if(source_issues(parsed.request.sources))
         refuse_if(deadline_issues(parsed.request.deadline))
@@ -193,7 +193,7 @@ class _Checked:
 
 def _plain_checked(task: Task, payload: Any) -> _Checked:
     also = (SEALED_CONTRIBUTION_SCHEMA,) if keypers_configured() else ()
-    parsed = parse_payload(ContributionPayload, payload, schema=CONTRIBUTION_SCHEMA, also=also)
+    parsed = parse_payload(ContributionPayload, payload, also=also)
     _refuse_if_closed(task)
     report = {key: value for key, value in payload.items() if key != "approval"}
     refuse_if(approval_issues(parsed.approval, canonical_digest(report)))

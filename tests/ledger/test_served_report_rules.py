@@ -13,7 +13,6 @@ import pytest
 from core import privacy
 from core.errors import Refusal
 from core.payloads import parse_payload
-from core.wire_names import CONTRIBUTION_SCHEMA
 from ledger.verifier import VERIFIER
 from tasks.opening import report_rules_void
 from tasks.payloads import ContributionPayload
@@ -30,9 +29,7 @@ def _site_rules(report: dict[str, Any]) -> str:
     as `cairn.task.contribution/0.1` with the approval its digest gives, the task's sources,
     the privacy screen."""
     try:
-        parsed = parse_payload(
-            ContributionPayload, contribution_payload(report), schema=CONTRIBUTION_SCHEMA
-        )
+        parsed = parse_payload(ContributionPayload, contribution_payload(report))
     except Refusal as refusal:
         return refusal.code
     if source_in_task_issues(parsed.source_urls, SOURCES):

@@ -16,7 +16,6 @@ from agents.models import Agent
 from core.canonical import canonical_digest
 from core.errors import Refusal
 from core.payloads import parse_payload
-from core.wire_names import CONTRIBUTION_SCHEMA
 from tasks.models import Contribution
 from tasks.payloads import ContributionPayload
 from tests.factories import OTHER_SOURCE, SOURCE, contribution_payload, contribution_report
@@ -33,7 +32,7 @@ def local() -> Iterator[ModuleType]:
 
 def _site_shape_issues(report):
     with pytest.raises(Refusal) as refused:
-        parse_payload(ContributionPayload, contribution_payload(report), schema=CONTRIBUTION_SCHEMA)
+        parse_payload(ContributionPayload, contribution_payload(report))
     return refused.value.code, [issue.as_dict() for issue in refused.value.issues]
 
 
