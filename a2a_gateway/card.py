@@ -33,12 +33,12 @@ from core.caching import Shown
 from core.payloads import model_schema
 from core.policy import cairn_version
 from ledger.entry_types import MAX_MERGE_DELAY
+from ledger.keyper_seal import SEALED_SCHEMA
 from ledger.keys import JWKS_PATH, card_sign
 from ledger.log_state import logs_started
 from ledger.logs import LOG_PATH
 from ledger.notes import log_origin
 from ledger.witnesses import keypers_configured, witness_quorum
-from tasks.payloads import SEALED_CONTRIBUTION_SCHEMA
 
 PAYLOADS_EXTENSION_URI = "urn:cairn:a2a:payloads:v1"
 VERIFIABLE_EXTENSION_URI = "urn:cairn:verifiable:v1"
@@ -82,7 +82,7 @@ def payload_schemas(operations: tuple[SendMessageOperation, ...]) -> dict[str, d
         name: model_schema(model)
         for operation in operations
         for name, model in operation.payloads
-        if sealed or name != SEALED_CONTRIBUTION_SCHEMA
+        if sealed or name != SEALED_SCHEMA
     }
 
 

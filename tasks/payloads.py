@@ -10,9 +10,8 @@ from pydantic.json_schema import JsonDict
 from core.clock import INSTANT_FORM, INSTANT_PATTERN, REAL_INSTANT_PATTERN, parse_instant
 from core.payloads import Payload, text, url_list
 from core.wire_names import CONTRIBUTION_SCOPE, OPEN_TASK_SCOPE
-from ledger.keyper_seal import NONCE_BYTES, SEALED_SCHEMA, SEALED_SHARE_BYTES, b64u_decode
+from ledger.keyper_seal import NONCE_BYTES, SEALED_SHARE_BYTES, b64u_decode
 
-SEALED_CONTRIBUTION_SCHEMA = SEALED_SCHEMA
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 Digest = Annotated[
     str, Field(pattern=DIGEST_PATTERN, description='"sha256:" + 64 lowercase hex digits.')

@@ -21,7 +21,7 @@ from core.payloads import parse_payload
 from core.wire_names import CONTRIBUTION_SCHEMA
 from ledger.entry_types import task_entry
 from ledger.jobs import sequencing_nudge
-from ledger.keyper_seal import b64u_decode, ciphertext_digest, salt_new
+from ledger.keyper_seal import SEALED_SCHEMA, b64u_decode, ciphertext_digest, salt_new
 from ledger.keys import receipt_sign
 from ledger.seal import report_seal
 from ledger.services import contribution_entry, log_writes
@@ -32,7 +32,6 @@ from tasks.evaluation import task_evaluated_if_due
 from tasks.jobs import schedule_evaluation
 from tasks.models import Contribution, Task, TaskStatus
 from tasks.payloads import (
-    SEALED_CONTRIBUTION_SCHEMA,
     ContributionPayload,
     OpenTaskPayload,
     SealedContributionPayload,
@@ -192,7 +191,7 @@ class _Checked:
 
 
 def _plain_checked(task: Task, payload: Any) -> _Checked:
-    also = (SEALED_CONTRIBUTION_SCHEMA,) if keypers_configured() else ()
+    also = (SEALED_SCHEMA,) if keypers_configured() else ()
     parsed = parse_payload(ContributionPayload, payload, also=also)
     _refuse_if_closed(task)
     report = {key: value for key, value in payload.items() if key != "approval"}
@@ -241,7 +240,7 @@ def contribution_submit(caller: Caller, *, task_id: Any, payload: Any) -> WriteR
 
     def check() -> _Checked:
         task = task_evaluated_if_due(task_get_for_write(task_id))
-        if isinstance(payload, dict) and payload.get("schema") == SEALED_CONTRIBUTION_SCHEMA:
+        if isinstance(payload, dict) and payload.get("schema") == SEALED_SCHEMA:
             return _keyper_sealed_checked(task, payload)
         return _plain_checked(task, payload)
 
