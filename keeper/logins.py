@@ -1,8 +1,7 @@
 """The keeper's login, against guessing: django-axes counts failed logins in the database, so every
 web process sees one count, and refuses an account or address over its limit before the password
 is checked. This module keeps a log line (with the client's address) and an audit entry of each
-attempt; the admin site (`keeper.site`) checks attempts one at a time, so that processes answering
-at once cannot each find the count under the limit and all check a password.
+attempt; `keeper.site.CairnAdminSite.login` takes attempts one at a time, and says why.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The keeper's admin, branded as Cairn (SPEC §13). The models register themselves in each app's
 admin.py; this names the site, gives the change lists the page's full width, leaves out what is
-not the keeper's, and checks logins one at a time (`keeper.logins`)."""
+not the keeper's, and checks logins one at a time (`CairnAdminSite.login`)."""
 
 from typing import Any
 
