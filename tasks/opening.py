@@ -119,7 +119,7 @@ def _inconsistent(
 ) -> Void:
     """The void of shares that do not agree. It publishes its ciphertext and releases, some k of
     which may still open the report: each k is tried, and a report the screen refuses is void for
-    private content instead, which publishes neither."""
+    private content instead, published as `sealed_item` says."""
     for chosen in itertools.combinations(shares, seal["threshold"]):
         try:
             report, _ = _opened(seal, key_combine(list(chosen), seal["threshold"]), task, site=site)
@@ -163,7 +163,7 @@ def report_rules_void(report: dict[str, Any], task: Task) -> Void | None:
     """The first rule a plain report meets at receipt that an opened one fails, as its refusal
     would name it; its approval is the one its own digest gives, the contributor having approved
     the commitment at receipt. A void is published openable, so one whose text anywhere trips the
-    privacy screen is void for private content instead, which publishes neither."""
+    privacy screen is void for private content instead, published as `sealed_item` says."""
     void = _first_rule_void(report, task)
     if void is None or void.code == ErrorCode.PRIVATE_CONTENT:
         return void
