@@ -186,8 +186,8 @@ TEMPLATES = [
 # A transaction pooler (PgBouncer's `pool_mode = transaction`) keeps no session state between
 # transactions (docs/deployment.md, "Behind PgBouncer").
 CAIRN_DB_POOLER = env_choice("CAIRN_DB_POOLER", ("transaction", ""), "")
-# Connections a process holds at most to each database, and so the threads its A2A requests run
-# their ORM work on (`core.orm_threads`): a thread more would only wait for a connection.
+# Connections a process holds at most to each database, and so the threads the A2A and MCP doors
+# run their requests' ORM work on (`core.orm_threads`): a thread more would only wait for one.
 DB_POOL_SIZE = 20
 
 

@@ -232,7 +232,7 @@ def _share_context(request: ReleaseRequest) -> tuple[ShareContext, datetime]:
     return context, deadline_at
 
 
-def _release_kept(request: ReleaseRequest, share: bytes) -> bytes:
+def _release_kept(request: ReleaseRequest, sealed_share: bytes, share: bytes) -> bytes:
     """Sign and keep the release, or give the one made first for the same sealed share: two askers
     racing get one row and the same bytes."""
     released_at = format_instant(now_ms())
@@ -257,7 +257,7 @@ def _release_kept(request: ReleaseRequest, share: bytes) -> bytes:
         "origin": request.site,
         "contribution_id": request.contribution_id,
         "index": request.index,
-        "sealed_share_digest": hashlib.sha256(b64u_decode(request.sealed_share)).hexdigest(),
+        "sealed_share_digest": hashlib.sha256(sealed_share).hexdigest(),
     }
     statements.write_all(
         statements.inserted(
@@ -281,9 +281,10 @@ def keyper_release(body: bytes) -> bytes:
     if now_ms() < not_before:
         when = format_instant(not_before)
         raise WitnessRefusal(Refused.TOO_EARLY, f"released from {when}", not_before=when)
+    sealed_share = b64u_decode(request.sealed_share)
     try:
         share = share_open(
-            b64u_decode(request.sealed_share),
+            sealed_share,
             keyper_private_key(),
             context,
             keyper=witness_name(),
@@ -291,4 +292,4 @@ def keyper_release(body: bytes) -> bytes:
         )
     except SealError as error:
         raise WitnessRefusal(Refused.SHARE_DOES_NOT_OPEN, str(error)) from None
-    return _release_kept(request, share)
+    return _release_kept(request, sealed_share, share)
