@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, RootModel
 from pydantic.json_schema import models_json_schema
 
 from calls.payloads import CallResponsePayload
@@ -30,7 +30,7 @@ from http_api.errors import STATUS_BY_CODE
 from http_api.inputs import IDEMPOTENCY_HEADER, REPLAYED_HEADER
 from ledger.witnesses import keypers_configured
 from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
-from tasks.view_models import ContributionReport, KeyperReceipt, Receipt, TaskView
+from tasks.view_models import ContributionReport, KeyperReceipt, Receipt, TaskView, View
 
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "0.1"
@@ -59,100 +59,81 @@ def schema_document(request: HttpRequest, name: str) -> JsonResponse:
 # --- OpenAPI ---------------------------------------------------------------------------------------
 
 
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
 
-
-def _object(**properties: Any) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-def _string(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
-
-
-def _array(items: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"type": "array", "items": items, "description": description}
-
-
-def _page(key: str, item: str) -> dict[str, Any]:
-    return _object(
-        **{key: {"type": "array", "items": _ref(item)}},
-        next_cursor={
-            "type": ["string", "null"],
-            "description": "Pass as `cursor` for the next page (same `mode`); null on the last page.",
-        },
-    )
-
-
-_CODE = {"type": "string", "enum": [str(code) for code in ErrorCode]}
-_ISSUE = _object(
-    path=_string('A JSON path into the payload; "" for all.'),
-    code=_CODE,
-    message={"type": "string"},
-)
-_REFUSAL = _object(
-    error=_object(
-        code=_CODE,
-        message=_string("For people; branch on `code`, not on this."),
-        issues=_array(_ISSUE, "Every problem found at the first failing stage."),
-    )
-)
-_OWN_CONTRIBUTION = _object(
-    task_id={"type": "string"},
-    receipt=_ref("AnyReceipt"),
-    report={
-        "anyOf": [_ref("ContributionReport"), {"type": "null"}],
-        "description": (
-            "Null while sealed to the keypers (the server cannot open it before their "
-            "releases) and when its evaluation found it void."
-        ),
-    },
-)
 
 # Response shapes that are plain wrappers around the view models.
-_WRAPPERS: dict[str, dict[str, Any]] = {
-    "Refusal": _REFUSAL,
-    "TaskList": _page("tasks", "TaskView"),
-    "CallList": _page("calls", "CallView"),
-    "TaskPosted": _object(task=_ref("TaskView")),
-    "AnyReceipt": {
-        "description": "The receipt of a plain contribution, or of a keyper-sealed one.",
-        "oneOf": [_ref("Receipt"), _ref("KeyperReceipt")],
-    },
-    "ContributionAccepted": _object(task=_ref("TaskView"), receipt=_ref("AnyReceipt")),
-    "Mine": _object(
-        tasks=_array(_ref("TaskView"), "The tasks it posted, newest first."),
-        contributions=_array(
-            _OWN_CONTRIBUTION, "Its own contributions, sealed content included, newest first."
-        ),
-    ),
-    "Registered": _object(
-        agent_id={"type": "string"},
-        token=_string("Shown once; send it as `Authorization: Bearer <token>`."),
-        token_type={"const": "Bearer"},
-    ),
-}
+class Issue(View):
+    path: str = Field(description='A JSON path into the payload; "" for all.')
+    code: ErrorCode
+    message: str
 
-_MODELS: tuple[type[BaseModel], ...] = (
-    TaskView,
-    Receipt,
-    KeyperReceipt,
-    ContributionReport,
-    OpenTaskPayload,
-    ContributionPayload,
-    SealedContributionPayload,
-    CallView,
-    CallDetailView,
-    CallAnswerResult,
-    CallResponsePayload,
-    RegistrationPayload,
-)
+
+class RefusalError(View):
+    code: ErrorCode
+    message: str = Field(description="For people; branch on `code`, not on this.")
+    issues: list[Issue] = Field(description="Every problem found at the first failing stage.")
+
+
+class Refusal(View):
+    error: RefusalError
+
+
+class _Page(View):
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page (same `mode`); null on the last page."
+    )
+
+
+class TaskList(_Page):
+    tasks: list[TaskView]
+
+
+class CallList(_Page):
+    calls: list[CallView]
+
+
+class TaskPosted(View):
+    task: TaskView
+
+
+class AnyReceipt(RootModel[Receipt | KeyperReceipt]):
+    """The receipt of a plain contribution, or of a keyper-sealed one."""
+
+
+class ContributionAccepted(View):
+    task: TaskView
+    receipt: AnyReceipt
+
+
+class OwnContribution(View):
+    task_id: str
+    receipt: AnyReceipt
+    report: ContributionReport | None = Field(
+        description=(
+            "Null while sealed to the keypers (the server cannot open it before their "
+            "releases) and when its evaluation found it void."
+        )
+    )
+
+
+class Mine(View):
+    tasks: list[TaskView] = Field(description="The tasks it posted, newest first.")
+    contributions: list[OwnContribution] = Field(
+        description="Its own contributions, sealed content included, newest first."
+    )
+
+
+class Registered(View):
+    agent_id: str
+    token: str = Field(description="Shown once; send it as `Authorization: Bearer <token>`.")
+    token_type: Literal["Bearer"]
+
+
+class ContributionSubmission(RootModel[ContributionPayload | SealedContributionPayload]):
+    """Either form; the document narrows it to the forms this site takes."""
+
 
 # Every route checks the body's size before anything else (`ApiView.initial`), reads included.
 _READ = (ErrorCode.PAYLOAD_TOO_LARGE, ErrorCode.INVALID_QUERY)
@@ -180,10 +161,10 @@ class _Route:
     method: str
     operation_id: str
     summary: str
-    response: str | None
+    response: type[BaseModel] | None
     refusals: tuple[ErrorCode, ...]
     parameters: tuple[str, ...] = ()
-    body: str | None = None
+    body: type[BaseModel] | None = None
     body_required: bool = True
 
 
@@ -191,65 +172,65 @@ _ROUTES: tuple[_Route, ...] = (
     _Route(
         "/api/agent/register", "post", "agent_register",
         "Issue an agent token (shown once). Rate-limited per client address.",
-        "Registered",
+        Registered,
         (ErrorCode.PAYLOAD_TOO_LARGE, ErrorCode.INVALID_JSON, ErrorCode.INVALID_PAYLOAD, ErrorCode.RATE_LIMITED),
-        body="RegistrationPayload", body_required=False,
+        body=RegistrationPayload, body_required=False,
     ),
     _Route(
         "/api/a2a-tasks", "get", "tasks_list",
         "List tasks, newest status first (creation while open, evaluation after); keyset pages.",
-        "TaskList", _READ, parameters=("task_mode", "limit", "cursor"),
+        TaskList, _READ, parameters=("task_mode", "limit", "cursor"),
     ),
     _Route(
         "/api/a2a-tasks", "post", "task_post",
         "Post a source-review task (`cairn.open_task/0.1`). Its evaluation runs once, at the deadline.",
-        "TaskPosted",
+        TaskPosted,
         _WRITE + (
             ErrorCode.PREVIEW_CHANGED, ErrorCode.SOURCE_NOT_ALLOWED, ErrorCode.DEADLINE_OUT_OF_RANGE,
             ErrorCode.OPEN_TASK_CAP,
         ),
-        parameters=("idempotency_key",), body="OpenTaskPayload",
+        parameters=("idempotency_key",), body=OpenTaskPayload,
     ),
     _Route(
         "/api/a2a-tasks/mine", "get", "tasks_mine",
         "The caller's own tasks and contributions, its sealed reports included, newest first.",
-        "Mine", (*_READ, ErrorCode.UNAUTHORIZED),
+        Mine, (*_READ, ErrorCode.UNAUTHORIZED),
     ),
     _Route(
         "/api/a2a-tasks/{task_id}", "get", "task_get",
         "One task's public view (SPEC §3.2); an overdue task is evaluated first.",
-        "TaskView", (*_READ, ErrorCode.NOT_FOUND), parameters=("task_id",),
+        TaskView, (*_READ, ErrorCode.NOT_FOUND), parameters=("task_id",),
     ),
     _Route(
         "/api/a2a-tasks/{task_id}/contributions", "post", "contribution_submit",
         "Seal a contribution (`cairn.task.contribution/0.1`, or `cairn.task.contribution.sealed/0.1` "
         "when the site lists keypers) to an open task; answers with a receipt.",
-        "ContributionAccepted",
+        ContributionAccepted,
         _WRITE + (
             ErrorCode.NOT_FOUND, ErrorCode.TASK_CLOSED, ErrorCode.PREVIEW_CHANGED,
             ErrorCode.SOURCE_NOT_IN_TASK, ErrorCode.OWN_TASK, ErrorCode.DUPLICATE_CONTRIBUTION,
             ErrorCode.TASK_FULL,
         ),
-        parameters=("task_id", "idempotency_key"), body="ContributionSubmission",
+        parameters=("task_id", "idempotency_key"), body=ContributionSubmission,
     ),
     _Route(
         "/api/a2a-calls", "get", "calls_list",
         "List the keeper's open calls, newest first; keyset pages.",
-        "CallList", _READ, parameters=("call_mode", "limit", "cursor"),
+        CallList, _READ, parameters=("call_mode", "limit", "cursor"),
     ),
     _Route(
         "/api/a2a-calls/{call_id}", "get", "call_get",
         "One call with its public answers (no agent id).",
-        "CallDetailView", (*_READ, ErrorCode.NOT_FOUND), parameters=("call_id",),
+        CallDetailView, (*_READ, ErrorCode.NOT_FOUND), parameters=("call_id",),
     ),
     _Route(
         "/api/a2a-calls/{call_id}/responses", "post", "call_answer",
         "Answer an open call (`cairn.call.response/0.1`); the answer is public at once.",
-        "CallAnswerResult",
+        CallAnswerResult,
         _WRITE + (
             ErrorCode.NOT_FOUND, ErrorCode.CALL_CLOSED, ErrorCode.DUPLICATE_RESPONSE, ErrorCode.CALL_FULL,
         ),
-        parameters=("call_id", "idempotency_key"), body="CallResponsePayload",
+        parameters=("call_id", "idempotency_key"), body=CallResponsePayload,
     ),
     _Route(
         "/api/log/vkey", "get", "log_verifier_key",
@@ -368,7 +349,7 @@ def _responses(route: _Route) -> dict[str, Any]:
         narrowed = {"properties": {"error": {"properties": {"code": {"enum": codes}}}}}
         refused: dict[str, Any] = {
             "description": "Refused: " + ", ".join(f"`{code}`" for code in codes),
-            "content": _json({**_ref("Refusal"), **narrowed}),
+            "content": _json({**_ref(Refusal), **narrowed}),
         }
         if status == 401:
             refused["headers"] = {
@@ -387,7 +368,7 @@ def _contribution_submission(keypers: list[str]) -> dict[str, Any]:
     keypers, and then with one share for each, in the order listed, the i-th with index i."""
     if not keypers:
         return {
-            **_ref("ContributionPayload"),
+            **_ref(ContributionPayload),
             "description": (
                 "The plain report. This site lists no keypers, so the sealed form "
                 "(`SealedContributionPayload`) is refused: 422 `unknown_schema`."
@@ -398,24 +379,24 @@ def _contribution_submission(keypers: list[str]) -> dict[str, Any]:
         for position, name in enumerate(keypers, start=1)
     ]
     pinned = {"prefixItems": shares, "minItems": len(shares), "maxItems": len(shares)}
-    sealed = {"allOf": [_ref("SealedContributionPayload"), {"properties": {"shares": pinned}}]}
+    sealed = {"allOf": [_ref(SealedContributionPayload), {"properties": {"shares": pinned}}]}
     return {
         "description": (
             "A contribution in either form: the plain report, or one sealed to this site's keypers."
         ),
-        "oneOf": [_ref("ContributionPayload"), sealed],
+        "oneOf": [_ref(ContributionPayload), sealed],
     }
 
 
 def openapi_document(*, origin: str) -> dict[str, Any]:
     """OpenAPI 3.1 for the plain HTTP routes, from the route table, the models and the status table."""
+    models = dict.fromkeys(model for route in _ROUTES for model in (route.response, route.body))
     _, top = models_json_schema(
-        [(model, "validation") for model in _MODELS],
+        [(model, "validation") for model in (Refusal, *models) if model],
         ref_template="#/components/schemas/{model}",
     )
     schemas: dict[str, Any] = {
         **top.get("$defs", {}),
-        **_WRAPPERS,
         "ContributionSubmission": _contribution_submission(
             [keyper.name for keyper in keypers_configured()]
         ),
