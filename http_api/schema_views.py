@@ -21,7 +21,7 @@ from calls.published_schemas import PUBLISHED_SCHEMAS, SCHEMA_PATH, published_sc
 from calls.view_models import CallAnswerResult, CallDetailView, CallView
 from core.caching import Shown, mark_shown
 from core.cursors import CURSOR_FORM
-from core.errors import ErrorCode
+from core.errors import ErrorCode, Issue
 from core.payloads import DIALECT
 from core.policy import CALL_MODES, DEFAULT_MODE, PAGE_CAP, TASK_MODES, WWW_AUTHENTICATE
 from core.site import site_url
@@ -64,15 +64,10 @@ def _ref(model: type[BaseModel]) -> dict[str, str]:
 
 
 # Response shapes that are plain wrappers around the view models.
-class Issue(View):
-    path: str = Field(description='A JSON path into the payload; "" for all.')
-    code: ErrorCode
-    message: str
-
-
 class RefusalError(View):
     code: ErrorCode
     message: str = Field(description="For people; branch on `code`, not on this.")
+    # `core.errors.Issue` itself: a dataclass takes `View`'s config, so it admits no other field.
     issues: list[Issue] = Field(description="Every problem found at the first failing stage.")
 
 
@@ -363,9 +358,10 @@ def _responses(route: _Route) -> dict[str, Any]:
     return responses
 
 
-def _contribution_submission(keypers: list[str]) -> dict[str, Any]:
+def _contribution_submission() -> dict[str, Any]:
     """The contribution forms this site takes. The sealed form is taken only from a site that lists
     keypers, and then with one share for each, in the order listed, the i-th with index i."""
+    keypers = [keyper.name for keyper in keypers_configured()]
     if not keypers:
         return {
             **_ref(ContributionPayload),
@@ -397,9 +393,7 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
     )
     schemas: dict[str, Any] = {
         **top.get("$defs", {}),
-        "ContributionSubmission": _contribution_submission(
-            [keyper.name for keyper in keypers_configured()]
-        ),
+        "ContributionSubmission": _contribution_submission(),
     }
     paths: dict[str, dict[str, Any]] = {}
     for route in _ROUTES:
@@ -407,6 +401,7 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
             "operationId": route.operation_id,
             "summary": route.summary,
             "responses": _responses(route),
+            "security": [{"bearer": []}] if ErrorCode.UNAUTHORIZED in route.refusals else [],
         }
         if route.parameters:
             operation["parameters"] = [
@@ -417,7 +412,6 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
                 "required": route.body_required,
                 "content": _json(_ref(route.body)),
             }
-        operation["security"] = [{"bearer": []}] if ErrorCode.UNAUTHORIZED in route.refusals else []
         paths.setdefault(route.path, {})[route.method] = operation
     return {
         "openapi": OPENAPI_VERSION,
