@@ -391,10 +391,6 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
         [(model, "validation") for model in (Refusal, *models) if model],
         ref_template="#/components/schemas/{model}",
     )
-    schemas: dict[str, Any] = {
-        **top.get("$defs", {}),
-        "ContributionSubmission": _contribution_submission(),
-    }
     paths: dict[str, dict[str, Any]] = {}
     for route in _ROUTES:
         operation: dict[str, Any] = {
@@ -428,7 +424,7 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
         "servers": [{"url": origin}],
         "paths": paths,
         "components": {
-            "schemas": schemas,
+            "schemas": {**top["$defs"], "ContributionSubmission": _contribution_submission()},
             "parameters": _PARAMETERS,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
