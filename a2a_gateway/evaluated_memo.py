@@ -8,40 +8,49 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 MAX_CHARS = 4 * 1024 * 1024
 _OVERHEAD = 100  # a kept copy's str header and its place in the map, roughly
 
+K = TypeVar("K")
+V = TypeVar("V")
 
-class EvaluatedForms:
-    """Copies by task id, up to `max_chars` in all, the least recently read dropped first. Safe to
-    share between threads: under WSGI each request runs its own event loop on its own thread."""
 
-    def __init__(self, max_chars: int = MAX_CHARS) -> None:
-        self.max_chars = max_chars
-        self._texts: OrderedDict[uuid.UUID, str] = OrderedDict()
-        self._chars = 0
+class Kept(Generic[K, V]):
+    """Values by key, up to `max_size` in all as `size` measures them, the least recently read
+    dropped first; one larger than that is not kept. Safe to share between threads: under WSGI
+    each request runs its own event loop on its own thread."""
+
+    def __init__(self, max_size: int, size: Callable[[K, V], int]) -> None:
+        self.max_size, self.size = max_size, size
+        self._values: OrderedDict[K, V] = OrderedDict()
+        self._total = 0
         self._lock = threading.Lock()
 
-    def get(self, key: uuid.UUID) -> str | None:
+    def get(self, key: K) -> V | None:
         with self._lock:
-            text = self._texts.get(key)
-            if text is not None:
-                self._texts.move_to_end(key)
-            return text
+            value = self._values.get(key)
+            if value is not None:
+                self._values.move_to_end(key)
+            return value
 
-    def keep(self, key: uuid.UUID, text: str) -> None:
-        size = len(text) + _OVERHEAD
-        if size > self.max_chars:
+    def keep(self, key: K, value: V) -> None:
+        size = self.size(key, value)
+        if size > self.max_size:
             return
         with self._lock:
-            if key in self._texts:
+            if key in self._values:
                 return
-            self._texts[key] = text
-            self._chars += size
-            while self._chars > self.max_chars:
-                _, dropped = self._texts.popitem(last=False)
-                self._chars -= len(dropped) + _OVERHEAD
+            self._values[key] = value
+            self._total += size
+            while self._total > self.max_size:
+                self._total -= self.size(*self._values.popitem(last=False))
 
 
-EVALUATED_FORMS = {"1.0": EvaluatedForms(), "0.3": EvaluatedForms()}
+def evaluated_forms(max_chars: int = MAX_CHARS) -> Kept[uuid.UUID, str]:
+    return Kept(max_chars, lambda _key, text: len(text) + _OVERHEAD)
+
+
+EVALUATED_FORMS = {"1.0": evaluated_forms(), "0.3": evaluated_forms()}

@@ -16,7 +16,6 @@ to the servicer) and is counted by method and status code.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -36,6 +35,7 @@ from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
 from a2a_gateway import read_connections, transport
+from a2a_gateway.evaluated_memo import Kept
 from a2a_gateway.handler import AsSent, Facts
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import StoredTask, stored_read
@@ -66,27 +66,19 @@ class GrpcContextBuilder(DefaultGrpcServerCallContextBuilder):
         return built if facts is None else transport.with_facts(built, facts)
 
 
-class StoredForms:
+class StoredForms(Kept[str, bytes]):
     """The wire form of `wrap` of the Task each stored text parses to, up to `max_bytes` of text
-    and wire form in all, the least recently read dropped first. The text is the whole key, so
-    what is kept cannot go stale: a changed task has a new text. Used on one event loop only."""
+    and wire form in all. The text is the whole key, so what is kept cannot go stale: a changed
+    task has a new text."""
 
     def __init__(self, wrap: Callable[[Task], Message], max_bytes: int = 8 * 1024 * 1024) -> None:
-        self.wrap, self.max_bytes = wrap, max_bytes
-        self._wire: OrderedDict[str, bytes] = OrderedDict()
-        self._size = 0
+        super().__init__(max_bytes, lambda text, wire: len(text) + len(wire))
+        self.wrap = wrap
 
     def wire(self, text: str) -> bytes:
-        found = self._wire.get(text)
-        if found is not None:
-            self._wire.move_to_end(text)
-            return found
-        found = self.wrap(ParseDict(orjson.loads(text), Task())).SerializeToString()
-        self._wire[text] = found
-        self._size += len(text) + len(found)
-        while self._size > self.max_bytes:
-            dropped, wire = self._wire.popitem(last=False)
-            self._size -= len(dropped) + len(wire)
+        if (found := self.get(text)) is None:
+            found = self.wrap(ParseDict(orjson.loads(text), Task())).SerializeToString()
+            self.keep(text, found)
         return found
 
 

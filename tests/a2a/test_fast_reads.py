@@ -19,7 +19,7 @@ from asgiref.sync import async_to_sync
 from starlette.datastructures import QueryParams
 
 from a2a_gateway import read_connections
-from a2a_gateway.evaluated_memo import EVALUATED_FORMS, EvaluatedForms
+from a2a_gateway.evaluated_memo import EVALUATED_FORMS, evaluated_forms
 from a2a_gateway.http_json_binding import fast_rest_read, rest_reply
 from a2a_gateway.jsonrpc_binding import a2a_reply, fast_read
 from a2a_gateway.stored_reads import DJANGO_SOURCE, DjangoSource
@@ -395,7 +395,7 @@ def test_an_evaluated_task_is_answered_from_memory_and_an_open_one_never(
 
 
 def test_the_evaluated_forms_kept_stay_within_their_bound():
-    forms = EvaluatedForms(max_chars=1300)  # three of the forms below, with their overhead
+    forms = evaluated_forms(max_chars=1300)  # three of the forms below, with their overhead
     keys = [uuid.uuid4() for _ in range(4)]
     for key in keys[:3]:
         forms.keep(key, "x" * 300)
