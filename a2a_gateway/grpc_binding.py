@@ -191,15 +191,12 @@ class A2ACalls(grpc.aio.ServerInterceptor):
         """SPEC §8.2's checks in their order, the token then the version: the call's facts, or the
         call aborted. No valid token is UNAUTHENTICATED, with no ErrorInfo: it is no A2A error."""
         metadata = call_metadata(context)
-        agent = None
-        if method in transport.AUTHENTICATED_METHODS:
-            found = await transport.token_agent(metadata, method, cycle)
-            if isinstance(found, transport.TokenRefusal):
-                if found.unauthenticated:
-                    await context.abort(grpc.StatusCode.UNAUTHENTICATED, found.error.message)
-                await self._abort(found.error, context)
-            agent = found
-        if (refused := await transport.version_error(metadata)) is not None:
+        try:
+            agent = await transport.token_agent(metadata, method, cycle)
+            await transport.check_version(metadata)
+        except transport.Unauthenticated as refused:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(refused))
+        except A2AError as refused:
             await self._abort(refused, context)
         return Facts(agent=agent, origin=site_url(), as_sent=AsSent(), cycle=cycle)
 

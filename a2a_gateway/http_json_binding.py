@@ -108,14 +108,13 @@ def state_name(value: str) -> str:
     return name if value.islower() and name in TaskState.keys() else value
 
 
-def _unreadable(parse: Callable[[], object]) -> Reply | None:
-    """The invalid-params error, with the parser's words, for params `parse` cannot read: what
-    the SDK's JSON-RPC dispatcher answers (SPEC §8.6: the same question, the same error)."""
+def _readable(parse: Callable[[], object]) -> None:
+    """Raises the invalid-params error, with the parser's words, for params `parse` cannot read:
+    what the SDK's JSON-RPC dispatcher answers (SPEC §8.6: the same question, the same error)."""
     try:
         parse()
     except Exception as error:  # whatever the parser refuses, JSON-RPC calls invalid params
-        return _error(InvalidParamsError(data={"parseError": str(error)}))
-    return None
+        raise InvalidParamsError(data={"parseError": str(error)}) from None
 
 
 def _check_booleans(query: QueryParams, model: type[Message]) -> None:
@@ -133,10 +132,10 @@ async def fast_rest_read(
     task_id: str | None,
     sent_status: Any,
     source: DjangoSource = DJANGO_SOURCE,
-) -> tuple[bytes, Shown] | None:
-    """The body of a `GET /tasks/{id}` (`task_id`) or `GET /tasks` whose version the binding has
+) -> Reply | None:
+    """The answer to a `GET /tasks/{id}` (`task_id`) or `GET /tasks` whose version the binding has
     checked, from the stored forms (`transport.read_here`), its query read into `request` as the
-    SDK's REST dispatcher reads it, and what it shows for a cache: it varies by `A2A-Version`
+    SDK's REST dispatcher reads it, with what it shows for a cache: it varies by `A2A-Version`
     (another version gets an error). None leaves it to the dispatcher."""
     try:
         parse_params(query, request)
@@ -151,7 +150,8 @@ async def fast_rest_read(
         shown = Shown.task(read.open_until, vary=(VERSION_HEADER,))
     else:
         shown = Shown.listing(read.open_until, vary=(VERSION_HEADER,))
-    return orjson.dumps(transport.stored_result(read)), shown
+    body = orjson.dumps(transport.stored_result(read))
+    return Reply(200, body, content_type=A2A_JSON_MEDIA_TYPE, shown=shown)
 
 
 def _as_a2a(status: int, body: bytes, content_type: str) -> Reply:
@@ -186,51 +186,39 @@ async def rest_reply(
         return _error(transport.body_too_large(), status=413)
     cycle = DjangoCycle(inside_already=not outside_django)
     try:
-        agent = None
-        if path == SEND_PATH:
-            found = await transport.token_agent(headers, "message:send", cycle)
-            if isinstance(found, transport.TokenRefusal):
-                if found.unauthenticated:
-                    return transport.unauthenticated_reply(found)
-                return _error(found.error)
-            agent = found
-        if (refused := await transport.version_error(headers)) is not None:
-            return _error(refused)
         document: Any = None
         as_sent = AsSent()
         query = QueryParams(query_string)  # parsed once, for every step that reads it
-        if path in BODY_PATHS:
-            try:
-                document = parse_json(raw)
-            except InvalidJson as error:
-                return _error(ParseError(str(error)))
-            misplaced = transport.params_error(document, SEND_MESSAGE_FIELDS, "body")
-            if misplaced is not None:
-                return _error(misplaced)
-            as_sent = AsSent.of(document)
-        if path == LIST_PATH and "status" in query:
-            # `status` in the proto's words, and as sent: the handler tells an unknown one by it.
-            as_sent = AsSent(status=state_name(query.getlist("status")[-1]))
-            query = QueryParams(
-                [(k, state_name(v) if k == "status" else v) for k, v in query.multi_items()]
-            )
         model = FAST_MODELS.get(route.path)
-        if model is not None:
-            if (unreadable := _unreadable(lambda: _check_booleans(query, model))) is not None:
-                return unreadable
-            if fast_reads:
-                try:
+        try:
+            agent = await transport.token_agent(headers, path.removeprefix(REST_PREFIX), cycle)
+            await transport.check_version(headers)
+            if path in BODY_PATHS:
+                document = parse_json(raw)
+                transport.check_params(document, SEND_MESSAGE_FIELDS, "body")
+                as_sent = AsSent.of(document)
+            if path == LIST_PATH and "status" in query:
+                # `status` in the proto's words, and as sent: the handler tells an unknown one by it.
+                as_sent = AsSent(status=state_name(query.getlist("status")[-1]))
+                query = QueryParams(
+                    [(k, state_name(v) if k == "status" else v) for k, v in query.multi_items()]
+                )
+            if model is not None:
+                _readable(lambda: _check_booleans(query, model))
+                if fast_reads:  # a refused read is written as the dispatcher writes the handler's
                     served = await fast_rest_read(
                         model(), query, path_params.get("id"), as_sent.status, reads
                     )
-                except A2AError as read_refused:  # as the dispatcher writes the handler's
-                    return _error(read_refused)
-                if served is not None:
-                    served_body, shown = served
-                    return Reply(200, served_body, content_type=A2A_JSON_MEDIA_TYPE, shown=shown)
-            # Only a query the stored read declined: it parses the same query itself.
-            if (unreadable := _unreadable(lambda: parse_params(query, model()))) is not None:
-                return unreadable
+                    if served is not None:
+                        return served
+                # Only a query the stored read declined: it parses the same query itself.
+                _readable(lambda: parse_params(query, model()))
+        except transport.Unauthenticated as refused:
+            return transport.unauthenticated_reply(refused)
+        except InvalidJson as error:
+            return _error(ParseError(str(error)))
+        except A2AError as refused:
+            return _error(refused)
         request = transport.ParsedRequest(
             path,
             headers,
@@ -245,11 +233,12 @@ async def rest_reply(
         answer = await route.endpoint(request)
         if answer.status_code == 400 and path in BODY_PATHS:
             # Asked only after the dispatcher's 400, so a body is parsed into its proto once.
-            unreadable = _unreadable(
-                lambda: ParseDict(document, SendMessageRequest(), ignore_unknown_fields=True)
-            )
-            if unreadable is not None:
-                return unreadable
+            try:
+                _readable(
+                    lambda: ParseDict(document, SendMessageRequest(), ignore_unknown_fields=True)
+                )
+            except InvalidParamsError as unreadable:
+                return _error(unreadable)
         return _as_a2a(
             answer.status_code, bytes(answer.body), answer.media_type or transport.JSON_TYPE
         )

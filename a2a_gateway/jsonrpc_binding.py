@@ -128,27 +128,6 @@ async def _speaks_a2a_0_3(context: ServerCallContext) -> None:
     """The SDK's version rule for its 0.3 adapter."""
 
 
-async def _v0_3_refusal(request_id: Any, method: str, headers: Mapping[str, str]) -> Reply | None:
-    """What a 0.3 method gets before the SDK's 0.3 adapter, or None to go on. Another version is
-    -32009, which the adapter would make -32603 (0.3 has no such code). The streaming methods get
-    0.3's -32004 as one JSON answer, as the 1.0 ones do, not as an event stream."""
-    try:
-        await _speaks_a2a_0_3(ServerCallContext(state={"headers": dict(headers)}))
-    except A2AError as refused:
-        return _error(request_id, refused)
-    if method in V0_3_STREAMING_METHODS:
-        answer = types_v03.JSONRPCErrorResponse(
-            id=request_id,
-            error=types_v03.UnsupportedOperationError(
-                message="Cairn does not stream: use message/send, which answers at once"
-            ),
-        )
-        return Reply(
-            200, json_bytes(answer.model_dump(mode="json", by_alias=True, exclude_none=True))
-        )
-    return None
-
-
 async def _checked(
     document: Any,
     headers: Mapping[str, str],
@@ -158,31 +137,36 @@ async def _checked(
 ) -> Reply | Agent | None:
     """SPEC §8.2's checks in their order for a well-formed single request, then a read answered
     from the stored forms: a `Reply` ends the request there; else its agent (or None) goes with
-    it to the dispatcher."""
+    it to the dispatcher. A 0.3 method is checked before the SDK's 0.3 adapter: another version
+    is -32009, which the adapter would make -32603 (0.3 has no such code), and the streaming
+    methods get 0.3's -32004 as one JSON answer, as the 1.0 ones do, not as an event stream."""
     envelope = _single_request(document)
     if envelope is None:
         return None
     request_id, method = envelope
-    agent = None
-    if method in transport.AUTHENTICATED_METHODS:
-        found = await transport.token_agent(headers, method, cycle)
-        if isinstance(found, transport.TokenRefusal):
-            if found.unauthenticated:
-                return transport.unauthenticated_reply(found)
-            return _error(request_id, found.error)
-        agent = found
-    if method in V0_3_METHODS:
-        if (refused := await _v0_3_refusal(request_id, method, headers)) is not None:
-            return refused
-    else:
-        model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
-        error = await transport.version_error(headers) or (
-            transport.params_error(document["params"], model.DESCRIPTOR)
-            if "params" in document
-            else None
+    try:
+        agent = await transport.token_agent(headers, method, cycle)
+        if method in V0_3_METHODS:
+            await _speaks_a2a_0_3(ServerCallContext(state={"headers": dict(headers)}))
+        else:
+            await transport.check_version(headers)
+            model: Any = JsonRpcDispatcher.METHOD_TO_MODEL[method]  # a protobuf message class
+            if "params" in document:
+                transport.check_params(document["params"], model.DESCRIPTOR)
+    except transport.Unauthenticated as refused:
+        return transport.unauthenticated_reply(refused)
+    except A2AError as refused:
+        return _error(request_id, refused)
+    if method in V0_3_STREAMING_METHODS:
+        unsupported = types_v03.JSONRPCErrorResponse(
+            id=request_id,
+            error=types_v03.UnsupportedOperationError(
+                message="Cairn does not stream: use message/send, which answers at once"
+            ),
         )
-        if error is not None:
-            return _error(request_id, error)
+        return Reply(
+            200, json_bytes(unsupported.model_dump(mode="json", by_alias=True, exclude_none=True))
+        )
     if fast_reads and method in FAST_METHODS:
         if (answer := await fast_read(method, document, request_id, reads)) is not None:
             return Reply(200, answer)

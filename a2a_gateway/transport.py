@@ -41,8 +41,8 @@ MISSING_VERSION = f"the A2A-Version header is missing: send `A2A-Version: {PROTO
 # protobuf's own JSON forms (Struct, Value, Timestamp, ...) are checked by its parser.
 _WELL_KNOWN = "google.protobuf."
 # The methods that need an agent (SPEC §8.2), by the names each binding gives them: A2A 1.0's
-# (JSON-RPC and gRPC) and 0.3's.
-AUTHENTICATED_METHODS = frozenset({"SendMessage", "message/send"})
+# (JSON-RPC and gRPC), HTTP+JSON's (its path under the endpoint) and 0.3's.
+AUTHENTICATED_METHODS = frozenset({"SendMessage", "message:send", "message/send"})
 
 # The one request handler every binding dispatches to: a question asked on any of them is answered
 # by the same code.
@@ -101,42 +101,37 @@ def body_too_large() -> InvalidRequestError:
     )
 
 
-@dataclass(frozen=True)
-class TokenRefusal:
-    """Why a request that needs an agent goes without one: `unauthenticated` when no valid token
-    came (HTTP: 401), else an outage kept the token from being checked (an internal error)."""
-
-    error: A2AError
-    unauthenticated: bool
+class Unauthenticated(Exception):
+    """No valid Bearer token came for an operation that needs one: no A2A error (HTTP answers 401
+    with the challenge, gRPC UNAUTHENTICATED)."""
 
 
 async def token_agent(
     headers: Mapping[str, str], operation: str, cycle: DjangoCycle
-) -> Agent | TokenRefusal:
-    """The agent of the Bearer token that `operation` (as its binding names it) needs, or why
-    there is none. Asked before the version (SPEC §8.2)."""
+) -> Agent | None:
+    """The agent of the Bearer token when `operation` (as its binding names it) needs one, else
+    None; asked before the version (SPEC §8.2). Raises `Unauthenticated`, or the SDK's internal
+    error when an outage kept the token from being checked."""
+    if operation not in AUTHENTICATED_METHODS:
+        return None
     token = bearer_token(headers.get("authorization", ""))
     try:
         agent = await cycle.call(agent_for_token, token) if token else None
     except OUTAGES as outage:
-        refusal = unavailable(outage)
-        return TokenRefusal(InternalError(message=refusal.message), unauthenticated=False)
-    if agent is not None:
-        return agent
-    return TokenRefusal(
-        InvalidRequestError(
-            message=f"a valid Bearer token is required for {operation} (POST /api/agent/register issues one)"
-        ),
-        unauthenticated=True,
-    )
+        raise InternalError(message=unavailable(outage).message) from None
+    if agent is None:
+        raise Unauthenticated(
+            f"a valid Bearer token is required for {operation} (POST /api/agent/register issues one)"
+        )
+    return agent
 
 
-def unauthenticated_reply(refused: TokenRefusal) -> Reply:
+def unauthenticated_reply(refused: Unauthenticated) -> Reply:
     """HTTP's 401 with the challenge (SPEC §8.2), alike on JSON-RPC and HTTP+JSON: the
     google.rpc.Status A2A 1.0 §11.6 writes, `UNAUTHENTICATED` (§3.3.2), with no A2A ErrorInfo,
     since authentication is not an A2A error. Both official clients then report the 401 itself:
     given an ErrorInfo or a JSON-RPC error code they read it first and report a bad request."""
-    status = {"code": 401, "status": "UNAUTHENTICATED", "message": refused.error.message}
+    status = {"code": 401, "status": "UNAUTHENTICATED", "message": str(refused)}
     return Reply(401, json_bytes({"error": status}), (("WWW-Authenticate", WWW_AUTHENTICATE),))
 
 
@@ -145,17 +140,16 @@ async def _speaks_a2a_1(context: ServerCallContext) -> None:
     """The SDK's own version rule (a missing A2A-Version means 0.3), checked before the params."""
 
 
-async def version_error(headers: Mapping[str, str]) -> A2AError | None:
-    """The SDK's version error for a request that does not speak A2A 1.x, else None."""
+async def check_version(headers: Mapping[str, str]) -> None:
+    """Raises the SDK's version error for a request that does not speak A2A 1.x."""
     if headers.get("a2a-version") == PROTOCOL_VERSION_1_0:
-        return None  # what the SDK's check accepts first: skip building its context
+        return  # what the SDK's check accepts first: skip building its context
     try:
         await _speaks_a2a_1(ServerCallContext(state={"headers": dict(headers)}))
-    except A2AError as refused:
+    except A2AError:
         if not headers.get("a2a-version", "").strip():
-            return VersionNotSupportedError(message=MISSING_VERSION)
-        return refused
-    return None
+            raise VersionNotSupportedError(message=MISSING_VERSION) from None
+        raise
 
 
 def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str | None:
@@ -186,13 +180,12 @@ def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str 
     return None
 
 
-def params_error(
-    value: Any, descriptor: Descriptor, path: str = "params"
-) -> InvalidParamsError | None:
-    """The invalid-params error for params holding a value where `descriptor` has an object
-    (SPEC §8.2), checked before the SDK's parser, which reads `"configuration": "x"` as absent."""
-    where = _misplaced(value, descriptor, path)
-    return None if where is None else InvalidParamsError(message=f"{where} must be an object")
+def check_params(value: Any, descriptor: Descriptor, path: str = "params") -> None:
+    """Raises the invalid-params error for params holding a value where `descriptor` has an
+    object (SPEC §8.2), checked before the SDK's parser, which reads `"configuration": "x"` as
+    absent."""
+    if (where := _misplaced(value, descriptor, path)) is not None:
+        raise InvalidParamsError(message=f"{where} must be an object")
 
 
 class ParsedRequest(StarletteRequest):

@@ -618,7 +618,7 @@ def test_rest_reads_of_rendered_tasks_take_the_fast_path(tasks_in_every_state, t
         answer = async_to_sync(fast_rest_read)(
             model(), QueryParams(query), task_id, query.get("status")
         )
-        return None if answer is None else answer[0]
+        return None if answer is None else answer.body
 
     past_the_second_deadline(time_machine)
     overdue = tasks_in_every_state["overdue_first"]
@@ -652,7 +652,7 @@ def test_the_pool_reads_answer_every_rest_read_as_the_sdk_rest_dispatcher_does(
                 served = await fast_rest_read(
                     GetTaskRequest(), QueryParams(), task_id, None, read_connections.POOL_SOURCE
                 )
-                assert served is not None and json.loads(served[0])["id"] == task_id
+                assert served is not None and json.loads(served.body)["id"] == task_id
             listed = await fast_rest_read(
                 ListTasksRequest(),
                 QueryParams("status=TASK_STATE_FAILED"),
@@ -660,7 +660,7 @@ def test_the_pool_reads_answer_every_rest_read_as_the_sdk_rest_dispatcher_does(
                 "TASK_STATE_FAILED",
                 read_connections.POOL_SOURCE,
             )
-            assert listed is not None and json.loads(listed[0])["tasks"]
+            assert listed is not None and json.loads(listed.body)["tasks"]
         finally:
             await read_connections.close()
 
