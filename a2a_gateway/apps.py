@@ -6,4 +6,4 @@ class A2AGatewayConfig(AppConfig):
     verbose_name = "A2A gateway"
 
     def ready(self) -> None:
-        from a2a_gateway import checks  # noqa: F401  (registers the Agent Card check)
+        from a2a_gateway import checks  # noqa: F401  (registers the gRPC address check)

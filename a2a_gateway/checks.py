@@ -1,32 +1,14 @@
-"""System checks: the Agent Card must advertise what the gateway does, and nothing else, and
-(`check --deploy`) no interface its clients cannot reach."""
+"""System check (`check --deploy`): the Agent Card must list no interface its clients cannot
+reach."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, Warning, register
+from django.core.checks import CheckMessage, Warning, register
 
 from core.site import is_loopback
-
-# The site only shapes URLs on the card, which the check does not judge.
-CHECK_SITE = "http://cairn.invalid"
-
-
-@register("cairn")
-def agent_card_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    from a2a_gateway.card import agent_card_json
-    from a2a_gateway.card_check import card_problems
-
-    return [
-        Error(
-            problem,
-            hint="The card is derived from a2a_gateway/operations.py; run manage.py card_check.",
-            id="a2a_gateway.E001",
-        )
-        for problem in card_problems(agent_card_json(CHECK_SITE))
-    ]
 
 
 @register("cairn", deploy=True)

@@ -9,13 +9,11 @@ import pytest
 from a2a.client.card_resolver import parse_agent_card
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types import AgentCard, GetExtendedAgentCardRequest
-from django.core.checks import run_checks
-from django.core.checks.registry import registry
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from a2a_gateway.card import VERIFIABLE_EXTENSION_URI, agent_card_json
-from a2a_gateway.checks import CHECK_SITE, agent_card_check
+from a2a_gateway.card_check import CHECK_SITE
 from core.payloads import model_schema
 from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tests.a2a.conftest import as_json, run, sdk_client
@@ -201,8 +199,6 @@ def test_cairn_verify_passes_on_the_real_card(capsys):
     call_command("card_check")
 
     assert "OK" in capsys.readouterr().out
-    assert agent_card_check in registry.get_checks(), "the system check is registered"
-    assert [m for m in run_checks(tags=["cairn"]) if m.id == "a2a_gateway.E001"] == []
 
 
 def test_cairn_verify_passes_on_the_served_card(tmp_path, http):

@@ -12,8 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from a2a_gateway.card import agent_card_json
-from a2a_gateway.card_check import card_problems
-from a2a_gateway.checks import CHECK_SITE
+from a2a_gateway.card_check import CHECK_SITE, card_problems
 from core.site import site_url
 from ledger.keys import JWKS_PATH
 from ledger.keys import jwks as site_jwks
