@@ -113,7 +113,7 @@ def _readable(parse: Callable[[], object]) -> None:
     what the SDK's JSON-RPC dispatcher answers (SPEC §8.6: the same question, the same error)."""
     try:
         parse()
-    except Exception as error:  # whatever the parser refuses, JSON-RPC calls invalid params
+    except (ParseError, ValueError) as error:  # protobuf's parser, and `_check_booleans`
         raise InvalidParamsError(data={"parseError": str(error)}) from None
 
 
