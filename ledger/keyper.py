@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import orjson
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from django.conf import settings
-from pydantic import Field, PlainValidator, ValidationError
+from pydantic import AfterValidator, Field, PlainValidator, ValidationError
 
 from core import statements
 from core.canonical import canonical_json
@@ -28,6 +28,7 @@ from core.clock import format_instant, now_ms, parse_instant
 from core.payloads import Payload, issue_message, json_path
 from ledger.entry_types import CONTRIBUTION, MAX_MERGE_DELAY, TASK
 from ledger.keyper_seal import (
+    KEY_BYTES,
     SEALED_SHARE_BYTES,
     SUITE_NAME,
     SealError,
@@ -52,7 +53,7 @@ from ledger.witness import (
     witness_private_key,
     witnessed_logs,
 )
-from tasks.payloads import Digest, b64u_bytes
+from tasks.payloads import Digest, b64u_bytes, real_instant
 
 _LARGEST_INDEX = 255  # Shamir shares of pycryptodome are numbered within a byte
 _Hash = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -92,6 +93,15 @@ class ReleaseRequest(Payload):
     size: int = Field(ge=1, le=LARGEST_SIZE)
     task_entry: _Proven
     contribution_entry: _Proven
+
+
+class ReleaseAnswer(Payload):
+    """The answer in its form, as a site checks it before it checks that it is true."""
+
+    keyper: str
+    share: b64u_bytes(KEY_BYTES, KEY_BYTES, "The keyper's share of the report's key.")
+    released_at: Annotated[str, AfterValidator(real_instant)]
+    signature: str
 
 
 def keyper_enabled() -> bool:

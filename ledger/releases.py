@@ -20,15 +20,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from pydantic import ValidationError
 
 from core.canonical import canonical_json
 from core.clock import parse_instant
+from core.payloads import issue_message, json_path
 from ledger.contributor import EntryProven, release_request
 from ledger.entry_types import CONTRIBUTION, MAX_MERGE_DELAY, TASK
+from ledger.keyper import ReleaseAnswer
 from ledger.keyper_seal import (
-    KEY_BYTES,
     Keyper,
-    b64u_decode,
     release_claims,
     release_verify,
 )
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 RELEASE_TIMEOUT_S = 5.0
-RELEASE_FIELDS = {"keyper", "share", "released_at", "signature"}
 
 
 @dataclass(frozen=True)
@@ -176,51 +176,32 @@ def _release_checked(
     status, _, data = posted
     if len(data) > MAX_ANSWER_BYTES:
         raise WitnessFailure(f"answered more than {MAX_ANSWER_BYTES} bytes")
-    text = data.decode("utf-8", "replace")
-    if status == 425:  # "not yet": expected before the time, not a fault
-        raise WitnessFailure(f"answered 425: {text.strip()[:200]}", status=status)
-    if status != 200:
-        raise WitnessFailure(f"answered {status}: {text.strip()[:200]!r}", status=status)
+    if status != 200:  # 425, "not yet", is expected before the time, not a fault
+        text = data.decode("utf-8", "replace").strip()[:200]
+        raise WitnessFailure(f"answered {status}: {text!r}", status=status)
     try:
-        answer = json.loads(data)
-    except ValueError:
-        raise WitnessFailure("answered with something other than JSON") from None
-    if (
-        not isinstance(answer, dict)
-        or set(answer) != RELEASE_FIELDS
-        or not all(isinstance(value, str) for value in answer.values())
-    ):
-        raise WitnessFailure(f"answered with other fields than {sorted(RELEASE_FIELDS)}")
-    if answer["keyper"] != ask.keyper.name:
-        raise WitnessFailure(f"answered as {answer['keyper']!r}")
-    try:
-        share_ok = len(b64u_decode(answer["share"])) == KEY_BYTES
-        released_at = parse_instant(answer["released_at"])
-    except ValueError:
-        raise WitnessFailure("answered a share or a time in the wrong form") from None
-    if not share_ok:
-        raise WitnessFailure(f"answered a share that is not {KEY_BYTES} bytes")
-    if released_at < released_from:
-        raise WitnessFailure(f"claims a release at {answer['released_at']}, before its time")
+        answer = ReleaseAnswer.model_validate_json(data)
+    except ValidationError as invalid:
+        first = invalid.errors()[0]
+        where = json_path(first["loc"]) or "the answer"
+        raise WitnessFailure(f"answered no release ({where}: {issue_message(first)})") from None
+    if answer.keyper != ask.keyper.name:
+        raise WitnessFailure(f"answered as {answer.keyper!r}")
+    if parse_instant(answer.released_at) < released_from:
+        raise WitnessFailure(f"claims a release at {answer.released_at}, before its time")
     claims = release_claims(
-        keyper=ask.keyper.name,
+        keyper=answer.keyper,
         site=ask.site,
         task_id=str(contribution.task_id),
         contribution_id=str(contribution.id),
         index=ask.index,
-        share=answer["share"],
-        released_at=answer["released_at"],
+        share=answer.share,
+        released_at=answer.released_at,
     )
     public = Ed25519PublicKey.from_public_bytes(ask.witness.key.public)
-    if not release_verify(claims, answer["signature"], public):
+    if not release_verify(claims, answer.signature, public):
         raise WitnessFailure("its release's signature does not verify with its witness key")
-    return {
-        "keyper": ask.keyper.name,
-        "index": ask.index,
-        "share": answer["share"],
-        "released_at": answer["released_at"],
-        "signature": answer["signature"],
-    }
+    return {"keyper": answer.keyper, "index": ask.index, **answer.model_dump(exclude={"keyper"})}
 
 
 def releases_collect(contribution: Contribution) -> list[dict[str, Any]]:

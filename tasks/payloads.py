@@ -21,7 +21,7 @@ Verdict = Literal["source_supported", "source_contradicted", "source_unclear"]
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 
 
-def _real_instant(value: str) -> str:
+def real_instant(value: str) -> str:
     try:
         parse_instant(value)
     except ValueError:
@@ -83,7 +83,7 @@ class OpenTaskRequest(Payload):
             ),
             json_schema_extra={"pattern": REAL_INSTANT_PATTERN, "format": "date-time"},
         ),
-        AfterValidator(_real_instant),
+        AfterValidator(real_instant),
     ]
     min_independent: _count(MIN_INDEPENDENT, "Contributions needed to evaluate.")
     max_contributors: _count(
