@@ -47,11 +47,11 @@ class Rollback:
 
     def message(self) -> str:
         return (
-            f"the database has gone back in time: its log does not extend the tree of "
-            f"{self.promised_size} entries that {self.promised_by} "
-            f"{'signed' if self.promised_by == 'the site' else 'holds'} (the database holds "
-            f"{self.database_size}); this site signs nothing and accepts no write until the "
-            f"keeper restores the lost data or starts a new log (docs/deployment.md)"
+            f"the log has gone back: the database holds {self.database_size} entries, which do "
+            f"not extend the tree of {self.promised_size} entries {self.promised_by} "
+            f"{'signed' if self.promised_by == 'the site' else 'holds'}; this site signs nothing "
+            f"and accepts no write until the keeper restores the lost data or starts a new log "
+            f"(docs/deployment.md)"
         )
 
 

@@ -186,14 +186,7 @@ def log_sequence(*, batch_size: int = 1000) -> int:
         except _GoneBack as gone:
             identity, rollback = gone.args
             log_state.rollback_kept(identity, rollback)
-            logger.error(
-                "the log has gone back: the database holds %s entries, which do not extend the "
-                "tree of %s entries %s %s; no checkpoint is signed and writes are refused",
-                rollback.database_size,
-                rollback.promised_size,
-                rollback.promised_by,
-                "signed" if rollback.promised_by == "the site" else "holds",
-            )
+            logger.error("%s", rollback.message())
             return appended
         if batch is None:
             return appended
