@@ -246,23 +246,17 @@ def _release_kept(request: ReleaseRequest, sealed_share: bytes, share: bytes) ->
     """Sign and keep the release, or give the one made first for the same sealed share: two askers
     racing get one row and the same bytes."""
     released_at = format_instant(now_ms())
-    keyper = witness_name()
-    share_text = b64u(share)
     claims = release_claims(
-        keyper=keyper,
+        keyper=witness_name(),
         site=request.site,
         task_id=request.task_id,
         contribution_id=request.contribution_id,
         index=request.index,
-        share=share_text,
+        share=b64u(share),
         released_at=released_at,
     )
-    answer = {
-        "keyper": keyper,
-        "share": share_text,
-        "released_at": released_at,
-        "signature": release_sign(claims, witness_private_key()),
-    }
+    answer = {field: claims[field] for field in ("keyper", "share", "released_at")}
+    answer["signature"] = release_sign(claims, witness_private_key())
     key = {
         "origin": request.site,
         "contribution_id": request.contribution_id,

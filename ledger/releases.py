@@ -190,13 +190,11 @@ def _release_checked(
     if parse_instant(answer.released_at) < released_from:
         raise WitnessFailure(f"claims a release at {answer.released_at}, before its time")
     claims = release_claims(
-        keyper=answer.keyper,
+        **answer.model_dump(exclude={"signature"}),
         site=ask.site,
         task_id=str(contribution.task_id),
         contribution_id=str(contribution.id),
         index=ask.index,
-        share=answer.share,
-        released_at=answer.released_at,
     )
     public = Ed25519PublicKey.from_public_bytes(ask.witness.key.public)
     if not release_verify(claims, answer.signature, public):
