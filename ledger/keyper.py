@@ -132,13 +132,12 @@ def release_request_parse(body: bytes) -> ReleaseRequest:
         raise WitnessRefusal(Refused.MALFORMED, "the body is not JSON") from None
     except ValidationError as invalid:
         first = invalid.errors()[0]
-        path, message = json_path(first["loc"]), issue_message(first)
-        reason = f"{path}: {message}" if path else message
-        raise WitnessRefusal(Refused.MALFORMED, reason, path=path) from None
+        path = json_path(first["loc"])
+        raise WitnessRefusal(Refused.MALFORMED, issue_message(first), path=path) from None
 
 
 def _not_proven(reason: str, path: str = "") -> WitnessRefusal:
-    return WitnessRefusal(Refused.NOT_PROVEN, f"{path}: {reason}" if path else reason, path=path)
+    return WitnessRefusal(Refused.NOT_PROVEN, reason, path=path)
 
 
 def _cosigned_root(origin: str, size: int) -> bytes:

@@ -20,8 +20,8 @@ class Refused(enum.Enum):
 
 
 class WitnessRefusal(Exception):
-    """`path` names a malformed request's field at fault; `not_before` is when a keyper will
-    release; `size` is the witness's own size, when the old size was stale."""
+    """`path` names a request's field at fault, and begins the reason; `not_before` is when a
+    keyper will release; `size` is the witness's own size, when the old size was stale."""
 
     def __init__(
         self,
@@ -32,9 +32,9 @@ class WitnessRefusal(Exception):
         not_before: str | None = None,
         size: int | None = None,
     ) -> None:
-        super().__init__(reason)
+        self.reason = f"{path}: {reason}" if path else reason
+        super().__init__(self.reason)
         self.kind = kind
-        self.reason = reason
         self.path = path
         self.not_before = not_before
         self.size = size
