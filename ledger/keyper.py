@@ -177,13 +177,10 @@ def _entry_proven(name: str, entry: ProvenEntry, size: int, root: bytes) -> dict
 
 
 def _instant(fields: dict[str, Any], name: str, key: str) -> datetime:
-    value = fields.get(key)
-    try:
-        if isinstance(value, str):
-            return parse_instant(value)
+    try:  # no other JSON value (null, a number, a list) reads as an instant once made text
+        return parse_instant(str(fields.get(key)))
     except ValueError:
-        pass
-    raise _not_proven(f"the entry's {key} is not an instant", name)
+        raise _not_proven(f"the entry's {key} is not an instant", name) from None
 
 
 def _in_later_log(request: ReleaseRequest, entry: ProvenElsewhere) -> dict[str, Any]:
