@@ -130,21 +130,20 @@ def _check_signed(note: Note, origin: str) -> None:
     keys = witnessed_logs().get(origin)
     if keys is None:
         raise WitnessRefusal(Refused.UNKNOWN_LOG, "this witness does not follow that log")
-    signed = False
-    for key in keys:
-        for signature in note.signatures:
-            if signature.name == key.name and signature.key_id == key.key_id:
-                try:
-                    key.verify(note.body.encode(), signature.signature)
-                except NoteError:
-                    raise WitnessRefusal(
-                        Refused.BAD_SIGNATURE, f"the signature by {origin}'s key does not verify"
-                    ) from None
-                signed = True
-    if not signed:
+    ours = [
+        (k, s) for k in keys for s in note.signatures if (s.name, s.key_id) == (k.name, k.key_id)
+    ]
+    if not ours:
         raise WitnessRefusal(
             Refused.BAD_SIGNATURE, f"the checkpoint is not signed by {origin}'s key"
         )
+    for key, signature in ours:
+        try:
+            key.verify(note.body.encode(), signature.signature)
+        except NoteError:
+            raise WitnessRefusal(
+                Refused.BAD_SIGNATURE, f"the signature by {origin}'s key does not verify"
+            ) from None
 
 
 def _locked_state(origin: str) -> WitnessedLog:
