@@ -90,20 +90,17 @@ def _entry_leaves(contribution: Contribution) -> _Entries | None:
     """None while either entry is not in a tree yet. A task has a handful of entries, found by
     its id."""
     leaves = list(Leaf.objects.filter(task_id=contribution.task_id).order_by("index"))
-    first = leaves[0] if leaves else None
-    contribution_id = str(contribution.id)
-    mine = (
+    entries = [json.loads(leaf.entry) for leaf in leaves]
+    mine = [
         leaf
-        for leaf in leaves
-        if (entry := json.loads(leaf.entry)).get("type") == CONTRIBUTION
-        and entry.get("contribution_id") == contribution_id
-    )
-    contribution_leaf = next(mine, None)
-    if first is None or json.loads(first.entry).get("type") != TASK or contribution_leaf is None:
+        for leaf, entry in zip(leaves, entries, strict=True)
+        if entry.get("type") == CONTRIBUTION
+        and entry.get("contribution_id") == str(contribution.id)
+    ]
+    if not mine or entries[0].get("type") != TASK:
         return None
-    return _Entries(
-        first, leaf_in_log(first.index), contribution_leaf, leaf_in_log(contribution_leaf.index)
-    )
+    first, own = leaves[0], mine[0]
+    return _Entries(first, leaf_in_log(first.index), own, leaf_in_log(own.index))
 
 
 def _proven(leaf: Leaf, at: InLog, size: int) -> EntryProven:
