@@ -85,6 +85,12 @@ def refuse_if(issues: list[Issue]) -> None:
     raise Refusal(first.code, message, list(issues))
 
 
+def invalid_query(name: str, message: str, *, subject: str = "") -> Refusal:
+    """`name`'s issue; the refusal's message reads `<subject, or name> <message>`."""
+    issue = Issue(name, ErrorCode.INVALID_QUERY, message)
+    return Refusal(ErrorCode.INVALID_QUERY, f"{subject or name} {message}", [issue])
+
+
 def method_not_allowed(method: str, allowed: Iterable[str]) -> Refusal:
     """A request with a method the path does not take; the door also names them in `Allow`."""
     return Refusal(

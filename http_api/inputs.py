@@ -13,7 +13,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest
 from rest_framework.request import Request
 
-from core.errors import ErrorCode, Issue, Refusal, refuse_if
+from core.errors import ErrorCode, Issue, Refusal, invalid_query, refuse_if
 from core.json_input import InvalidJson, ints_from_doubles, parse_json
 from core.policy import DEFAULT_MODE, PAGE_CAP, body_limit
 
@@ -35,12 +35,6 @@ def query_issues(request: Request, allowed: Collection[str]) -> list[Issue]:
         elif len(request.query_params.getlist(key)) > 1:
             issues.append(Issue(key, ErrorCode.INVALID_QUERY, "given more than once"))
     return issues
-
-
-def invalid_query(name: str, message: str, *, subject: str = "") -> Refusal:
-    """`name`'s issue; the refusal's message reads `<subject, or name> <message>`."""
-    issue = Issue(name, ErrorCode.INVALID_QUERY, message)
-    return Refusal(ErrorCode.INVALID_QUERY, f"{subject or name} {message}", [issue])
 
 
 def query_none(request: Request) -> None:

@@ -12,10 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.caching import Shown, mark_shown
-from core.errors import ErrorCode, Issue, Refusal, refuse_if
+from core.errors import ErrorCode, Issue, Refusal, invalid_query, refuse_if
 from core.scripts import requirements_response, script_response
 from core.site import site_url
-from http_api.inputs import invalid_query, query_issues, query_none
+from http_api.inputs import query_issues, query_none
 from http_api.views import ApiView
 from ledger import selectors as log
 from ledger.keys import jwks

@@ -14,8 +14,8 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 
 from core.caching import IMMUTABLE
-from core.errors import Refusal
-from http_api.inputs import invalid_query, query_none
+from core.errors import Refusal, invalid_query
+from http_api.inputs import query_none
 from http_api.views import ApiView
 from ledger.logs import log_numbered
 from ledger.selectors import MAX_LEVEL, TILE_WIDTH, entry_bundle, hash_tile

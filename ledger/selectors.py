@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from core.errors import ErrorCode, Issue, Refusal
+from core.errors import ErrorCode, Refusal, invalid_query
 from ledger.logs import LogRef
 from ledger.merkle import consistency_ranges, inclusion_ranges
 from ledger.models import Checkpoint, Leaf, Node, QueuedEntry
@@ -77,12 +77,7 @@ def entries_of_task(task_id: uuid.UUID, log: LogRef) -> list[dict[str, Any]]:
 def _refuse_beyond(log: LogRef, name: str, size: int) -> None:
     latest = checkpointed_size(log)
     if size > latest:
-        message = f"must be at most the latest checkpoint's tree size ({latest})"
-        raise Refusal(
-            ErrorCode.INVALID_QUERY,
-            f"{name} {message}",
-            [Issue(name, ErrorCode.INVALID_QUERY, message)],
-        )
+        raise invalid_query(name, f"must be at most the latest checkpoint's tree size ({latest})")
 
 
 def _hashes(log: LogRef, ranges: list[tuple[int, int]]) -> list[str]:
