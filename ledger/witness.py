@@ -85,11 +85,8 @@ def witnessed_logs() -> dict[str, list[VerifierKey]]:
 
 
 def witness_description() -> dict[str, Any]:
-    return {
-        "name": witness_name(),
-        "key": witness_verifier_key().text,
-        "logs": list(witnessed_logs()),
-    }
+    key = witness_verifier_key()
+    return {"name": key.name, "key": key.text, "logs": list(witnessed_logs())}
 
 
 def _malformed(reason: str) -> WitnessRefusal:
