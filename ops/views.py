@@ -49,20 +49,17 @@ def _checks() -> dict[str, dict]:
     sweep = {"ok": fresh, "last_finished_at": format_instant(last_sweep) if last_sweep else None}
     if not fresh:
         sweep["detail"] = "no worker finished the evaluation sweep in the last two minutes"
-    return {"database": {"ok": True}, "sweep": sweep, "log": _log_check()}
-
-
-def _log_check() -> dict:
     rollback = log_state.rollback_found()
-    if rollback is None:
-        return {"ok": True}
-    return {
-        "ok": False,
-        "detail": rollback.message(),
-        "database_size": rollback.database_size,
-        "promised_size": rollback.promised_size,
-        "since": rollback.found_at,
-    }
+    log: dict = {"ok": True}
+    if rollback is not None:
+        log = {
+            "ok": False,
+            "detail": rollback.message(),
+            "database_size": rollback.database_size,
+            "promised_size": rollback.promised_size,
+            "since": rollback.found_at,
+        }
+    return {"database": {"ok": True}, "sweep": sweep, "log": log}
 
 
 def _replicas_check() -> dict:
