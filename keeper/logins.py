@@ -39,10 +39,6 @@ class PasswordBackend(ModelBackend):
         return super().authenticate(request, *args, **kwargs)
 
 
-def _address(request: HttpRequest) -> str:
-    return request.META.get("REMOTE_ADDR", "")
-
-
 def _logged_name(name: str) -> str:
     """The account a failed login named, for the log: none that does not exist, since a keeper
     who typed the password into the name field would put it in the log line (the audit log, in
@@ -61,7 +57,7 @@ def logged_in(sender: Any, request: HttpRequest, user: AbstractBaseUser, **kwarg
     if not getattr(request, _PASSWORD_CHECKED, False):
         return
     name = user.get_username()
-    log.info("the keeper %s logged in from %s", name, _address(request))
+    log.info("the keeper %s logged in from %s", name, request.META.get("REMOTE_ADDR", ""))
     _audit("keeper_login", name)
 
 
@@ -76,7 +72,8 @@ def login_failed(
     outcome = (
         "failed: wrong password" if checked else "was refused unchecked: too many failed logins"
     )
-    log.info("a keeper login as %s from %s %s", _logged_name(name), _address(request), outcome)
+    address = request.META.get("REMOTE_ADDR", "")
+    log.info("a keeper login as %s from %s %s", _logged_name(name), address, outcome)
     _audit("keeper_login_failed" if checked else "keeper_login_refused", name)
 
 
