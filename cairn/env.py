@@ -62,9 +62,9 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def env_url(name: str, default: str = "") -> str:
+def env_url(name: str) -> str:
     """An absolute http(s) origin without a trailing slash, or "" when unset."""
-    raw = env_str(name, default)
+    raw = env_str(name)
     if not raw:
         return ""
     parts = urlsplit(raw)
