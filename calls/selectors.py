@@ -44,13 +44,12 @@ def call_detail(call: Call) -> dict[str, Any]:
     }
 
 
-def call_page(*, mode: str, limit: int, cursor: str | None) -> tuple[list[Call], str | None]:
-    """Newest first, by keyset; the cursor is bound to its mode."""
+def call_page(*, mode: str, limit: int, cursor: str | None) -> tuple[list[Call], str]:
+    """Newest first, by keyset; the cursor ("" on the last page) is bound to its mode."""
     matches = Call.objects.all()
     statuses = CALL_MODES[mode]
     if statuses is not None:
         matches = matches.filter(status__in=statuses)
-    calls, next_cursor = keyset_page(
+    return keyset_page(
         matches, time_field="created_at", limit=limit, cursor=cursor, filter_key=f"calls:{mode}"
     )
-    return calls, next_cursor or None

@@ -43,7 +43,7 @@ def call_list(request: HttpRequest) -> HttpResponse:
         calls, next_cursor = call_page(mode=mode, limit=PAGE_SIZE, cursor=cursor)
         return {
             "calls": [call_display(call_view(call)) for call in calls],
-            "next_cursor": next_cursor or "",
+            "next_cursor": next_cursor,
         }
 
     return paged_list(
@@ -53,13 +53,12 @@ def call_list(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def call_page_view(request: HttpRequest, call_id: str) -> HttpResponse:
-    return detail_page(request, "call", call_get, call_id, _call_page, shown=_changing)
+    def page(call: Call) -> dict[str, Any]:
+        return {"call": call_display(call_detail(call))}
+
+    return detail_page(request, "call", call_get, call_id, page, shown=_changing)
 
 
 def _changing(_page: dict[str, Any]) -> Shown:
     """A call's page and the list: a call may be answered, posted or closed at any moment."""
     return Shown()
-
-
-def _call_page(call: Call) -> dict[str, Any]:
-    return {"call": call_display(call_detail(call))}
