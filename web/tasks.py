@@ -60,20 +60,12 @@ def _item_display(item: dict[str, Any]) -> dict[str, Any]:
     return display
 
 
-def _sealing_tally(items: list[dict[str, Any]]) -> dict[str, Any]:
-    voids = [item["void"]["code"] for item in items if "void" in item]
-    return {
-        "keyper_sealed": sum("sealed" in item for item in items),
-        "voids": len(voids),
-        "void_codes": sorted(set(voids)),
-    }
-
-
 def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[str, Any]:
     """The public view plus what a page needs to show it: readable instants, labels, time left."""
     evaluation = view["evaluation"]
     items = evaluation["contributions"] if evaluation else []
     counts = evaluation["counts"] if evaluation else {}
+    voids = [item["void"]["code"] for item in items if "void" in item]
     display = {
         **view,
         "deadline_at": instant(view["deadline"]),
@@ -89,7 +81,9 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
             if name in counts
         ],
         "contributions": [_item_display(item) for item in items],
-        **_sealing_tally(items),
+        "keyper_sealed": sum("sealed" in item for item in items),
+        "voids": len(voids),
+        "void_codes": sorted(set(voids)),
     }
     if display["is_open"]:
         display["time_left"] = time_left(view["deadline"], now)
