@@ -152,13 +152,8 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         """Received / allowed, linking to the task's contributions (who sent them, never what)."""
         url = reverse("admin:tasks_contribution_changelist")
         query = urlencode({"task__id__exact": str(task.pk)})
-        return format_html(
-            '<a href="{}?{}">{} / {}</a>',
-            url,
-            query,
-            task.contributions_count,
-            task.max_contributors,
-        )
+        count = f"{task.contributions_count} / {task.max_contributors}"
+        return format_html('<a href="{}?{}">{}</a>', url, query, count)
 
 
 class SealedFilter(ChoiceFilter):
