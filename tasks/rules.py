@@ -114,12 +114,11 @@ def _source_problem(url: str) -> str | None:
 
 
 def source_issues(sources: list[str]) -> list[Issue]:
-    issues = []
-    for index, url in enumerate(sources):
-        problem = _source_problem(url)
-        if problem:
-            issues.append(Issue(f"request.sources[{index}]", ErrorCode.SOURCE_NOT_ALLOWED, problem))
-    return issues
+    return [
+        Issue(f"request.sources[{index}]", ErrorCode.SOURCE_NOT_ALLOWED, problem)
+        for index, url in enumerate(sources)
+        if (problem := _source_problem(url))
+    ]
 
 
 def deadline_issues(deadline_text: str) -> list[Issue]:
