@@ -20,7 +20,7 @@ from django.conf import settings
 _idle: list[ThreadPoolExecutor] = []
 _held: dict[ThreadPoolExecutor, int] = {}
 _taking = Lock()
-_request_thread: ContextVar[ThreadPoolExecutor | None] = ContextVar(
+_request_thread: ContextVar[list[ThreadPoolExecutor] | None] = ContextVar(
     "cairn_orm_thread", default=None
 )
 
@@ -51,22 +51,26 @@ def _give_back(thread: ThreadPoolExecutor) -> None:
 @contextmanager
 def orm_thread() -> Iterator[None]:
     """One request's ORM thread, for every hop it makes (`orm_hop`): a Django connection is used
-    only by the thread that opened it. A request takes an idle thread, so one waiting on the
-    database holds up no other; only when every thread is taken do requests share the least
-    taken one. Threads are kept once made, so a busy process starts none."""
-    thread = _take()
-    token = _request_thread.set(thread)
+    only by the thread that opened it. Taken at the request's first hop, so a read answered on the
+    event loop takes none. A request takes an idle thread, so one waiting on the database holds up
+    no other; only when every thread is taken do requests share the least taken one. Threads are
+    kept once made, so a busy process starts none."""
+    taken: list[ThreadPoolExecutor] = []
+    token = _request_thread.set(taken)
     try:
         yield
     finally:
         _request_thread.reset(token)
-        _give_back(thread)
+        if taken:
+            _give_back(taken[0])
 
 
 def orm_hop(work: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
     """`work` made awaitable on the request's ORM thread; inside Django's own request handling
     (no `orm_thread`), on the thread Django gave the request."""
-    thread = _request_thread.get()
-    if thread is None:
+    taken = _request_thread.get()
+    if taken is None:
         return sync_to_async(work)
-    return sync_to_async(work, thread_sensitive=False, executor=thread)
+    if not taken:
+        taken.append(_take())
+    return sync_to_async(work, thread_sensitive=False, executor=taken[0])
