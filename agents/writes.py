@@ -5,7 +5,7 @@ Under the lock, two requests with one operation id answer alike: the second find
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -55,12 +55,12 @@ def agent_write(
     request_digest = fingerprint(request)
     agent = caller.agent
 
-    def replayed() -> WriteResult | None:
-        """The stored answer of an operation already accepted under this id, or None. The same
-        id with another request is refused: answering with either result would hide the agent's
-        mistake."""
-        key = [statements.db_value(Operation, "agent", agent.pk), caller.operation_id]
-        row = statements.fetch_one(_operation_by_id(), key)
+    operation_key = [statements.db_value(Operation, "agent", agent.pk), caller.operation_id]
+
+    def replayed(row: Sequence[Any] | None) -> WriteResult | None:
+        """The stored answer of an operation already accepted under this id (its record's `row`),
+        or None. The same id with another request is refused: answering with either result would
+        hide the agent's mistake."""
         if row is None:
             return None
         stored_kind, stored_digest, result = statements.python_values(Operation, _REPLAYED, row)
@@ -76,15 +76,22 @@ def agent_write(
     except Refusal:
         # A replay is answered from its record whatever the rules say now (SPEC §6); looked for
         # here only when they refuse, so that a fresh write looks once, under the lock below.
-        if (replay := replayed()) is not None:
+        if (
+            replay := replayed(statements.fetch_one(_operation_by_id(), operation_key))
+        ) is not None:
             return replay
         raise
     with transaction.atomic():
-        # The agent's row lock: every write of one agent serialises on it, so its caps and
-        # operation ids hold however many requests it sends at once.
-        key = [statements.db_value(Agent, "id", agent.pk)]
-        statements.locked(Agent, f"{statements.column(Agent, 'id')} = %s", key, names=("id",))
-        if (replay := replayed()) is not None:
+        with statements.pipelined():
+            # The agent's row lock: every write of one agent serialises on it, so its caps and
+            # operation ids hold however many requests it sends at once. The record is read by
+            # the statement after it, which starts once the lock is granted.
+            key = [statements.db_value(Agent, "id", agent.pk)]
+            statements.lock(Agent, f"{statements.column(Agent, 'id')} = %s", key)
+            recorded = statements.sent(_operation_by_id(), operation_key)
+        with recorded:
+            row = recorded.fetchone()
+        if (replay := replayed(row)) is not None:
             return replay
         performed = perform(agent, checked)
         now = now_ms()

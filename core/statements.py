@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -19,6 +20,7 @@ import orjson
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 from django.db.models import (
     CharField,
     DateTimeField,
@@ -184,8 +186,30 @@ def fetch_all(sql: str, params: Params) -> list[tuple[Any, ...]]:
 
 
 def execute(sql: str, params: Params) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    with sent(sql, params):
+        pass
+
+
+def sent(sql: str, params: Params) -> CursorWrapper:
+    """A statement run on the primary, its cursor left open for its rows (the caller closes it):
+    inside `pipelined`, they are there once the block has ended."""
+    cursor = connection.cursor()
+    cursor.execute(sql, params)
+    return cursor
+
+
+@contextmanager
+def pipelined() -> Iterator[None]:
+    """Send the statements run inside as one round trip when the block ends, not one each. The
+    database still runs them one after another, each with a snapshot taken as it starts, so one
+    that waits for a lock holds back the ones after it. Their rows are read after the block
+    (`sent`), and an error in any is raised as it ends. SQLite runs in process: it needs none."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    connection.ensure_connection()
+    with connection.wrap_database_errors, connection.connection.pipeline():
+        yield
 
 
 def instance(model: type[M], names: tuple[str, ...], row: Sequence[Any]) -> M:
@@ -209,9 +233,16 @@ def locked(
     writes go to. Call inside a transaction."""
     read = tuple(names) or tuple(field.name for field in model._meta.concrete_fields)
     sql = _locked_sql(model, where, read, order_by, limit, skip_locked, connection.vendor)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    with sent(sql, params) as cursor:
         return [instance(model, read, row) for row in cursor.fetchall()]
+
+
+def lock(model: type[Model], where: str, params: Params) -> None:
+    """Take the locks `locked` takes without reading the rows back, so that inside `pipelined`
+    the statements after it go with it."""
+    execute(
+        _locked_sql(model, where, (_pk_name(model),), "", None, False, connection.vendor), params
+    )
 
 
 @cache
