@@ -35,8 +35,8 @@ from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
 from a2a_gateway import read_connections, transport
-from a2a_gateway.evaluated_memo import Kept
 from a2a_gateway.handler import AsSent, Facts
+from a2a_gateway.kept_forms import Kept
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import StoredTask, stored_read
 from core.metrics import grpc_call_observed

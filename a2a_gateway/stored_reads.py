@@ -34,7 +34,7 @@ from a2a.utils.task import validate_history_length
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection
 from django.utils import timezone
 
-from a2a_gateway.evaluated_memo import EVALUATED_FORMS
+from a2a_gateway.kept_forms import EVALUATED_FORMS
 from a2a_gateway.models import TaskForm
 from a2a_gateway.request_cycle import DjangoCycle, Result
 from core import replicas, statements
@@ -287,7 +287,7 @@ async def stored_task(
 ) -> StoredTask:
     """The GetTask result's JSON text, in A2A `version`'s form, and its deadline while it is
     open. An evaluated task never changes again, so its text is kept in memory after its first
-    read (`a2a_gateway.evaluated_memo`)."""
+    read (`a2a_gateway.kept_forms`)."""
     _common_checks(request)
     try:
         key = uuid.UUID(request.id)

@@ -56,7 +56,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         ),
     ],
     "no-evaluated-forms": [
-        ("a2a_gateway/evaluated_memo.py", "MAX_CHARS = 4 * 1024 * 1024", "MAX_CHARS = 0"),
+        ("a2a_gateway/kept_forms.py", "MAX_CHARS = 4 * 1024 * 1024", "MAX_CHARS = 0"),
     ],
     "no-fast-reads": [
         ("a2a_gateway/jsonrpc_binding.py", "fast_reads: bool = True", "fast_reads: bool = False"),

@@ -19,9 +19,9 @@ from asgiref.sync import async_to_sync
 from starlette.datastructures import QueryParams
 
 from a2a_gateway import read_connections
-from a2a_gateway.evaluated_memo import EVALUATED_FORMS, evaluated_forms
 from a2a_gateway.http_json_binding import fast_rest_read, rest_reply
 from a2a_gateway.jsonrpc_binding import a2a_reply, fast_read
+from a2a_gateway.kept_forms import EVALUATED_FORMS, evaluated_forms
 from a2a_gateway.stored_reads import DJANGO_SOURCE, DjangoSource
 from tasks.evaluation import tasks_evaluate_due
 from tasks.models import Task
