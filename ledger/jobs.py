@@ -18,7 +18,6 @@ from ledger.services import log_sequence
 from ledger.witnesses import witnesses_cosign
 
 logger = logging.getLogger(__name__)
-SEQUENCE_JOB = "ledger.jobs.sequence_log"
 _last_nudge = 0.0
 
 
@@ -39,6 +38,6 @@ def sequencing_nudge() -> None:
         return
     _last_nudge = now
     try:
-        async_task(SEQUENCE_JOB)
+        async_task("ledger.jobs.sequence_log")
     except Exception:  # the write has committed; the minute's schedule will integrate its entry
         logger.warning("could not queue the log sequencer; the schedule will run it", exc_info=True)
