@@ -238,14 +238,11 @@ def add_checkpoint(body: bytes) -> str:
 def cosigned_latest(origin_digest: str) -> str | None:
     """What `GET <witness URL>/<hex SHA-256 of origin>/checkpoint` serves (§15.8): the latest
     checkpoint this witness cosigned of the followed log whose origin's hex SHA-256 that is."""
-    origin = next(
-        (o for o in witnessed_logs() if hashlib.sha256(o.encode()).hexdigest() == origin_digest),
-        None,
-    )
-    if origin is None:
-        return None
+    followed = [
+        o for o in witnessed_logs() if hashlib.sha256(o.encode()).hexdigest() == origin_digest
+    ]
     return (
-        CosignedCheckpoint.objects.filter(origin=origin)
+        CosignedCheckpoint.objects.filter(origin__in=followed)
         .order_by("-tree_size")
         .values_list("note", flat=True)
         .first()
