@@ -136,7 +136,7 @@ def release_request_parse(body: bytes) -> ReleaseRequest:
         raise WitnessRefusal(Refused.MALFORMED, issue_message(first), path=path) from None
 
 
-def _not_proven(reason: str, path: str = "") -> WitnessRefusal:
+def _not_proven(reason: str, path: str) -> WitnessRefusal:
     return WitnessRefusal(Refused.NOT_PROVEN, reason, path=path)
 
 

@@ -65,7 +65,7 @@ def verifier_key_parse(text: str, *, type: int) -> VerifierKey:
     try:
         raw = base64.b64decode(material, validate=True)
         given_id = bytes.fromhex(id_hex)
-    except (binascii.Error, ValueError):
+    except ValueError:
         raise NoteError(f"the verifier key of {name} is not hex and base64") from None
     if len(raw) != 33 or raw[0] != type:
         raise NoteError(f"the verifier key of {name} is not an Ed25519 key of type 0x{type:02x}")

@@ -156,7 +156,7 @@ def _submit(
         raise WitnessFailure(f"answered {status}: {text.strip()[:200]!r}", status=status)
     try:
         signatures = signature_lines_parse(text)
-    except (NoteError, ValueError):
+    except ValueError:
         raise WitnessFailure("answered with something other than note signature lines") from None
     ours = [s for s in signatures if s.name == witness.key.name and s.key_id == witness.key.key_id]
     if not ours:
