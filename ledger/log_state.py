@@ -100,7 +100,7 @@ def _write(logs: dict[str, LogPromises], started: list[dict[str, Any]]) -> None:
     temporary = path.with_name(path.name + ".new")
     kept = {"version": 1, "logs": {k: asdict(v) for k, v in logs.items()}, "started": started}
     with open(temporary, "w") as file:
-        file.write(json.dumps(kept, indent=1))
+        json.dump(kept, file, indent=1)
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)
