@@ -118,18 +118,6 @@ def _feed_rows(section: str, after: tuple[datetime, uuid.UUID] | None, limit: in
     return list(rows.order_by("-status_timestamp", "-pk")[:limit])
 
 
-def _feed_position(cursor: str, filter_key: str, sections: tuple[str, ...]):
-    position = cursor_decode(cursor, filter_key)
-    try:
-        section, at, pk = position
-        after = (datetime.fromisoformat(at), uuid.UUID(pk))
-    except (ValueError, TypeError):
-        raise Refusal(ErrorCode.INVALID_QUERY, "the cursor is not one this server issued") from None
-    if section not in sections:
-        raise Refusal(ErrorCode.INVALID_QUERY, "the cursor belongs to another filter")
-    return section, after
-
-
 def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
     """One page of the web feed, what a reader can still act on first: open tasks closing soonest
     first, then evaluated tasks most recently evaluated first. Keyset pages like `task_page`; a
@@ -138,7 +126,12 @@ def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
     sections = ("open", "evaluated") if mode == "all" else (mode,)
     section, after = sections[0], None
     if cursor:
-        section, after = _feed_position(cursor, filter_key, sections)
+        try:
+            section, at, pk = cursor_decode(cursor, filter_key)
+            after = (datetime.fromisoformat(at), uuid.UUID(pk))
+        except (ValueError, TypeError):
+            message = "the cursor is not one this server issued"
+            raise Refusal(ErrorCode.INVALID_QUERY, message) from None
     rows: list[Task] = []
     for name in sections[sections.index(section) :]:
         rows += _feed_rows(name, after, limit + 1 - len(rows))
