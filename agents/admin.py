@@ -93,16 +93,6 @@ _OBJECT_CHANGE = {
 }
 
 
-def _object_url(entry: AuditEntry) -> str:
-    if entry.object_type in _OBJECT_CHANGE:
-        return reverse(_OBJECT_CHANGE[entry.object_type], args=[entry.object_id])
-    if entry.object_type == "contribution":  # its admin key is not its public id: search for it
-        return (
-            f"{reverse('admin:tasks_contribution_changelist')}?{urlencode({'q': entry.object_id})}"
-        )
-    return ""
-
-
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["at", "door", "client", "operation", "object", agent_link]
@@ -114,7 +104,11 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="object (its id)", ordering="object_id")
     def object(self, entry: AuditEntry) -> str:
         """The whole id, so it can be copied and searched; the operation names its type."""
-        url = _object_url(entry)
-        if not url:
+        if entry.object_type in _OBJECT_CHANGE:
+            url = reverse(_OBJECT_CHANGE[entry.object_type], args=[entry.object_id])
+        elif entry.object_type == "contribution":  # keyed by seq in the admin: search for its id
+            query = urlencode({"q": entry.object_id})
+            url = f"{reverse('admin:tasks_contribution_changelist')}?{query}"
+        else:
             return format_html("<code>{}</code>", entry.object_id)
         return format_html('<a href="{}"><code>{}</code></a>', url, entry.object_id)
