@@ -119,10 +119,7 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             "rows": [_contribution_row(c) for c in contributions],
             "agent_rel": AGENT_LINK_REL,
         }
-        if task.evaluation is None:
-            if task.keys_pending and task.deadline <= timezone.now():
-                context["grace_end"] = _utc(grace_end(task))
-        else:
+        if task.evaluation is not None:
             context["evaluation"] = task.evaluation
             context["state"] = self.state(task)
             context["counts"] = ", ".join(
@@ -130,6 +127,8 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 for verdict, count in task.evaluation["counts"].items()
             )
             context["voids"] = sum("void" in item for item in task.evaluation["contributions"])
+        elif task.keys_pending and task.deadline <= timezone.now():
+            context["grace_end"] = _utc(grace_end(task))
         return render_to_string("admin/tasks/evaluation.html", context)
 
     @admin.display(description="deadline (as approved)")
