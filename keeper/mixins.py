@@ -43,7 +43,7 @@ class ChoiceFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[M]) -> QuerySet[M]:
         value = self.value()
-        if value is None or value not in self.options:
+        if value not in self.options:
             return queryset
         _, condition = self.options[value]
         return queryset.filter(condition(timezone.now()) if callable(condition) else condition)
