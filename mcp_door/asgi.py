@@ -45,8 +45,7 @@ def host_allowed(scope: Scope) -> bool:
 
 
 class McpEndpoint:
-    def __init__(self) -> None:
-        self._manager: StreamableHTTPSessionManager | None = None
+    _manager: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
