@@ -52,8 +52,7 @@ class Task(models.Model):
     # Set by the first keyper-sealed contribution (SPEC §15.8): only the worker evaluates the task,
     # once the keypers' releases are in or their grace is over.
     keys_pending = models.BooleanField(default=False)
-    # The §3.2 view as `tasks.rendered.task_render` stored it; `rendered_version` says when to
-    # render again.
+    # The §3.2 view `tasks.rendered.task_render` stored; `rendered_version` says when to redo it.
     view_json = models.TextField(blank=True, editable=False)
     rendered_version = models.PositiveSmallIntegerField(default=0, editable=False)
 

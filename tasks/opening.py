@@ -192,9 +192,8 @@ def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:
 def sealed_item(contribution: ContributionRow, opening: Opened | Void) -> dict[str, Any]:
     """The evaluation's item of a keyper-sealed contribution (§15.8): its envelope, releases and
     sealed shares, so anyone can redo the opening or ask the keypers for releases the site did not
-    collect (disproving a claimed `keys_unavailable`); then the report or the void. Void for
-    private content, it publishes neither ciphertext, shares nor releases: together they are the
-    report."""
+    collect (disproving a claimed `keys_unavailable`); then the report or the void. Void for private
+    content, it publishes neither ciphertext, shares nor releases: together they are the report."""
     seal = contribution.keyper_seal
     assert seal is not None
     private = isinstance(opening, Void) and opening.code == ErrorCode.PRIVATE_CONTENT

@@ -24,8 +24,7 @@ from tasks.payloads import (
 )
 from tasks.report_checks import report_texts, source_in_task_issues
 
-# What each approval is held to: its scope, and its field with the digest of what was sent,
-# named.
+# What each approval is held to: its scope, and its field with the digest of what was sent, named.
 _APPROVALS: dict[type[Payload], tuple[str, str, str]] = {
     OpenTaskApproval: (OPEN_TASK_SCOPE, "public_input_digest", "request"),
     ContributionApproval: (CONTRIBUTION_SCOPE, "public_output_digest", "report"),
