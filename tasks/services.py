@@ -269,19 +269,17 @@ def contribution_submit(caller: Caller, *, task_id: Any, payload: Any) -> WriteR
         task.contributions_count += 1
         view = task_render(task)
         transaction.on_commit(sequencing_nudge)
-        body = {"task": view, "receipt": receipt_view(contribution)}
         read_models = task_changed([TaskChange(task, view)])
-        writes = (
-            statements.object_inserted(contribution),
-            *log_writes([contribution_entry(contribution)]),
-            statements.updated(task, [*changed, *RENDERED_FIELDS]),
-            *read_models.writes,
-        )
         return Performed(
-            body,
+            {"task": view, "receipt": receipt_view(contribution)},
             object_type="contribution",
             object_id=str(contribution.id),
-            writes=writes,
+            writes=(
+                statements.object_inserted(contribution),
+                *log_writes([contribution_entry(contribution)]),
+                statements.updated(task, [*changed, *RENDERED_FIELDS]),
+                *read_models.writes,
+            ),
             form=next(iter(read_models.forms), None),
         )
 
