@@ -102,9 +102,8 @@ def call_answer(caller: Caller, *, call_id: Any, payload: Any) -> WriteResult:
             )
         )
         call.responses_count += 1
-        body = {"call_id": str(call.id), "response": call_response_view(response)}
         return Performed(
-            body,
+            {"call_id": str(call.id), "response": call_response_view(response)},
             object_type="call_response",
             object_id=str(response.pk),
             writes=(statements.updated(call, ["responses_count"]),),
