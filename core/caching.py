@@ -93,10 +93,8 @@ def etag_of(body: bytes) -> str:
 def if_none_match_hits(header: str, etag: str) -> bool:
     """Whether an If-None-Match header selects this entity (RFC 9110 §13.1.2): `*`, or a tag
     equal under the weak comparison, where W/"x" and "x" are the same."""
-    candidates = [candidate.strip() for candidate in header.split(",")]
-    if "*" in candidates:
-        return True
-    return any(candidate.removeprefix("W/") == etag.removeprefix("W/") for candidate in candidates)
+    tags = [tag.strip() for tag in header.split(",")]
+    return "*" in tags or any(tag.removeprefix("W/") == etag.removeprefix("W/") for tag in tags)
 
 
 def _not_modified(
