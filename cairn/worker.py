@@ -146,18 +146,17 @@ class QueueRenewingSentinel(Sentinel):
     task_queue: multiprocessing.queues.Queue
     result_queue: multiprocessing.queues.Queue
 
-    def __init__(self, stop_event, start_event, cluster_id, broker=None, timeout=None, start=True):
+    def __init__(self, stop_event, start_event, cluster_id):
         _ignore_stop_signals()
-        broker = broker or _broker_once_the_database_answers(stop_event)
+        broker = _broker_once_the_database_answers(stop_event)
         if broker is None:
             return
         _sweep_first(broker, on="start")
-        super().__init__(stop_event, start_event, cluster_id, broker, timeout, start=False)
+        super().__init__(stop_event, start_event, cluster_id, broker, start=False)
         _ignore_stop_signals()  # django-q2's sentinel gave SIGTERM its default action back
         self.task_queue, self.result_queue = _queues()
         self.event_out = ProcessFlag()  # the pusher's stop flag: a pusher may be killed too
-        if start:
-            self.start()
+        self.start()
 
     def guard(self) -> None:
         """django-q2's guard loop, waiting on no lock a process of the cluster may hold."""
