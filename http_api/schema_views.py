@@ -32,9 +32,6 @@ from ledger.witnesses import keypers_configured
 from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tasks.view_models import ContributionReport, KeyperReceipt, Receipt, TaskView, View
 
-OPENAPI_VERSION = "3.1.0"
-API_VERSION = "0.1"
-
 
 def _document(body: dict[str, Any], content_type: str = "application/json") -> JsonResponse:
     response = JsonResponse(body, content_type=content_type, json_dumps_params={"indent": 2})
@@ -410,11 +407,11 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
             }
         paths.setdefault(route.path, {})[route.method] = operation
     return {
-        "openapi": OPENAPI_VERSION,
+        "openapi": "3.1.0",
         "jsonSchemaDialect": DIALECT,
         "info": {
             "title": "Cairn — plain HTTP routes",
-            "version": API_VERSION,
+            "version": "0.1",
             "description": (
                 "The same pipeline, rules and views as the A2A endpoint `/api/a2a`. Reads are public; "
                 "writes and `mine` need `Authorization: Bearer <token>` (POST /api/agent/register). "
