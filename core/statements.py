@@ -545,13 +545,9 @@ def deleted(model: type[Model], keys: Sequence[Any]) -> tuple[Write, ...]:
     values = [_db_value(db, model, _pk_name(model), key) for key in keys]
     if db.vendor == "postgresql":
         return (Write(_delete_any_sql(model, db.vendor), [values]),)
+    key = column(model, _pk_name(model))
     placeholders = ", ".join(["%s"] * len(values))
-    return (
-        Write(
-            f"DELETE FROM {table(model)} WHERE {column(model, _pk_name(model))} IN ({placeholders})",
-            values,
-        ),
-    )
+    return (Write(f"DELETE FROM {table(model)} WHERE {key} IN ({placeholders})", values),)
 
 
 def _array(model: type[Model], name: str) -> str:
