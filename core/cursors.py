@@ -65,6 +65,5 @@ def keyset_page(
     page = list(rows.order_by(f"-{time_field}", "-pk")[: limit + 1])
     if len(page) <= limit:
         return page, ""
-    page = page[:limit]
-    last = page[-1]
-    return page, keyset_cursor(filter_key, getattr(last, time_field), last.pk)
+    last = page[limit - 1]
+    return page[:limit], keyset_cursor(filter_key, getattr(last, time_field), last.pk)
