@@ -17,7 +17,6 @@ from core.errors import ErrorCode, Issue, Refusal, invalid_query, refuse_if
 from core.json_input import InvalidJson, ints_from_doubles, parse_json
 from core.policy import DEFAULT_MODE, PAGE_CAP, body_limit
 
-PAGE_KEYS = ("mode", "limit", "cursor")
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,200}")
@@ -43,7 +42,7 @@ def query_none(request: Request) -> None:
 
 def query_page(request: Request, *, modes: Collection[str]) -> tuple[str, int, str | None]:
     """`mode` (one of `modes`, default `all`), `limit` (1..50, default 50) and an optional `cursor`."""
-    issues = query_issues(request, PAGE_KEYS)
+    issues = query_issues(request, ("mode", "limit", "cursor"))
     params = request.query_params
     mode = params.get("mode", DEFAULT_MODE)
     if mode not in modes:
