@@ -2,7 +2,7 @@
 
 Django's ASGI handler gives each request a thread of its own; a door served by its own ASGI app or
 the gRPC server must too. On asgiref's one shared thread, a request waiting on PostgreSQL (a row
-lock, a slow statement) held up every other request's ORM work in the process.
+lock, a slow statement) would hold up every other request's ORM work in the process.
 """
 
 from __future__ import annotations
@@ -28,26 +28,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _take() -> ThreadPoolExecutor:
-    with _taking:
-        if _idle:
-            thread = _idle.pop()
-        elif len(_held) < settings.DB_POOL_SIZE:
-            thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cairn-orm")
-        else:
-            thread = min(_held, key=_held.__getitem__)
-        _held[thread] = _held.get(thread, 0) + 1
-        return thread
-
-
-def _give_back(thread: ThreadPoolExecutor) -> None:
-    with _taking:
-        _held[thread] -= 1
-        if not _held[thread]:
-            del _held[thread]
-            _idle.append(thread)
-
-
 @contextmanager
 def orm_thread() -> Iterator[None]:
     """One request's ORM thread, for every hop it makes (`orm_hop`): a Django connection is used
@@ -62,7 +42,12 @@ def orm_thread() -> Iterator[None]:
     finally:
         _request_thread.reset(token)
         if taken:
-            _give_back(taken[0])
+            with _taking:
+                [thread] = taken
+                _held[thread] -= 1
+                if not _held[thread]:
+                    del _held[thread]
+                    _idle.append(thread)
 
 
 def orm_hop(work: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
@@ -72,5 +57,13 @@ def orm_hop(work: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
     if taken is None:
         return sync_to_async(work)
     if not taken:
-        taken.append(_take())
+        with _taking:
+            if _idle:
+                thread = _idle.pop()
+            elif len(_held) < settings.DB_POOL_SIZE:
+                thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cairn-orm")
+            else:
+                thread = min(_held, key=_held.__getitem__)
+            _held[thread] = _held.get(thread, 0) + 1
+        taken.append(thread)
     return sync_to_async(work, thread_sensitive=False, executor=taken[0])
