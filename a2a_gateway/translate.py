@@ -9,7 +9,7 @@ from typing import Any
 
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from google.protobuf import struct_pb2
-from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.json_format import MessageToDict
 
 from core.clock import parse_instant
 from core.errors import Refusal
@@ -29,11 +29,9 @@ def data_of(part: Part) -> Any:
     return ints_from_doubles(MessageToDict(part.data))
 
 
-def data_part(value: Any, media_type: str = "") -> Part:
-    """`Struct.update` builds an object's Value far faster than `ParseDict`, and the sweep builds
-    one for every task."""
-    if not isinstance(value, dict):
-        return Part(data=ParseDict(value, struct_pb2.Value()), media_type=media_type)
+def data_part(value: dict[str, Any], media_type: str = "") -> Part:
+    """A data part holding a JSON object (an evaluation, a refusal): `Struct.update` builds its
+    Value far faster than `ParseDict`, and the sweep builds one for every task."""
     data = struct_pb2.Value()
     data.struct_value.update(value)
     return Part(data=data, media_type=media_type)
