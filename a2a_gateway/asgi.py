@@ -106,9 +106,7 @@ def _with_caching(reply: Reply, method: str, headers: dict[str, str]) -> Reply:
         caching_headers.append(("ETag", caching.etag))
     if caching.last_modified is not None:
         caching_headers.append(("Last-Modified", caching.last_modified))
-    replaced = {name.lower() for name, _ in caching_headers} - {"vary"}
-    kept = [(name, value) for name, value in reply.headers if name.lower() not in replaced]
-    cached = replace(reply, headers=(*kept, *caching_headers))
+    cached = replace(reply, headers=(*reply.headers, *caching_headers))
     return replace(cached, status=304, body=b"") if caching.not_modified else cached
 
 
