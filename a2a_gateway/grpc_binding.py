@@ -35,7 +35,7 @@ from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
 from a2a_gateway import read_connections, transport
-from a2a_gateway.handler import AsSent, Facts
+from a2a_gateway.handler import FACTS_STATE, AsSent, Facts
 from a2a_gateway.kept_forms import Kept
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import StoredTask, stored_read
@@ -62,8 +62,9 @@ class GrpcContextBuilder(DefaultGrpcServerCallContextBuilder):
 
     def build(self, context: grpc.aio.ServicerContext) -> ServerCallContext:
         built = super().build(context)
-        facts = _CALL_FACTS.get()
-        return built if facts is None else transport.with_facts(built, facts)
+        if (facts := _CALL_FACTS.get()) is not None:
+            built.state[FACTS_STATE] = facts
+        return built
 
 
 class StoredForms(Kept[str, bytes]):

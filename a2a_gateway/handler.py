@@ -200,7 +200,7 @@ def _refusal_as_error(refusal: Refusal) -> A2AError | None:
 
 
 def _facts(context: ServerCallContext) -> Facts:
-    return context.state[FACTS_STATE]  # every binding sets them (`transport.with_facts`)
+    return context.state[FACTS_STATE]  # every binding's context builder sets them
 
 
 def _payload(message: Message, sent: AsSent) -> Any:

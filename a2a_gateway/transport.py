@@ -228,18 +228,13 @@ class ParsedRequest(StarletteRequest):
         return self.raw
 
 
-def with_facts(context: ServerCallContext, facts: Facts) -> ServerCallContext:
-    context.state[FACTS_STATE] = facts
-    return context
-
-
 class CairnContextBuilder(DefaultServerCallContextBuilder):
     """The SDK's context (it keeps the headers its version check reads), plus the request's `Facts`."""
 
     def build(self, request: StarletteRequest) -> ServerCallContext:
         context = super().build(request)
         if isinstance(request, ParsedRequest):
-            with_facts(context, request.facts)
+            context.state[FACTS_STATE] = request.facts
         return context
 
 
