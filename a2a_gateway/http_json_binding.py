@@ -39,7 +39,6 @@ from core.caching import Shown
 from core.json_input import InvalidJson, parse_json
 
 REST_PREFIX = ENDPOINT_PATH + "/"
-SEND_PATH = f"{ENDPOINT_PATH}/message:send"
 LIST_PATH = f"{ENDPOINT_PATH}/tasks"
 # The routes whose reads the stored forms answer, and their requests.
 FAST_MODELS: dict[str, type[GetTaskRequest | ListTasksRequest]] = {
@@ -47,7 +46,7 @@ FAST_MODELS: dict[str, type[GetTaskRequest | ListTasksRequest]] = {
     LIST_PATH: ListTasksRequest,
 }
 # The bodies that hold a SendMessageRequest: where a JSON object is due, a client must send one.
-BODY_PATHS = (SEND_PATH, f"{ENDPOINT_PATH}/message:stream")
+BODY_PATHS = (f"{ENDPOINT_PATH}/message:send", f"{ENDPOINT_PATH}/message:stream")
 SEND_MESSAGE_FIELDS = cast(Descriptor, SendMessageRequest.DESCRIPTOR)
 # A2A 1.0's mapping table, where the SDK's differs (it sends TaskNotCancelableError with 400).
 STATUS_BY_REASON = {"TASK_NOT_CANCELABLE": 409}
