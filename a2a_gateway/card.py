@@ -147,12 +147,11 @@ def supported_interfaces(site: str, grpc_url: str) -> list[AgentInterface]:
     return interfaces
 
 
-def agent_card(
-    site: str, witnesses: dict[str, Any], grpc_url: str, started: list[dict[str, Any]]
-) -> AgentCard:
+def agent_card(site: str, started: list[dict[str, Any]]) -> AgentCard:
     """The card: one skill per operation the request handler dispatches, the payload schemas in
-    one extension. `grpc_url`: where the gRPC binding is served ("" when it is off); `started`:
-    the logs the keeper started after log 0."""
+    one extension, the gRPC binding where `CAIRN_GRPC_URL` serves it ("" when it is off);
+    `started`: the logs the keeper started after log 0."""
+    grpc_url = settings.CAIRN_GRPC_URL
     logs = logs_listed(site, started)
     operations = CairnRequestHandler.operations  # the registry the handler dispatches through
     return AgentCard(
@@ -191,7 +190,7 @@ def agent_card(
                         "checkpoint": logs[-1]["checkpoint"],
                         "verifier": f"{site}/verify/cairn_verify.py",
                         "max_merge_delay_s": int(MAX_MERGE_DELAY.total_seconds()),
-                        **witnesses,
+                        **witnessing(),
                         "logs": logs,
                     },
                 ),
@@ -225,7 +224,7 @@ def _card_entity(site: str) -> tuple[bytes, str, datetime]:
 
 @lru_cache(maxsize=32)
 def _built_card(site: str, started: str) -> tuple[bytes, str, datetime]:
-    card = agent_card(site, witnessing(), settings.CAIRN_GRPC_URL, json.loads(started))
+    card = agent_card(site, json.loads(started))
     card_json = agent_card_to_dict(card_sign(card, site=site))
     return json_bytes(card_json), _etag_for(card_json), timezone.now()
 
