@@ -12,7 +12,6 @@ middleware gave these paths is kept: Django's Host rule, the security headers, t
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from functools import lru_cache, partial
 
 from django.conf import settings
@@ -86,7 +85,7 @@ async def _chunks(receive: Receive) -> AsyncIterator[bytes]:
             return
 
 
-def _with_caching(reply: Reply, method: str, headers: dict[str, str]) -> Reply:
+async def _send(send: Send, reply: Reply, method: str, headers: dict[str, str]) -> None:
     """The reply with its caching headers, or 304 in its place (`core.caching`)."""
     caching = answer_caching(
         method=method,
@@ -97,36 +96,35 @@ def _with_caching(reply: Reply, method: str, headers: dict[str, str]) -> Reply:
         body=lambda: reply.body,
         if_modified_since=headers.get("if-modified-since"),
     )
-    if caching is None:
-        return reply
-    caching_headers = [("Cache-Control", caching.cache_control)]
-    if caching.vary:
-        caching_headers.append(("Vary", ", ".join(caching.vary)))
-    if caching.etag is not None:
-        caching_headers.append(("ETag", caching.etag))
-    if caching.last_modified is not None:
-        caching_headers.append(("Last-Modified", caching.last_modified))
-    cached = replace(reply, headers=(*reply.headers, *caching_headers))
-    return replace(cached, status=304, body=b"") if caching.not_modified else cached
-
-
-async def _send(send: Send, reply: Reply, *, head: bool = False) -> None:
+    status, body = reply.status, reply.body
+    caching_headers = []
+    if caching is not None:
+        caching_headers.append((b"cache-control", caching.cache_control.encode()))
+        if caching.vary:
+            caching_headers.append((b"vary", ", ".join(caching.vary).encode()))
+        if caching.etag is not None:
+            caching_headers.append((b"etag", caching.etag.encode()))
+        if caching.last_modified is not None:
+            caching_headers.append((b"last-modified", caching.last_modified.encode()))
+        if caching.not_modified:
+            status, body = 304, b""
     # A 304 has no body, so none of the body's own headers (RFC 9110 §15.4.5).
     body_headers = (
         []
-        if reply.status == 304
+        if status == 304
         else [
             (b"content-type", reply.content_type.encode()),
-            (b"content-length", str(len(reply.body)).encode()),
+            (b"content-length", str(len(body)).encode()),
         ]
     )
-    headers = [
+    response_headers = [
         *body_headers,
         *((name.lower().encode(), value.encode("latin-1")) for name, value in reply.headers),
+        *caching_headers,
         *RESPONSE_HEADERS,
     ]
-    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-    await send({"type": "http.response.body", "body": b"" if head else reply.body})
+    await send({"type": "http.response.start", "status": status, "headers": response_headers})
+    await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})
 
 
 async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
@@ -138,7 +136,7 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             b"Bad Request: this server does not answer to that Host",
             content_type="text/plain; charset=utf-8",
         )
-        await _send(send, _with_caching(reply, scope["method"], headers))
+        await _send(send, reply, scope["method"], headers)
         return
     try:
         binding = (
@@ -160,6 +158,4 @@ async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             )
     except ClientGone:
         return
-    await _send(
-        send, _with_caching(reply, scope["method"], headers), head=scope["method"] == "HEAD"
-    )
+    await _send(send, reply, scope["method"], headers)

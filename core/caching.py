@@ -72,7 +72,7 @@ def mark_shown(response: Answer, shown: Shown) -> Answer:
     return response
 
 
-def _freshness(shown: Shown, now: datetime) -> str:
+def _freshness(shown: Shown) -> str:
     if shown.final:
         return IMMUTABLE
     max_age = shown.max_age_s
@@ -80,7 +80,7 @@ def _freshness(shown: Shown, now: datetime) -> str:
         # A cache counts an answer's age from when it received it, in whole seconds (nginx by its
         # own clock, rounded down), so a max-age of every second left could keep the open task
         # up to a second past its deadline: one second less keeps every copy inside it.
-        left = math.floor((shown.open_until - now).total_seconds()) - 1
+        left = math.floor((shown.open_until - timezone.now()).total_seconds()) - 1
         max_age = min(max_age, left)
     return f"public, max-age={max_age}" if max_age > 0 else REVALIDATE
 
@@ -139,7 +139,7 @@ def answer_caching(
     if method in SAFE_METHODS and status == 200 and shown is not None:
         etag = shown.etag or etag_of(body())
         return Caching(
-            _freshness(shown, timezone.now()),
+            _freshness(shown),
             vary=shown.vary,
             etag=etag,
             last_modified=(
