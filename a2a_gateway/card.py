@@ -5,7 +5,6 @@ as the SDK's card route serves it, at its well-known path and to a `GET` of the 
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -214,24 +213,25 @@ def agent_card(site: str, started: list[dict[str, Any]]) -> AgentCard:
     )
 
 
-def _card_entity(site: str) -> tuple[bytes, str, datetime]:
-    """The card's bytes, its ETag as the SDK's card route makes it, and when this process built
-    it: once per site and logs the keeper started (SPEC §16.2: read without the database) until
-    the configured witnesses, keypers or gRPC address change, since nothing else changes it, and
-    generating the payload schemas costs."""
-    return _built_card(site, json.dumps(logs_started()))
+def _card(site: str) -> Reply:
+    """The card's answer, with its ETag as the SDK's card route makes it and the time this process
+    built it: once per site and logs the keeper started (SPEC §16.2: read without the database)
+    until the configured witnesses, keypers or gRPC address change, since nothing else changes it,
+    and generating the payload schemas costs."""
+    return _built_card(site, tuple((log["number"], log["origin"]) for log in logs_started()))
 
 
 @lru_cache(maxsize=32)
-def _built_card(site: str, started: str) -> tuple[bytes, str, datetime]:
-    card = agent_card(site, json.loads(started))
-    card_json = agent_card_to_dict(card_sign(card, site=site))
-    return json_bytes(card_json), _etag_for(card_json), timezone.now()
+def _built_card(site: str, started: tuple[tuple[int, str], ...]) -> Reply:
+    logs = [{"number": number, "origin": origin} for number, origin in started]
+    card_json = agent_card_to_dict(card_sign(agent_card(site, logs), site=site))
+    shown = Shown.document(etag=_etag_for(card_json), last_modified=timezone.now())
+    return Reply(200, json_bytes(card_json), shown=shown)
 
 
 def agent_card_json(site: str) -> dict[str, Any]:
     """The card as the SDK's own card route serialises it (a fresh copy on every call)."""
-    return json.loads(_card_entity(site)[0])
+    return json.loads(_card(site).body)
 
 
 def card_reply(*, method: str, site: str) -> Reply:
@@ -239,5 +239,4 @@ def card_reply(*, method: str, site: str) -> Reply:
     for: a public document (`core.caching`), with or without a token."""
     if (refused := method_refusal(method, CARD_METHODS)) is not None:
         return refused
-    body, etag, built = _card_entity(site)
-    return Reply(200, body, shown=Shown.document(etag=etag, last_modified=built))
+    return _card(site)
