@@ -124,16 +124,17 @@ def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
     cursor names its section and only works in its mode."""
     filter_key = f"web:{mode}"
     sections = ("open", "evaluated") if mode == "all" else (mode,)
-    section, after = sections[0], None
+    first, after = 0, None
     if cursor:
         try:
             section, at, pk = cursor_decode(cursor, filter_key)
+            first = sections.index(section)  # one of its own mode's, or a cursor made elsewhere
             after = (datetime.fromisoformat(at), uuid.UUID(pk))
         except (ValueError, TypeError):
             message = "the cursor is not one this server issued"
             raise Refusal(ErrorCode.INVALID_QUERY, message) from None
     rows: list[Task] = []
-    for name in sections[sections.index(section) :]:
+    for name in sections[first:]:
         rows += _feed_rows(name, after, limit + 1 - len(rows))
         after = None
         if len(rows) > limit:

@@ -14,6 +14,7 @@ import pytest
 from agents.models import Door
 from agents.services import Caller
 from calls.services import call_answer, call_close, call_create
+from core.cursors import cursor_encode
 from tests.factories import contribution_report, deadline_in
 from web.pages import duration_words, time_left
 
@@ -80,6 +81,9 @@ def test_feed_pages_by_cursor_bound_to_its_mode(http, make_agent, task_with):
     assert http.get(f"/a2a?mode=evaluated&cursor={cursor}").status_code == 400
     assert http.get("/a2a", params={"mode": "open", "cursor": "forged"}).status_code == 400
     assert http.get("/a2a", params={"mode": "sealed"}).status_code == 400
+    # And one this site signed for the mode that names a section the mode has not
+    stranger = cursor_encode("web:open", ["closed", "2026-12-01T00:00:00+00:00", str(uuid.uuid4())])
+    assert http.get("/a2a", params={"mode": "open", "cursor": stranger}).status_code == 400
 
 
 def _titles(page: str) -> list[str]:
