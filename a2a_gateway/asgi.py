@@ -86,7 +86,7 @@ async def _chunks(receive: Receive) -> AsyncIterator[bytes]:
 
 
 async def _send(send: Send, reply: Reply, method: str, headers: dict[str, str]) -> None:
-    """The reply with its caching headers, or 304 in its place (`core.caching`)."""
+    """Send the reply with its caching headers, or 304 in its place (`core.caching`)."""
     caching = answer_caching(
         method=method,
         token=TOKEN_HEADER.lower() in headers,
