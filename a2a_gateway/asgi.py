@@ -1,13 +1,7 @@
 """The A2A door as a plain ASGI app, for uvicorn: `POST /api/a2a`, the HTTP+JSON binding and the
-card without Django's request cycle.
-
-Under Django's ASGI handler every request gets its own thread and passes the whole middleware
-stack; for a JSON-RPC call that is most of its cost. Here a request goes to its binding and
-nothing more: a stored read is answered on the event loop (`a2a_gateway.read_connections`),
-everything else by the SDK's dispatchers with the ORM work on one of a few kept threads. What the
-middleware gave these paths is kept: Django's Host rule, the security headers, the caching headers
-(`core.caching`), and Django's request signals around the work on its ORM thread.
-"""
+card without Django's request cycle, whose middleware is most of a JSON-RPC call's cost. Kept from
+that cycle: Django's Host rule, the security and caching headers (`core.caching`), and the request
+signals around the ORM work (`request_cycle`)."""
 
 from __future__ import annotations
 
@@ -46,9 +40,8 @@ _DJANGO_SOURCE = DjangoSource(in_request_cycle=True)
 
 @lru_cache(maxsize=64)
 def host_served(host: str) -> bool:
-    """Whether Django would serve a request with this Host header, so every path refuses alike.
-    Kept per Host (a site answers to a few): Django's parsing is a noticeable share of a stored
-    read's cost."""
+    """Whether Django would serve this Host header, so every path refuses alike; cached since
+    Django's parsing is a noticeable share of a stored read's cost."""
     allowed = settings.ALLOWED_HOSTS
     if settings.DEBUG and not allowed:
         allowed = DEBUG_HOSTS
@@ -97,32 +90,24 @@ async def _send(send: Send, reply: Reply, method: str, headers: dict[str, str]) 
         if_modified_since=headers.get("if-modified-since"),
     )
     status, body = reply.status, reply.body
-    caching_headers = []
-    if caching is not None:
-        caching_headers.append((b"cache-control", caching.cache_control.encode()))
-        if caching.vary:
-            caching_headers.append((b"vary", ", ".join(caching.vary).encode()))
-        if caching.etag is not None:
-            caching_headers.append((b"etag", caching.etag.encode()))
-        if caching.last_modified is not None:
-            caching_headers.append((b"last-modified", caching.last_modified.encode()))
-        if caching.not_modified:
-            status, body = 304, b""
-    # A 304 has no body, so none of the body's own headers (RFC 9110 §15.4.5).
-    body_headers = (
-        []
-        if status == 304
-        else [
-            (b"content-type", reply.content_type.encode()),
-            (b"content-length", str(len(body)).encode()),
-        ]
+    if caching is not None and caching.not_modified:
+        status, body = 304, b""
+    response_headers: list[tuple[bytes, bytes]] = []
+    if status != 304:  # a 304 has no body, so none of its headers (RFC 9110 §15.4.5)
+        response_headers.append((b"content-type", reply.content_type.encode()))
+        response_headers.append((b"content-length", str(len(body)).encode()))
+    response_headers += (
+        (name.lower().encode(), value.encode("latin-1")) for name, value in reply.headers
     )
-    response_headers = [
-        *body_headers,
-        *((name.lower().encode(), value.encode("latin-1")) for name, value in reply.headers),
-        *caching_headers,
-        *RESPONSE_HEADERS,
-    ]
+    if caching is not None:
+        response_headers.append((b"cache-control", caching.cache_control.encode()))
+        if caching.vary:
+            response_headers.append((b"vary", ", ".join(caching.vary).encode()))
+        if caching.etag is not None:
+            response_headers.append((b"etag", caching.etag.encode()))
+        if caching.last_modified is not None:
+            response_headers.append((b"last-modified", caching.last_modified.encode()))
+    response_headers += RESPONSE_HEADERS
     await send({"type": "http.response.start", "status": status, "headers": response_headers})
     await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})
 
