@@ -1,6 +1,5 @@
 """The Agent Card (SPEC §8.1), built from the code and the configured witnesses, never from a
-stored file: once per site, witnesses and process, since nothing else changes it. Served here too,
-as the SDK's card route serves it, at its well-known path and to a `GET` of the endpoint."""
+stored file, and served as the SDK's card route serves it."""
 
 from __future__ import annotations
 
@@ -73,9 +72,8 @@ GRPC_DESCRIPTION = (
 
 
 def payload_schemas(operations: tuple[SendMessageOperation, ...]) -> dict[str, dict[str, Any]]:
-    """The JSON Schema of each SendMessage payload this site accepts, generated from the model
-    that validates it: the keyper-sealed contribution only where keypers are listed, as the
-    contribution's rules take it there alone (SPEC §8.1, §15.8)."""
+    """Each accepted SendMessage payload's JSON Schema, from its model; the keyper-sealed one only
+    where keypers are listed, the only sites that take it (SPEC §8.1, §15.8)."""
     sealed = bool(keypers_configured())
     return {
         name: model_schema(model)
@@ -85,22 +83,9 @@ def payload_schemas(operations: tuple[SendMessageOperation, ...]) -> dict[str, d
     }
 
 
-def _skill(operation: SendMessageOperation) -> AgentSkill:
-    return AgentSkill(
-        id=operation.skill_id,
-        name=operation.name,
-        description=operation.description,
-        tags=list(operation.tags),
-        examples=list(operation.examples),
-        input_modes=[JSON_TYPE],
-        output_modes=[JSON_TYPE],
-    )
-
-
 def witnessing() -> dict[str, Any]:
-    """The witnesses that cosign the log's checkpoints and how many must (SPEC §15.4, §15.7),
-    and, when the site lists keypers, those its contributors may seal to and how many of them
-    must release a key (§15.8), in `CAIRN_KEYPERS`' order: share i goes to the i-th."""
+    """The witnesses and their quorum (SPEC §15.4, §15.7), and the keypers, if any, with their
+    threshold (§15.8), in `CAIRN_KEYPERS`' order: share i goes to the i-th."""
     listed = {
         "witnesses": [
             {"name": w["name"], "key": w["key"], "url": w["url"]} for w in settings.CAIRN_WITNESSES
@@ -128,8 +113,7 @@ def logs_listed(site: str, started: list[dict[str, Any]]) -> list[dict[str, str]
 
 
 def supported_interfaces(site: str, grpc_url: str) -> list[AgentInterface]:
-    """The bindings of `INTERFACES` at the site's endpoint; with `grpc_url`, the gRPC server's
-    after the two A2A 1.0 ones (SPEC §8.7: the third interface)."""
+    """`INTERFACES` at the site's endpoint, with gRPC's third where it is on (SPEC §8.7)."""
     interfaces = [
         AgentInterface(
             url=f"{site}{ENDPOINT_PATH}", protocol_binding=binding, protocol_version=version
@@ -147,12 +131,10 @@ def supported_interfaces(site: str, grpc_url: str) -> list[AgentInterface]:
 
 
 def agent_card(site: str, started: list[dict[str, Any]]) -> AgentCard:
-    """The card: one skill per operation the request handler dispatches, the payload schemas in
-    one extension, the gRPC binding where `CAIRN_GRPC_URL` serves it ("" when it is off);
-    `started`: the logs the keeper started after log 0."""
+    """One skill per operation the handler dispatches; `started`: the logs after log 0."""
     grpc_url = settings.CAIRN_GRPC_URL
     logs = logs_listed(site, started)
-    operations = CairnRequestHandler.operations  # the registry the handler dispatches through
+    operations = CairnRequestHandler.operations
     return AgentCard(
         name="Cairn",
         description=DESCRIPTION + (GRPC_DESCRIPTION if grpc_url else ""),
@@ -209,15 +191,24 @@ def agent_card(site: str, started: list[dict[str, Any]]) -> AgentCard:
         security_requirements=[SecurityRequirement(schemes={BEARER_SCHEME: StringList()})],
         default_input_modes=[JSON_TYPE],
         default_output_modes=[JSON_TYPE],
-        skills=[_skill(operation) for operation in operations],
+        skills=[
+            AgentSkill(
+                id=operation.skill_id,
+                name=operation.name,
+                description=operation.description,
+                tags=list(operation.tags),
+                examples=list(operation.examples),
+                input_modes=[JSON_TYPE],
+                output_modes=[JSON_TYPE],
+            )
+            for operation in operations
+        ],
     )
 
 
 def _card(site: str) -> Reply:
-    """The card's answer, with its ETag as the SDK's card route makes it and the time this process
-    built it: once per site and logs the keeper started (SPEC §16.2: read without the database)
-    until the configured witnesses, keypers or gRPC address change, since nothing else changes it,
-    and generating the payload schemas costs."""
+    """Built once per site and set of started logs (read without the database, SPEC §16.2): the
+    schemas cost, and nothing else changes the card but settings."""
     return _built_card(site, tuple((log["number"], log["origin"]) for log in logs_started()))
 
 
@@ -235,8 +226,7 @@ def agent_card_json(site: str) -> dict[str, Any]:
 
 
 def card_reply(*, method: str, site: str) -> Reply:
-    """The card as the SDK's card route serves it, with the `Last-Modified` A2A 1.0 §8.6.1 asks
-    for: a public document (`core.caching`), with or without a token."""
+    """The card, with the `Last-Modified` A2A 1.0 §8.6.1 asks for, as a public document."""
     if (refused := method_refusal(method, CARD_METHODS)) is not None:
         return refused
     return _card(site)
