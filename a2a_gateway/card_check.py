@@ -1,7 +1,5 @@
-"""Is the Agent Card true to the code? It guards the day someone starts editing the card by hand:
-a card is checked as JSON (as served), against what the request handler really dispatches and the
-payload models that really validate.
-"""
+"""Is the Agent Card, as served JSON, true to what the handler dispatches and the payload models
+validate? It guards the day someone starts editing the card by hand."""
 
 from __future__ import annotations
 
@@ -22,8 +20,7 @@ CHECK_SITE = "http://cairn.invalid"
 
 
 def _json_text(value: Any) -> str:
-    """The text that compares JSON values, the card's doubles read back as the integers they were
-    (and `true` never equal to `1`, as it would be in Python)."""
+    """JSON values compared as text, so `true` is not `1`; the card's doubles read back as ints."""
     return json.dumps(ints_from_doubles(value), sort_keys=True, separators=(",", ":"))
 
 
@@ -91,7 +88,6 @@ def _schema_problems(card: dict[str, Any]) -> list[str]:
 
 
 def _signature_problems(card: dict[str, Any], jwks: dict[str, Any]) -> list[str]:
-    """The SDK's own verifier: at least one signature over the card must verify with `jwks`."""
     try:
         parsed = ParseDict(card, AgentCard(), ignore_unknown_fields=True)
         card_verifier(jwks)(parsed)
@@ -103,8 +99,7 @@ def _signature_problems(card: dict[str, Any], jwks: dict[str, Any]) -> list[str]
 
 
 def card_problems(card: Any, *, jwks: dict[str, Any] | None = None) -> list[str]:
-    """Everything that makes the card say something the code does not do; empty when it is true.
-    With `jwks`, the card's signature must also verify with one of its keys."""
+    """What the card says that the code does not do; with `jwks`, a signature must verify too."""
     if not isinstance(card, dict):
         return ["the card is not a JSON object"]
     problems = _skill_problems(card) + _schema_problems(card)

@@ -1,16 +1,9 @@
-"""The A2A gRPC binding (SPEC §8.7): the SDK's own `GrpcHandler` over the request handler every
-binding shares, with the checks of `a2a_gateway.transport` in SPEC §8.2's order.
-
-GetTask and ListTasks are answered from the stored forms on the read pool, as the ASGI app answers
-them; a read the pool cannot make goes to the SDK's servicer. protobuf's pure-Python JSON parser
-would cost more than the rest of the read, so each stored text is parsed once and its wire form
-kept (`StoredForms`). A page is its items' wire forms, each a one-task `ListTasksResponse`, joined
-with its own fields: protobuf reads concatenated messages as one.
-
-grpcio gives a call no request object, and the SDK builds its call context synchronously, so the
-checks run in a server interceptor that hands their facts to `GrpcContextBuilder` through a
-context variable. Each call runs inside Django's request signals (a stored read only when it falls
-to the servicer) and is counted by method and status code.
+"""The A2A gRPC binding (SPEC §8.7): the SDK's `GrpcHandler` over the shared request handler. grpcio
+gives a call no request object and the SDK builds its call context synchronously, so `transport`'s
+checks run in a server interceptor that hands their facts to `GrpcContextBuilder` in a context
+variable. protobuf's pure-Python JSON parser costs more than a whole stored read, so each stored
+text's wire form is kept (`StoredForms`); a page is its items' wire forms, each a one-task
+`ListTasksResponse`, joined with its own fields: protobuf reads concatenated messages as one.
 """
 
 from __future__ import annotations
@@ -44,8 +37,7 @@ from core.orm_threads import orm_thread
 from core.site import site_url
 
 SERVICE = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].full_name
-# The methods answered from the stored forms where the read pool serves (outside Django's request
-# signals, entered only if the servicer answers instead); the others run inside them throughout.
+# Answered from the stored forms, outside Django's request signals unless the servicer answers.
 STORED_READS = frozenset({"GetTask", "ListTasks"})
 
 # (request, context) -> answer, or an async iterator of answers for a streaming method.
@@ -68,9 +60,8 @@ class GrpcContextBuilder(DefaultGrpcServerCallContextBuilder):
 
 
 class StoredForms(Kept[str, bytes]):
-    """The wire form of `wrap` of the Task each stored text parses to, up to `max_bytes` of text
-    and wire form in all. The text is the whole key, so what is kept cannot go stale: a changed
-    task has a new text."""
+    """The wire form of `wrap(task)` per stored text, up to `max_bytes` of both: the text is the
+    whole key, so nothing kept goes stale."""
 
     def __init__(self, wrap: Callable[[Task], Message], max_bytes: int = 8 * 1024 * 1024) -> None:
         super().__init__(max_bytes, lambda text, wire: len(text) + len(wire))
@@ -83,14 +74,12 @@ class StoredForms(Kept[str, bytes]):
         return found
 
 
-# GetTask's Task, and a page's item as a one-task page.
 STORED_TASKS = StoredForms(lambda task: task)
 STORED_ITEMS = StoredForms(lambda task: ListTasksResponse(tasks=[task]))
 
 
 async def stored_answer(request: GetTaskRequest | ListTasksRequest) -> bytes | None:
-    """The answer's wire form from the stored forms, read on the pool; None when the servicer is
-    to answer. Raises the SDK's error that refuses the read."""
+    """The answer's wire form, read on the pool; None leaves it to the servicer."""
     if not read_connections.is_available():
         return None
     read = await transport.read_here(stored_read(request, None, read_connections.POOL_SOURCE))
@@ -102,7 +91,6 @@ async def stored_answer(request: GetTaskRequest | ListTasksRequest) -> bytes | N
 
 
 def _as_stored(serialize: Callable[[Any], bytes] | None) -> Callable[[Any], bytes]:
-    """A method's serialiser that sends a stored answer's wire form as it is."""
     return lambda answer: (
         answer if isinstance(answer, bytes) or serialize is None else serialize(answer)
     )
@@ -141,8 +129,7 @@ class _Outcome:
 
 
 class A2ACalls(grpc.aio.ServerInterceptor):
-    """Wraps every method of the A2A service in the checks, Django's request signals and the
-    metrics; other services (health) pass untouched."""
+    """The A2A service's methods in the checks, Django's request signals and the metrics."""
 
     def __init__(self, servicer: GrpcHandler) -> None:
         self.servicer = servicer
@@ -189,8 +176,7 @@ class A2ACalls(grpc.aio.ServerInterceptor):
     async def _checked(
         self, method: str, context: grpc.aio.ServicerContext, cycle: DjangoCycle
     ) -> Facts:
-        """SPEC §8.2's checks in their order, the token then the version: the call's facts, or the
-        call aborted. No valid token is UNAUTHENTICATED, with no ErrorInfo: it is no A2A error."""
+        """SPEC §8.2's checks, the token then the version: the call's facts, or the call aborted."""
         metadata = call_metadata(context)
         try:
             agent = await transport.token_agent(metadata, method, cycle)
@@ -205,8 +191,7 @@ class A2ACalls(grpc.aio.ServerInterceptor):
     async def _call(
         self, method: str, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[_Outcome]:
-        """One call of either kind: the checks, their facts for the handler, and its metric when
-        it ends, answered or not."""
+        """One call: the checks, their facts for the handler, and its metric, answered or not."""
         started = time.perf_counter()
         outcome = _Outcome(DjangoCycle(inside_already=False))
         with orm_thread():

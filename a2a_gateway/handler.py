@@ -1,9 +1,6 @@
-"""The SDK's `RequestHandler` over Cairn's services and the door's one read (`stored_reads`).
-
-It translates and nothing more: the shape of a message is checked here, every rule of the domain
-stays in the services, and a `Refusal` is turned into its A2A form once. No SDK task store and no
-`AgentExecutor`: tasks are public rows.
-"""
+"""The SDK's `RequestHandler` over Cairn's services and the door's one read (`stored_reads`). It
+only translates: a message's shape is checked here, every domain rule stays in the services. No SDK
+task store and no `AgentExecutor`: tasks are public rows."""
 
 from __future__ import annotations
 
@@ -57,7 +54,6 @@ from tasks.selectors import task_get
 
 logger = logging.getLogger(__name__)
 
-# The key of ServerCallContext.state that holds a binding's `Facts`.
 FACTS_STATE = "cairn.facts"
 
 MAX_MESSAGE_ID = 128
@@ -90,8 +86,7 @@ class AsSent:
 @dataclass(frozen=True)
 class Facts:
     """What a binding learned of a request before the dispatcher, for the handler (in the call
-    context's state): the site's origin is for a refusal's links, the cycle for its work on the
-    request's ORM thread."""
+    context's state); `origin` is for a refusal's links."""
 
     agent: Agent | None
     origin: str
@@ -122,9 +117,8 @@ def _guarded(method: Method) -> Method:
 
 
 def _json_emptied(request: SendMessageRequest) -> SendMessageRequest:
-    """A copy of the request whose JSON values (data parts, metadata) are emptied, for the SDK's
-    required-fields check: a `Struct` or `Value` has no REQUIRED field, so the SDK finds the same
-    errors without walking a payload value by value in Python, most of the check's cost."""
+    """A copy without its JSON values (data parts, metadata), for the SDK's required-fields check:
+    they hold no REQUIRED field, and walking them in Python is most of the check's cost."""
     shell = SendMessageRequest()
     shell.CopyFrom(request)
     held: list[SendMessageRequest | Message | Part] = [shell, shell.message, *shell.message.parts]
@@ -139,8 +133,7 @@ def _json_emptied(request: SendMessageRequest) -> SendMessageRequest:
 
 
 def _check_message(message: Message) -> None:
-    """The shape of a message Cairn can read (SPEC §8.2); what its payload says is for the services.
-    Its id may be any a client makes (the SDKs send UUIDs) but for control characters."""
+    """The shape of a message Cairn can read (SPEC §8.2); its payload is for the services."""
     message_id = message.message_id
     if not 1 <= len(message_id) <= MAX_MESSAGE_ID or any(
         unicodedata.category(char) == "Cc" for char in message_id
@@ -161,8 +154,8 @@ def _check_message(message: Message) -> None:
 def _payload_part_refusal(
     message: Message, operation: SendMessageOperation, origin: str
 ) -> Refusal:
-    """A message that is not exactly one data part is refused as an invalid payload, not as a
-    protocol error, so a generic client (or an LLM saying "hello") learns what Cairn reads."""
+    """Not exactly one data part: an invalid payload, not a protocol error, so a generic client
+    (or an LLM saying "hello") learns what Cairn reads."""
     kinds = ", ".join(PART_KINDS[part.WhichOneof("content")] for part in message.parts)
     # The first form only: the others (a keyper-sealed report) are for clients made for them.
     name, model = operation.payloads[0]
@@ -175,7 +168,7 @@ def _payload_part_refusal(
 
 
 def _declared_client(message: Message) -> str:
-    """`metadata.cairn.client`, the client an agent says it uses; it goes to the audit log."""
+    """`metadata.cairn.client`, the client an agent says it uses, for the audit log."""
     metadata = MessageToDict(message.metadata) if message.HasField("metadata") else {}
     cairn = metadata.get("cairn")
     client = cairn.get("client", "") if isinstance(cairn, dict) else ""
@@ -225,8 +218,9 @@ class CairnRequestHandler(RequestHandler):
         _check_message(message)
         client = _declared_client(message)
         facts = _facts(context)
-        agent = facts.agent
-        if agent is None:  # the view answers 401 before this; never run a write without an agent
+        if (
+            agent := facts.agent
+        ) is None:  # the view answers 401 before this; never run a write without an agent
             raise InvalidRequestError(message="a valid Bearer token is required for SendMessage")
         operation = next(op for op in self.operations if op.names_task == bool(message.task_id))
         if len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":

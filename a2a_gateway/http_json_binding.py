@@ -1,13 +1,9 @@
-"""The A2A 1.0 HTTP+JSON binding (SPEC §8.6, A2A 1.0 §11) under `<site>/api/a2a`: the SDK's own
-REST routes and dispatcher, over the request handler JSON-RPC shares.
-
-The routes are matched here, so a path or method the binding lacks gets this binding's error (the
-tenant routes are left out: Cairn has no tenants); then come the shared checks in SPEC §8.2's
-order, and a body is read with Cairn's JSON reader so no client's bytes reach the SDK's parser as
-a 5xx. Where §8.6 says so the answers differ from the SDK's: TaskNotCancelableError is 409 (A2A
-1.0's table); `status` takes §11's short forms (`working`); params protobuf cannot read get
-JSON-RPC's invalid-params error, where the SDK says invalid request or reads an unknown boolean as
-false.
+"""The A2A 1.0 HTTP+JSON binding (SPEC §8.6, A2A 1.0 §11) under `<site>/api/a2a`: the SDK's REST
+routes and dispatcher, with the routes matched here (a path or method the binding lacks gets this
+binding's error) and bodies read by Cairn's JSON reader (no client's bytes reach the SDK's parser
+as a 5xx). As §8.6 says, TaskNotCancelableError is 409, `status` takes §11's short forms, and params
+protobuf cannot read get JSON-RPC's invalid-params error (the SDK says invalid request, or reads an
+unknown boolean as false).
 """
 
 from __future__ import annotations
@@ -101,15 +97,13 @@ def _unrouted(method: str, path: str, allowed: set[str]) -> Reply:
 
 
 def state_name(value: str) -> str:
-    """A TaskState as the SDK's parser reads it: A2A 1.0 §11 also writes `working` for
-    `TASK_STATE_WORKING`; anything else is left for the handler to judge."""
+    """A2A 1.0 §11's `working` as `TASK_STATE_WORKING`; anything else is for the handler."""
     name = "TASK_STATE_" + value.upper().replace("-", "_")
     return name if value.islower() and name in TaskState.keys() else value
 
 
 def _readable(parse: Callable[[], object]) -> None:
-    """Raises the invalid-params error, with the parser's words, for params `parse` cannot read:
-    what the SDK's JSON-RPC dispatcher answers (SPEC §8.6: the same question, the same error)."""
+    """Params `parse` cannot read get JSON-RPC's invalid-params error (SPEC §8.6)."""
     try:
         parse()
     except (ParseError, ValueError) as error:  # protobuf's parser, and `_check_booleans`
@@ -117,8 +111,7 @@ def _readable(parse: Callable[[], object]) -> None:
 
 
 def _check_booleans(query: QueryParams, model: type[Message]) -> None:
-    """Refuses a boolean that is neither `true` nor `false` (A2A 1.0 §11.5), which the SDK's
-    reader takes for false."""
+    """A boolean neither `true` nor `false` (A2A 1.0 §11.5), which the SDK reads as false."""
     for field in model.DESCRIPTOR.fields:
         sent = query.getlist(field.camelcase_name)
         if field.type == field.TYPE_BOOL and sent and sent[-1].lower() not in ("true", "false"):
@@ -132,10 +125,9 @@ async def fast_rest_read(
     sent_status: Any,
     source: DjangoSource = DJANGO_SOURCE,
 ) -> Reply | None:
-    """The answer to a `GET /tasks/{id}` (`task_id`) or `GET /tasks` whose version the binding has
-    checked, from the stored forms (`transport.read_here`), its query read into `request` as the
-    SDK's REST dispatcher reads it, with what it shows for a cache: it varies by `A2A-Version`
-    (another version gets an error). None leaves it to the dispatcher."""
+    """A version-checked `GET /tasks/{id}` or `GET /tasks` from the stored forms, its query read as
+    the SDK's dispatcher reads it (varying by `A2A-Version`: another gets an error); None leaves it
+    to the dispatcher."""
     try:
         parse_params(query, request)
     except ParseError:  # the SDK refuses it in its own words

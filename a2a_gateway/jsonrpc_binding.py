@@ -40,7 +40,6 @@ ENDPOINT_METHODS = ("GET", "HEAD", "POST")  # GET: the endpoint documents itself
 V0_3_METHODS = frozenset(JSONRPC03Adapter.METHOD_TO_MODEL)
 V0_3_STREAMING_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
 V0_3_GET_TASK = "tasks/get"
-# The reads answered from the stored forms (`fast_read`).
 FAST_METHODS = frozenset({"GetTask", "ListTasks", V0_3_GET_TASK})
 
 DISPATCHER = JsonRpcDispatcher(
@@ -85,8 +84,8 @@ def _in_envelope(request_id: Any, result: Any) -> bytes | None:
 async def _v0_3_read(
     document: dict[str, Any], request_id: Any, source: DjangoSource
 ) -> bytes | None:
-    """The reply body to a 0.3 tasks/get, its request read and its error written as the SDK's
-    0.3 adapter does (its conversion to 1.0's GetTaskRequest reads a `historyLength` of 0 as none)."""
+    """The reply body to a 0.3 tasks/get, read and refused as the SDK's 0.3 adapter does (its
+    conversion to 1.0's GetTaskRequest reads a `historyLength` of 0 as none)."""
     try:
         parsed = types_v03.GetTaskRequest.model_validate(document)  # the adapter's model
     except ValidationError:  # the adapter refuses it in its own words
@@ -103,9 +102,8 @@ async def _v0_3_read(
 async def fast_read(
     method: str, document: dict[str, Any], request_id: Any, source: DjangoSource = DJANGO_SOURCE
 ) -> bytes | None:
-    """The reply body to a GetTask, ListTasks or 0.3 tasks/get whose envelope, version and params'
-    shape the endpoint has checked, from the stored forms (`transport.read_here`), its params
-    parsed as the SDK's dispatcher parses them; None leaves it to the dispatcher."""
+    """The reply body to a checked GetTask, ListTasks or 0.3 tasks/get from the stored forms, its
+    params parsed as the SDK's dispatcher parses them; None leaves it to the dispatcher."""
     if method == V0_3_GET_TASK:
         return await _v0_3_read(document, request_id, source)
     params = document.get("params", {})
@@ -135,11 +133,10 @@ async def _checked(
     fast_reads: bool,
     reads: DjangoSource,
 ) -> Reply | Agent | None:
-    """SPEC §8.2's checks in their order for a well-formed single request, then a read answered
-    from the stored forms: a `Reply` ends the request there; else its agent (or None) goes with
-    it to the dispatcher. A 0.3 method is checked before the SDK's 0.3 adapter: another version
-    is -32009, which the adapter would make -32603 (0.3 has no such code), and the streaming
-    methods get 0.3's -32004 as one JSON answer, as the 1.0 ones do, not as an event stream."""
+    """SPEC §8.2's checks for a well-formed single request, then a stored read: a `Reply` ends the
+    request; else its agent (or None) goes to the dispatcher. 0.3 is checked before the SDK's
+    adapter, which would make another version's -32009 a -32603 and answer streaming methods with
+    an event stream, not 0.3's -32004 as one JSON answer."""
     envelope = _single_request(document)
     if envelope is None:
         return None
@@ -183,10 +180,9 @@ async def a2a_reply(
     reads: DjangoSource = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
-    """The answer to one `POST /api/a2a`; `body` is None when it was over the limit.
-    `fast_reads=False` sends the reads to the SDK's dispatcher too (the reference the stored
-    reads are tested against); `outside_django`: the caller is outside Django's request cycle,
-    so its signals are sent here."""
+    """The answer to one `POST /api/a2a`; `body` is None when over the limit. `fast_reads=False`
+    leaves reads to the SDK's dispatcher (the reference the stored reads are tested against);
+    `outside_django`: the caller is outside Django's request cycle, so its signals are sent here."""
     if body is None:
         return _error(None, transport.body_too_large())
     try:
@@ -218,8 +214,7 @@ async def http_reply(
     reads: DjangoSource = DJANGO_SOURCE,
     outside_django: bool = False,
 ) -> Reply:
-    """The answer to any request for the endpoint or the card. `headers` are lower-cased;
-    `body` yields the request body's chunks."""
+    """The answer to any request for the endpoint or the card; `headers` are lower-cased."""
     if path not in ENDPOINT_PATHS or method in CARD_METHODS:  # GET /api/a2a: the card too
         return card_reply(method=method, site=origin)
     if (refused := transport.method_refusal(method, ENDPOINT_METHODS)) is not None:

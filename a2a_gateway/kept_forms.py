@@ -1,7 +1,6 @@
-"""Stored forms kept in the process's memory, by a bounded LRU (`Kept`): the GetTask results of
-evaluated tasks here, the gRPC wire forms in `grpc_binding`. An evaluated task never changes again
-(SPEC §4.3) and no task is deleted, so a kept copy cannot go stale (new rendering code is a new
-process). Open tasks are never kept: a contribution changes them.
+"""Stored forms kept in memory by a bounded LRU. An evaluated task never changes again (SPEC §4.3)
+and none is deleted, so its kept GetTask result cannot go stale (new rendering code is a new
+process); open tasks are never kept.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The SendMessage operations the A2A door dispatches to, one per skill on the Agent Card: the
-handler picks its operation from this registry and the card's skills are derived from it, so the
-card cannot advertise an operation the handler does not perform.
+"""The SendMessage operations the A2A door dispatches to, one per skill: the handler picks from
+this registry and the card's skills come from it, so the card cannot advertise what is not done.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ class SendMessageOperation:
 
 
 def _post_task(caller: Caller, *, task_id: str, payload: Any) -> WriteResult:
-    """`task_post` as a SendMessage without a taskId performs it (the id is not read)."""
     return task_post(caller, payload=payload)
 
 

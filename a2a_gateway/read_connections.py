@@ -1,14 +1,8 @@
-"""GetTask and a ListTasks page read on the event loop, from a small async psycopg pool.
-
-Through Django a read costs three hops to its ORM thread and a connection checked and given back
-on every request: most of the cost of reading one stored text column. Here the same statement
-(`a2a_gateway.stored_reads`) runs on the process's own pool, for the ASGI app and the gRPC server
-on PostgreSQL. Safe as SPEC §16 asks: a pool belongs to the process and event loop that opened it,
-so no server session is shared; a broken connection fails its read, the pool drops it, and the
-request goes to the SDK's dispatcher, whose handler reads through Django's checked connections;
-after a failure the pool is left alone for a second, so while the database is down Django fails
-a request fast. Each replica (`core.replicas`) has a pool of its own; a read it fails goes to the
-primary.
+"""GetTask and a ListTasks page read on the event loop from a small async psycopg pool, sparing
+Django's three hops to its ORM thread and its connection checks, most of a read's cost. Safe as
+SPEC §16 asks: a pool belongs to its process and event loop, so no server session is shared; a
+read the pool fails goes to the SDK's dispatcher (Django's checked connections) and the pool rests
+for `FAIL_FAST_S`. Each replica has a pool of its own; a read it fails goes to the primary.
 """
 
 from __future__ import annotations
@@ -72,9 +66,9 @@ def _conninfo(alias: str) -> str:
     if settings.CAIRN_DB_POOLER != "transaction":
         # The statements plan alike whatever their values, but a page's generic plan looks dear
         # (its LIMIT is a parameter): PostgreSQL would replan every page, and JIT-compile a large
-        # table's first page at more cost than the read. The URL's own options come after these
-        # and win. A transaction pooler keeps no session setting (PgBouncer refuses `options`);
-        # the reads convert times themselves, whatever the session's time zone.
+        # table's first page at more cost than the read. The URL's own options come after and win.
+        # A transaction pooler keeps no session setting (PgBouncer refuses `options`); the reads
+        # convert times themselves.
         ours = "-c TimeZone=UTC -c plan_cache_mode=force_generic_plan -c jit=off"
         parameters["options"] = " ".join(filter(None, [ours, parameters.get("options")]))
     return make_conninfo(**parameters)

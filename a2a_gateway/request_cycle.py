@@ -1,7 +1,6 @@
-"""Django's request signals around the work an A2A request does on its ORM thread, for a caller
-outside Django's request cycle (the ASGI app, the gRPC server), so its connection is checked and
-given back as under Django. A hop between threads costs more than the statement it runs, so the
-cycle is entered in the hop of the request's first work and left in that of its last.
+"""Django's request signals around an A2A request's ORM work, for callers outside Django's request
+cycle (the ASGI app, the gRPC server). A hop between threads costs more than the statement it runs,
+so the cycle is entered in the hop of the request's first work and left in that of its last.
 """
 
 from __future__ import annotations
@@ -17,21 +16,18 @@ Result = TypeVar("Result")
 
 
 class DjangoCycle:
-    """One request's cycle. `inside_already`: the caller is inside Django's request cycle (its
-    view), which sends the signals itself."""
+    """One request's cycle; `inside_already`: a Django view, which sends the signals itself."""
 
     def __init__(self, *, inside_already: bool) -> None:
         self.inside_already = inside_already
         self.started = False
 
     async def call(self, work: Callable[..., Result], *args: Any, last: bool = False) -> Result:
-        """`work(*args)` on its ORM thread, inside the cycle; `last`: the request's last work
-        there, after which the cycle is left in the same hop, whether it returns or raises."""
+        """`work(*args)` on its ORM thread, inside the cycle; `last`: leave it in the same hop."""
         return await orm_hop(self._run)(work, args, last)
 
     async def enter(self) -> None:
-        """Enter the cycle before work that reaches its ORM thread on its own (the SDK's
-        dispatcher reading through `stored_reads.DJANGO_SOURCE`)."""
+        """Before work that reaches the ORM thread on its own (the SDK's dispatcher)."""
         if not self.inside_already and not self.started:
             await orm_hop(self._enter)()
 

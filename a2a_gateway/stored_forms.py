@@ -1,13 +1,8 @@
-"""Each task's A2A Task, written once when the task changes, by the SDK's own serialisers, into
-the door's table (`TaskForm`); every read of every binding serves those bytes (SPEC §8.4).
-
-The domain calls the one hook `tasks.changes.task_changed` in every transaction that changes a
-task, and the settings point it here, so the forms commit with their change. Each form is what the
-SDK's dispatcher writes for one question, as Starlette's `JSONResponse` encodes it, so a binding
-sends it as it is: the GetTask result, the task as a ListTasks page holds it without and with
-`includeArtifacts`, and A2A 0.3's tasks/get result. A number inside `metadata` or a data part is a
-protobuf double, written `2.0` as the SDK writes it. A `Struct` has no order of its own, and two
-processes may write one in two orders: written once here, every process serves the same bytes.
+"""Each task's A2A forms, written by the SDK's own serialisers in every transaction that changes
+the task (`tasks.changes.task_changed` is pointed here); every binding serves those bytes (SPEC
+§8.4), each what the SDK's dispatcher writes for one question (a `Struct`'s numbers as doubles,
+`2.0`). A `Struct` has no order of its own and two processes may write one in two orders: written
+once here, all serve the same bytes.
 """
 
 from __future__ import annotations
@@ -47,9 +42,8 @@ def task_form(change: TaskChange, task: Task | None = None) -> TaskForm:
 
 
 def task_forms_written(changes: Sequence[TaskChange]) -> ChangesWritten:
-    """`tasks.changes.task_changed` for the A2A door (`CAIRN_TASK_CHANGED`): each changed task's
-    forms, written whole over the last ones, and the Task they were written from, which answers
-    the write that changed it (`translate.task_answer`)."""
+    """`tasks.changes.task_changed` for the A2A door: each task's forms, written whole over the
+    last ones, and the Task they came from, which answers the write (`translate.task_answer`)."""
     tasks = [task_from_view(change.view) for change in changes]
     rows = [task_form(change, task) for change, task in zip(changes, tasks, strict=True)]
     return ChangesWritten(statements.upserted(rows), tuple(tasks))

@@ -1,11 +1,7 @@
 """The one read of the A2A door: GetTask and a ListTasks page, for every binding and the SDK's
-request handler, answered with the text `a2a_gateway.stored_forms` stored when the task last changed.
-
-One statement reads the text and says whether what it read is due for evaluation
-(`tasks.due.DUE`); the domain then evaluates it (the one write a read makes) and the statement runs
-again, so no read shows a task open past its deadline and none renders a Task. Where it runs is
-the caller's `DjangoSource`: Django's connection or the ASGI app's pool (`a2a_gateway.read_connections`),
-on a replica where one serves.
+request handler, from the text `stored_forms` wrote. One statement reads it and says whether it is
+due (`tasks.due.DUE`); the domain then evaluates it (the one write a read makes) and the statement
+runs again, so no read shows a task open past its deadline and none renders a Task.
 """
 
 from __future__ import annotations
@@ -249,11 +245,10 @@ def _page_statement(query: PageQuery, source: DjangoSource) -> tuple[str, dict[s
 async def _rows_settled(
     source: DjangoSource, statement: Callable[[], tuple[str, dict[str, Any]]], key: uuid.UUID | None
 ) -> list[Row]:
-    """The rows of `statement` (on a replica that serves), whose first says whether what it read
-    is due (`DUE_AT`) and whether it is open past its deadline (`PAST_DEADLINE_AT`). What a replica
-    fails, lacks, or shows open past its deadline is read on the primary, which may have evaluated
-    it since. What is due is evaluated first (the task `key`, or every task due for None) and read
-    again: a task awaiting its keypers is not due, so no read evaluates it or waits on its row."""
+    """The rows of `statement`, on a replica that serves. What a replica fails, lacks, or shows
+    open past its deadline is read on the primary, which may have evaluated it since. What is due
+    is evaluated (the task `key`, or every task due for None) and read again: a task awaiting its
+    keypers is not due, so no read evaluates it or waits on its row."""
 
     async def read(on_primary: bool) -> list[Row]:
         sql, params = statement()
@@ -285,9 +280,7 @@ class StoredTask:
 async def stored_task(
     request: GetTaskRequest, source: DjangoSource, version: str = "1.0"
 ) -> StoredTask:
-    """The GetTask result's JSON text, in A2A `version`'s form, and its deadline while it is
-    open. An evaluated task never changes again, so its text is kept in memory after its first
-    read (`a2a_gateway.kept_forms`)."""
+    """The GetTask result in A2A `version`'s form; an evaluated task's is kept (`kept_forms`)."""
     _common_checks(request)
     try:
         key = uuid.UUID(request.id)
@@ -329,8 +322,7 @@ class StoredPage:
 async def read_page(
     request: ListTasksRequest, sent_status: Any, source: DjangoSource
 ) -> StoredPage:
-    """A ListTasks page of stored list forms; `sent_status` is its `status` as the client wrote
-    it (the parse into a proto reads an unknown name as no filter)."""
+    """A ListTasks page of stored list forms; `sent_status`: see `status_filter`."""
     query = page_query(request, sent_status)
     if query.names_no_task:
         return StoredPage([], "", query.page_size, 0, query.include_artifacts, [])
@@ -366,13 +358,9 @@ async def stored_read(
 
 
 class DjangoSource:
-    """Where the read's statement runs, and how its values cross: `prepare` turns a value into
-    the statement's parameter for a column of `TaskForm`, `read_back` the values read of its
-    columns `names` into Python's. `rows` reads on the database `alias`. `evaluated` runs the
-    domain's evaluation on Django's thread: of one task, or of every task due (None).
-
-    Here the statements run on Django's connection, one hop to its thread each. `in_request_cycle`:
-    inside Django's request signals, for a caller outside its request cycle (the ASGI app)."""
+    """Where the read's statement runs (here Django's connection, one hop each): `prepare` and
+    `read_back` carry `TaskForm`'s values across; `evaluated` runs the evaluation on Django's
+    thread. `in_request_cycle`: inside Django's request signals, for a caller outside them."""
 
     def __init__(self, *, in_request_cycle: bool = False) -> None:
         self.in_request_cycle = in_request_cycle
@@ -384,7 +372,6 @@ class DjangoSource:
         return tuple(statements.python_values(TaskForm, names, row))
 
     def _run(self, work: Callable[..., Result], *args: Any) -> Awaitable[Result]:
-        """`work(*args)` on its ORM thread, in a request cycle of its own if it needs one."""
         return DjangoCycle(inside_already=not self.in_request_cycle).call(work, *args, last=True)
 
     async def rows(self, alias: str, sql: str, params: dict[str, Any]) -> list[Row]:

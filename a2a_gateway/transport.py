@@ -1,7 +1,5 @@
-"""What every A2A binding checks and carries (SPEC §8.2, §8.6): the body limit, the Bearer token,
-the version, the params' shape, and the request the SDK's dispatchers read. The checks return the
-SDK's errors, not a wire answer, so every binding, HTTP or not, refuses the same question for the
-same reason in its own format.
+"""What every A2A binding checks and carries (SPEC §8.2, §8.6). The checks raise the SDK's errors,
+not a wire answer, so every binding refuses the same question alike in its own format.
 """
 
 from __future__ import annotations
@@ -44,8 +42,7 @@ _WELL_KNOWN = "google.protobuf."
 # (JSON-RPC and gRPC), HTTP+JSON's (its path under the endpoint) and 0.3's.
 AUTHENTICATED_METHODS = frozenset({"SendMessage", "message:send", "message/send"})
 
-# The one request handler every binding dispatches to: a question asked on any of them is answered
-# by the same code.
+# The one request handler: a question asked on any binding is answered by the same code.
 REQUEST_HANDLER = CairnRequestHandler()
 
 T = TypeVar("T")
@@ -53,8 +50,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Reply:
-    """An HTTP answer in the plainest form both servers can send; `shown`: what a public read's
-    answer shows, from which each server has `core.caching` write its caching headers."""
+    """An HTTP answer both servers can send; `shown`: what a public read shows, for the caching
+    headers (`core.caching`)."""
 
     status: int
     body: bytes
@@ -79,8 +76,7 @@ class ClientGone(Exception):
 
 
 async def bounded_body(declared_length: str | None, chunks: AsyncIterator[bytes]) -> bytes | None:
-    """The body, or None as soon as it is over the limit (the rest is never read): by its
-    declared length when it has one, else by what arrives."""
+    """The body, or None as soon as it is over the limit (the rest is never read)."""
     limit = body_limit()
     if declared_length and declared_length.isdigit() and int(declared_length) > limit:
         return None
@@ -95,7 +91,7 @@ async def bounded_body(declared_length: str | None, chunks: AsyncIterator[bytes]
 
 
 def body_too_large() -> InvalidRequestError:
-    """The error for a body over the limit, which is refused before it is parsed (SPEC §8.2)."""
+    """A body over the limit is refused before it is parsed (SPEC §8.2)."""
     return InvalidRequestError(
         message=f"Payload too large: the limit is {body_limit() // 1024} KiB"
     )
@@ -109,9 +105,8 @@ class Unauthenticated(Exception):
 async def token_agent(
     headers: Mapping[str, str], operation: str, cycle: DjangoCycle
 ) -> Agent | None:
-    """The agent of the Bearer token when `operation` (as its binding names it) needs one, else
-    None; asked before the version (SPEC §8.2). Raises `Unauthenticated`, or the SDK's internal
-    error when an outage kept the token from being checked."""
+    """The token's agent when `operation` (as its binding names it) needs one, else None; raises
+    `Unauthenticated`, or the SDK's internal error when an outage kept the token unchecked."""
     if operation not in AUTHENTICATED_METHODS:
         return None
     token = bearer_token(headers.get("authorization", ""))
@@ -127,10 +122,9 @@ async def token_agent(
 
 
 def unauthenticated_reply(refused: Unauthenticated) -> Reply:
-    """HTTP's 401 with the challenge (SPEC §8.2), alike on JSON-RPC and HTTP+JSON: the
-    google.rpc.Status A2A 1.0 §11.6 writes, `UNAUTHENTICATED` (§3.3.2), with no A2A ErrorInfo,
-    since authentication is not an A2A error. Both official clients then report the 401 itself:
-    given an ErrorInfo or a JSON-RPC error code they read it first and report a bad request."""
+    """HTTP's 401 with the challenge (SPEC §8.2) on both HTTP bindings: A2A 1.0 §11.6's
+    google.rpc.Status, `UNAUTHENTICATED`, with no ErrorInfo, which both official clients would
+    read first and report as a bad request rather than the 401."""
     status = {"code": 401, "status": "UNAUTHENTICATED", "message": str(refused)}
     return Reply(401, json_bytes({"error": status}), (("WWW-Authenticate", WWW_AUTHENTICATE),))
 
@@ -181,16 +175,14 @@ def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str 
 
 
 def check_params(value: Any, descriptor: Descriptor, path: str = "params") -> None:
-    """Raises the invalid-params error for params holding a value where `descriptor` has an
-    object (SPEC §8.2), checked before the SDK's parser, which reads `"configuration": "x"` as
-    absent."""
+    """Refuses a value where `descriptor` has an object (SPEC §8.2), which the SDK's parser would
+    read as absent (`"configuration": "x"`)."""
     if (where := _misplaced(value, descriptor, path)) is not None:
         raise InvalidParamsError(message=f"{where} must be an object")
 
 
 class ParsedRequest(StarletteRequest):
-    """The request as an SDK dispatcher reads it, its body already read by the binding: JSON-RPC's
-    reads the document from `json()`, HTTP+JSON's the bytes from `body()`."""
+    """The request as an SDK dispatcher reads it, its body already read by the binding."""
 
     def __init__(
         self,
@@ -239,8 +231,7 @@ class CairnContextBuilder(DefaultServerCallContextBuilder):
 
 
 async def read_here(read: Awaitable[T]) -> T | None:
-    """The stored read, or None when the pool could not read; a database failure raises
-    `failure_error`'s error."""
+    """The stored read, or None when the pool could not read; a database failure is a -32603."""
     try:
         return await read
     except Unavailable:
@@ -250,8 +241,7 @@ async def read_here(read: Awaitable[T]) -> T | None:
 
 
 def stored_result(read: StoredTask | StoredPage) -> Any:
-    """The read's result as the SDK's JSON serialiser writes it, the stored forms as they are
-    (`orjson.Fragment`s)."""
+    """The read's result as the SDK writes it, the stored forms as `orjson.Fragment`s."""
     if isinstance(read, StoredTask):
         return orjson.Fragment(read.text)
     result = serialize_list_tasks_response(read.response(), read.include_artifacts)
