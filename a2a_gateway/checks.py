@@ -1,5 +1,4 @@
-"""System check (`check --deploy`): the Agent Card must list no interface its clients cannot
-reach."""
+"""`check --deploy`: the Agent Card must list no interface its clients cannot reach."""
 
 from __future__ import annotations
 
@@ -13,9 +12,8 @@ from core.site import is_loopback
 
 @register("cairn", deploy=True)
 def grpc_reachable_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """A site that takes its origin from each request (no `CAIRN_SITE_URL`; start-up refuses the
-    same with one set) and answers to hosts other machines reach, while its card gives a gRPC
-    address only this machine reaches."""
+    """A gRPC address only this machine reaches, on a site that answers other machines and takes
+    its origin from each request (with `CAIRN_SITE_URL` set, start-up refuses the same)."""
     grpc_url = settings.CAIRN_GRPC_URL
     if settings.CAIRN_SITE_URL or not grpc_url or not is_loopback(grpc_url):
         return []

@@ -85,8 +85,7 @@ class AsSent:
 
 @dataclass(frozen=True)
 class Facts:
-    """What a binding learned of a request before the dispatcher, for the handler (in the call
-    context's state); `origin` is for a refusal's links."""
+    """What a binding learned of a request, for the handler, in the call context's state."""
 
     agent: Agent | None
     origin: str

@@ -19,9 +19,8 @@ V = TypeVar("V")
 
 
 class Kept(Generic[K, V]):
-    """Values by key, up to `max_size` in all as `size` measures them, the least recently read
-    dropped first; one larger than that is not kept. Safe to share between threads: under WSGI
-    each request runs its own event loop on its own thread."""
+    """Values up to `max_size` in all by `size`, the least recently read dropped first. Locked:
+    under WSGI each request runs its own event loop on its own thread."""
 
     def __init__(self, max_size: int, size: Callable[[K, V], int]) -> None:
         self.max_size, self.size = max_size, size

@@ -110,8 +110,7 @@ class Unavailable(Exception):
 
 
 class PoolSource(DjangoSource):
-    """`stored_reads.DjangoSource` on this module's pools; the evaluation, which writes, on Django's
-    thread, inside its request signals."""
+    """The reads on this module's pools; the evaluation, which writes, stays Django's."""
 
     def prepare(self, name: str, value: Any) -> Any:
         return value  # psycopg adapts a UUID and an aware datetime itself

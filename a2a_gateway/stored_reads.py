@@ -96,8 +96,7 @@ def _context(context_id: str) -> uuid.UUID | None:
 
 @dataclass(frozen=True)
 class PageQuery:
-    """A checked ListTasks: its filter, the size its page holds, the keyset position its cursor
-    holds, and which of the stored list forms it shows."""
+    """A checked ListTasks."""
 
     status: str | None
     context: uuid.UUID | None
@@ -182,9 +181,8 @@ def _task_params(key: uuid.UUID, source: DjangoSource) -> dict[str, Any]:
 def _page_sql(
     vendor: str, by_status: bool, by_context: bool, since: bool, after: bool, full: bool
 ) -> str:
-    """Whether any task is due, and whether any is open past its deadline, the filter's total and
-    the page by keyset (one row more than the page, to know whether another follows): one
-    statement, one snapshot."""
+    """Whether any task is due or open past its deadline, the total and the page (one row more, to
+    know whether another follows): one statement, one snapshot."""
     status, stamp, pk = (
         statements.column(TaskForm, name) for name in ("status", "status_timestamp", "task")
     )

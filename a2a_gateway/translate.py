@@ -1,5 +1,4 @@
-"""Cairn's views and refusals in A2A's proto types, A2A data parts back into plain JSON, and JSON
-text as the SDK writes it."""
+"""Cairn's views and refusals as A2A's proto types, data parts as JSON, JSON as the SDK writes."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from core.clock import parse_instant
 from core.errors import Refusal
 from core.json_input import ints_from_doubles
 
-JSON = "application/json"
+JSON_TYPE = "application/json"
 
 
 def sdk_json(value: Any) -> str:
@@ -52,9 +51,8 @@ def task_public(view: dict[str, Any]) -> dict[str, Any]:
 
 
 def task_from_view(view: dict[str, Any], receipt: dict[str, Any] | None = None) -> Task:
-    """The A2A Task of SPEC §8.4: id = contextId = the task's UUID, the public view in
-    `metadata.cairn` (with the receipt in `metadata.cairn.contribution` when there is one), and
-    the evaluation as the one artifact once there is one. No history."""
+    """SPEC §8.4's Task: id = contextId = the task's UUID, the view (and any receipt, as
+    `contribution`) in `metadata.cairn`, the evaluation as the one artifact. No history."""
     public = task_public(view)
     if receipt is not None:
         public["contribution"] = receipt
@@ -63,7 +61,7 @@ def task_from_view(view: dict[str, Any], receipt: dict[str, Any] | None = None) 
     instant = view["created_at"] if view["state"] == "open" else view["evaluated_at"]
     task.status.timestamp.FromDatetime(parse_instant(instant))
     if view.get("evaluation") is not None:
-        evaluation = data_part(view["evaluation"], JSON)
+        evaluation = data_part(view["evaluation"], JSON_TYPE)
         task.artifacts.append(
             Artifact(artifact_id="evaluation", name="Evaluation", parts=[evaluation])
         )
@@ -71,9 +69,8 @@ def task_from_view(view: dict[str, Any], receipt: dict[str, Any] | None = None) 
 
 
 def task_answer(body: dict[str, Any], stored: Task | None) -> Task:
-    """A write's answer (`{"task": view}` or `{"task": view, "receipt": {...}}`): the Task the
-    write stored (`stored_forms.task_forms_written`, handed back as `WriteResult.form`), with the
-    receipt when there is one; a replay, which stored nothing, builds it from its record's body."""
+    """A write's answer: the Task the write stored (`WriteResult.form`), with the receipt if any;
+    a replay, which stored nothing, builds it from its record's body."""
     if stored is None:
         return task_from_view(body["task"], body.get("receipt"))
     answer = Task()

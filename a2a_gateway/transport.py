@@ -23,7 +23,7 @@ from a2a_gateway.handler import FACTS_STATE, CairnRequestHandler, Facts, failure
 from a2a_gateway.read_connections import Unavailable
 from a2a_gateway.request_cycle import DjangoCycle
 from a2a_gateway.stored_reads import StoredPage, StoredTask
-from a2a_gateway.translate import sdk_json
+from a2a_gateway.translate import JSON_TYPE, sdk_json
 from agents.auth import bearer_token
 from agents.models import Agent
 from agents.services import agent_for_token
@@ -33,7 +33,6 @@ from core.outages import OUTAGES, unavailable
 from core.policy import WWW_AUTHENTICATE, body_limit
 
 ENDPOINT_PATH = "/api/a2a"
-JSON_TYPE = "application/json"
 # The SDK reads a missing header as 0.3 and names that version; a client needs to hear the header is missing.
 MISSING_VERSION = f"the A2A-Version header is missing: send `A2A-Version: {PROTOCOL_VERSION_1_0}`"
 # protobuf's own JSON forms (Struct, Value, Timestamp, ...) are checked by its parser.

@@ -20,8 +20,7 @@ _CHUNK = 64 * 1024
 
 
 def _response(reply: Reply) -> HttpResponse:
-    """The reply as Django's answer, marked with what it shows (its caching headers are
-    `core.middleware.CachingMiddleware`'s)."""
+    """Marked with what it shows, for `core.middleware.CachingMiddleware`'s caching headers."""
     response = HttpResponse(reply.body, status=reply.status, content_type=reply.content_type)
     for name, value in reply.headers:
         response[name] = value

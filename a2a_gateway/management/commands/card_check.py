@@ -1,5 +1,4 @@
-"""`manage.py card_check`: fail, naming each problem, when the Agent Card says what the code does not
-do, or when its signature does not verify with the site key."""
+"""`manage.py card_check`: fail, naming each problem, where the Agent Card is untrue or unsigned."""
 
 from __future__ import annotations
 
