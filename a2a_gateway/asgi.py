@@ -1,7 +1,6 @@
-"""The A2A door as a plain ASGI app, for uvicorn: `POST /api/a2a`, the HTTP+JSON binding and the
-card without Django's request cycle, whose middleware is most of a JSON-RPC call's cost. Kept from
-that cycle: Django's Host rule, the security and caching headers (`core.caching`), and the request
-signals around the ORM work (`request_cycle`)."""
+"""The A2A door as a plain ASGI app for uvicorn, without Django's request cycle, whose middleware is
+most of a JSON-RPC call's cost. Kept from it: Django's Host rule, the security and caching headers
+(`core.caching`), and the request signals around the ORM work (`request_cycle`)."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ _DJANGO_SOURCE = DjangoSource(in_request_cycle=True)
 
 @lru_cache(maxsize=64)
 def host_served(host: str) -> bool:
-    """Whether Django would serve this Host header, so every path refuses alike; cached since
-    Django's parsing is a noticeable share of a stored read's cost."""
+    """Whether Django would serve this Host (cached: its parsing is dear beside a stored read)."""
     allowed = settings.ALLOWED_HOSTS
     if settings.DEBUG and not allowed:
         allowed = DEBUG_HOSTS

@@ -1,5 +1,4 @@
-"""The Agent Card (SPEC §8.1), built from the code and the configured witnesses, never from a
-stored file, and served as the SDK's card route serves it."""
+"""The Agent Card (SPEC §8.1), built from the code and settings, never from a stored file."""
 
 from __future__ import annotations
 

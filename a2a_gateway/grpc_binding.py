@@ -60,8 +60,7 @@ class GrpcContextBuilder(DefaultGrpcServerCallContextBuilder):
 
 
 class StoredForms(Kept[str, bytes]):
-    """The wire form of `wrap(task)` per stored text, up to `max_bytes` of both: the text is the
-    whole key, so nothing kept goes stale."""
+    """Each stored text's wire form, up to `max_bytes` of both; keyed by the text, never stale."""
 
     def __init__(self, wrap: Callable[[Task], Message], max_bytes: int = 8 * 1024 * 1024) -> None:
         super().__init__(max_bytes, lambda text, wire: len(text) + len(wire))
@@ -91,6 +90,7 @@ async def stored_answer(request: GetTaskRequest | ListTasksRequest) -> bytes | N
 
 
 def _as_stored(serialize: Callable[[Any], bytes] | None) -> Callable[[Any], bytes]:
+    """A method's serialiser that sends a stored answer's wire form as it is."""
     return lambda answer: (
         answer if isinstance(answer, bytes) or serialize is None else serialize(answer)
     )

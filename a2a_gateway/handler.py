@@ -1,6 +1,5 @@
 """The SDK's `RequestHandler` over Cairn's services and the door's one read (`stored_reads`). It
-only translates: a message's shape is checked here, every domain rule stays in the services. No SDK
-task store and no `AgentExecutor`: tasks are public rows."""
+only translates. No SDK task store and no `AgentExecutor`: tasks are public rows."""
 
 from __future__ import annotations
 
@@ -217,9 +216,8 @@ class CairnRequestHandler(RequestHandler):
         _check_message(message)
         client = _declared_client(message)
         facts = _facts(context)
-        if (
-            agent := facts.agent
-        ) is None:  # the view answers 401 before this; never run a write without an agent
+        agent = facts.agent
+        if agent is None:  # the view answers 401 before this; never run a write without an agent
             raise InvalidRequestError(message="a valid Bearer token is required for SendMessage")
         operation = next(op for op in self.operations if op.names_task == bool(message.task_id))
         if len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":

@@ -125,9 +125,8 @@ async def fast_rest_read(
     sent_status: Any,
     source: DjangoSource = DJANGO_SOURCE,
 ) -> Reply | None:
-    """A version-checked `GET /tasks/{id}` or `GET /tasks` from the stored forms, its query read as
-    the SDK's dispatcher reads it (varying by `A2A-Version`: another gets an error); None leaves it
-    to the dispatcher."""
+    """A version-checked `GET /tasks/{id}` or `GET /tasks` from the stored forms (varying by
+    `A2A-Version`: another gets an error); None leaves it to the dispatcher."""
     try:
         parse_params(query, request)
     except ParseError:  # the SDK refuses it in its own words

@@ -1,6 +1,5 @@
 """The A2A JSON-RPC binding on `POST /api/a2a` (A2A 1.0, and 0.3's methods through the SDK's 0.3
-adapter: SPEC §8.6). The SDK's dispatcher speaks A2A; this module runs the checks SPEC §8.2 places
-before it (`a2a_gateway.transport`) and the rules only this binding has, as JSON-RPC errors.
+adapter: SPEC §8.6): SPEC §8.2's checks and this binding's own rules, before the SDK's dispatcher.
 """
 
 from __future__ import annotations

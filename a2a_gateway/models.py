@@ -12,8 +12,7 @@ class TaskForm(models.Model):
     status = models.CharField(max_length=10)
     # A2A's status.timestamp: creation while open, evaluation after. Pages are ordered by it.
     status_timestamp = models.DateTimeField()
-    # An open task past it and not awaiting its keypers is evaluated before it is shown
-    # (`tasks.due.DUE`): GetTask checks it here.
+    # Past it, an open task not awaiting its keypers is evaluated before it is shown (`tasks.due`).
     deadline = models.DateTimeField()
     keys_pending = models.BooleanField(default=False)
     # The GetTask result, and the task as a ListTasks page holds it without and with artifacts.

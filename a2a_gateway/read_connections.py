@@ -55,8 +55,7 @@ _NOT_LIBPQ = ("cursor_factory", "context", "prepare_threshold")
 
 
 def _conninfo(alias: str) -> str:
-    """Django's connection parameters of database `alias` (the URL's libpq ones among them, SPEC
-    §16), with the pool's own where the URL leaves room."""
+    """Django's connection parameters of `alias` (with the URL's libpq ones, SPEC §16), and ours."""
     parameters = {
         name: value
         for name, value in connections[alias].get_connection_params().items()

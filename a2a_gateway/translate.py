@@ -23,8 +23,7 @@ def sdk_json(value: Any) -> str:
 
 
 def data_of(part: Part) -> Any:
-    """The JSON value of a data part, numbers restored: a Struct holds every JSON number as a
-    double, so `2` arrives as `2.0`."""
+    """A data part's JSON, integral doubles as ints: a Struct holds every number as a double."""
     return ints_from_doubles(MessageToDict(part.data))
 
 

@@ -49,8 +49,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Reply:
-    """An HTTP answer both servers can send; `shown`: what a public read shows, for the caching
-    headers (`core.caching`)."""
+    """An HTTP answer both servers send; `shown`: what a public read shows (`core.caching`)."""
 
     status: int
     body: bytes

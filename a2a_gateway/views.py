@@ -1,5 +1,4 @@
-"""The A2A door under Django (WSGI, and any request the ASGI router leaves to Django): the views
-turn the request into the terms of the card or of a binding, and its `Reply` into a response."""
+"""The A2A door under Django (WSGI, and what the ASGI router leaves to Django)."""
 
 from __future__ import annotations
 
