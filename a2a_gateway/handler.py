@@ -64,9 +64,8 @@ NOT_SENT: Any = object()  # a value a client did not send at all
 
 @dataclass(frozen=True)
 class AsSent:
-    """Two values of a request as the client wrote them: a ListTasks `status` (the SDK's parser
-    reads an unknown name as "no filter", which SPEC §8.5 refuses) and a SendMessage's first data
-    part (read as JSON, which costs a fraction of converting it back from the proto)."""
+    """A ListTasks `status` as sent (the SDK's parser reads an unknown name as no filter, which
+    SPEC §8.5 refuses) and a first data part's JSON (far cheaper than converting the proto back)."""
 
     status: Any = None
     data: Any = NOT_SENT

@@ -1,6 +1,5 @@
 """Django's request signals around an A2A request's ORM work, for callers outside Django's request
-cycle (the ASGI app, the gRPC server). A hop between threads costs more than the statement it runs,
-so the cycle is entered in the hop of the request's first work and left in that of its last.
+cycle. A hop costs more than the statement it runs, so they ride the first and last work's hops.
 """
 
 from __future__ import annotations

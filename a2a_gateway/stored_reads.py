@@ -243,10 +243,9 @@ def _page_statement(query: PageQuery, source: DjangoSource) -> tuple[str, dict[s
 async def _rows_settled(
     source: DjangoSource, statement: Callable[[], tuple[str, dict[str, Any]]], key: uuid.UUID | None
 ) -> list[Row]:
-    """The rows of `statement`, on a replica that serves. What a replica fails, lacks, or shows
-    open past its deadline is read on the primary, which may have evaluated it since. What is due
-    is evaluated (the task `key`, or every task due for None) and read again: a task awaiting its
-    keypers is not due, so no read evaluates it or waits on its row."""
+    """The rows of `statement`, on a replica that serves; what a replica fails, lacks, or shows
+    open past its deadline, on the primary. What is due is evaluated (`key`, or all for None) and
+    read again: a task awaiting its keypers is not due, so no read waits on its row."""
 
     async def read(on_primary: bool) -> list[Row]:
         sql, params = statement()
@@ -356,9 +355,8 @@ async def stored_read(
 
 
 class DjangoSource:
-    """Where the read's statement runs (here Django's connection, one hop each): `prepare` and
-    `read_back` carry `TaskForm`'s values across; `evaluated` runs the evaluation on Django's
-    thread. `in_request_cycle`: inside Django's request signals, for a caller outside them."""
+    """Where the read runs (here Django's connection, one hop each) and how `TaskForm`'s values
+    cross; `in_request_cycle`: inside Django's request signals, for a caller outside them."""
 
     def __init__(self, *, in_request_cycle: bool = False) -> None:
         self.in_request_cycle = in_request_cycle
