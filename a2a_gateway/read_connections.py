@@ -2,7 +2,7 @@
 Django's three hops to its ORM thread and its connection checks, most of a read's cost. Safe as
 SPEC §16 asks: a pool belongs to its process and event loop, so no server session is shared; a
 read the pool fails goes to the SDK's dispatcher (Django's checked connections) and the pool rests
-for `FAIL_FAST_S`. Each replica has a pool of its own; a read it fails goes to the primary.
+for `FAIL_FAST_S`, so an outage fails requests fast. A replica's failed read goes to the primary.
 """
 
 from __future__ import annotations

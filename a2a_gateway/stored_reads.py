@@ -244,7 +244,7 @@ async def _rows_settled(
     source: DjangoSource, statement: Callable[[], tuple[str, dict[str, Any]]], key: uuid.UUID | None
 ) -> list[Row]:
     """The rows of `statement`, on a replica that serves; what a replica fails, lacks, or shows
-    open past its deadline, on the primary. What is due is evaluated (`key`, or all for None) and
+    open past its deadline, on the primary. What is due is evaluated (`key`, or all due for None) and
     read again: a task awaiting its keypers is not due, so no read waits on its row."""
 
     async def read(on_primary: bool) -> list[Row]:

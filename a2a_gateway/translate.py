@@ -1,4 +1,4 @@
-"""Cairn's views and refusals as A2A's proto types, data parts as JSON, JSON as the SDK writes."""
+"""Cairn's views and refusals as A2A's proto types, data parts as JSON, the SDK's JSON text."""
 
 from __future__ import annotations
 
