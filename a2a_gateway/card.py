@@ -71,8 +71,7 @@ GRPC_DESCRIPTION = (
 
 
 def payload_schemas(operations: tuple[SendMessageOperation, ...]) -> dict[str, dict[str, Any]]:
-    """Each accepted SendMessage payload's JSON Schema, from its model; the keyper-sealed one only
-    where keypers are listed, the only sites that take it (SPEC §8.1, §15.8)."""
+    """Each accepted payload's schema, from its model; the sealed one where keypers are (§15.8)."""
     sealed = bool(keypers_configured())
     return {
         name: model_schema(model)

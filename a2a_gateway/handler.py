@@ -92,8 +92,7 @@ class Facts:
 
 
 def failure_error(exc: Exception, what: str) -> InternalError:
-    """A failure as a -32603 that says only what a client can act on (the database is
-    unavailable: retry), so no Python text leaks; `what` is for the log."""
+    """A -32603 leaking no Python text: only an outage's (retry) message; `what` is for the log."""
     if (outage := outage_refusal(exc)) is not None:
         return InternalError(message=outage.message)
     logger.exception("A2A %s failed", what)

@@ -96,8 +96,7 @@ def body_too_large() -> InvalidRequestError:
 
 
 class Unauthenticated(Exception):
-    """No valid Bearer token came for an operation that needs one: no A2A error (HTTP answers 401
-    with the challenge, gRPC UNAUTHENTICATED)."""
+    """No valid Bearer token where one is needed: no A2A error (HTTP 401, gRPC UNAUTHENTICATED)."""
 
 
 async def token_agent(
