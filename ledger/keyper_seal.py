@@ -1,11 +1,9 @@
 """The keyper seal's wire forms (SPEC §15.8), one definition for the site, the keyper and the tests.
 
-A contributor encrypts its report and salt under a fresh key, splits the key k-of-n with Shamir
-over GF(2^128), and seals share i to keyper i with HPKE, its `info` naming everything the share is
-for; a keyper that rebuilds `info` from the log's values opens only the share meant for that task
-and deadline.
-
-Built into the verifier and the local MCP server (`core.amalgam`), so it imports nothing of Django.
+A report's key is split k-of-n (Shamir over GF(2^128)) and share i sealed to keyper i with HPKE,
+its `info` naming everything the share is for: a keyper that rebuilds `info` from the log's values
+opens only the share meant for that task and deadline. Built into the served files
+(`core.amalgam`), so it imports nothing of Django.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -90,20 +88,7 @@ class ShareContext:
     threshold: int
 
     def info(self, *, keyper: str, index: int) -> bytes:
-        return canonical_json(
-            {
-                "scheme": SCHEME,
-                "site": self.site,
-                "task_id": self.task_id,
-                "task_entry": self.task_entry,
-                "deadline": self.deadline,
-                "commitment": self.commitment,
-                "ciphertext_digest": self.ciphertext_digest,
-                "keyper": keyper,
-                "index": index,
-                "threshold": self.threshold,
-            }
-        )
+        return canonical_json({"scheme": SCHEME, **asdict(self), "keyper": keyper, "index": index})
 
 
 @dataclass(frozen=True)
