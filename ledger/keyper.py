@@ -1,14 +1,9 @@
 """Cairn as a keyper (SPEC §15.8): a witness that also holds an X25519 key, and releases its
-share of a sealed report's key once the deadline has passed, proven by the log it witnesses.
+share of a sealed report's key once the deadline plus the merge delay has passed by its own clock.
 
 It trusts nothing the asker says that the log can say instead: the task, its deadline and the
-commitment are read from entries proven against a root this keyper cosigned, the HPKE `info` is
-rebuilt from them, and the time is its own clock's. So a forged task entry, an earlier deadline or
-another task's entry gets nothing, and nobody gets a share before the deadline plus the merge delay.
-
-The first check that fails is the answer: malformed (400), a log not followed (404), proofs and
-entries that do not hold (422), too early (425, with when it will release), a share that does not
-open (403).
+commitment are read from entries proven against a root this keyper cosigned, and the HPKE `info`
+is rebuilt from them. The first check that fails is the refusal.
 """
 
 from __future__ import annotations
@@ -124,8 +119,7 @@ def keyper_description() -> dict[str, Any]:
 
 
 def release_request_parse(body: bytes) -> ReleaseRequest:
-    """The request of §15.8, every field checked for its form (not yet for its truth), refused
-    for the first field at fault."""
+    """Every field checked for its form (not yet its truth); refused for the first at fault."""
     try:
         return ReleaseRequest.model_validate(orjson.loads(body))
     except orjson.JSONDecodeError:
