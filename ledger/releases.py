@@ -1,12 +1,9 @@
 """The site's side of a keyper release (SPEC §15.8): ask each keyper for its share of a sealed
 report's key, with the proofs it needs, and keep the answers that are what they claim to be.
 
-A keyper checks everything against a root it cosigned itself, so each entry is proven in the log
-that holds it (after a restart, §16.2, the contribution's may be in a later log than the task's).
-Keypers may be down, slow or wrong, so they are asked all at once, each for at most
-`RELEASE_TIMEOUT_S`, and one that fails is skipped until the next sweep, never raised: the grace
-window, not this module, decides when a report is void. Only the calling thread reads the
-database, and nothing is written here: the caller keeps the list.
+Keypers may be down, slow or wrong, so all are asked at once, each for at most `RELEASE_TIMEOUT_S`,
+and one that fails is skipped until the next sweep, never raised: the grace window decides when a
+report is void. Only the calling thread reads the database; the caller keeps the list.
 """
 
 from __future__ import annotations
@@ -78,8 +75,6 @@ def _cosigned_size(witness: Witness, entry: InLog) -> int | None:
 
 @dataclass(frozen=True)
 class _Entries:
-    """The task's entry and the contribution's, each with the log that serves it."""
-
     task: Leaf
     task_at: InLog
     contribution: Leaf
@@ -87,8 +82,7 @@ class _Entries:
 
 
 def _entry_leaves(contribution: Contribution) -> _Entries | None:
-    """None while either entry is not in a tree yet. A task has a handful of entries, found by
-    its id."""
+    """None while either entry is not in a tree yet; a task has only a handful of entries."""
     leaves = list(Leaf.objects.filter(task_id=contribution.task_id).order_by("index"))
     entries = [json.loads(leaf.entry) for leaf in leaves]
     mine = [
@@ -109,8 +103,9 @@ def _proven(leaf: Leaf, at: InLog, size: int) -> EntryProven:
 
 
 def _proofs(entries: _Entries, witness: Witness) -> tuple[EntryProven, EntryProven] | None:
-    """The task's and the contribution's entries, each proven against the latest root of its log
-    the keyper cosigned; None while the keyper has cosigned no checkpoint holding one."""
+    """Each entry proven against the latest root of its own log the keyper cosigned (after a
+    restart, §16.2, the contribution's may be in a later log than the task's); None while the
+    keyper has cosigned no checkpoint holding one."""
     task_at, contribution_at = entries.task_at, entries.contribution_at
     same_log = task_at.log == contribution_at.log
     contribution_size = _cosigned_size(witness, contribution_at)
