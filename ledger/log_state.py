@@ -1,14 +1,12 @@
-"""What the site has promised about its log, kept where a restore of the database cannot take it
-back (SPEC §16.2): the largest checkpoint it signed, and the largest tree each witness holds.
+"""What the site has promised about its log (SPEC §16.2): the largest checkpoint it signed and the
+largest tree each witness holds, kept where a database restore cannot take them back, since signed
+checkpoints and receipts outlive a database that goes back in time (a standby promoted while
+behind, an older backup restored). The sequencer signs only a tree that extends them all; until the
+database does again, the site signs nothing and refuses writes.
 
-A database can go back in time (a standby promoted while behind, an older backup restored) while
-signed checkpoints and receipts live on with their readers. So the sequencer signs a tree only if
-it extends everything kept here; when it does not, the site stops signing and refuses writes until
-the database extends them again.
-
-The state is a JSON file (`CAIRN_LOG_STATE`) beside the site's keys, keyed by the hash of each
-log's first leaf: a restored database keeps its first leaf, so it meets the state its log left,
-while a new database, or a log the keeper restarted, starts a log of its own.
+A JSON file (`CAIRN_LOG_STATE`) beside the site's keys, keyed by the hash of each log's first leaf:
+a restored database keeps its first leaf and meets its log's state; a new database, or a log the
+keeper restarted, starts its own.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -113,7 +111,6 @@ def _write(logs: dict[str, LogPromises], started: list[dict[str, Any]]) -> None:
 
 @contextmanager
 def _locked() -> Iterator[None]:
-    """One writer of the file at a time."""
     path = _path()
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
@@ -142,11 +139,10 @@ def log_started_kept(number: int, origin: str) -> None:
 
 
 def logs_started() -> list[dict[str, Any]]:
-    """The logs the keeper started, oldest first: `{"number", "origin"}` each. The card asks on
-    every request, so the file is parsed again only when it is another or was changed: its
-    inode, size or change time differ (every change replaces it, `_write`). What decides a write,
-    a signature or readiness reads the file each time instead: on network storage a stat may be
-    answered from a cache for seconds, which a card that caches keep for minutes can afford."""
+    """The logs the keeper started, oldest first, `{"number", "origin"}` each. The card asks on
+    every request, so the file is parsed again only when its inode, size or change time differ
+    (`_write` replaces it). Writes, signatures and readiness read it every time: on network storage
+    a stat may be answered from a cache for seconds, which a card cached for minutes can afford."""
     path = os.fspath(settings.CAIRN_LOG_STATE)
     try:
         found = os.stat(path)
@@ -195,7 +191,7 @@ def rollback_kept(identity: str, rollback: Rollback | None) -> None:
     """Record the sequencer's finding, a rollback or none; the first finding's time is kept."""
     with _changing(identity) as promises:
         if rollback is not None and promises.rollback is not None:
-            rollback = Rollback(**{**asdict(rollback), "found_at": promises.rollback.found_at})
+            rollback = replace(rollback, found_at=promises.rollback.found_at)
         promises.rollback = rollback
 
 
@@ -243,8 +239,7 @@ def witness_refusals() -> dict[str, int]:
 
 
 def rollback_found() -> Rollback | None:
-    """Reads the database only when some log has gone back, so writes pay nothing while all is
-    well."""
+    """Reads the database only when some log has gone back: writes pay nothing while all is well."""
     found = {k: v.rollback for k, v in _read(_path())[0].items() if v.rollback is not None}
     return found.get(log_identity() or "") if found else None
 
