@@ -1,9 +1,8 @@
-"""The site's witnesses (SPEC §15.4): every new checkpoint goes to every configured witness (C2SP
-`tlog-witness`), and the `cosignature/v1` lines that verify are kept beside the checkpoint.
-
-A witness may be slow or down, so this runs outside the sequencer's transaction and asks every
-witness at once, each for at most `WITNESS_TIMEOUT_S` in a thread that only speaks HTTP; one that
-failed is asked again at the next run.
+"""The site's witnesses (SPEC §15.4, C2SP `tlog-witness`): every new checkpoint goes to each
+configured witness, and the `cosignature/v1` lines that verify are kept beside it. A witness may be
+slow or down, so this runs outside the sequencer's transaction and asks every witness at once, each
+for at most `WITNESS_TIMEOUT_S` in a thread that only speaks HTTP; one that failed is asked again at
+the next run.
 """
 
 from __future__ import annotations
@@ -67,7 +66,6 @@ def keypers_configured() -> list[Keyper]:
 
 
 def witness_quorum() -> int:
-    """0 without witnesses."""
     return int(settings.CAIRN_WITNESS_QUORUM) if settings.CAIRN_WITNESSES else 0
 
 
