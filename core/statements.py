@@ -1,8 +1,7 @@
 """Every row the project writes, as plain SQL built once a process from the models' own tables
 and columns: building ORM queries on the write path cost more CPU than PostgreSQL spent running
 them, and psycopg prepares a statement its connection runs again. Values pass through the fields'
-own conversions both ways, so the same text runs on PostgreSQL and SQLite. An INSERT that would
-leave a field without a value is refused (`FieldLeftOut`).
+own conversions both ways, so the same text runs on PostgreSQL and SQLite.
 """
 
 from __future__ import annotations
@@ -213,8 +212,7 @@ def pipelined() -> Iterator[None]:
 
 
 def instance(model: type[M], names: tuple[str, ...], row: Sequence[Any]) -> M:
-    """A model object from a row of `names`, as a queryset would make it (fields not read are
-    deferred)."""
+    """A model object from a row of `names`, as a queryset makes it (fields not read deferred)."""
     return model.from_db(connection.alias, list(names), python_values(model, names, row))
 
 
@@ -228,9 +226,8 @@ def locked(
     limit: int | None = None,
     skip_locked: bool = False,
 ) -> list[M]:
-    """The rows of `model` that `where` selects, locked until the transaction ends, as objects of
-    `names` (every field when none): the one way a service locks rows, on the primary, which its
-    writes go to. Call inside a transaction."""
+    """The rows `where` selects as objects of `names` (every field when none), locked on the
+    primary until the transaction ends: the one way a service locks rows."""
     read = tuple(names) or tuple(field.name for field in model._meta.concrete_fields)
     sql = _locked_sql(model, where, read, order_by, limit, skip_locked, connection.vendor)
     with sent(sql, params) as cursor:
@@ -334,7 +331,6 @@ def object_values(obj: Model) -> dict[str, Any]:
 
 
 def _object_rows(objs: Sequence[Model]) -> tuple[type[Model], tuple[str, ...], list[list[Any]]]:
-    """The model, the written fields' attribute names and each object's values of them."""
     model = type(objs[0])
     names = tuple(field.attname for field in _written_fields(model))
     return model, names, [[getattr(obj, name) for name in names] for obj in objs]
@@ -374,8 +370,7 @@ def inserted(
     *,
     ignore_conflicts: bool = False,
 ) -> Write:
-    """INSERT one row of `values` (field names → Python values). `ignore_conflicts` writes
-    nothing when the row would break a unique constraint, as Django's
+    """INSERT one row of `values` (field names → Python values); `ignore_conflicts` as Django's
     `bulk_create(ignore_conflicts=True)`."""
     db = _db()
     return Write(
@@ -431,16 +426,10 @@ def _upsert_sql(
     assert adding <= {_field(model, name).name for name in names}, "an added field is written"
     changed = []
     for name in names:
-        field = _field(model, name)
-        if field.name == pk_name:
-            continue
-        quoted = column(model, name)
-        new = f"excluded.{quoted}"
-        changed.append(
-            f"{quoted} = {table(model)}.{quoted} + {new}"
-            if field.name in adding
-            else f"{quoted} = {new}"
-        )
+        field, quoted = _field(model, name), column(model, name)
+        if field.name != pk_name:
+            stored_plus = f"{table(model)}.{quoted} + " if field.name in adding else ""
+            changed.append(f"{quoted} = {stored_plus}excluded.{quoted}")
     action = f"DO UPDATE SET {', '.join(changed)}" if changed else "DO NOTHING"
     return (
         f"INSERT INTO {table(model)} ({columns(model, names)}) {_rows_sql(model, names, many)} "
