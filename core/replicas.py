@@ -54,14 +54,12 @@ UNCHECKED = "unchecked"
 _reading: ContextVar[str] = ContextVar("cairn_reading", default=DEFAULT_DB_ALIAS)
 
 
+# The replicas' aliases in `DATABASES`, in the order of `DATABASE_REPLICA_URLS`.
+_ALIASES = tuple(alias for alias in settings.DATABASES if alias != DEFAULT_DB_ALIAS)
+
+
 def configured() -> tuple[str, ...]:
-    """The replicas' aliases in `DATABASES`, in the order of `DATABASE_REPLICA_URLS`."""
     return _ALIASES
-
-
-_ALIASES: tuple[str, ...] = tuple(
-    alias for alias in settings.DATABASES if alias != DEFAULT_DB_ALIAS
-)
 
 
 @dataclass
@@ -183,12 +181,11 @@ def replica() -> str | None:
 
 
 def failed(alias: str, exc: BaseException) -> None:
-    """Note that a read on replica `alias` failed. An outage has the replica checked at once; any
-    other error (a query a recovery conflict cancelled) is the read's alone."""
+    """Note that a read on replica `alias` failed. An outage has the replica checked at once, so
+    one that is down is skipped from then on; any other error (a query a recovery conflict
+    cancelled) is the read's alone."""
     logger.info("a read on replica %s failed, asked the primary: %s", alias, first_line(exc))
     if isinstance(exc, OUTAGES):
-        # Checked now, so a replica that is down is skipped from this check on (one stale pooled
-        # connection is just dropped).
         _watching().wake.set()
 
 
