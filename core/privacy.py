@@ -15,8 +15,6 @@ from typing import Any
 
 from core.errors import ErrorCode, Issue
 
-# --- e-mail addresses -------------------------------------------------------------------------
-
 _EMAIL = re.compile(
     r"""
       \b[a-z][a-z0-9+.-]{0,30}://[^\s/?#@]*@      # a URL's userinfo is judged as a private URL
@@ -34,8 +32,6 @@ def _has_email(text: str) -> bool:
     """Userinfo and SSH remotes are consumed first so that only stand-alone addresses count."""
     return any(match["address"] for match in _EMAIL.finditer(text))
 
-
-# --- credentials ------------------------------------------------------------------------------
 
 _SECRET_ASSIGNMENT = re.compile(
     r"""
@@ -57,8 +53,6 @@ _SECRET_ASSIGNMENT = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE,
 )
-
-# --- private URLs -----------------------------------------------------------------------------
 
 _PRIVATE_HOST_NAME = r"(?:localhost|(?:[a-z0-9-]+\.)+(?:localhost|local|internal|lan))"
 
@@ -115,8 +109,6 @@ def _has_signed_url(text: str) -> bool:
     return any(_SIGNATURE_PARAMETER.search(url[0]) for url in _URL.finditer(text))
 
 
-# --- raw logs ---------------------------------------------------------------------------------
-
 _STACK_FRAME = re.compile(
     r"""
       ^[ \t]+at[ ]\S.*?:\d+(?::\d+)?\)?[ \t]*$    # JS/Java: "    at foo (file.js:10:5)"
@@ -143,12 +135,9 @@ def _has_timestamped_run(text: str) -> bool:
     return False
 
 
-# --- the table --------------------------------------------------------------------------------
-
-
-# SPEC §5's five kinds, each with the detectors that find it: what the refusal says it looks like,
-# and a regular expression or a check. A field gets one issue per kind, however many of its
-# detectors fire (a bearer JWT is one credential, a private IP in a URL one private URL).
+# SPEC §5's five kinds, each with its detectors: the refusal's "looks like <kind> (<detail>)" and a
+# regular expression or a check. A field gets one issue per kind, however many of its detectors
+# fire (a bearer JWT is one credential, a private IP in a URL one private URL).
 _KINDS: dict[str, dict[str, str | Callable[[str], object]]] = {
     "an e-mail address": {"": _has_email},
     "a credential": {
@@ -187,7 +176,6 @@ _KINDS: dict[str, dict[str, str | Callable[[str], object]]] = {
         "timestamped log lines": _has_timestamped_run,
     },
 }
-# Each kind's detectors as the message "looks like <kind> (<detail>)" and a search, compiled once.
 _DETECTORS = [
     [
         (
