@@ -1,15 +1,13 @@
-"""The single files Cairn hands its users (the offline verifier, the local MCP server), assembled
-from the modules the site itself imports, the way SQLite ships its amalgamation.
-
-A served file's source imports the site's modules by name; the build puts the text of each, and
-of what they import in turn, above the source's own code, dependencies first, and drops the
-imports between them. Anyone can rebuild the exact bytes from a commit with the standard library:
+"""The single files Cairn hands its users (the offline verifier, the local MCP server), built from
+the modules the site itself imports, the way SQLite ships its amalgamation: each module a source
+imports, dependencies first, above the source's own code, without the imports between them.
+Anyone can rebuild the exact bytes from a commit with the standard library:
 
     python3 -m core.amalgam verify/cairn_verify.py > cairn_verify.py
 
 A module built in must not import Django, a site package as a whole (`from core import privacy`),
 or rename what it imports, and no two parts may define one top-level name: each would mean
-something else in one file than in the site, so each is an error here.
+something else in one file than in the site.
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ class Part:
     dropped: frozenset[int]  # 0-based lines of the imports the build removes
     needs: tuple[Path, ...]  # the site's modules it imports, in the order it names them
     defines: frozenset[str]
-
     name: str  # its path in the repository
 
 
