@@ -1,10 +1,7 @@
-"""What counts as JSON from a client, for every door (SPEC §8.2, §6).
-
-Python's parser takes some bytes that are no usable JSON (a lone surrogate, which no database or
-hash can hold) and fails on others with errors that are not about syntax (deep nesting, its digit
-limit). One function reads a body by one rule, so every door answers the same bytes the same way:
-a parse error that says what is wrong, never a server error.
-"""
+"""What counts as JSON from a client, for every door (SPEC §8.2, §6). Python's parser takes some
+bytes that are no usable JSON (a lone surrogate, which no database or hash can hold) and fails on
+others with errors that are not about syntax (deep nesting, its digit limit): every door answers
+them alike, with a parse error that says what is wrong, never a server error."""
 
 from __future__ import annotations
 
@@ -68,10 +65,9 @@ def parse_json(raw: bytes) -> Any:
 
 
 def ints_from_doubles(value: Any) -> Any:
-    """JSON has one kind of number: `2.0` and `2` are the same value (JSON Schema's `integer` takes
-    both, and RFC 8785 writes both as `2`), while Python, and so the strict payload models, tell a
-    float from an int. Integral floats become ints, so every door judges the value, not how it was
-    written: A2A's Struct sends every number as a double, and a client may write `2.0` by hand."""
+    """Integral floats as ints: JSON's `2.0` and `2` are one value (JSON Schema's `integer` takes
+    both, RFC 8785 writes `2`), which the strict payload models would tell apart. A2A's Struct
+    sends every number as a double, and a client may write `2.0` by hand."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):

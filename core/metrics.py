@@ -1,8 +1,6 @@
-"""Cairn's Prometheus metrics that are counted as things happen (SPEC §16), per process: with
-several web processes, set `PROMETHEUS_MULTIPROC_DIR` and `/metrics` adds them up. The numbers
-held in the database are read at scrape time instead (`ops.collectors`), exact whichever process
-answers.
-"""
+"""Cairn's Prometheus metrics counted as things happen (SPEC §16), per process: with several web
+processes, set `PROMETHEUS_MULTIPROC_DIR` and `/metrics` adds them up. Numbers the database holds
+are read at scrape time instead (`ops.collectors`)."""
 
 from __future__ import annotations
 

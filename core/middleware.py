@@ -26,15 +26,13 @@ SECURITY_HEADERS = {
 
 
 def with_hsts(app: ASGIApp) -> ASGIApp:
-    """Wrap an ASGI door served outside Django so its https answers carry the HSTS header that
-    Django's SecurityMiddleware sends on every other https answer (SPEC §16). The scheme is
-    https only when a trusted proxy said so (cairn/serve.py)."""
+    """An ASGI door served outside Django, its https answers with the HSTS header Django's
+    SecurityMiddleware sends (SPEC §16). The scheme is https only when a trusted proxy said so."""
 
     async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("scheme") != "https" or not settings.SECURE_HSTS_SECONDS:
             await app(scope, receive, send)
             return
-        # The header's value as SecurityMiddleware writes it.
         value = f"max-age={settings.SECURE_HSTS_SECONDS}"
         if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
             value += "; includeSubDomains"
@@ -87,9 +85,8 @@ class SecurityHeadersMiddleware(ResponseMiddleware):
 
 
 class CachingMiddleware(ResponseMiddleware):
-    """Every Django answer's caching headers, as `core.caching.answer_caching` decides them from
-    the request and what the view marked its answer as showing. It sits near the top of
-    MIDDLEWARE so it sees the answer as the client will, whatever the middleware below changed."""
+    """Every Django answer's caching headers (`core.caching.answer_caching`). Near the top of
+    MIDDLEWARE, so it sees the answer as the client will, whatever the middleware below changed."""
 
     def respond(self, request, response):
         caching = answer_caching(

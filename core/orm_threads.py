@@ -1,9 +1,6 @@
-"""The thread a request served outside Django's request handler runs its ORM work on.
-
-Django's ASGI handler gives each request a thread of its own; a door served by its own ASGI app or
-the gRPC server must too. On asgiref's one shared thread, a request waiting on PostgreSQL (a row
-lock, a slow statement) would hold up every other request's ORM work in the process.
-"""
+"""The thread a request served outside Django's request handler (a door's own ASGI app, the gRPC
+server) runs its ORM work on. On asgiref's one shared thread, a request waiting on PostgreSQL (a
+row lock, a slow statement) would hold up every other request's ORM work in the process."""
 
 from __future__ import annotations
 
@@ -31,10 +28,9 @@ R = TypeVar("R")
 @contextmanager
 def orm_thread() -> Iterator[None]:
     """One request's ORM thread, for every hop it makes (`orm_hop`): a Django connection is used
-    only by the thread that opened it. Taken at the request's first hop, so a read answered on the
-    event loop takes none. A request takes an idle thread, so one waiting on the database holds up
-    no other; only when every thread is taken do requests share the least taken one. Threads are
-    kept once made, so a busy process starts none."""
+    only by the thread that opened it. Taken at the first hop (a read answered on the event loop
+    takes none): an idle one, else a new one up to `DB_POOL_SIZE`, else the least shared. Threads
+    are kept once made, so a busy process starts none."""
     taken: list[ThreadPoolExecutor] = []
     token = _request_thread.set(taken)
     try:

@@ -1,7 +1,6 @@
-"""What every door answers while the database is unreachable (SPEC §16): a prompt, honest
-"unavailable, retry shortly" instead of a hang or a traceback. Nothing was written, so a client's
-retry with the same operation id is always safe. The worker, which has no client to retry for it,
-waits the outage out instead."""
+"""What every door answers while the database is unreachable (SPEC §16): a prompt "unavailable,
+retry shortly" instead of a hang or a traceback; nothing was written, so a retry is safe. The
+worker, with no client to retry for it, waits the outage out."""
 
 from __future__ import annotations
 
@@ -34,7 +33,6 @@ def unavailable(outage: BaseException) -> Refusal:
 
 
 def outage_refusal(exc: BaseException) -> Refusal | None:
-    """`unavailable(exc)` for an outage, None for any other error."""
     return unavailable(exc) if isinstance(exc, OUTAGES) else None
 
 

@@ -1,7 +1,6 @@
-"""The names a payload carries, which the site checks and its served files write: each payload's
-schema and the scope its approval must name (SPEC §6), the evaluation's schema and rule (§4.3),
-and the codes a sealed report is void with (§15.8). The verifier and the local MCP server are
-built with this module's text in them (`core.amalgam`)."""
+"""The names a payload carries, which the site checks and its served files write (`core.amalgam`
+builds this module into them): each payload's schema and the scope its approval must name (SPEC
+§6), the evaluation's schema and rule (§4.3), and the codes a sealed report is void with (§15.8)."""
 
 OPEN_TASK_SCHEMA = "cairn.open_task/0.1"
 CONTRIBUTION_SCHEMA = "cairn.task.contribution/0.1"
