@@ -128,10 +128,7 @@ def _as_sent_on_postgresql(model: type[Model], name: str) -> type | None:
         return Jsonb
     if isinstance(field, DateTimeField) and not settings.USE_TZ:
         return None
-    for kind, python_type in _SENT_AS_THEY_ARE:
-        if isinstance(field, kind):
-            return python_type
-    return None
+    return next((python for kind, python in _SENT_AS_THEY_ARE if isinstance(field, kind)), None)
 
 
 def _jsonb_text(value: Any) -> bytes:
@@ -146,14 +143,12 @@ def _converters(
     model: type[Model], names: tuple[str, ...], vendor: str
 ) -> tuple[tuple[list[Converter], Col], ...]:
     """What the ORM's compiler applies to each column it reads: the backend's and the field's."""
-    found = []
-    for name in names:
-        # The field's own column expression: a foreign key's reads as its target's (a UUID).
-        col = _field(model, name).get_col(model._meta.db_table)
-        found.append(
-            (connection.ops.get_db_converters(col) + col.get_db_converters(connection), col)
-        )
-    return tuple(found)
+    # Each field's own column expression: a foreign key's reads as its target's (a UUID).
+    cols = [_field(model, name).get_col(model._meta.db_table) for name in names]
+    return tuple(
+        (connection.ops.get_db_converters(col) + col.get_db_converters(connection), col)
+        for col in cols
+    )
 
 
 def python_values(model: type[Model], names: tuple[str, ...], row: Sequence[Any]) -> list[Any]:
@@ -336,20 +331,6 @@ def _object_rows(objs: Sequence[Model]) -> tuple[type[Model], tuple[str, ...], l
     return model, names, [[getattr(obj, name) for name in names] for obj in objs]
 
 
-def _check_every_field_written(model: type[Model], names: tuple[str, ...]) -> None:
-    named = {_field(model, name).name for name in names}
-    missing = [field.name for field in _written_fields(model) if field.name not in named]
-    if missing:
-        raise FieldLeftOut(f"an INSERT into {model.__name__} leaves out {', '.join(missing)}")
-
-
-def _rows_sql(model: type[Model], names: tuple[str, ...], many: bool) -> str:
-    """The rows an INSERT writes: one of placeholders, or `many` from arrays (`_array`)."""
-    if many:
-        return f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
-    return f"VALUES ({', '.join(['%s'] * len(names))})"
-
-
 @cache
 def _insert_sql(
     model: type[Model],
@@ -358,9 +339,16 @@ def _insert_sql(
     ignore_conflicts: bool = False,
     many: bool = False,
 ) -> str:
-    _check_every_field_written(model, names)
+    """`many` rows from arrays (`_array`), else one of placeholders."""
+    named = {_field(model, name).name for name in names}
+    missing = [field.name for field in _written_fields(model) if field.name not in named]
+    if missing:
+        raise FieldLeftOut(f"an INSERT into {model.__name__} leaves out {', '.join(missing)}")
+    if many:
+        rows = f"SELECT * FROM unnest({', '.join(_array(model, name) for name in names)})"
+    else:
+        rows = f"VALUES ({', '.join(['%s'] * len(names))})"
     conflicts = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
-    rows = _rows_sql(model, names, many)
     return f"INSERT INTO {table(model)} ({columns(model, names)}) {rows}{conflicts}"
 
 
@@ -392,7 +380,8 @@ def objects_inserted(objs: Sequence[Model]) -> tuple[Write, ...]:
 @cache
 def _returning_sql(model: type[Model], vendor: str) -> str:
     auto = model._meta.auto_field
-    return "" if auto is None else f" RETURNING {column(model, auto.name)}"
+    assert auto is not None
+    return f" RETURNING {column(model, auto.name)}"
 
 
 def created(obj: M) -> M:
@@ -401,16 +390,14 @@ def created(obj: M) -> M:
     its caller needs at once; other rows go with the write's others (`write_all`)."""
     model = type(obj)
     write = object_inserted(obj)
-    returning = _returning_sql(model, connection.vendor)
-    if returning:
-        auto = model._meta.auto_field
-        assert auto is not None
-        row = fetch_one(write.sql + returning, write.params)
+    auto = model._meta.auto_field
+    if auto is None:
+        execute(write.sql, write.params)
+    else:
+        row = fetch_one(write.sql + _returning_sql(model, connection.vendor), write.params)
         assert row is not None, "an INSERT ... RETURNING returns its row"
         (key,) = python_values(model, (auto.name,), row)
         setattr(obj, auto.attname, key)
-    else:
-        execute(write.sql, write.params)
     obj._state.adding = False
     obj._state.db = connection.alias
     return obj
@@ -420,7 +407,7 @@ def created(obj: M) -> M:
 def _upsert_sql(
     model: type[Model], names: tuple[str, ...], added: tuple[str, ...], vendor: str, many: bool
 ) -> str:
-    _check_every_field_written(model, names)
+    insert = _insert_sql(model, names, vendor, many=many)
     pk_name = _pk_name(model)
     adding = {_field(model, name).name for name in added}
     assert adding <= {_field(model, name).name for name in names}, "an added field is written"
@@ -431,10 +418,7 @@ def _upsert_sql(
             stored_plus = f"{table(model)}.{quoted} + " if field.name in adding else ""
             changed.append(f"{quoted} = {stored_plus}excluded.{quoted}")
     action = f"DO UPDATE SET {', '.join(changed)}" if changed else "DO NOTHING"
-    return (
-        f"INSERT INTO {table(model)} ({columns(model, names)}) {_rows_sql(model, names, many)} "
-        f"ON CONFLICT ({column(model, pk_name)}) {action}"
-    )
+    return f"{insert} ON CONFLICT ({column(model, pk_name)}) {action}"
 
 
 def upserted(objs: Sequence[Model]) -> tuple[Write, ...]:
