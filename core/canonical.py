@@ -14,22 +14,18 @@ _MAX_EXACT_INT = 2**53 - 1
 
 
 def _written_alike(value: Any) -> bool:
-    """Whether orjson, keys sorted, writes `value` exactly as RFC 8785 does.
-
-    It does for strings (both escape only `"`, `\\` and the C0 controls, with the same short forms
-    and lower-case `\\u00xx`), booleans, null, integers a double holds exactly, and objects whose
-    keys are ASCII (sorted alike by code point and by UTF-16 unit). A float needs ECMAScript's
-    number formatting, which only `rfc8785` writes."""
+    """Whether orjson, keys sorted, writes `value` exactly as RFC 8785 does: for strings (both
+    escape only `"`, `\\` and the C0 controls, with the same short forms and lower-case `\\u00xx`),
+    booleans, null, integers a double holds exactly, and objects whose keys are ASCII (sorted alike
+    by code point and by UTF-16 unit). A float needs ECMAScript's number formatting."""
     pending = [value]
     while pending:
         item = pending.pop()
         kind = type(item)
         if kind is str or kind is bool or item is None:
             continue
-        if kind is int:
-            if -_MAX_EXACT_INT <= item <= _MAX_EXACT_INT:
-                continue
-            return False
+        if kind is int and -_MAX_EXACT_INT <= item <= _MAX_EXACT_INT:
+            continue
         if kind is list:
             pending.extend(item)
         elif kind is dict:
@@ -44,8 +40,7 @@ def _written_alike(value: Any) -> bool:
 
 
 def canonical_json(value: Any) -> bytes:
-    """JCS of `value`. Every write canonicalises its report, receipt and log entry, and the
-    evaluation its whole body; orjson writes those values far faster than `rfc8785` (or
+    """JCS of `value`: orjson writes what every write canonicalises far faster than `rfc8785` (or
     `json.dumps`), and `rfc8785` still writes (and refuses) the rest."""
     if _written_alike(value):
         try:
