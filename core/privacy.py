@@ -72,16 +72,8 @@ _IPV6 = re.compile(r"(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:.])",
 # (192.0.2.0/24, 2001:db8::/32) that examples are supposed to use.
 _PRIVATE_NETWORKS = tuple(
     ipaddress.ip_network(network)
-    for network in (
-        "127.0.0.0/8",
-        "10.0.0.0/8",
-        "172.16.0.0/12",
-        "192.168.0.0/16",
-        "169.254.0.0/16",
-        "::1/128",
-        "fe80::/10",
-        "fc00::/7",
-    )
+    for network in ("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+    + ("169.254.0.0/16", "::1/128", "fe80::/10", "fc00::/7")
 )
 
 
@@ -204,9 +196,8 @@ def screen(fields: Iterable[tuple[str, str]]) -> list[Issue]:
 
 
 def texts_anywhere(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """Every string in a JSON value, with its JSON path, for the screen. A key is named by the
-    path of its object, which it may not be safe to echo; it is screened before anything under
-    it, so no issue's path names a key that the screen would refuse."""
+    """Every string in a JSON value, with its JSON path. A key comes with its object's path, before
+    anything under it, so no issue's path names a key that the screen would refuse."""
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, dict):
