@@ -107,7 +107,6 @@ def _part(root: Path, path: Path) -> Part:
 
 
 def _in_order(root: Path, source: Part) -> list[Part]:
-    """Every site module the source needs, each after the modules it needs."""
     ordered: list[Part] = []
     visiting: set[Path] = set()
 

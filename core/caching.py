@@ -21,8 +21,7 @@ from django.utils.http import http_date
 IMMUTABLE = "public, max-age=31536000, immutable"
 # The longest a cache may keep an open task or a list: a contribution or a new task shows within it.
 SHORT_MAX_AGE_S = 5
-# The schemas and the skills change only with the code and the settings, like the Agent Card,
-# which A2A caches for five minutes (SPEC §8.1).
+# As long as A2A caches the Agent Card (SPEC §8.1), for every document (`Shown.document`).
 DOCUMENT_MAX_AGE_S = 300
 # Kept, but asked again every time: an open task at (or a second from) its deadline.
 REVALIDATE = "no-cache"

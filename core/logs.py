@@ -76,11 +76,6 @@ def _is_client_mistake(record: logging.LogRecord) -> bool:
 
 
 def logging_config(log_format: str) -> dict[str, Any]:
-    console = {
-        "class": "logging.StreamHandler",
-        "formatter": log_format,
-        "filters": ["client_mistakes", "no_secrets"],
-    }
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -101,7 +96,13 @@ def logging_config(log_format: str) -> dict[str, Any]:
             },
             "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"},
         },
-        "handlers": {"console": console},
+        "handlers": {
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": log_format,
+                "filters": ["client_mistakes", "no_secrets"],
+            }
+        },
         "root": {"handlers": ["console"], "level": "INFO"},
         "loggers": {
             # uvicorn configured its own handler before Django started: use ours instead. Its

@@ -107,10 +107,9 @@ def issue_message(error: ErrorDetails) -> str:
 
 
 def parse_payload(model: type[P], payload: Any, *, also: tuple[str, ...] = ()) -> P:
-    """Validate a raw payload against its model, refusing with every shape issue at once. A
-    payload of another `schema` than the model's is `unknown_schema` unexamined: the rest of it
-    means nothing to this server. `also` names the other schemas the same write takes, for the
-    refusal to list."""
+    """Validate a raw payload against its model, refusing with every shape issue at once. Another
+    `schema` than the model's is `unknown_schema` unexamined: the rest means nothing to this
+    server. `also`: the other schemas the same write takes, for the refusal to list."""
     schema = schema_name(model) if "schema_" in model.model_fields else None
     if schema and isinstance(payload, dict) and "schema" in payload and payload["schema"] != schema:
         expected = " or ".join(repr(name) for name in (schema, *also))

@@ -67,9 +67,8 @@ def body_limit() -> int:
 
 @cache
 def cairn_version() -> str:
-    """The version every door reports (the Agent Card, the MCP servers' handshakes): pyproject.toml
-    in a source tree, the installed metadata otherwise, so a source tree whose version changed
-    reports it without being reinstalled."""
+    """The version every door reports: pyproject.toml in a source tree, so a changed version is
+    reported without a reinstall, else the installed metadata."""
     pyproject = settings.BASE_DIR / "pyproject.toml"
     if pyproject.is_file():
         with pyproject.open("rb") as file:

@@ -16,9 +16,8 @@ _METADATA = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| 
 
 
 def script_dependencies(source: str) -> list[str]:
-    """The requirements a script's PEP 723 header names: what `uv run` installs, and what a person
-    who runs the file with their own Python installs (`requirements_response`), so they are
-    written once, in the header."""
+    """The requirements a script's PEP 723 header names, written once there: what `uv run`
+    installs, and what `requirements_response` serves to whoever runs it with their own Python."""
     for block in _METADATA.finditer(source):
         if block["type"] == "script":
             content = "".join(
