@@ -265,10 +265,8 @@ def advisory_lock(*keys: int, wait: bool = True) -> bool:
     cast = "bigint" if len(keys) == 1 else "integer"
     arguments = ", ".join(f"%s::{cast}" for _ in keys)
     function = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {function}({arguments})", list(keys))
-        row = cursor.fetchone()
-    return wait or bool(row[0])
+    with sent(f"SELECT {function}({arguments})", list(keys)) as cursor:
+        return wait or bool(cursor.fetchone()[0])
 
 
 @dataclass(frozen=True)
@@ -303,7 +301,6 @@ class FieldLeftOut(Exception):
 
 
 def _written_fields(model: type[Model]) -> list[Field]:
-    """The fields an INSERT writes: every concrete one but an auto-numbered primary key."""
     auto = model._meta.auto_field
     return [field for field in model._meta.concrete_fields if field is not auto]
 
@@ -353,10 +350,7 @@ def _insert_sql(
 
 
 def inserted(
-    model: type[Model],
-    values: Mapping[str, Any],
-    *,
-    ignore_conflicts: bool = False,
+    model: type[Model], values: Mapping[str, Any], *, ignore_conflicts: bool = False
 ) -> Write:
     """INSERT one row of `values` (field names → Python values); `ignore_conflicts` as Django's
     `bulk_create(ignore_conflicts=True)`."""
@@ -531,9 +525,7 @@ def _array(model: type[Model], name: str) -> str:
 
 
 def rows_inserted(
-    model: type[Model],
-    names: Sequence[str],
-    rows: Sequence[Sequence[Any]],
+    model: type[Model], names: Sequence[str], rows: Sequence[Sequence[Any]]
 ) -> tuple[Write, ...]:
     """INSERT rows of `names` (Python values), every field of the model named (as `inserted`).
     On PostgreSQL several rows are one statement over `unnest` of an array a column, which runs in
