@@ -25,9 +25,7 @@ REQUEST_DURATION = Histogram(
 # The gRPC binding's calls, by the names gRPC gives them: the method (`GetTask`) and the status
 # code (`OK`, `NOT_FOUND`), which are not HTTP's, so they are not mixed into `cairn_requests`.
 GRPC_REQUESTS = Counter(
-    "cairn_grpc_requests",
-    "gRPC calls answered, by method and status code.",
-    ["method", "code"],
+    "cairn_grpc_requests", "gRPC calls answered, by method and status code.", ["method", "code"]
 )
 GRPC_REQUEST_DURATION = Histogram(
     "cairn_grpc_request_duration_seconds", "Time to answer a gRPC call.", ["method"]
