@@ -1,2 +1,1 @@
-"""What every domain app and every door shares. It imports no domain app and no door, so anything
-may import it."""
+"""What every domain app and every door shares; it imports neither, so anything may import it."""

@@ -1,8 +1,7 @@
 """What a cache may keep of each answer, and for how long (SPEC §16.1), decided once for every
 door from what a public read says its answer shows (`Shown`). A public read is cached alike with or
-without a token, since A2A clients may send theirs with every request; only an answer the token
-chose is private.
-"""
+without a token, which A2A clients may send with every request: only what the token chose is
+private."""
 
 from __future__ import annotations
 

@@ -53,8 +53,7 @@ _UNITS = (("day", 86400), ("hour", 3600), ("minute", 60))
 
 
 def span_words(seconds: int) -> str:
-    """A whole number of seconds in the largest unit that holds it exactly, such as "30 minutes"
-    or "7 days", for refusals that state a setting's bound to a person."""
+    """Whole seconds in the largest unit that holds them exactly ("30 minutes", "7 days")."""
     unit, count = next(
         ((unit, seconds // size) for unit, size in _UNITS if seconds and seconds % size == 0),
         ("second", seconds),

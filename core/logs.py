@@ -111,9 +111,8 @@ def logging_config(log_format: str) -> dict[str, Any]:
             # Django's own defaults print to the console a second time when DEBUG is on.
             "django": {"handlers": [], "level": "INFO", "propagate": True},
             "httpx": {"level": "WARNING"},
-            # django-axes logs each failed keeper login at WARNING, with the account and the
-            # address masked; keeper.logins logs each login itself, at INFO with both, as a
-            # client's mistake is. Axes' errors (a login without a request) still show.
+            # django-axes logs each failed keeper login at WARNING, masked; keeper.logins logs each
+            # one unmasked, at INFO as a client's mistake. Axes' own errors still show.
             "axes": {"level": "ERROR"},
         },
     }

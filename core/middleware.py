@@ -51,8 +51,7 @@ def with_hsts(app: ASGIApp) -> ASGIApp:
 
 
 class ResponseMiddleware:
-    """A middleware that only rewrites the response, sync and async capable: subclasses say how
-    in `respond`."""
+    """A middleware that only rewrites the response (`respond`), sync and async capable."""
 
     sync_capable = True
     async_capable = True

@@ -2,10 +2,9 @@
 
 Only a `public_read` reads a replica, never anything inside a transaction on the primary, so no
 write decides on what a replica shows; one whose answer may be stale is done again on the primary.
-Each process checks its replicas about once a second from a thread of its own, and skips one that
-does not answer, is not in recovery, or is more than `CAIRN_REPLICA_MAX_LAG_S` behind. A read never
-waits on a check.
-"""
+Each process checks its replicas about once a second from a thread of its own, never in a read's
+way, and skips one that does not answer, is not in recovery, or is more than
+`CAIRN_REPLICA_MAX_LAG_S` behind."""
 
 from __future__ import annotations
 
@@ -181,9 +180,8 @@ def replica() -> str | None:
 
 
 def failed(alias: str, exc: BaseException) -> None:
-    """Note that a read on replica `alias` failed. An outage has the replica checked at once, so
-    one that is down is skipped from then on; any other error (a query a recovery conflict
-    cancelled) is the read's alone."""
+    """A read on replica `alias` failed: an outage has the replica checked at once, so one that is
+    down is skipped from then on; any other error (a recovery conflict, say) is the read's alone."""
     logger.info("a read on replica %s failed, asked the primary: %s", alias, first_line(exc))
     if isinstance(exc, OUTAGES):
         _watching().wake.set()

@@ -35,9 +35,8 @@ def requirements_response(source: str) -> HttpResponse:
 
 
 def script_for_site(source: str, url: str, values: Mapping[str, str] | None = None) -> str:
-    """The built file (`core.amalgam`) with `url` as its default server, and each name of
-    `values` set to the Python expression given for it. JSON's string escapes are valid Python,
-    so the URL is written as a literal whatever it holds."""
+    """The built file (`core.amalgam`) with `url` as its default server (a JSON string, a valid
+    Python literal whatever it holds) and each name of `values` set to its Python expression."""
     for name, expression in {URL_NAME: json.dumps(url.rstrip("/")), **(values or {})}.items():
         # Backslashes doubled, so `re` reads no escapes in the line.
         line = f"{name} = {expression}".replace("\\", "\\\\")

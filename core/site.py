@@ -18,8 +18,7 @@ def site_url(request: HttpRequest | None = None) -> str:
 
 
 def is_loopback(address: str) -> bool:
-    """Whether `address` (`host:port`, `[v6]:port` or a URL) names this machine only: a loopback
-    IP, or localhost."""
+    """Whether `address` (`host:port`, `[v6]:port` or a URL) is localhost or a loopback IP."""
     if "://" in address:
         host = urlsplit(address).hostname or ""
     else:
