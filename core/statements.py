@@ -257,9 +257,8 @@ def _locked_sql(
 
 def advisory_lock(*keys: int, wait: bool = True) -> bool:
     """Hold the lock named by `keys` (one 64-bit key, or two 32-bit ones) until the transaction
-    ends; `wait=False`: True only when no other transaction held it. A transaction's advisory
-    lock, which a transaction pooler keeps. SQLite needs none: its IMMEDIATE transaction already
-    holds the database's write lock."""
+    ends, which a transaction pooler allows; `wait=False`: True only when no other transaction held
+    it. SQLite needs none: its IMMEDIATE transaction already holds the database's write lock."""
     if connection.vendor != "postgresql":
         return True
     cast = "bigint" if len(keys) == 1 else "integer"
@@ -473,17 +472,12 @@ def updated_if(
     model: type[Model], key: Any, values: Mapping[str, Any], *, where: Mapping[str, Any]
 ) -> Write:
     """UPDATE the row keyed `key` to `values` only while each field of `where` holds its value
-    (None: is NULL). One statement, so no other writer comes between the check and the change:
-    the UPDATE waits for the row's lock, then checks the row as that writer left it. `written`
-    says whether it changed the row."""
+    (None: is NULL), in one statement: it waits for the row's lock, then checks the row as the last
+    writer left it, so none comes between check and change. `written` says whether it changed."""
     db = _db()
+    conditions = tuple((name, value is None) for name, value in where.items())
     return Write(
-        _update_sql(
-            model,
-            tuple(values),
-            db.vendor,
-            tuple((name, value is None) for name, value in where.items()),
-        ),
+        _update_sql(model, tuple(values), db.vendor, conditions),
         [_db_value(db, model, name, value) for name, value in values.items()]
         + [_db_value(db, model, _pk_name(model), key)]
         + [_db_value(db, model, name, value) for name, value in where.items() if value is not None],
@@ -570,9 +564,7 @@ def updated_many(objs: Sequence[Model], names: Sequence[str]) -> tuple[Write, ..
         for obj in objs
     ]
     return _row_writes(
-        _update_sql(model, names, db.vendor),
-        lambda: _update_unnest_sql(model, names),
-        rows,
+        _update_sql(model, names, db.vendor), lambda: _update_unnest_sql(model, names), rows
     )
 
 
