@@ -8,7 +8,5 @@ OPEN_TASK_SCOPE = "this_open_task"
 CONTRIBUTION_SCOPE = "this_contribution"
 EVALUATION_SCHEMA = "cairn.evaluation/0.1"
 RULE = "cairn.rules/0.1"
-# The codes only the opening of a keyper-sealed report gives; the others are the refusal codes of
-# SPEC §6.
 KEYS_UNAVAILABLE = "keys_unavailable"
 INCONSISTENT_SHARES = "inconsistent_shares"
