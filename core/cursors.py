@@ -13,9 +13,8 @@ from django.db.models import Model, Q, QuerySet
 from core.errors import ErrorCode, Refusal
 
 _SALT = "cairn.cursor.v1"
-# The form `signing.dumps` writes (uncompressed): the position as base64url JSON, the signing time in
-# base 62, and the HMAC-SHA256 signature in base64url, joined by colons. Published, so a client can
-# tell a cursor from a mistyped one; only a cursor this server issued is taken, whatever its form.
+# What `signing.dumps` writes (uncompressed): base64url JSON, the time in base 62 and a base64url
+# HMAC-SHA256, joined by colons. Published to tell a cursor from a typo; only ours are taken.
 CURSOR_FORM = r"[A-Za-z0-9_-]+:[0-9A-Za-z]+:[A-Za-z0-9_-]{43}"
 
 

@@ -2,8 +2,8 @@
 
 A client's mistake (a bad body or envelope, a 4xx, a refused CSRF check) is logged at INFO without
 a traceback, so an operator's alert on WARNING is not set off by whoever sends garbage. Logs hold
-no token and no query string (where a pasted token would be): Django's request records are
-written as method and path, not the full URL.
+no token and no query string (where a pasted token would be), whatever record carries them:
+Django's request records are written as method and path, not the full URL.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ class ClientMistakesAtInfo(logging.Filter):
 
 
 class NoSecrets(logging.Filter):
-    """Rewrites a record so that no token and no query string reaches the log line."""
-
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
