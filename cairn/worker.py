@@ -4,19 +4,11 @@ to stop within 10 s of SIGTERM (SPEC §16).
 django-q2's processes share multiprocessing queues and locks, and one killed while it holds one
 leaves it held for good. So when any process dies unasked, the sentinel starts the cluster's
 processes anew around fresh queues and queues a sweep first; the broker hands their jobs out again.
-It waits for the database before making its broker (the ORM broker connects at once, and a failure
-there ends `qcluster`), and its first job is the sweep.
 
 On SIGTERM to the process group django-q2's master blocks for good in `multiprocessing.Event.set()`,
-whose Condition still counts the dead as sleepers, so only the master reacts to SIGTERM and SIGINT,
-by raising a `ProcessFlag` (a pipe, which no dead process can leave locked). The sentinel stops each
-process with a deadline and SIGKILLs any past it: each job commits in its own transactions and may
-run any number of times (tasks/jobs.py).
-
-django-q2's guard loop waits on each worker's timer lock, which a worker killed as it hands in a
-result leaves held, and then nothing is replaced or scheduled. This guard waits on no lock a dead
-process may hold, renews the whole cluster for any end but a clean one, and runs the scheduler
-every 30 s of the clock (SPEC §4.3: evaluated within a minute).
+whose Condition still counts the dead as sleepers, so only the master here reacts to SIGTERM and
+SIGINT, by raising a `ProcessFlag`. The sentinel stops each process with a deadline and SIGKILLs
+any past it: each job commits in its own transactions and may run any number of times (tasks/jobs.py).
 """
 
 from __future__ import annotations
@@ -54,14 +46,13 @@ _TIMED_OUT, _RECYCLED = 0, -2
 _PUSHER_S, _WORKERS_S, _MONITOR_S = 2.0, 6.0, 7.0
 # After SIGKILL a process is gone at once, unless it is in the kernel's uninterruptible sleep.
 _REAP_S = 1.0
-# How often the guard runs django-q2's scheduler, as django-q2 does.
 _SCHEDULER_EVERY_S = 30.0
 
 
 class ProcessFlag:
-    """A flag the cluster's forked processes inherit: raised by writing a byte to a pipe, seen by
-    polling it. Unlike `multiprocessing.Event` it holds no lock and counts no sleepers, and
-    raising it never blocks, so a signal handler may do it."""
+    """A flag forked processes inherit, raised by writing a byte to a pipe: unlike
+    `multiprocessing.Event` it holds no lock a dead process may keep, and a signal handler may
+    raise it, since that never blocks."""
 
     def __init__(self) -> None:
         self._read, self._write = os.pipe()
@@ -102,8 +93,8 @@ def _end(processes: list[BaseProcess], by: float) -> None:
 
 
 def _broker_once_the_database_answers(stop_event) -> Broker | None:
-    """The cluster's broker, made once the database answers; None if the cluster was told to stop
-    first."""
+    """The cluster's broker, made once the database answers (the ORM broker connects at once, and
+    a failure there would end `qcluster`); None if the cluster was told to stop first."""
 
     def broker() -> Broker:
         connection.ensure_connection()
@@ -118,8 +109,8 @@ def _broker_once_the_database_answers(stop_event) -> Broker | None:
 
 
 def _queues() -> tuple[multiprocessing.queues.Queue, multiprocessing.queues.Queue]:
-    """A cluster's task and result queues: multiprocessing's own, whose size and emptiness are
-    read without a lock, the task queue bounded as django-q2 bounds it."""
+    """multiprocessing's own task and result queues, whose size and emptiness are read without a
+    lock (django-q2's are not)."""
     context = get_mp_context()
     return context.Queue(maxsize=Conf.QUEUE_LIMIT or 0), context.Queue()
 
@@ -131,8 +122,7 @@ def _timer(worker: BaseProcess) -> float:
 
 
 def _sweep_first(broker: Broker, *, on: str) -> None:
-    """Queue a sweep as a new generation's first job; when it cannot be queued, the schedule runs
-    one soon enough, and the cluster goes on."""
+    """Queue a sweep as a new generation's first job; failing that, the schedule runs one."""
     try:
         async_task("tasks.jobs.evaluate_due", broker=broker, task_name=f"sweep on {on}")
     except OUTAGES:
@@ -159,7 +149,10 @@ class QueueRenewingSentinel(Sentinel):
         self.start()
 
     def guard(self) -> None:
-        """django-q2's guard loop, waiting on no lock a process of the cluster may hold."""
+        """django-q2's guard loop waits on each worker's timer lock, which a worker killed as it
+        hands in a result leaves held, and then nothing is replaced or scheduled. This one waits on
+        no lock a dead process may hold and runs the scheduler every 30 s of the clock (SPEC §4.3:
+        evaluated within a minute)."""
         cluster = f"{humanize(self.cluster_id.hex)} [{self.queue_name()}]"
         logger.info("%s guarding cluster %s", current_process().name, cluster)
         self.start_event.set()
@@ -250,10 +243,8 @@ class QueueRenewingSentinel(Sentinel):
 
 
 def run_cluster(*, once: bool) -> int:
-    """The `qcluster` process, in place of django-q2's `Cluster`, whose signal handler can block for
-    good: on SIGTERM or SIGINT it raises the stop flag and waits for the sentinel's bounded stop.
-    It runs the cluster until it is asked to stop, or just started with `once`, and returns the
-    sentinel's exit code."""
+    """The `qcluster` process in place of django-q2's `Cluster`, until asked to stop (or just
+    started, with `once`); returns the sentinel's exit code."""
     cluster_id = uuid.uuid4()
     name = humanize(cluster_id.hex)
     stop_event, start_event = ProcessFlag(), ProcessFlag()
