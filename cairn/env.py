@@ -79,9 +79,6 @@ def env_url(name: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-_WILDCARD_HOSTS = {"", "0.0.0.0", "[::]"}
-
-
 def env_listen_address(name: str, default: str) -> str:
     """`host:port` to listen on (an IPv6 host in brackets, `[::1]:50051`), or "" when set empty,
     which turns off what listens there."""
@@ -99,18 +96,16 @@ def env_listen_address(name: str, default: str) -> str:
 
 
 def env_advertised_address(name: str, *, listening: str, site_url: str, off: str) -> str:
-    """The address the Agent Card gives clients of a server listening on `listening`: the variable
-    when set (behind a proxy it differs), else `listening` itself; "" when nothing listens. A
-    server listening on every address cannot say which one clients reach, so then it must be set;
-    and one that names this machine only, while the site is reached from elsewhere (`site_url` not
-    loopback), no client of that site could use, so start-up stops saying what to set (SPEC §8.1).
-    `off`: how to turn the server off instead."""
+    """The address the Agent Card gives clients of a server listening on `listening` ("" when
+    nothing does): the variable, else `listening` (behind a proxy they differ), which must be set
+    when `listening` is every address; never this machine alone while `site_url` is reached from
+    elsewhere (SPEC §8.1). `off` says how to turn the server off instead."""
     if not listening:
         return ""
     address = env_str(name)
     if any(char.isspace() for char in address):
         raise ImproperlyConfigured(f"{name} must be an address without spaces, not {address!r}")
-    if not address and listening.rpartition(":")[0] in _WILDCARD_HOSTS:
+    if not address and listening.rpartition(":")[0] in {"", "0.0.0.0", "[::]"}:
         raise ImproperlyConfigured(
             f"{name} must be set when the server listens on every address ({listening}): "
             "the Agent Card must name one that clients reach"
@@ -194,8 +189,7 @@ def env_signing_key(name: str, *, create_at: Path | None) -> str:
 
 
 def env_optional_key(name: str, algorithm: str) -> str:
-    """Like `env_signing_key`, of `algorithm` (Ed25519 or X25519), but unset means the feature it
-    enables is off: ""."""
+    """Like `env_signing_key`, of `algorithm` (Ed25519 or X25519); unset, its feature is off: ""."""
     text = _key_text(name)
     return _pem_checked(name, text, algorithm) if text else ""
 

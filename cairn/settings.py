@@ -52,7 +52,7 @@ if not SECRET_KEY:
 CAIRN_SITE_URL = env_url("CAIRN_SITE_URL")
 
 # The site key signs receipts, checkpoints and the card; the seal key encrypts reports until
-# evaluation (SPEC §15). Development creates each once under var/ and keeps it.
+# evaluation (SPEC §15).
 CAIRN_SIGNING_KEY = env_signing_key(
     "CAIRN_SIGNING_KEY", create_at=VAR_DIR / "signing_key.pem" if DEBUG else None
 )
@@ -81,8 +81,6 @@ CAIRN_KEYPER_THRESHOLD = env_int(
     maximum=len(CAIRN_KEYPERS),
 )
 CAIRN_KEYPER_GRACE_S = env_int("CAIRN_KEYPER_GRACE_S", 600, minimum=0)
-# A keyper signs its releases with its witness key, and a site checks them with the witness key
-# it configured under the keyper's name: neither works without the other, so say so at start-up.
 if CAIRN_KEYPER_KEY and not CAIRN_WITNESS_SIGNING_KEY:
     raise ImproperlyConfigured(
         "CAIRN_KEYPER_KEY needs CAIRN_WITNESS_SIGNING_KEY: a keyper is a witness and signs its "
@@ -153,9 +151,8 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# The keeper's login resists guessing (keeper/logins.py): django-axes refuses, before checking the
-# password, an account or an address (REMOTE_ADDR, from X-Forwarded-For only for a trusted proxy)
-# that failed CAIRN_KEEPER_LOGIN_FAILURES times within CAIRN_KEEPER_LOCKOUT_S.
+# The keeper's login resists guessing (keeper/logins.py): an account or an address (REMOTE_ADDR,
+# from X-Forwarded-For only for a trusted proxy) over its limit is refused before its password.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "keeper.logins.PasswordBackend"]
 AXES_FAILURE_LIMIT = env_int("CAIRN_KEEPER_LOGIN_FAILURES", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(seconds=env_int("CAIRN_KEEPER_LOCKOUT_S", 900, minimum=1))
@@ -183,8 +180,7 @@ TEMPLATES = [
 ]
 
 
-# A transaction pooler (PgBouncer's `pool_mode = transaction`) keeps no session state between
-# transactions (docs/deployment.md, "Behind PgBouncer").
+# PgBouncer's `pool_mode = transaction`, which keeps no session state between transactions.
 CAIRN_DB_POOLER = env_choice("CAIRN_DB_POOLER", ("transaction", ""), "")
 # Connections a process holds at most to each database, and so the threads the A2A and MCP doors
 # run their requests' ORM work on (`core.orm_threads`): a thread more would only wait for one.
@@ -211,13 +207,9 @@ def _database(url: str, setting: str = "DATABASE_URL") -> dict:
         }
     elif config["ENGINE"] == "django.db.backends.postgresql":
         config["ENGINE"] = "cairn.postgresql"
-        # psycopg prepares a statement run five times on a connection, unless a transaction
-        # pooler (which cannot keep named statements) is in between. SPEC §16: a request fails
-        # within 5 s while the database is down, and a failing reconnection is abandoned after 4 s
-        # rather than waiting out psycopg's growing back-off. The URL's libpq parameters reach
-        # every connection; its hosts and ports win over the URL's own, as in libpq.
-        # The query string's libpq parameters: one libpq does not know, or given twice, stops
-        # start-up here rather than failing every connection later.
+        # The query string's libpq parameters reach every connection, its hosts and ports winning
+        # over the URL's own, as in libpq; one libpq does not know, or given twice, stops start-up
+        # here rather than failing every connection later.
         parameters = {}
         for name, value in config.get("OPTIONS", {}).items():
             if isinstance(value, list):
@@ -237,12 +229,14 @@ def _database(url: str, setting: str = "DATABASE_URL") -> dict:
             )
         config["OPTIONS"] = {
             # Under ASGI each request may run on a new thread: a pool, not per-thread connections
-            # (CONN_MAX_AGE stays 0); the backend checks a connection without a round trip
-            # (`cairn.postgresql.base`, CONN_HEALTH_CHECKS stays off).
+            # (CONN_MAX_AGE stays 0; `cairn.postgresql.base` checks them, not CONN_HEALTH_CHECKS).
+            # SPEC §16: a request fails within 5 s while the database is down, and a failing
+            # reconnection is abandoned after 4 s rather than waiting out psycopg's back-off.
             "pool": {"min_size": 2, "max_size": DB_POOL_SIZE, "timeout": 3, "reconnect_timeout": 4},
             "connect_timeout": 3,
             **parameters,
             "server_side_binding": True,
+            # A transaction pooler cannot keep the statements psycopg prepares.
             "prepare_threshold": None if CAIRN_DB_POOLER == "transaction" else 5,
         }
         config["DISABLE_SERVER_SIDE_CURSORS"] = CAIRN_DB_POOLER == "transaction"
@@ -280,8 +274,6 @@ def _replicas(raw: str, primary: dict) -> dict[str, dict]:
 
 
 DATABASES.update(_replicas(env_str("DATABASE_REPLICA_URLS"), DATABASES["default"]))
-# Public reads go to a replica (`core.replicas`), everything else to the primary; without replicas
-# no router runs at all.
 DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []
 # A replica further behind the primary than this is skipped until it has caught up.
 CAIRN_REPLICA_MAX_LAG_S = env_int("CAIRN_REPLICA_MAX_LAG_S", 5, minimum=0)
@@ -331,9 +323,7 @@ REST_FRAMEWORK = {
     "URL_FORMAT_OVERRIDE": None,
 }
 
-# The gRPC binding (SPEC §8.7), served by `python -m cairn.grpc`: where it listens ("" turns it
-# off, and the card then lists no gRPC interface) and the address the card gives clients, which
-# differs from the listening one behind a proxy.
+# The gRPC binding (SPEC §8.7), served by `python -m cairn.grpc`; off, the card lists none.
 CAIRN_GRPC_BIND = env_listen_address("CAIRN_GRPC_BIND", "127.0.0.1:50051")
 CAIRN_GRPC_URL = env_advertised_address(
     "CAIRN_GRPC_URL",
@@ -373,7 +363,6 @@ if not CAIRN_SOURCE_HOSTS:
 # A2A door's stored public forms.
 CAIRN_TASK_CHANGED = "a2a_gateway.stored_forms.task_forms_written"
 
-# django-q2: the ORM broker by default, Redis when CAIRN_REDIS_URL is set.
 CAIRN_REDIS_URL = env_str("CAIRN_REDIS_URL")
 Q_CLUSTER = {
     "name": "cairn",
