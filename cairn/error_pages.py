@@ -24,20 +24,15 @@ def _branded(request: HttpRequest) -> bool:
     return settings.DEBUG and not request.path.startswith(_OWN_PAGES)
 
 
-def _routed(path: str) -> bool:
-    try:
-        resolve(path)
-    except Resolver404:
-        return False
-    return True
-
-
 class BrandedErrorsMiddleware(ResponseMiddleware):
     """Sits before OutageMiddleware, so a database outage is still answered by that one's 503."""
 
     def respond(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        if response.status_code == 404 and _branded(request) and not _routed(request.path_info):
-            return page_not_found(request, Http404())
+        if response.status_code == 404 and _branded(request):
+            try:
+                resolve(request.path_info)
+            except Resolver404:
+                return page_not_found(request, Http404())
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
