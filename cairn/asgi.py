@@ -1,9 +1,7 @@
-"""Cairn's ASGI application: Django for every path but two. `/api/mcp` is the MCP SDK's; the A2A
-endpoint and its card are served by the A2A door's own ASGI app, without Django's request cycle.
-
-Django's ASGI handler does not take lifespan events, so this router answers them itself, runs
-the MCP session manager for as long as the server runs, and closes the A2A door's read pool at
-the end.
+"""Cairn's ASGI application: Django, but for `/api/mcp` (the MCP SDK's) and the A2A endpoint and
+card (the A2A door's own app, without Django's request cycle). Django's handler takes no lifespan
+events, so this router answers them: it runs the MCP session manager while the server runs and
+closes the A2A door's read pool at the end.
 """
 
 import contextlib

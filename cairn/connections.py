@@ -1,7 +1,6 @@
 """Database connections never cross a fork (SPEC §16): a child that inherits a PostgreSQL
 connection shares its server session with the parent, and django-q2's `close_all()` before a fork
-only returns a pooled connection to the pool, which the child then inherits. So the forking process
-gives back every connection and closes its pools.
+only returns a pooled connection to the pool, which the child then inherits.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Serve the A2A gRPC binding (SPEC §8.7) and the standard health service on `CAIRN_GRPC_BIND`:
-`python -m cairn.grpc`.
-
-SPEC §16's bounds are grpcio's options, since no call reaches Python before its request has arrived
-whole. gRPC has no timer on a call's request once its stream is open, so a connection's age (GOAWAY
-after about `AGE_S`) is what cuts a client that stalls mid-request; a well-behaved client's channel
-just opens a new connection. SIGTERM or SIGINT stops it within 10 s.
+`python -m cairn.grpc`. SPEC §16's bounds are grpcio's options, since no call reaches Python
+before its request has arrived whole. gRPC has no timer on a call's request once its stream is
+open, so a connection's age (GOAWAY after about `AGE_S`) is what cuts a client that stalls
+mid-request; a well-behaved client's channel just opens a new connection. SIGTERM or SIGINT stops
+it within 10 s.
 """
 
 from __future__ import annotations

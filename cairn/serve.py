@@ -1,10 +1,4 @@
-"""Serve Cairn under uvicorn as a deployment should (SPEC §16): `python -m cairn.serve`.
-
-uvicorn has no option for SPEC §16's bounds under httptools (llhttp reads a head of any size, and
-uvicorn's only timer runs between requests; h11 is slower and no better), so
-`CairnHttpToolsProtocol` keeps them, relying on a few private members of uvicorn's protocol: its
-version range is pinned in `pyproject.toml`, and `tests/ops/test_serving.py` checks those members.
-"""
+"""Serve Cairn under uvicorn as a deployment should (SPEC §16): `python -m cairn.serve`."""
 
 from __future__ import annotations
 
@@ -35,11 +29,15 @@ _HEAD_TOO_LARGE = (
 
 
 class CairnHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, bounded (SPEC §16). Reads are fed in pieces of at most
-    `HEAD_LIMIT` bytes, so a client that pipelines without reading the answers cannot grow uvicorn's
-    queue without end. One deadline runs while the client owes bytes (the head's, then the body's),
-    none while the application has the request; the keep-alive timer starts as the connection
-    opens, so a client that connects and says nothing is closed like an idle one.
+    """uvicorn's httptools protocol with SPEC §16's bounds, which uvicorn has no option for (llhttp
+    reads a head of any size, uvicorn's only timer runs between requests, h11 is slower and no
+    better). It uses private members that `tests/ops/test_serving.py` checks, of the uvicorn
+    versions `pyproject.toml` pins.
+
+    Reads are fed in pieces of at most `HEAD_LIMIT` bytes, so a client that pipelines without
+    reading the answers cannot grow uvicorn's queue without end. One deadline runs while the client
+    owes bytes (the head's, then the body's), none while the application has the request; the
+    keep-alive timer starts as the connection opens, so a silent new connection is closed as idle.
     """
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
