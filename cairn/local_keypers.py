@@ -1,21 +1,20 @@
 """`make run` with two keypers on this machine (SPEC §15.8): `python -m cairn.local_keypers -- make run`.
 
-So that a sealed contribution can be tried on one machine, this starts two more Cairns beside the
-site, each a witness of its log and a keyper for it with its own database and keys, then runs the
-command with `CAIRN_WITNESSES` and `CAIRN_KEYPERS` naming them. Every key is the keeper's own: they
-show the flow and protect nothing.
+It starts two more Cairns beside the site, each a witness of its log and a keyper for it with its
+own database and keys, then runs the command with `CAIRN_WITNESSES` and `CAIRN_KEYPERS` naming
+them. Every key is the keeper's own: they show the flow and protect nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,18 +100,16 @@ def _answering(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/api/keyper", timeout=2) as answer:
             return answer.status == 200
-    except (urllib.error.URLError, OSError):
+    except OSError:  # URLError is one
         return False
 
 
 def _stop(process: subprocess.Popen, *, group: bool = False) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         if group:  # the rest of its group too, should its leader have ended first
             os.killpg(process.pid, signal.SIGTERM)
         elif process.poll() is None:
             process.terminate()
-    except ProcessLookupError:
-        pass
     try:
         process.wait(timeout=STOP_S)
     except subprocess.TimeoutExpired:

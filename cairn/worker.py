@@ -13,6 +13,7 @@ any past it: each job commits in its own transactions and may run any number of 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing.queues
 import os
@@ -62,10 +63,8 @@ class ProcessFlag:
         return self._read
 
     def set(self) -> None:
-        try:
+        with contextlib.suppress(BlockingIOError):  # a full pipe: the flag is up already
             os.write(self._write, b"!")
-        except BlockingIOError:  # the pipe is full, so the flag is up already
-            pass
 
     def is_set(self) -> bool:
         return self.wait(0)
