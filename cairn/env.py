@@ -169,8 +169,7 @@ def _pem_checked(name: str, text: str, algorithm: str) -> str:
         key = serialization.load_pem_private_key(text.encode(), password=None)
     except (ValueError, TypeError):
         raise ImproperlyConfigured(
-            f"{name} must be an {algorithm} private key as unencrypted PKCS#8 PEM, or its file's "
-            "path"
+            f"{name} must be an {algorithm} private key as unencrypted PKCS#8 PEM, or its file's path"
         ) from None
     if not isinstance(key, _PRIVATE_KEYS[algorithm]):
         raise ImproperlyConfigured(f"{name} must be an {algorithm} key, not {type(key).__name__}")
@@ -195,7 +194,6 @@ def env_optional_key(name: str, algorithm: str) -> str:
 
 
 def _entries(name: str) -> list[str]:
-    """One item per line or per `;`, blank ones skipped."""
     raw = env_str(name).replace(";", "\n")
     return [line.strip() for line in raw.splitlines() if line.strip()]
 

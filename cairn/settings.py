@@ -179,7 +179,6 @@ TEMPLATES = [
     },
 ]
 
-
 # PgBouncer's `pool_mode = transaction`, which keeps no session state between transactions.
 CAIRN_DB_POOLER = env_choice("CAIRN_DB_POOLER", ("transaction", ""), "")
 # Connections a process holds at most to each database, and so the threads the A2A and MCP doors
@@ -359,8 +358,7 @@ CAIRN_SOURCE_HOSTS = env_list(
 )
 if not CAIRN_SOURCE_HOSTS:
     raise ImproperlyConfigured("CAIRN_SOURCE_HOSTS must name at least one host")
-# The read model every task change is written to, in the same transaction (`tasks.changes`): the
-# A2A door's stored public forms.
+# The read model every task change is written to, in the same transaction (`tasks.changes`).
 CAIRN_TASK_CHANGED = "a2a_gateway.stored_forms.task_forms_written"
 
 CAIRN_REDIS_URL = env_str("CAIRN_REDIS_URL")

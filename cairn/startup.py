@@ -1,5 +1,4 @@
-"""What every entry point (manage.py, the ASGI and WSGI applications) does before Django starts:
-read this clone's `.env`, then load the settings, stopping with one line when a setting is bad."""
+"""What every entry point (manage.py, the ASGI and WSGI applications) does before Django starts."""
 
 from __future__ import annotations
 
