@@ -16,6 +16,7 @@ import sys
 import django
 import grpc
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from cairn.connections import release_connections
@@ -83,8 +84,6 @@ async def serve(bind: str) -> None:
 def main() -> None:
     load_settings()
     django.setup()
-    from django.conf import settings
-
     bind = settings.CAIRN_GRPC_BIND
     if not bind:
         logger.info("gRPC is off (CAIRN_GRPC_BIND is empty): nothing to serve")

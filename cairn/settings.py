@@ -274,7 +274,6 @@ def _replicas(raw: str, primary: dict) -> dict[str, dict]:
 
 DATABASES.update(_replicas(env_str("DATABASE_REPLICA_URLS"), DATABASES["default"]))
 DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"] if len(DATABASES) > 1 else []
-# A replica further behind the primary than this is skipped until it has caught up.
 CAIRN_REPLICA_MAX_LAG_S = env_int("CAIRN_REPLICA_MAX_LAG_S", 5, minimum=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
