@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 ENV_FILE = Path(__file__).resolve().parent.parent / ".env"
@@ -16,8 +17,6 @@ def load_settings() -> None:
     stops start-up with its one-line message instead of a traceback from deep inside Django. The
     file holds `NAME=value` lines, `#` comments and blank lines; the real environment wins over
     it, so a deployment's settings are never overridden by a file left on disk."""
-    from django.conf import settings
-
     if settings.configured:  # already loaded, as under pytest: nothing to read or check
         return
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
