@@ -1,6 +1,5 @@
 """The keeper's view of tasks and contributions (SPEC §13): read-only, in the public words, and
-nothing sealed before the evaluation (§4.2). A task reads as its public page does, its evaluation a
-table of its contributions with each report, keyper seal (§15.8) and void shown."""
+nothing sealed before the evaluation (§4.2)."""
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -41,9 +40,8 @@ def _closing_within(window: timedelta) -> Callable[[datetime], Q]:
 
 
 class DeadlineFilter(ChoiceFilter):
-    """When tasks close. "Overdue, still open" should always be empty: the worker evaluates a task
-    within a minute of its deadline, or of its keypers' grace when its keys are pending; anything
-    listed there means the worker is not running."""
+    """Its "overdue, still open" should always be empty: anything listed there means the worker,
+    which evaluates a task within a minute of its deadline (or its keypers' grace), is not running."""
 
     title = "deadline"
     parameter_name = "deadline"
@@ -112,7 +110,6 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="evaluation")
     def evaluation_table(self, task: Task) -> str:
-        """Every contribution in the order received; what each said only once it is revealed."""
         contributions = task.contributions.select_related("task", "agent").order_by("received_at")
         context: dict[str, Any] = {
             "task": task,
@@ -137,8 +134,6 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="state", ordering="status")
     def state(self, task: Task) -> str:
-        """The public state, as every door names it; past its deadline, a task whose keys are
-        pending is open until the worker has the keypers' releases (§15.8)."""
         if task.status in OPEN_STATUSES:
             if task.keys_pending and task.deadline <= timezone.now():
                 return "open: awaiting the keypers' releases"
@@ -148,7 +143,6 @@ class TaskAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="contributions", ordering="contributions_count")
     def contributions(self, task: Task) -> str:
-        """Received / allowed, linking to the task's contributions (who sent them, never what)."""
         url = reverse("admin:tasks_contribution_changelist")
         query = urlencode({"task__id__exact": str(task.pk)})
         count = f"{task.contributions_count} / {task.max_contributors}"
@@ -167,9 +161,6 @@ class SealedFilter(ChoiceFilter):
 
 @admin.register(Contribution)
 class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    """Shows that a contribution exists, who sent it and how it was sealed; its content only once
-    the task is evaluated."""
-
     list_display = ["short_id", "task_title", agent_link, "received_at", "sealed", "keyper_sealed"]
     list_select_related = ["task", "agent"]
     list_filter = [SealedFilter]
@@ -191,7 +182,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="id", ordering="id")
     def short_id(self, contribution: Contribution) -> str:
-        """The start of the id, the whole on hover: room for the task's title on a phone."""
+        """The whole id on hover: room for the task's title on a phone."""
         return format_html('<code title="{}">{}</code>', contribution.id, str(contribution.id)[:8])
 
     @admin.display(description="task", ordering="task__title")
@@ -212,8 +203,6 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="sealed by")
     def sealing(self, contribution: Contribution) -> str:
-        """By the server (§15.6), or by its contributor to the keypers (§15.8) with the releases
-        kept so far; nothing of the content."""
         seal = contribution.keyper_seal
         if seal is None:
             return "the server, which opens it at the evaluation"
@@ -251,7 +240,6 @@ def _utc(moment: datetime) -> str:
 
 
 def _contribution_row(contribution: Contribution) -> dict[str, Any]:
-    """A sealed contribution's row shows only who, when and how it was sealed."""
     row: dict[str, Any] = {
         "contribution": contribution,
         "short_id": str(contribution.id)[:8],

@@ -1,5 +1,4 @@
-"""The exact number of tasks per status (`TaskCount`), changed only inside the transactions that
-post or evaluate tasks, read by the lists for their `totalSize`."""
+"""The exact number of tasks per status (`TaskCount`), read by the lists for their `totalSize`."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ from tasks.models import TaskCount
 
 
 def task_count_change(deltas: Mapping[str, int]) -> None:
-    """Add each delta to its status's count, in the caller's transaction. An upsert, so a count
-    appears with its first task; statuses in a fixed order, so two writers never deadlock."""
+    """In the caller's transaction; statuses in a fixed order, so two writers never deadlock."""
     rows = [(str(status), delta) for status, delta in sorted(deltas.items()) if delta]
     statements.write_all(
         *statements.rows_upserted(TaskCount, ("status", "count"), rows, added=("count",))
@@ -34,8 +32,8 @@ def _total_sql(vendor: str, statuses: int | None) -> str:
 
 
 def total_sql(statuses: int | None) -> str:
-    """The count of the tasks in `statuses` statuses (all for None) as a scalar subquery, its
-    params `total_params`: every list's total, alone or inside a page's statement."""
+    """The count of tasks in `statuses` statuses (all for None) as a scalar subquery, its params
+    `total_params`."""
     return _total_sql(connection.vendor, statuses)
 
 
@@ -44,7 +42,6 @@ def total_params(statuses: Iterable[str] | None) -> dict[str, str]:
 
 
 def task_count(statuses: Collection[str] | None) -> int:
-    """Tasks in any of these statuses (all tasks for None)."""
     row = statements.fetch_one(
         "SELECT " + total_sql(None if statuses is None else len(statuses)), total_params(statuses)
     )

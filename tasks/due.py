@@ -1,9 +1,5 @@
-"""When a task is due for evaluation: open, past its deadline, and not awaiting its keypers
-(SPEC §4.3, §15.8), as a check on a loaded task or as SQL over any table holding its `status`,
-`deadline` and `keys_pending`. A task awaiting its keypers is left to the worker, so a read never
-waits on its row; replica routing asks the wider `PAST_DEADLINE`, as a replica may show such a
-task open after the primary evaluated it.
-"""
+"""When a task is due for evaluation (SPEC §4.3, §15.8), as a check on a loaded task or as SQL
+over any table holding its `status`, `deadline` and `keys_pending`."""
 
 from __future__ import annotations
 
@@ -34,19 +30,17 @@ class OpenPastDeadline:
         )
 
     def sql(self, model: type[Model]) -> str:
-        """The rule over `model`'s columns, as a boolean expression; its params are `params`."""
         return _sql(connection.vendor, model, self.awaiting_keys_too)
 
     def any_sql(self) -> str:
-        """Whether any task holds the rule, as a boolean expression (`params`). Asked as the
-        earliest such deadline, it is read off the `task_due` index whatever the statistics say,
-        passing at most the tasks still in their grace; asked as "does any open task have
-        `deadline <= now`", PostgreSQL may plan a scan of the whole table."""
+        """Whether any task holds the rule. Asked as the earliest such deadline, it is read off
+        the `task_due` index whatever the statistics say; asked as "does any exist", PostgreSQL
+        may plan a scan of the whole table."""
         return _any_sql(connection.vendor, self.awaiting_keys_too)
 
     @staticmethod
     def params(now: Any) -> dict[str, Any]:
-        """The SQL's params; `now` as its connection takes a deadline (`statements.db_value`)."""
+        """`now` as its connection takes a deadline (`statements.db_value`)."""
         return {"working": TaskStatus.WORKING.value, "now": now}
 
     def any_now(self) -> bool:
@@ -71,7 +65,7 @@ def _any_sql(vendor: str, awaiting_keys_too: bool) -> str:
     return f"(SELECT MIN({deadline}) FROM {statements.table(Task)} WHERE {where}) IS NOT NULL"
 
 
-# Due for evaluation: what the sweep evaluates, and what a read has the domain evaluate first.
+# Due for evaluation. A task awaiting its keypers is left to the worker: a read never waits on it.
 DUE = OpenPastDeadline(awaiting_keys_too=False)
 # What a replica may show open after the primary evaluated it: a read of it goes to the primary.
 PAST_DEADLINE = OpenPastDeadline(awaiting_keys_too=True)

@@ -54,23 +54,10 @@ def _item(task: Task, contribution: ContributionRow) -> dict[str, Any]:
     return sealed_item(contribution, opening)
 
 
-def _keys_settled(task: Task, contributions: Sequence[ContributionRow], *, at: datetime) -> bool:
-    """Whether every keyper-sealed report of the task is opened or void for good at `at`: what
-    the worker waits for before it evaluates a task whose keys were pending."""
-    final = at >= grace_end(task)
-    site = task_sealed_site(task.pk)
-    return all(
-        sealed_opening(contribution, task, site=site, final=final) is not None
-        for contribution in contributions
-        if contribution.keyper_seal is not None
-    )
-
-
 def evaluation_apply(
     task: Task, contributions: Sequence[ContributionRow], *, evaluated_at: datetime
 ) -> TaskChange:
-    """Set the evaluation of a still-working task from its contributions in received order (the
-    public copy of their reports; void ones count in no verdict) and render its view again. The
+    """Set the evaluation of a still-working task from its contributions in received order; the
     caller saves the task and the change returned, under its row lock."""
     items = [_item(task, contribution) for contribution in contributions]
     verdicts = [item["report"]["verdict"] for item in items if "void" not in item]
@@ -108,15 +95,14 @@ EVALUATION_FIELDS = [
 def _evaluations_write(
     batch: Sequence[Task], contributions: Mapping[uuid.UUID, Sequence[ContributionRow]]
 ) -> None:
-    """Evaluate tasks whose rows the caller holds locked, from their contributions by task id, and
-    write them, their read models, the counts and their log entries."""
+    """Evaluate and write tasks whose rows the caller holds locked, with their read models, counts
+    and log entries."""
     changes = [
         evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms()) for task in batch
     ]
     statements.write_all(
         *statements.updated_many(batch, EVALUATION_FIELDS), *task_changed(changes).writes
     )
-    # Every task leaves WORKING for its new status.
     counts = Counter(task.status for task in batch)
     counts[TaskStatus.WORKING] -= len(batch)
     task_count_change(counts)
@@ -126,13 +112,12 @@ def _evaluations_write(
 
 
 def _evaluations_held() -> bool:
-    """While the log has gone back (SPEC §16.2) no task is evaluated: contributions the database
-    lost may hold signed receipts, and an evaluation is final. Reads show what is stored."""
+    """No task is evaluated while the log has gone back (SPEC §16.2): contributions the database
+    lost may hold signed receipts, and an evaluation is final."""
     return log_state.rollback_found() is not None
 
 
 def _task_locked(task_id: uuid.UUID) -> Task | None:
-    """The task, its row locked until the transaction ends; None when there is no such task."""
     found = statements.locked(
         Task, f"{statements.column(Task, 'id')} = %s", [statements.db_value(Task, "id", task_id)]
     )
@@ -140,8 +125,8 @@ def _task_locked(task_id: uuid.UUID) -> Task | None:
 
 
 def task_evaluate(*, task_id: uuid.UUID) -> bool:
-    """Evaluate a task that is due. True when this call did it. Safe from any number of workers
-    and readers at once: the row lock and the "still working" guard let exactly one write."""
+    """Evaluate a task that is due; True when this call did it. The row lock and the "still
+    working" guard let exactly one of any number of callers write."""
     if _evaluations_held():
         return False
     with transaction.atomic():
@@ -155,9 +140,9 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
 def task_evaluate_with_releases(
     *, task_id: uuid.UUID, collected: Mapping[uuid.UUID, list[dict[str, Any]]]
 ) -> bool:
-    """Keep the releases collected (by contribution id), then evaluate the task, exactly once as
-    `task_evaluate` does, if every sealed report is opened or void for good. The caller collects
-    outside any transaction, so that no row lock waits on a keyper's answer."""
+    """Keep the releases collected (by contribution id), then evaluate the task as `task_evaluate`
+    does if every sealed report is opened or void for good. The caller collects outside any
+    transaction, so that no row lock waits on a keyper's answer."""
     if _evaluations_held():
         return False
     with transaction.atomic():
@@ -172,15 +157,19 @@ def task_evaluate_with_releases(
         ]
         statements.write_all(*statements.updated_many(grown, ["releases"]))
         now = now_ms()
-        if now < task.deadline + RELEASES_AFTER or not _keys_settled(task, contributions, at=now):
+        if now < task.deadline + RELEASES_AFTER:
+            return False
+        site, final = task_sealed_site(task.pk), now >= grace_end(task)
+        sealed = [c for c in contributions if c.keyper_seal is not None]
+        if any(sealed_opening(c, task, site=site, final=final) is None for c in sealed):
             return False
         _evaluations_write([task], {task.pk: contributions})
     return True
 
 
 def _releases_kept(contribution: Contribution, collected: Sequence[dict[str, Any]]) -> bool:
-    """Add to the contribution's releases those collected from keypers it has none from; True when
-    any was. Another worker's collection may have kept some already: none is kept twice."""
+    """Add the releases from keypers it has none from (another worker may have kept some); True
+    when any was."""
     keypers = {release["keyper"] for release in contribution.releases}
     new = [release for release in collected if release["keyper"] not in keypers]
     contribution.releases = [*contribution.releases, *new]
@@ -188,32 +177,28 @@ def _releases_kept(contribution: Contribution, collected: Sequence[dict[str, Any
 
 
 def task_evaluated_if_due(task: Task) -> Task:
-    """The task, evaluated first when it is due, so no door shows a task open past its deadline
-    (SPEC §4.3). A task awaiting its keypers stays open: a read never waits on a keyper."""
+    """The task, evaluated first when it is due, so no door shows it open past its deadline."""
     if DUE.holds(task, timezone.now()):
         task_evaluate(task_id=task.pk)
         task.refresh_from_db()
     return task
 
 
-# What the sweep reads of a task: not what the evaluation sets before anything reads it, nor
-# what neither the view, the log entry nor a read model shows (the poster). A field left out
-# here but read after all would cost a query a task.
+# What the sweep reads of a task: not what the evaluation sets, nor the poster, which nothing it
+# writes shows. A field left out but read after all would cost a query a task.
 _SWEEP_READS = tuple(
     field.name
     for field in Task._meta.concrete_fields
     if field.name not in (*EVALUATION_FIELDS, "poster")
 )
-# What the sweep reads of its batch's contributions: rows of the fields an evaluation reads
-# (`ContributionRow`), not model objects, whose construction costs more than the read itself.
+# Rows, not model objects, whose construction costs more than the read itself.
 _CONTRIBUTION_FIELDS_READ = tuple(ContributionRow.__annotations__)
 
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a batch is evaluated and freed: a batch makes so many
-    objects, none in cycles, that the collector would run again and again over Django's
-    long-lived ones. The switch is the process's: other threads' cycles wait for the batch."""
+    """A batch makes so many objects, none in cycles, that the collector would run again and again
+    over Django's long-lived ones. The switch is the process's: other threads' cycles wait."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -224,7 +209,6 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _batch_evaluate(batch_size: int) -> int:
-    """Evaluate up to `batch_size` due tasks in one transaction; returns how many."""
     with transaction.atomic():
         batch = statements.locked(
             Task,
@@ -246,16 +230,15 @@ def _batch_evaluate(batch_size: int) -> int:
     return len(batch)
 
 
-# Tasks a sweep's transaction evaluates. Each commit waits for its WAL to reach the disk, so a
-# much smaller batch spends a noticeable share of the sweep waiting on commits, and a much larger
-# one costs the database more CPU a task than the fewer commits save.
+# Tasks a sweep's transaction evaluates: much smaller batches spend a noticeable share of the sweep
+# waiting for commits' WAL to reach the disk; much larger ones cost more CPU a task than that saves.
 BATCH_SIZE = 1000
 
 
 def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
-    """Evaluate every due task, a batch per transaction; returns how many. Rows another evaluator
-    holds are skipped: it is doing them. List reads call this first and almost always find
-    nothing due, so one probe outside any transaction answers that."""
+    """Evaluate every due task, a batch per transaction, skipping rows another evaluator holds;
+    returns how many. List reads call this first and almost always find nothing due: one probe
+    outside any transaction answers that."""
     if not DUE.any_now() or _evaluations_held():
         return 0
     evaluated = 0

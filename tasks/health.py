@@ -1,6 +1,4 @@
-"""Reads for the operator (SPEC §16): tasks per status, how many are overdue, how late the
-evaluations were, exact whichever process asks; and the sweep's heartbeat, written by the worker
-after each sweep and read by `/readyz`."""
+"""Reads for the operator (SPEC §16), and the sweep's heartbeat, read by `/readyz`."""
 
 from __future__ import annotations
 
@@ -21,8 +19,7 @@ def tasks_per_status() -> dict[str, int]:
 
 
 def awaiting_keys(now: datetime) -> Q:
-    """Tasks whose deadline has passed and whose keypers' releases may still come (§15.8): they
-    stay open by design until the releases are in or the grace is over."""
+    """Tasks whose keypers' releases may still come (§15.8): open by design past their deadline."""
     return Q(keys_pending=True, deadline__gt=now - keys_window())
 
 
@@ -32,13 +29,12 @@ def overdue(now: datetime) -> Q:
 
 
 def tasks_overdue() -> int:
-    """What the worker keeps at zero within a minute."""
     return Task.objects.filter(overdue(timezone.now())).count()
 
 
 def evaluation_lag(bounds: tuple[float, ...]) -> tuple[list[tuple[str, int]], float]:
-    """How late evaluations came, as a Prometheus histogram's parts: the cumulative counts at
-    most each bound's seconds after the deadline, then of all (`+Inf`), and the seconds' sum."""
+    """How late evaluations came after the deadline, as a Prometheus histogram's cumulative
+    buckets (then `+Inf`) and the seconds' sum."""
     lag = ExpressionWrapper(F("evaluated_at") - F("deadline"), output_field=DurationField())
     buckets = {
         f"le{i}": Count("pk", filter=Q(lag__lte=timedelta(seconds=bound)))

@@ -16,9 +16,8 @@ from tasks.evaluation import task_evaluate, tasks_evaluate_due
 from tasks.health import sweep_record
 from tasks.keyper_sweep import tasks_evaluate_with_releases
 
-# A job that meets a database outage waits for the database this long (within the cluster's job
-# timeout) rather than failing: a failed one-time job is never run again, and SPEC §4.3 counts
-# "within a minute of the deadline" from the database's return (§16).
+# How long a job waits out a database outage (within the cluster's job timeout) rather than fail: a
+# failed one-time job never runs again, and §4.3's minute counts from the database's return (§16).
 OUTAGE_PATIENCE_S = 40
 
 Result = TypeVar("Result")
@@ -41,8 +40,7 @@ def evaluate_task(task_id: str) -> bool:
 
 
 def evaluate_due() -> int:
-    """The sweep: catches any task whose own schedule was lost or late, evaluates those whose
-    keypers' releases are in, then notes that it ran for the readiness check."""
+    """Catches any task whose own schedule was lost or late; notes that it ran for `/readyz`."""
 
     def sweep() -> int:
         evaluated = tasks_evaluate_due() + tasks_evaluate_with_releases()

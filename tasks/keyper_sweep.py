@@ -1,7 +1,5 @@
-"""The sweep's step for tasks whose keys are pending (SPEC §15.8): collect the keypers' releases of
-their sealed reports, outside any transaction, and evaluate each task once its reports can be
-opened, or its grace is over.
-"""
+"""The sweep's step for tasks whose keys are pending (SPEC §15.8): collect the keypers' releases,
+outside any transaction, and evaluate each task once its reports open or its grace is over."""
 
 from __future__ import annotations
 
@@ -26,8 +24,8 @@ COLLECTING_S = 30
 def _releases_collected(
     task_id: uuid.UUID, *, until: float
 ) -> dict[uuid.UUID, list[dict[str, Any]]]:
-    """Ask the keypers for the shares of each sealed report of the task that releases yet to come
-    may still open (`sealed_opening` waits for them), until the monotonic time `until`."""
+    """Ask the keypers for releases of each sealed report of the task that they may still open,
+    until the monotonic time `until`."""
     contributions = (
         Contribution.objects.filter(task_id=task_id, keyper_seal__isnull=False)
         .select_related("task")
@@ -44,9 +42,8 @@ def _releases_collected(
 
 
 def tasks_evaluate_with_releases() -> int:
-    """Collect releases for the open tasks whose keys are pending and whose keypers release by
-    now, oldest first, and evaluate those it settles; returns how many. Safe beside other sweeps:
-    the evaluation is exactly once."""
+    """Collect releases for the tasks whose keypers release by now, oldest first, and evaluate
+    those it settles; returns how many."""
     until = time.monotonic() + COLLECTING_S
     awaiting = Task.objects.filter(
         status=TaskStatus.WORKING, keys_pending=True, deadline__lte=timezone.now() - RELEASES_AFTER

@@ -49,8 +49,7 @@ class Task(models.Model):
     verdict = models.CharField(max_length=24, blank=True)
     evaluated_at = models.DateTimeField(null=True, blank=True)
     evaluation = models.JSONField(null=True, blank=True)
-    # Set by the first keyper-sealed contribution (SPEC §15.8): only the worker evaluates the task,
-    # once the keypers' releases are in or their grace is over.
+    # Set by the first keyper-sealed contribution (SPEC §15.8): then only the worker evaluates it.
     keys_pending = models.BooleanField(default=False)
     # The §3.2 view `tasks.rendered.task_render` stored; `rendered_version` says when to redo it.
     view_json = models.TextField(blank=True, editable=False)
@@ -88,8 +87,7 @@ class Task(models.Model):
 
 
 class TaskCount(models.Model):
-    """How many tasks are in each status, kept exact in the transactions that change it, so a
-    list's `totalSize` is one row read instead of a count of the whole table."""
+    """Tasks per status, kept exact, so a list's `totalSize` is one row read, not a count."""
 
     status = models.CharField(primary_key=True, max_length=10, choices=TaskStatus.choices)
     count = models.BigIntegerField(default=0)
@@ -101,9 +99,8 @@ class Contribution(models.Model):
     # The sequence orders contributions as received; the public id is the UUID.
     seq = models.BigAutoField(primary_key=True)
     id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    # Looked up through `contribution_once_per_agent` (task first) and `contribution_by_agent`
-    # (agent first): an index of their own would repeat those, and every write and every reveal
-    # pays for each index.
+    # Own indexes would repeat `contribution_once_per_agent`'s and `contribution_by_agent`'s
+    # leading columns, and every write pays for each index.
     task = models.ForeignKey(
         Task, on_delete=models.PROTECT, related_name="contributions", db_index=False
     )
@@ -114,16 +111,14 @@ class Contribution(models.Model):
     # The report is stored only sealed (AES-256-GCM, SPEC §15.6); its public copy is in the task's
     # evaluation. Null on a contribution evaluated before migration 0012 dropped such seals.
     sealed_report = models.BinaryField(null=True, blank=True)
-    # Empty for a keyper-sealed contribution: its digest is the opened report's, which only the
-    # evaluation (its item, from the keypers' releases) holds.
+    # Empty for a keyper-sealed contribution: only its evaluation item holds its digest.
     report_digest = models.CharField(max_length=71, blank=True)
     # 32 random bytes, base64url: the log holds only the commitment to (digest, salt) until the
     # evaluation publishes the salt (SPEC §15.2). Empty on a contribution made before salts.
     salt = models.CharField(max_length=43, blank=True, default="")
     received_at = models.DateTimeField()
-    # A keyper-sealed contribution (SPEC §15.8) as its contributor sealed it: `task_entry`,
-    # `commitment`, `ciphertext`, `ciphertext_digest`, `threshold` and `shares`. The server never
-    # holds its plaintext before the keypers release the key; null for the plain form.
+    # A keyper-sealed contribution's envelope (SPEC §15.8; `tasks.services`); null for the plain
+    # form. The server never holds its plaintext before the keypers release the key.
     keyper_seal = models.JSONField(null=True, blank=True)
     # The keypers' signed releases of its key's shares, as collected after the deadline.
     releases = models.JSONField(default=list, blank=True)
@@ -142,8 +137,8 @@ class Contribution(models.Model):
 
 
 class Sweep(models.Model):
-    """The evaluation sweep's last run, one row: the readiness check (SPEC §16) asks whether a
-    worker is sweeping, which is what keeps "within a minute of the deadline" when nobody reads."""
+    """The sweep's last run, one row: the readiness check (SPEC §16) asks whether a worker is
+    sweeping, which keeps "within a minute of the deadline" when nobody reads."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
     finished_at = models.DateTimeField(null=True)

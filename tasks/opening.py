@@ -1,9 +1,6 @@
-"""Opening a keyper-sealed report at its task's evaluation (SPEC §15.8), with the key the
-keypers' releases give. Opened, the report meets the rules the plain form meets at receipt; one
-that fails a rule, or cannot be opened, is *void* with the code of what failed and counted in no
-verdict. Every step reads only the stored envelope and releases, so anyone holding the published
-item can redo it.
-"""
+"""Opening a keyper-sealed report at its task's evaluation (SPEC §15.8). Opened, it meets the rules
+a plain report meets at receipt; one that fails a rule, or cannot be opened, is *void* and counted
+in no verdict. Every step reads only the published envelope and releases, so anyone can redo it."""
 
 from __future__ import annotations
 
@@ -19,11 +16,7 @@ from core.canonical import canonical_digest
 from core.clock import format_instant
 from core.errors import ErrorCode, Refusal, refuse_if
 from core.payloads import parse_payload
-from core.wire_names import (
-    CONTRIBUTION_SCOPE,
-    INCONSISTENT_SHARES,
-    KEYS_UNAVAILABLE,
-)
+from core.wire_names import CONTRIBUTION_SCOPE, INCONSISTENT_SHARES, KEYS_UNAVAILABLE
 from ledger.entry_types import MAX_MERGE_DELAY
 from ledger.keyper_seal import SealError, b64u_decode, key_combine, report_open
 from tasks.models import Task
@@ -34,15 +27,13 @@ from tasks.sealing import ContributionRow
 # A keyper releases once the log's maximum merge delay has passed since the deadline, so that the
 # contribution entries of the last moment are under a checkpoint it cosigned (§15.3, §15.8).
 RELEASES_AFTER = MAX_MERGE_DELAY
-# What a release is published as in the evaluation: the fields its signature covers, less those the
-# item already names (site, task and contribution).
+# A release as published: the fields its signature covers, less those the item names.
 RELEASE_FIELDS = ("keyper", "index", "share", "released_at", "signature")
 # A salt is the server's 32 random bytes in the plain form (§15.2), the contributor's here.
 SALT_BYTES = 32
 
 
 def keys_window() -> timedelta:
-    """From a deadline to the end of its keypers' grace."""
     return RELEASES_AFTER + timedelta(seconds=settings.CAIRN_KEYPER_GRACE_S)
 
 
@@ -65,7 +56,6 @@ class Void:
 
 
 def releases_published(contribution: ContributionRow) -> list[dict[str, Any]]:
-    """The contribution's releases as its evaluation item lists them, by share index."""
     return sorted(
         ({name: release[name] for name in RELEASE_FIELDS} for release in contribution.releases),
         key=lambda release: release["index"],
@@ -75,10 +65,9 @@ def releases_published(contribution: ContributionRow) -> list[dict[str, Any]]:
 def sealed_opening(
     contribution: ContributionRow, task: Task, *, site: str, final: bool
 ) -> Opened | Void | None:
-    """The report opened, or why it is void; None while releases still to come may open it:
-    fewer than k, or k that do not open the ciphertext while a keyper has not released (a wrong
-    share and a bad ciphertext look alike until one share more tells them apart, so the
-    contributor is not blamed for a keyper's fault). `final` turns every wait into its void."""
+    """The report opened, or why it is void; None while releases still to come may open it: fewer
+    than k, or k that do not open it while a keyper has not released (a wrong share looks like a
+    bad ciphertext until one share more tells them apart). `final` turns every wait into a void."""
     seal = contribution.keyper_seal
     assert seal is not None, "only a keyper-sealed contribution is opened from releases"
     threshold, keypers = seal["threshold"], len(seal["shares"])
@@ -117,9 +106,8 @@ def sealed_opening(
 def _inconsistent(
     shares: list[tuple[int, bytes]], seal: dict[str, Any], task: Task, *, site: str, reason: str
 ) -> Void:
-    """The void of shares that do not agree. It publishes its ciphertext and releases, some k of
-    which may still open the report: each k is tried, and a report the screen refuses is void for
-    private content instead, published as `sealed_item` says."""
+    """The void of shares that do not agree. Some k of the published releases may still open the
+    report: each k is tried, and one the privacy screen refuses is void for private content."""
     for chosen in itertools.combinations(shares, seal["threshold"]):
         try:
             report, _ = _opened(seal, key_combine(list(chosen), seal["threshold"]), task, site=site)
@@ -144,7 +132,6 @@ def _opened(
 
 
 def _private_void(report: dict[str, Any]) -> Void | None:
-    """Void for private content when any text of the report, wherever it is, trips the screen."""
     try:
         refuse_if(privacy.screen(privacy.texts_anywhere(report)))
     except Refusal as refusal:
@@ -160,10 +147,9 @@ def _is_salt(text: str) -> bool:
 
 
 def report_rules_void(report: dict[str, Any], task: Task) -> Void | None:
-    """The first rule a plain report meets at receipt that an opened one fails, as its refusal
-    would name it; its approval is the one its own digest gives, the contributor having approved
-    the commitment at receipt. A void is published openable, so one whose text anywhere trips the
-    privacy screen is void for private content instead, published as `sealed_item` says."""
+    """The first rule a plain report meets at receipt that an opened one fails; its approval is
+    its own digest's, the commitment having been approved at receipt. A void is published
+    openable, so one whose text anywhere trips the privacy screen is void for private content."""
     void = _first_rule_void(report, task)
     if void is None or void.code == ErrorCode.PRIVATE_CONTENT:
         return void
@@ -190,10 +176,10 @@ def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:
 
 
 def sealed_item(contribution: ContributionRow, opening: Opened | Void) -> dict[str, Any]:
-    """The evaluation's item of a keyper-sealed contribution (§15.8): its envelope, releases and
-    sealed shares, so anyone can redo the opening or ask the keypers for releases the site did not
-    collect (disproving a claimed `keys_unavailable`); then the report or the void. Void for private
-    content, it publishes neither ciphertext, shares nor releases: together they are the report."""
+    """The evaluation's item of a keyper-sealed contribution (§15.8): its envelope, so anyone can
+    redo the opening or ask the keypers for releases the site did not collect, then the report or
+    the void. Void for private content, it publishes neither ciphertext, shares nor releases:
+    together they are the report."""
     seal = contribution.keyper_seal
     assert seal is not None
     private = isinstance(opening, Void) and opening.code == ErrorCode.PRIVATE_CONTENT

@@ -70,9 +70,8 @@ class OpenTaskRequest(Payload):
     acceptance_criteria: list[text(10, 500, "One criterion a good answer meets.")] = Field(
         min_length=1, max_length=5, description="1 to 5 acceptance criteria."
     )
-    # Validated in two steps, so a refusal says which one failed (the form, or a day that does not
-    # exist); published as the one pattern both make, so a schema-valid deadline is a real instant.
-    # How far ahead it may be is a rule (deadline_out_of_range), not its shape.
+    # Validated in two steps, so a refusal says which failed (the form, or a day that does not
+    # exist); published as the one pattern both make. How far ahead is a rule, not its shape.
     deadline: Annotated[
         str,
         Field(
@@ -143,9 +142,8 @@ class ContributionPayload(Payload):
     approval: ContributionApproval
 
 
-# The largest report the plain form takes, as the UTF-8 JCS text a contributor seals with its salt:
-# 22,000 characters of text at most (a summary of 2,000; thirty list items and ten URLs of 500),
-# none over 4 bytes, and under a kilobyte of keys, quotes and salt around them.
+# The largest plain report as sealed JCS text with its salt: 22,000 characters (a summary of 2,000;
+# thirty list items and ten URLs of 500) of at most 4 bytes, and under a kilobyte around them.
 SEALED_TEXT_MAX_BYTES = 96 * 1024
 TAG_BYTES = 16  # AES-GCM's
 CIPHERTEXT_MIN_BYTES = NONCE_BYTES + TAG_BYTES
@@ -156,7 +154,6 @@ B64U_PATTERN = r"^[A-Za-z0-9_-]*$"
 
 
 def b64u_length(size: int) -> int:
-    """The length of `size` bytes in base64url without padding."""
     return (4 * size + 2) // 3
 
 
@@ -218,8 +215,7 @@ class SealedShare(Payload):
 
 
 class SealedApproval(Payload):
-    # A sealed report's approval names its commitment: the one digest of the report the server
-    # sees before the keypers release its key.
+    # It names the commitment: the one digest of the report the server sees before the release.
     public_output: bool = Field(
         description="Must be true: the report is published after the deadline."
     )
@@ -227,8 +223,6 @@ class SealedApproval(Payload):
     commitment: Commitment
 
 
-# The contributor encrypts its report and splits the key among the site's keypers, which release
-# their shares only after the deadline: the plaintext exists nowhere on the site's side before it.
 class SealedContributionPayload(Payload):
     """`cairn.task.contribution.sealed/0.1`: a report sealed to the site's keypers (SPEC §15.8)."""
 

@@ -1,7 +1,6 @@
-"""What every door shows of tasks to anyone. Each is read on a replica where one serves, unless
-the replica could be behind what the primary decided (the task is not there yet, or a task is open
-past its deadline): then the primary answers, after evaluating what is due (SPEC §4.3, §16.1).
-"""
+"""What every door shows of tasks to anyone: read on a replica where one serves, unless it could be
+behind the primary (the task is not there yet, or is open past its deadline); then the primary
+answers, after evaluating what is due (SPEC §4.3, §16.1)."""
 
 from __future__ import annotations
 
@@ -20,8 +19,6 @@ from tasks.selectors import TaskPage, task_feed_page, task_get, task_page
 
 
 def _on_replica(task_id: str | uuid.UUID) -> Task | None:
-    """The task as a replica holds it; None when it may not be there yet, or is open past its
-    deadline (the primary may have evaluated it already)."""
     try:
         task = task_get(task_id)
     except Refusal as refusal:
@@ -32,19 +29,16 @@ def _on_replica(task_id: str | uuid.UUID) -> Task | None:
 
 
 def task_shown(task_id: str | uuid.UUID) -> Task:
-    """The task a door shows, evaluated first when it is due."""
     return public_read(
         lambda: _on_replica(task_id), lambda: task_evaluated_if_due(task_get(task_id))
     )
 
 
 def task_page_shown(**query: Any) -> TaskPage:
-    """`task_page` of `query`, after the evaluation of what is due."""
     return _page_shown(lambda: task_page(**query))
 
 
 def task_feed_page_shown(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
-    """`task_feed_page`, after the evaluation of what is due."""
     return _page_shown(lambda: task_feed_page(mode=mode, limit=limit, cursor=cursor))
 
 

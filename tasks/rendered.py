@@ -1,6 +1,5 @@
-"""A task's §3.2 view, rendered once when the task changes and stored in its row (`view_json`),
-as Zulip's `rendered_content`: a task changes a few times and is read far more often.
-"""
+"""A task's §3.2 view, rendered when the task changes and stored in its row (`view_json`), as
+Zulip's `rendered_content`: a task changes a few times and is read far more often."""
 
 from __future__ import annotations
 
@@ -23,8 +22,8 @@ RENDERED_FIELDS = ("view_json", "rendered_version")
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON by orjson, on the write path; what orjson refuses (an int beyond 64 bits, a
-    lone surrogate) goes to `json.dumps`, which writes or refuses it."""
+    """Compact JSON by orjson; what it refuses (an int beyond 64 bits, a lone surrogate) goes to
+    `json.dumps`, which writes or refuses it."""
     try:
         return orjson.dumps(value).decode()
     except TypeError:
@@ -32,7 +31,7 @@ def json_text(value: Any) -> str:
 
 
 def task_view(task: Task) -> dict[str, Any]:
-    """The public view of SPEC §3.2: no agent id, no sealed content."""
+    """No agent id, no sealed content."""
     return {
         "id": str(task.id),
         "title": task.title,
@@ -55,8 +54,7 @@ def task_view(task: Task) -> dict[str, Any]:
 
 
 def task_render(task: Task) -> dict[str, Any]:
-    """Set the task's stored view from its fields and return it; the caller saves it with the
-    change it follows."""
+    """Set the task's stored view and return it; the caller saves it with the change."""
     view = task_view(task)
     task.view_json = json_text(view)
     task.rendered_version = RENDER_VERSION
@@ -64,19 +62,17 @@ def task_render(task: Task) -> dict[str, Any]:
 
 
 def stored_view(task: Task) -> dict[str, Any]:
-    """The §3.2 view as stored at the last change: what every door shows."""
     return json.loads(task.view_json)
 
 
 def view_open_until(view: Mapping[str, Any]) -> datetime | None:
-    """Until when a task's view holds as shown, for a cache (`core.caching.Shown`): its
-    deadline while it is open; None once it is evaluated, after which it never changes."""
+    """Until when a task's view holds, for a cache: its deadline while open; None once evaluated,
+    after which it never changes."""
     return parse_instant(view["deadline"]) if view["state"] == "open" else None
 
 
 def tasks_render(tasks: Iterable[Task]) -> None:
-    """Render and store the view and every door's copy of tasks edited by hand, or written before
-    their forms existed."""
+    """Store the view and every door's copy of tasks edited by hand, or older than their forms."""
     for task in tasks:
         view = task_render(task)
         statements.write_all(

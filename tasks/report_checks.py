@@ -1,10 +1,6 @@
-"""The rules over a contribution's report (§4.1, §5) that need neither a database nor a model:
-which of its texts the privacy screen reads, and which of its sources the task does not name.
-
-The site runs them at receipt and when it opens a keyper-sealed report; the local MCP server runs
-them before it seals or sends, and the verifier over a report it opens again. Those two are built
-with this module's text in them (`core.amalgam`), so it imports nothing of Django.
-"""
+"""The rules over a report (§4.1, §5) that need neither a database nor a model. The local MCP
+server and the verifier run them too, built with this module's text in them (`core.amalgam`), so
+it imports nothing of Django."""
 
 from __future__ import annotations
 

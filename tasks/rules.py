@@ -1,5 +1,5 @@
 """The rules of SPEC §3.1 and §4.1 beyond shape. Each returns issues and the services decide the
-order, but for a report's own rules, which a plain report and an opened one meet in one order."""
+order, but for a report's own rules (`report_refuse_if_broken`)."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ _APPROVALS: dict[type[Payload], tuple[str, str, str]] = {
 def approval_issues(
     approval: OpenTaskApproval | ContributionApproval | SealedApproval, sent: str
 ) -> list[Issue]:
-    """The approval says public, for this one write, and its digest is `sent`, that of what was
-    sent; a wrong digest is reported only once the approval is otherwise right."""
+    """`sent` is the digest of what was sent; a wrong digest is reported only once the approval is
+    otherwise right."""
     scope, digest_field, what = _APPROVALS[type(approval)]
     issues = []
     if approval.public_output is not True:
@@ -55,7 +55,7 @@ def keyper_envelope_issues(
     payload: SealedContributionPayload, keypers: list[Keyper]
 ) -> list[Issue]:
     """One share for each keyper the site lists, in its order, the i-th with Shamir index i
-    (SPEC §15.8): the shares a release will be asked of. Sizes and encodings are the model's."""
+    (SPEC §15.8). Sizes and encodings are the model's."""
     listed = [keyper.name for keyper in keypers]
     issues = []
     if len(payload.shares) != len(listed):
@@ -76,8 +76,8 @@ def keyper_envelope_issues(
 
 
 def task_entry_issues(task_entry: int, logged: int | None) -> list[Issue]:
-    """`task_entry` is the index of the task's own log entry, `logged` (None while the entry
-    waits for the sequencer): the index every share was sealed to, and a keyper checks."""
+    """`task_entry` is `logged`, the index of the task's own entry (None while it waits for the
+    sequencer): every share was sealed to it, and a keyper checks."""
     if logged is None:
         problem = (
             "the task's entry is not in the log yet: retry in a few seconds (the log takes in new "
@@ -135,7 +135,6 @@ def deadline_issues(deadline_text: str) -> list[Issue]:
 
 
 def open_task_texts(payload: OpenTaskPayload) -> list[tuple[str, str]]:
-    """Every free text of a task, with its path, for the privacy screen."""
     request = payload.request
     return [
         ("request.title", request.title),
@@ -148,7 +147,6 @@ def open_task_texts(payload: OpenTaskPayload) -> list[tuple[str, str]]:
 
 
 def report_refuse_if_broken(payload: ContributionPayload, task_sources: list[str]) -> None:
-    """Refuse a report that names a source the task does not, or whose text trips the privacy
-    screen, in §6's order: what a plain report meets at receipt and an opened one at evaluation."""
+    """In §6's order: what a plain report meets at receipt and an opened one at evaluation."""
     refuse_if(source_in_task_issues(payload.source_urls, task_sources))
     refuse_if(privacy.screen(report_texts(dict(payload))))

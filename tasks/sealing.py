@@ -1,7 +1,5 @@
-"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6, §15.8). It is stored
-once, sealed, and stays so: its public copy is its item in the task's evaluation (none when void),
-so the sweep never rewrites a contribution's row.
-"""
+"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6, §15.8). It stays
+sealed: its public copy is its item in the task's evaluation, so the sweep never rewrites its row."""
 
 from __future__ import annotations
 
@@ -14,14 +12,13 @@ from tasks.models import Contribution, TaskStatus
 
 
 def is_sealed(contribution: Contribution) -> bool:
-    """Sealed while its task is open: nobody, the keeper included, reads it before the
-    evaluation (SPEC §4.2)."""
+    """Nobody, the keeper included, reads it before the evaluation (SPEC §4.2)."""
     return contribution.task.status == TaskStatus.WORKING
 
 
 def contribution_report(contribution: Contribution) -> dict[str, Any] | None:
-    """The report for its author: the public copy once evaluated (None when void), else opened
-    from its seal (None when sealed to the keypers: the server cannot open it yet)."""
+    """The report for its author; None when void, or sealed to the keypers (the server cannot
+    open it yet)."""
     if not is_sealed(contribution):
         return evaluation_item(contribution).get("report")
     if contribution.keyper_seal is not None:
@@ -30,8 +27,8 @@ def contribution_report(contribution: Contribution) -> dict[str, Any] | None:
 
 
 class ContributionRow(Protocol):
-    """What the evaluation reads of a contribution: a Contribution, or a row of these fields (the
-    sweep reads its batch's contributions as rows of exactly these)."""
+    """What the evaluation reads of a contribution: a Contribution, or a row of exactly these
+    fields (as the sweep reads them)."""
 
     id: uuid.UUID
     task_id: uuid.UUID
@@ -44,7 +41,6 @@ class ContributionRow(Protocol):
 
 
 def report_unsealed(contribution: ContributionRow) -> dict[str, Any]:
-    """The report opened from its seal, reading nothing but the contribution's own row."""
     sealed = contribution.sealed_report
     if sealed is None:
         raise ValueError(f"contribution {contribution.id} holds no sealed report")

@@ -29,8 +29,8 @@ from tasks.sealing import contribution_report
 
 
 def receipt_claims(contribution: Contribution) -> dict[str, str]:
-    """The receipt without its signature: what the signature covers (SPEC §4.2, §15.2). A
-    keyper-sealed one names the commitment and ciphertext: the server has no report nor salt."""
+    """What the receipt's signature covers (SPEC §4.2, §15.2). A keyper-sealed one names the
+    commitment and ciphertext: the server has no report nor salt."""
     seal = contribution.keyper_seal
     if seal is not None:
         sealed = {
@@ -59,8 +59,8 @@ def receipt_view(contribution: Contribution) -> dict[str, str]:
 
 def task_entry_logged(task_id: uuid.UUID) -> InLog | None:
     """The log holding the task's own entry and its index there, None while it waits for the
-    sequencer. It is the task's first entry (SPEC §15.3), logged once in the log current then,
-    which is where a sealed contribution names it (§15.8) even after a later log (§16.2)."""
+    sequencer. It is the task's first entry (SPEC §15.3); a sealed contribution names it there
+    (§15.8) even after a later log (§16.2)."""
     first = (
         Leaf.objects.filter(task_id=task_id).order_by("index").values_list("index", "entry").first()
     )
@@ -70,14 +70,13 @@ def task_entry_logged(task_id: uuid.UUID) -> InLog | None:
 
 
 def task_sealed_site(task_id: uuid.UUID) -> str:
-    """The `site` a keyper-sealed contribution of the task is bound to (SPEC §15.8): the origin
-    of the log holding the task's entry, log 0's until the entry is logged."""
+    """The `site` a keyper-sealed contribution is bound to (SPEC §15.8): the origin of the log
+    holding the task's entry, log 0's until it is logged."""
     logged = task_entry_logged(task_id)
     return log_origin() if logged is None else logged.log.origin
 
 
 def task_get(task_id: str | uuid.UUID) -> Task:
-    """The task as stored: a read never writes."""
     return get_by_id(Task, task_id, what="task")
 
 
@@ -92,8 +91,7 @@ def task_page(
     *, statuses: frozenset[str] | None, limit: int, cursor: str | None, filter_key: str
 ) -> TaskPage:
     """One page of tasks, newest status first, by keyset so a deep page costs what the first
-    does; a cursor only works with the `filter_key` it came from. The total is the kept count,
-    one read where counting the rows of a status would scan its index."""
+    does; a cursor only works with the `filter_key` it came from."""
     matches = Task.objects.all()
     if statuses is not None:
         matches = matches.filter(status__in=statuses)
@@ -104,7 +102,6 @@ def task_page(
 
 
 def _feed_rows(section: str, after: tuple[datetime, uuid.UUID] | None, limit: int) -> list[Task]:
-    """Open tasks closing soonest first; evaluated tasks evaluated most recently first."""
     if section == "open":
         rows = Task.objects.filter(status=TaskStatus.WORKING)
         if after is not None:
@@ -119,9 +116,8 @@ def _feed_rows(section: str, after: tuple[datetime, uuid.UUID] | None, limit: in
 
 
 def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
-    """One page of the web feed, what a reader can still act on first: open tasks closing soonest
-    first, then evaluated tasks most recently evaluated first. Keyset pages like `task_page`; a
-    cursor names its section and only works in its mode."""
+    """One page of the web feed: open tasks closing soonest first, then evaluated tasks most
+    recently evaluated first. Keyset pages like `task_page`; a cursor only works in its mode."""
     filter_key = f"web:{mode}"
     sections = ("open", "evaluated") if mode == "all" else (mode,)
     first, after = 0, None
@@ -153,7 +149,7 @@ def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
 
 
 def agent_mine(agent: Agent) -> dict[str, Any]:
-    """An agent's own tasks and contributions, its sealed reports included, newest first."""
+    """Its own tasks and contributions, its sealed reports included, newest first."""
     tasks = Task.objects.filter(poster=agent).order_by("-created_at", "-id")
     contributions = (
         Contribution.objects.filter(agent=agent)
@@ -180,7 +176,7 @@ _WRITE_FIELDS = tuple(
 
 
 def task_get_for_write(task_id: Any) -> Task:
-    """`task_get` for a write, in one prepared statement, without the stored forms."""
+    """`task_get` in one prepared statement, without the stored forms."""
     key = id_or_not_found(task_id, what="task")
     row = statements.fetch_one(_task_for_write(), [statements.db_value(Task, "id", key)])
     if row is None:

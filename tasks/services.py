@@ -31,11 +31,7 @@ from tasks.counts import task_count_change
 from tasks.evaluation import task_evaluated_if_due
 from tasks.jobs import schedule_evaluation
 from tasks.models import Contribution, Task, TaskStatus
-from tasks.payloads import (
-    ContributionPayload,
-    OpenTaskPayload,
-    SealedContributionPayload,
-)
+from tasks.payloads import ContributionPayload, OpenTaskPayload, SealedContributionPayload
 from tasks.rendered import RENDERED_FIELDS, task_render
 from tasks.rules import (
     approval_issues,
@@ -118,8 +114,8 @@ def task_post(caller: Caller, *, payload: Any) -> WriteResult:
 
 def _task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> tuple[int, int]:
     """Lock the task's row, refresh into `task` what may have changed since it was read, and count
-    the agent's contributions to it (0 or 1) and since `since`, in one statement. Call holding the
-    agent's row lock, under which alone its contributions are written, so the counts are exact."""
+    the agent's contributions to it and since `since`, in one statement. Call holding the agent's
+    row lock, under which alone its contributions are written, so the counts are exact."""
     by_agent = statements.db_value(Contribution, "agent", agent.pk)
     received_since = statements.db_value(Contribution, "received_at", since)
     task_key = statements.db_value(Task, "id", task.pk)
@@ -182,8 +178,8 @@ def _refuse_if_closed(task: Task) -> None:
 
 @dataclass(frozen=True)
 class _Checked:
-    """What a contribution's checks hand its write: the task, and either the report as sent (the
-    plain form) or the envelope to keep (keyper-sealed: the server never holds its report)."""
+    """What a contribution's checks hand its write: the task, and the report as sent (the plain
+    form) or the envelope to keep (keyper-sealed: the server never holds its report)."""
 
     task: Task
     report: dict[str, Any] | None = None
@@ -234,9 +230,8 @@ def _keyper_sealed_checked(task: Task, payload: Any) -> _Checked:
 
 @counted_write("contribution")
 def contribution_submit(caller: Caller, *, task_id: Any, payload: Any) -> WriteResult:
-    """Seal a contribution to an open task and answer with a receipt. The plain form is sealed
-    at rest by the server; the sealed form comes sealed to the keypers by its contributor. Both
-    meet the same task, state and caps checks under the same locks."""
+    """Seal a contribution to an open task and answer with a receipt. The plain form is sealed at
+    rest by the server, the other by its contributor to the keypers; both meet the same checks."""
 
     def check() -> _Checked:
         task = task_evaluated_if_due(task_get_for_write(task_id))

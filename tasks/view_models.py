@@ -1,6 +1,5 @@
-"""The public task view (SPEC §3.2, §4.3) as pydantic models, for `/schemas/a2a/open-task.json`:
-they describe what `task_view` builds, and take the request fields from the posting model, so the
-view's request cannot drift from what was approved."""
+"""The public task view (SPEC §3.2, §4.3) that `task_view` builds, as pydantic models for
+`/schemas/a2a/open-task.json`; the request fields are the posting model's, so they cannot drift."""
 
 from __future__ import annotations
 
@@ -48,8 +47,7 @@ class View(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-# A contribution's report is its payload without `approval` (`schema` included), exactly as it was
-# sent and hashed; built from the payload's own fields so the two cannot drift.
+# Built from the payload's own fields, so the two cannot drift.
 ContributionReport = create_model(  # type: ignore[call-overload]  # fields from another model
     "ContributionReport",
     __base__=View,
