@@ -1,9 +1,7 @@
-"""The rules of SPEC §3.1 and §4.1 beyond shape. Each returns issues and the services decide the
-order, but for a report's own rules (`report_refuse_if_broken`)."""
+"""The rules of SPEC §3.1 and §4.1 beyond shape, as issues; services order all but a report's."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -35,20 +33,17 @@ _APPROVALS: dict[type[Payload], tuple[str, str, str]] = {
 def approval_issues(
     approval: OpenTaskApproval | ContributionApproval | SealedApproval, sent: str
 ) -> list[Issue]:
-    """`sent` is the digest of what was sent; a wrong digest is reported only once the approval is
-    otherwise right."""
+    """A wrong digest of what was `sent` is reported only once the approval is otherwise right."""
     scope, digest_field, what = _APPROVALS[type(approval)]
     issues = []
     if approval.public_output is not True:
         issues.append(Issue("approval.public_output", ErrorCode.APPROVAL_REQUIRED, "must be true"))
     if approval.scope != scope:
         issues.append(Issue("approval.scope", ErrorCode.APPROVAL_REQUIRED, f'must be "{scope}"'))
-    if issues:
+    if issues or getattr(approval, digest_field) == sent:
         return issues
-    if getattr(approval, digest_field) != sent:
-        message = f"does not match the {what} sent: the {what} differs from the one approved"
-        issues.append(Issue(f"approval.{digest_field}", ErrorCode.PREVIEW_CHANGED, message))
-    return issues
+    message = f"does not match the {what} sent: the {what} differs from the one approved"
+    return [Issue(f"approval.{digest_field}", ErrorCode.PREVIEW_CHANGED, message)]
 
 
 def keyper_envelope_issues(
@@ -121,11 +116,8 @@ def source_issues(sources: list[str]) -> list[Issue]:
 
 
 def deadline_issues(deadline_text: str) -> list[Issue]:
-    deadline = parse_instant(deadline_text)
-    now = now_ms()
-    earliest = now + timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MIN_S)
-    latest = now + timedelta(seconds=settings.CAIRN_TASK_DEADLINE_MAX_S)
-    if earliest <= deadline <= latest:
+    ahead = (parse_instant(deadline_text) - now_ms()).total_seconds()
+    if settings.CAIRN_TASK_DEADLINE_MIN_S <= ahead <= settings.CAIRN_TASK_DEADLINE_MAX_S:
         return []
     message = (
         f"must be between {span_words(settings.CAIRN_TASK_DEADLINE_MIN_S)} and "
