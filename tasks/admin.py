@@ -1,5 +1,4 @@
-"""The keeper's view of tasks and contributions (SPEC §13): read-only, in the public words, and
-nothing sealed before the evaluation (§4.2)."""
+"""The keeper's read-only view of tasks and contributions (SPEC §13), nothing sealed (§4.2)."""
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -40,8 +39,8 @@ def _closing_within(window: timedelta) -> Callable[[datetime], Q]:
 
 
 class DeadlineFilter(ChoiceFilter):
-    """Its "overdue, still open" should always be empty: anything listed there means the worker,
-    which evaluates a task within a minute of its deadline (or its keypers' grace), is not running."""
+    """Its "overdue, still open" should always be empty: the worker evaluates a task within a
+    minute of its deadline (or keypers' grace), so a task listed there means it is not running."""
 
     title = "deadline"
     parameter_name = "deadline"
@@ -153,10 +152,7 @@ class SealedFilter(ChoiceFilter):
     title = "sealed"
     parameter_name = "sealed"
     SEALED = Q(task__status=TaskStatus.WORKING)  # as `is_sealed` says
-    options = {
-        "yes": ("sealed (task open)", SEALED),
-        "no": ("revealed (task evaluated)", ~SEALED),
-    }
+    options = {"yes": ("sealed (task open)", SEALED), "no": ("revealed (task evaluated)", ~SEALED)}
 
 
 @admin.register(Contribution)
@@ -216,8 +212,7 @@ class ContributionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def digest(self, contribution: Contribution) -> str:
         if is_sealed(contribution):
             return _sealed_text(contribution)
-        item = evaluation_item(contribution)
-        return item.get("report_digest") or "none: the report is void"
+        return evaluation_item(contribution).get("report_digest") or "none: the report is void"
 
     @admin.display(description="report")
     def revealed_report(self, contribution: Contribution) -> str:

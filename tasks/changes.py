@@ -1,9 +1,6 @@
-"""The one hook through which a change to a task reaches a read model outside the domain (a door's
-own copy of each task's form, as `a2a_gateway.stored_forms`). The copy must change in the task's
-transaction, or a reader could see the two apart, and the domain cannot import a door: so the
-setting `CAIRN_TASK_CHANGED` names the function, one setting rather than an import-time registry so
-the settings show every reader of the domain's changes.
-"""
+"""The one hook through which a change to a task reaches a door's copy of its form, in the task's
+transaction so no reader sees the two apart. The domain cannot import a door, so the setting
+`CAIRN_TASK_CHANGED` names it: one setting, not an import-time registry, shows every reader."""
 
 from __future__ import annotations
 
@@ -29,8 +26,7 @@ class TaskChange:
 
 @dataclass(frozen=True)
 class ChangesWritten:
-    """The rows to send with the change, and the read model's own form of each task (opaque to
-    the domain, for a door that answers a write in the form it stored), in the changes' order."""
+    """The rows to send with the change, and the read model's form of each task (opaque here)."""
 
     writes: tuple[Write, ...] = ()
     forms: tuple[Any, ...] = ()

@@ -32,8 +32,7 @@ def _total_sql(vendor: str, statuses: int | None) -> str:
 
 
 def total_sql(statuses: int | None) -> str:
-    """The count of tasks in `statuses` statuses (all for None) as a scalar subquery, its params
-    `total_params`."""
+    """The count of tasks in `statuses` statuses (None: all) as a subquery; see `total_params`."""
     return _total_sql(connection.vendor, statuses)
 
 

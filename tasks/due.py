@@ -33,9 +33,8 @@ class OpenPastDeadline:
         return _sql(connection.vendor, model, self.awaiting_keys_too)
 
     def any_sql(self) -> str:
-        """Whether any task holds the rule. Asked as the earliest such deadline, it is read off
-        the `task_due` index whatever the statistics say; asked as "does any exist", PostgreSQL
-        may plan a scan of the whole table."""
+        """Whether any task holds the rule, asked as the earliest such deadline: read off `task_due`
+        whatever the statistics say, where "does any exist" may plan a scan of the whole table."""
         return _any_sql(connection.vendor, self.awaiting_keys_too)
 
     @staticmethod

@@ -57,8 +57,7 @@ def _item(task: Task, contribution: ContributionRow) -> dict[str, Any]:
 def evaluation_apply(
     task: Task, contributions: Sequence[ContributionRow], *, evaluated_at: datetime
 ) -> TaskChange:
-    """Set the evaluation of a still-working task from its contributions in received order; the
-    caller saves the task and the change returned, under its row lock."""
+    """Set a still-working task's evaluation; the caller saves it and the change, under its lock."""
     items = [_item(task, contribution) for contribution in contributions]
     verdicts = [item["report"]["verdict"] for item in items if "void" not in item]
     outcome, verdict = decide(verdicts, task.min_independent)
@@ -95,8 +94,7 @@ EVALUATION_FIELDS = [
 def _evaluations_write(
     batch: Sequence[Task], contributions: Mapping[uuid.UUID, Sequence[ContributionRow]]
 ) -> None:
-    """Evaluate and write tasks whose rows the caller holds locked, with their read models, counts
-    and log entries."""
+    """Evaluate tasks the caller holds locked; write them, their read models, counts and entries."""
     changes = [
         evaluation_apply(task, contributions[task.pk], evaluated_at=now_ms()) for task in batch
     ]
@@ -125,8 +123,7 @@ def _task_locked(task_id: uuid.UUID) -> Task | None:
 
 
 def task_evaluate(*, task_id: uuid.UUID) -> bool:
-    """Evaluate a task that is due; True when this call did it. The row lock and the "still
-    working" guard let exactly one of any number of callers write."""
+    """Evaluate a due task; True when this call did (the row lock lets exactly one caller write)."""
     if _evaluations_held():
         return False
     with transaction.atomic():
@@ -140,9 +137,8 @@ def task_evaluate(*, task_id: uuid.UUID) -> bool:
 def task_evaluate_with_releases(
     *, task_id: uuid.UUID, collected: Mapping[uuid.UUID, list[dict[str, Any]]]
 ) -> bool:
-    """Keep the releases collected (by contribution id), then evaluate the task as `task_evaluate`
-    does if every sealed report is opened or void for good. The caller collects outside any
-    transaction, so that no row lock waits on a keyper's answer."""
+    """Keep the releases collected, then evaluate the task once every sealed report is opened or
+    void for good. The caller collects outside any transaction: no lock waits on a keyper."""
     if _evaluations_held():
         return False
     with transaction.atomic():
@@ -150,26 +146,21 @@ def task_evaluate_with_releases(
         if task is None or task.status != TaskStatus.WORKING or not task.keys_pending:
             return False
         contributions = list(task.contributions.order_by("seq"))
-        grown = [
-            contribution
-            for contribution in contributions
-            if _releases_kept(contribution, collected.get(contribution.id, ()))
-        ]
+        grown = [row for row in contributions if _releases_kept(row, collected.get(row.id, ()))]
         statements.write_all(*statements.updated_many(grown, ["releases"]))
         now = now_ms()
         if now < task.deadline + RELEASES_AFTER:
             return False
         site, final = task_sealed_site(task.pk), now >= grace_end(task)
-        sealed = [c for c in contributions if c.keyper_seal is not None]
-        if any(sealed_opening(c, task, site=site, final=final) is None for c in sealed):
+        sealed = [row for row in contributions if row.keyper_seal is not None]
+        if any(sealed_opening(row, task, site=site, final=final) is None for row in sealed):
             return False
         _evaluations_write([task], {task.pk: contributions})
     return True
 
 
 def _releases_kept(contribution: Contribution, collected: Sequence[dict[str, Any]]) -> bool:
-    """Add the releases from keypers it has none from (another worker may have kept some); True
-    when any was."""
+    """Keep releases from keypers it has none from (another worker may have some); True if any."""
     keypers = {release["keyper"] for release in contribution.releases}
     new = [release for release in collected if release["keyper"] not in keypers]
     contribution.releases = [*contribution.releases, *new]
@@ -236,9 +227,8 @@ BATCH_SIZE = 1000
 
 
 def tasks_evaluate_due(*, batch_size: int = BATCH_SIZE) -> int:
-    """Evaluate every due task, a batch per transaction, skipping rows another evaluator holds;
-    returns how many. List reads call this first and almost always find nothing due: one probe
-    outside any transaction answers that."""
+    """Evaluate every due task, skipping rows another evaluator holds. List reads call this first
+    and almost always find nothing due: one probe outside any transaction answers that."""
     if not DUE.any_now() or _evaluations_held():
         return 0
     evaluated = 0

@@ -33,8 +33,7 @@ def tasks_overdue() -> int:
 
 
 def evaluation_lag(bounds: tuple[float, ...]) -> tuple[list[tuple[str, int]], float]:
-    """How late evaluations came after the deadline, as a Prometheus histogram's cumulative
-    buckets (then `+Inf`) and the seconds' sum."""
+    """Evaluations' lateness as a Prometheus histogram: cumulative buckets, `+Inf`, seconds' sum."""
     lag = ExpressionWrapper(F("evaluated_at") - F("deadline"), output_field=DurationField())
     buckets = {
         f"le{i}": Count("pk", filter=Q(lag__lte=timedelta(seconds=bound)))

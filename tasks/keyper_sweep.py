@@ -15,17 +15,14 @@ from tasks.models import Contribution, Task, TaskStatus
 from tasks.opening import RELEASES_AFTER, sealed_opening
 from tasks.selectors import task_sealed_site
 
-# How long a sweep goes on asking keypers. Each keyper has 5 s to answer, so a run of slow
-# keypers could outlast the worker's job (55 s, `Q_CLUSTER["timeout"]`); what is not asked this
-# sweep is asked at the next, oldest deadline first.
+# How long a sweep asks keypers (each has 5 s), so slow ones cannot outlast the worker's job (55 s,
+# `Q_CLUSTER["timeout"]`); the rest are asked at the next sweep, oldest deadline first.
 COLLECTING_S = 30
 
 
 def _releases_collected(
     task_id: uuid.UUID, *, until: float
 ) -> dict[uuid.UUID, list[dict[str, Any]]]:
-    """Ask the keypers for releases of each sealed report of the task that they may still open,
-    until the monotonic time `until`."""
     contributions = (
         Contribution.objects.filter(task_id=task_id, keyper_seal__isnull=False)
         .select_related("task")
@@ -42,8 +39,6 @@ def _releases_collected(
 
 
 def tasks_evaluate_with_releases() -> int:
-    """Collect releases for the tasks whose keypers release by now, oldest first, and evaluate
-    those it settles; returns how many."""
     until = time.monotonic() + COLLECTING_S
     awaiting = Task.objects.filter(
         status=TaskStatus.WORKING, keys_pending=True, deadline__lte=timezone.now() - RELEASES_AFTER

@@ -120,7 +120,6 @@ class Contribution(models.Model):
     # A keyper-sealed contribution's envelope (SPEC §15.8; `tasks.services`); null for the plain
     # form. The server never holds its plaintext before the keypers release the key.
     keyper_seal = models.JSONField(null=True, blank=True)
-    # The keypers' signed releases of its key's shares, as collected after the deadline.
     releases = models.JSONField(default=list, blank=True)
     # The receipt's compact JWS (SPEC §15.2), kept so every later answer repeats the same bytes.
     receipt_signature = models.TextField(blank=True)

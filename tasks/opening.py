@@ -1,6 +1,5 @@
-"""Opening a keyper-sealed report at its task's evaluation (SPEC §15.8). Opened, it meets the rules
-a plain report meets at receipt; one that fails a rule, or cannot be opened, is *void* and counted
-in no verdict. Every step reads only the published envelope and releases, so anyone can redo it."""
+"""Opening a keyper-sealed report at its evaluation (SPEC §15.8): it meets a plain report's rules or
+is *void*, counted in no verdict. Each step reads only what is published, so anyone can redo it."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ from tasks.payloads import ContributionPayload
 from tasks.rules import report_refuse_if_broken
 from tasks.sealing import ContributionRow
 
-# A keyper releases once the log's maximum merge delay has passed since the deadline, so that the
-# contribution entries of the last moment are under a checkpoint it cosigned (§15.3, §15.8).
+# Keypers release once the last contributions are under a checkpoint they cosigned (§15.3, §15.8).
 RELEASES_AFTER = MAX_MERGE_DELAY
 # A release as published: the fields its signature covers, less those the item names.
 RELEASE_FIELDS = ("keyper", "index", "share", "released_at", "signature")
@@ -147,9 +145,8 @@ def _is_salt(text: str) -> bool:
 
 
 def report_rules_void(report: dict[str, Any], task: Task) -> Void | None:
-    """The first rule a plain report meets at receipt that an opened one fails; its approval is
-    its own digest's, the commitment having been approved at receipt. A void is published
-    openable, so one whose text anywhere trips the privacy screen is void for private content."""
+    """The first rule a plain report meets at receipt that an opened one fails (its approval is its
+    own digest's). A void is published openable: one whose text trips the screen is void for it."""
     void = _first_rule_void(report, task)
     if void is None or void.code == ErrorCode.PRIVATE_CONTENT:
         return void
@@ -176,10 +173,9 @@ def _first_rule_void(report: dict[str, Any], task: Task) -> Void | None:
 
 
 def sealed_item(contribution: ContributionRow, opening: Opened | Void) -> dict[str, Any]:
-    """The evaluation's item of a keyper-sealed contribution (§15.8): its envelope, so anyone can
-    redo the opening or ask the keypers for releases the site did not collect, then the report or
-    the void. Void for private content, it publishes neither ciphertext, shares nor releases:
-    together they are the report."""
+    """Its envelope, so anyone can redo the opening or ask the keypers for releases the site did not
+    collect, then the report or the void. Void for private content, it publishes no ciphertext,
+    shares nor releases: together they are the report."""
     seal = contribution.keyper_seal
     assert seal is not None
     private = isinstance(opening, Void) and opening.code == ErrorCode.PRIVATE_CONTENT

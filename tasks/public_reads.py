@@ -1,6 +1,5 @@
-"""What every door shows of tasks to anyone: read on a replica where one serves, unless it could be
-behind the primary (the task is not there yet, or is open past its deadline); then the primary
-answers, after evaluating what is due (SPEC §4.3, §16.1)."""
+"""What every door shows of tasks: read on a replica unless it could be behind the primary (the task
+not there yet, or open past its deadline); then the primary, evaluating what is due (§16.1)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A task's §3.2 view, rendered when the task changes and stored in its row (`view_json`), as
-Zulip's `rendered_content`: a task changes a few times and is read far more often."""
+"""A task's §3.2 view, stored in its row when it changes, as Zulip stores `rendered_content`."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ RENDERED_FIELDS = ("view_json", "rendered_version")
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON by orjson; what it refuses (an int beyond 64 bits, a lone surrogate) goes to
-    `json.dumps`, which writes or refuses it."""
+    """Compact JSON by orjson; what it refuses (an int past 64 bits, a surrogate) by json.dumps."""
     try:
         return orjson.dumps(value).decode()
     except TypeError:
@@ -66,8 +64,7 @@ def stored_view(task: Task) -> dict[str, Any]:
 
 
 def view_open_until(view: Mapping[str, Any]) -> datetime | None:
-    """Until when a task's view holds, for a cache: its deadline while open; None once evaluated,
-    after which it never changes."""
+    """Until when a view holds, for a cache: its deadline while open; None (ever) once evaluated."""
     return parse_instant(view["deadline"]) if view["state"] == "open" else None
 
 

@@ -1,6 +1,5 @@
-"""The rules over a report (§4.1, §5) that need neither a database nor a model. The local MCP
-server and the verifier run them too, built with this module's text in them (`core.amalgam`), so
-it imports nothing of Django."""
+"""The rules over a report (§4.1, §5) needing no database. The local MCP server and the verifier
+are built with this module's text in them (`core.amalgam`), so it imports nothing of Django."""
 
 from __future__ import annotations
 

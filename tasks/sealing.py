@@ -1,5 +1,5 @@
-"""A contribution's report while sealed and once revealed (SPEC §4.2, §15.6, §15.8). It stays
-sealed: its public copy is its item in the task's evaluation, so the sweep never rewrites its row."""
+"""A contribution's report, sealed and revealed (SPEC §4.2, §15.6, §15.8). It stays sealed: its
+public copy is its item in the task's evaluation, so the sweep never rewrites its row."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ def is_sealed(contribution: Contribution) -> bool:
 
 
 def contribution_report(contribution: Contribution) -> dict[str, Any] | None:
-    """The report for its author; None when void, or sealed to the keypers (the server cannot
-    open it yet)."""
+    """The report for its author; None when void or sealed to keypers (the server can't open it)."""
     if not is_sealed(contribution):
         return evaluation_item(contribution).get("report")
     if contribution.keyper_seal is not None:
@@ -27,8 +26,7 @@ def contribution_report(contribution: Contribution) -> dict[str, Any] | None:
 
 
 class ContributionRow(Protocol):
-    """What the evaluation reads of a contribution: a Contribution, or a row of exactly these
-    fields (as the sweep reads them)."""
+    """What the evaluation reads: a Contribution, or a row of exactly these fields (the sweep's)."""
 
     id: uuid.UUID
     task_id: uuid.UUID

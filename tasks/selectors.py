@@ -1,5 +1,4 @@
-"""Reads, and only reads. Every door shows a task's stored view (`tasks.rendered.stored_view`),
-so every door shows the same thing."""
+"""Reads, and only reads. Every door shows a task's stored view, so every door shows the same."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ from tasks.sealing import contribution_report
 
 
 def receipt_claims(contribution: Contribution) -> dict[str, str]:
-    """What the receipt's signature covers (SPEC §4.2, §15.2). A keyper-sealed one names the
-    commitment and ciphertext: the server has no report nor salt."""
+    """What the receipt's signature covers (§4.2, §15.2); the server has no keyper-sealed report."""
     seal = contribution.keyper_seal
     if seal is not None:
         sealed = {
@@ -58,9 +56,8 @@ def receipt_view(contribution: Contribution) -> dict[str, str]:
 
 
 def task_entry_logged(task_id: uuid.UUID) -> InLog | None:
-    """The log holding the task's own entry and its index there, None while it waits for the
-    sequencer. It is the task's first entry (SPEC §15.3); a sealed contribution names it there
-    (§15.8) even after a later log (§16.2)."""
+    """The log holding the task's own entry, its first (SPEC §15.3), and its index there; None while
+    it waits for the sequencer. A sealed contribution names it even after a later log (§16.2)."""
     first = (
         Leaf.objects.filter(task_id=task_id).order_by("index").values_list("index", "entry").first()
     )
@@ -70,8 +67,7 @@ def task_entry_logged(task_id: uuid.UUID) -> InLog | None:
 
 
 def task_sealed_site(task_id: uuid.UUID) -> str:
-    """The `site` a keyper-sealed contribution is bound to (SPEC §15.8): the origin of the log
-    holding the task's entry, log 0's until it is logged."""
+    """What a keyper-sealed contribution is bound to (§15.8): the task entry's log's origin."""
     logged = task_entry_logged(task_id)
     return log_origin() if logged is None else logged.log.origin
 
@@ -139,12 +135,11 @@ def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
     if len(rows) > limit:
         rows = rows[:limit]
         last = rows[-1]
-        position = (
-            ["open", last.deadline.isoformat(), str(last.pk)]
-            if last.status == TaskStatus.WORKING
-            else ["evaluated", last.status_timestamp.isoformat(), str(last.pk)]
-        )
-        next_cursor = cursor_encode(filter_key, position)
+        if last.status == TaskStatus.WORKING:
+            section, at = "open", last.deadline
+        else:
+            section, at = "evaluated", last.status_timestamp
+        next_cursor = cursor_encode(filter_key, [section, at.isoformat(), str(last.pk)])
     return TaskPage(tasks=rows, next_cursor=next_cursor, total=task_count(TASK_MODES[mode]))
 
 

@@ -113,9 +113,8 @@ def task_post(caller: Caller, *, payload: Any) -> WriteResult:
 
 
 def _task_lock_for_contribution(task: Task, *, agent: Agent, since: datetime) -> tuple[int, int]:
-    """Lock the task's row, refresh into `task` what may have changed since it was read, and count
-    the agent's contributions to it and since `since`, in one statement. Call holding the agent's
-    row lock, under which alone its contributions are written, so the counts are exact."""
+    """Lock the task's row, refresh `task` from it, and count the agent's contributions to it and
+    since `since`, in one statement; call holding the agent's row lock, so the counts are exact."""
     by_agent = statements.db_value(Contribution, "agent", agent.pk)
     received_since = statements.db_value(Contribution, "received_at", since)
     task_key = statements.db_value(Task, "id", task.pk)
@@ -178,8 +177,7 @@ def _refuse_if_closed(task: Task) -> None:
 
 @dataclass(frozen=True)
 class _Checked:
-    """What a contribution's checks hand its write: the task, and the report as sent (the plain
-    form) or the envelope to keep (keyper-sealed: the server never holds its report)."""
+    """The task, and the report as sent (plain form) or the envelope to keep (keyper-sealed)."""
 
     task: Task
     report: dict[str, Any] | None = None

@@ -1,5 +1,4 @@
-"""The public task view (SPEC §3.2, §4.3) that `task_view` builds, as pydantic models for
-`/schemas/a2a/open-task.json`; the request fields are the posting model's, so they cannot drift."""
+"""`task_view`'s schema (`/schemas/a2a/open-task.json`); its request is the posting model's."""
 
 from __future__ import annotations
 
