@@ -1,5 +1,4 @@
-"""The keeper's view of agents and the audit log (SPEC §13): who wrote last, whose token is
-revoked, and every accepted write by door and client."""
+"""The keeper's view of agents and the audit log (SPEC §13)."""
 
 from datetime import timedelta
 
@@ -48,8 +47,7 @@ class AgentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         writes = AuditEntry.objects.filter(agent=OuterRef("pk")).order_by("-at").values("at")
         return super().get_queryset(request).annotate(last_write=Subquery(writes[:1]))
 
-    # "Never" sorts as the oldest write on every database (PostgreSQL and SQLite place NULLs
-    # differently), so the newest writers head the list sorted descending.
+    # "Never" sorts oldest on every database (they order NULLs differently): newest writers lead.
     @admin.display(description="last write", ordering=F("last_write").asc(nulls_first=True))
     def last_write(self, agent: Agent) -> str:
         # Formatted here: the change page shows a method's value as plain text.

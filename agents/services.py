@@ -1,5 +1,5 @@
-"""Tokens, who calls a write and what it answers, and the audit log: the plumbing every service
-shares. The write itself, with its operation record, is `agents.writes.agent_write`."""
+"""Tokens, callers, write results and the audit log: what every service shares (the write itself
+is `agents.writes.agent_write`)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,8 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-# The first key of a registration's advisory lock (pg_advisory_xact_lock's two-key form, its
-# own key space): "reg" read as a big-endian integer; the second is 32 bits of the address's hash,
-# so two addresses that share them only wait for each other.
+# A registration's advisory lock: "reg" as an integer, then 32 bits of the address's hash (two
+# addresses that share them only wait for each other).
 REGISTRATION_LOCK = int.from_bytes(b"reg", "big")
 
 
@@ -39,9 +38,8 @@ def agent_register(*, label: str, address: str) -> tuple[Agent, str]:
         address_key = int.from_bytes(bytes.fromhex(address_hash[:8]), "big", signed=True)
         statements.advisory_lock(REGISTRATION_LOCK, address_key)
         now = now_ms()
-        window_start = now - timedelta(hours=1)
         recent = list(
-            Agent.objects.filter(address_hash=address_hash, created_at__gt=window_start)
+            Agent.objects.filter(address_hash=address_hash, created_at__gt=now - timedelta(hours=1))
             .order_by("created_at")
             .values_list("created_at", flat=True)[: settings.CAIRN_REGISTRATIONS_PER_IP_PER_HOUR]
         )
@@ -88,9 +86,8 @@ def _agent_by_token() -> str:
 
 
 def agent_revoke(*, agent: Agent) -> None:
-    """The keeper revokes an agent's token, once: revoking it again changes nothing and audits
-    nothing. The UPDATE waits for the row lock an agent's write holds, and its condition makes
-    two keepers' clicks one revocation."""
+    """Revoke once: the UPDATE waits for an agent's write to release the row, and its condition
+    makes two keepers' clicks one revocation, audited once."""
     now = now_ms()
     with transaction.atomic():
         revoked = statements.written(
@@ -104,8 +101,8 @@ def agent_revoke(*, agent: Agent) -> None:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who asks a write service, and how: the agent, the operation id a retry repeats (SPEC §6),
-    and the door and client the audit log names."""
+    """Who asks a write service: the agent, the operation id a retry repeats (SPEC §6), and the
+    door and client the audit log names."""
 
     agent: Agent
     operation_id: str
@@ -115,9 +112,8 @@ class Caller:
 
 @dataclass(frozen=True)
 class WriteResult:
-    """What an accepted write answers. `replayed`: answered from the operation record. `form`:
-    the read model's form of the task the write changed (`tasks.changes.ChangesWritten`), for a
-    door that answers in it; None for a replay and a write that changed no task."""
+    """`replayed`: answered from the operation record. `form`: the read model's form of the task
+    the write changed (`tasks.changes.ChangesWritten`); None for a replay or no task changed."""
 
     body: dict[str, Any]
     replayed: bool = False

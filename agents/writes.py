@@ -1,7 +1,5 @@
 """The one skeleton of an agent's write, so no service gets SPEC §6's order wrong: check (nothing
-locked), then in one transaction lock the agent, replay, perform, write its rows and the record.
-Under the lock, two requests with one operation id answer alike: the second finds the record.
-"""
+locked), then in one transaction lock the agent, replay, perform, write its rows and the record."""
 
 from __future__ import annotations
 
@@ -21,7 +19,6 @@ from core.errors import ErrorCode, Issue, Refusal
 
 Checked = TypeVar("Checked")
 
-# The window of every per-agent daily cap.
 DAY = timedelta(hours=24)
 
 
@@ -31,8 +28,7 @@ def daily_cap_issue(cap: int, writes: str) -> Issue:
 
 @dataclass(frozen=True)
 class Performed:
-    """What a write made: the body it answers and replays, the object the audit log names, the
-    rows to write with the operation record, and the read model's form (`WriteResult.form`)."""
+    """A write's body, the object the audit log names, its rows, and `WriteResult.form`."""
 
     body: dict[str, Any]
     object_type: str
@@ -49,18 +45,16 @@ def agent_write(
     check: Callable[[], Checked],
     perform: Callable[[Agent, Checked], Performed],
 ) -> WriteResult:
-    """Run one write in SPEC §6's order. `request` is what the operation id stands for; `check`
-    refuses what the payload alone shows; `perform` runs with the agent's row locked and takes any
-    further lock before it reads a count or a state."""
+    """`request` is what the operation id stands for; `check` refuses what the payload alone shows;
+    `perform` runs with the agent's row locked and takes any further lock before it reads."""
     request_digest = fingerprint(request)
     agent = caller.agent
 
     operation_key = [statements.db_value(Operation, "agent", agent.pk), caller.operation_id]
 
     def replayed(row: Sequence[Any] | None) -> WriteResult | None:
-        """The stored answer of an operation already accepted under this id (its record's `row`),
-        or None. The same id with another request is refused: answering with either result would
-        hide the agent's mistake."""
+        """The stored answer of the record `row`, or None. The same id with another request is
+        refused: answering with either result would hide the agent's mistake."""
         if row is None:
             return None
         stored_kind, stored_digest, result = statements.python_values(Operation, _REPLAYED, row)
@@ -76,16 +70,14 @@ def agent_write(
     except Refusal:
         # A replay is answered from its record whatever the rules say now (SPEC §6); looked for
         # here only when they refuse, so that a fresh write looks once, under the lock below.
-        if (
-            replay := replayed(statements.fetch_one(_operation_by_id(), operation_key))
-        ) is not None:
+        replay = replayed(statements.fetch_one(_operation_by_id(), operation_key))
+        if replay is not None:
             return replay
         raise
     with transaction.atomic():
         with statements.pipelined():
-            # The agent's row lock: every write of one agent serialises on it, so its caps and
-            # operation ids hold however many requests it sends at once. The record is read by
-            # the statement after it, which starts once the lock is granted.
+            # Every write of one agent serialises on its row lock, so its caps and operation ids
+            # hold; the record is read by the next statement, which starts once it is granted.
             key = [statements.db_value(Agent, "id", agent.pk)]
             statements.lock(Agent, f"{statements.column(Agent, 'id')} = %s", key)
             recorded = statements.sent(_operation_by_id(), operation_key)
