@@ -1,6 +1,5 @@
-"""The JSON Schemas this site publishes under `/schemas/a2a/` (SPEC §12), by file name. Every door
-links to them, so the registry sits with the domain models, in the app that sees both apps' models.
-"""
+"""The JSON Schemas published under `/schemas/a2a/` (SPEC §12), by file name. Every door links to
+them, so the registry sits in the domain app that sees both apps' models."""
 
 from __future__ import annotations
 
@@ -29,7 +28,6 @@ def schema_url(name: str, *, origin: str) -> str:
 
 
 def published_schema(name: str, *, origin: str) -> dict[str, Any]:
-    """One of the `/schemas/a2a/*.json` documents, its `$id` its own absolute URL."""
     return model_schema(PUBLISHED_SCHEMAS[name], schema_id=schema_url(name, origin=origin))
 
 

@@ -28,16 +28,14 @@ def call_create(*, title: str, body: str, kind: str) -> Call:
 
 
 def call_edit(*, call: Call) -> None:
-    """Save the keeper's edit of a call's words (title, body, kind) and audit it; its status and
-    counts are the services', so the edit cannot touch them."""
+    """Save and audit the keeper's edit of a call's words; its status and counts are not saved."""
     with transaction.atomic():
         statements.write_all(statements.updated(call, ["title", "body", "kind"]))
         audit_keeper_action(operation="call_edit", object_type="call", object_id=str(call.pk))
 
 
 def call_close(*, call: Call) -> None:
-    """Close an open call, once: the UPDATE's condition makes two keepers' clicks one closing,
-    audited once."""
+    """Close once: the UPDATE's condition makes two keepers' clicks one closing, audited once."""
     with transaction.atomic():
         closed = statements.written(
             statements.updated_if(
@@ -54,11 +52,9 @@ def call_close(*, call: Call) -> None:
 def _answer_state_issues(agent: Agent, call: Call) -> list[Issue]:
     """Call with the agent's and the call's rows locked."""
     issues = []
-    answered_today = CallResponse.objects.filter(agent=agent, created_at__gt=now_ms() - DAY).count()
-    if answered_today >= settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY:
-        issues.append(
-            daily_cap_issue(settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY, "call answers")
-        )
+    cap = settings.CAIRN_CALL_RESPONSES_PER_AGENT_PER_DAY
+    if CallResponse.objects.filter(agent=agent, created_at__gt=now_ms() - DAY).count() >= cap:
+        issues.append(daily_cap_issue(cap, "call answers"))
     if call.status != CallStatus.OPEN:
         issues.append(Issue("", ErrorCode.CALL_CLOSED, "the keeper has closed this call"))
     if CallResponse.objects.filter(call=call, agent=agent).exists():

@@ -1,5 +1,4 @@
-"""The public views of calls and their answers (SPEC §7) as pydantic models, for the OpenAPI
-description of what `calls.selectors` builds."""
+"""The public views `calls.selectors` builds (SPEC §7), as pydantic models for the OpenAPI document."""
 
 from __future__ import annotations
 
