@@ -27,9 +27,7 @@ class AgentRegisterApi(ApiView):
     def post(self, request: Request) -> Response:
         payload: Any = json_body(request) if request.body else {}
         parsed = parse_payload(RegistrationPayload, payload)
-        agent, token = agent_register(
-            label=parsed.label, address=request.META.get("REMOTE_ADDR", "")
-        )
-        return Response(
-            {"agent_id": str(agent.id), "token": token, "token_type": "Bearer"}, status=201
-        )
+        address = request.META.get("REMOTE_ADDR", "")
+        agent, token = agent_register(label=parsed.label, address=address)
+        body = {"agent_id": str(agent.id), "token": token, "token_type": "Bearer"}
+        return Response(body, status=201)

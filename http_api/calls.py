@@ -30,7 +30,5 @@ class CallDetailApi(ApiView):
 
 
 class CallAnswerApi(ApiView):
-    """`POST /api/a2a-calls/{id}/responses` (token): the answer is public at once."""
-
     def post(self, request: Request, call_id: str) -> Response:
         return self.write(request, call_answer, call_id=call_id)

@@ -42,9 +42,8 @@ STATUS_BY_CODE: dict[ErrorCode, int] = {
 
 
 def _as_refusal(exc: Exception, context: dict) -> Refusal | None:
-    """Only the framework faults these views meet: none reads `request.data`, so DRF's parsers
-    never run (`json_body` reads the body), and the bearer authentication never fails, it only
-    finds no agent (`ApiView.require_agent`)."""
+    """Only the framework faults these views meet: DRF's parsers never run (`json_body` reads the
+    body), and the bearer authentication never fails, it only finds no agent."""
     if isinstance(exc, Refusal):
         return exc
     if isinstance(exc, exceptions.NotAuthenticated):

@@ -1,7 +1,5 @@
-"""Every answer under `/api/` is JSON (SPEC §1), including the ones no API view wrote: Django's own
-404 (or its debug page) and 405, HTML or empty, are rewritten into the SPEC §6 body, keeping
-`Allow` and the headers set so far.
-"""
+"""Every answer under `/api/` is JSON (SPEC §1): Django's own 404 (or its debug page) and 405 are
+rewritten into the SPEC §6 body, keeping `Allow` and the headers set so far."""
 
 from __future__ import annotations
 
@@ -9,9 +7,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from core.errors import ErrorCode, Refusal, method_not_allowed
 from core.middleware import ResponseMiddleware, with_headers_of
-
-API_PREFIX = "/api/"
-OPENAPI_PATH = "/api/openapi.json"
 
 
 def _is_answer(response: HttpResponse) -> bool:
@@ -23,17 +18,18 @@ def _is_answer(response: HttpResponse) -> bool:
 class ApiJsonMiddleware(ResponseMiddleware):
     def respond(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if (
-            not request.path.startswith(API_PREFIX)
+            not request.path.startswith("/api/")
             or response.status_code not in (404, 405)
             or _is_answer(response)
         ):
             return response
         if response.status_code == 404:
-            refusal = Refusal(ErrorCode.NOT_FOUND, f"nothing is at this path (see {OPENAPI_PATH})")
+            refusal = Refusal(
+                ErrorCode.NOT_FOUND, "nothing is at this path (see /api/openapi.json)"
+            )
         else:
             allowed = [method.strip() for method in response.get("Allow", "").split(",")]
             refusal = method_not_allowed(request.method or "", [m for m in allowed if m])
-        # Allow, and the security headers already set.
         answer = with_headers_of(
             response, JsonResponse(refusal.as_body(), status=response.status_code)
         )

@@ -1,6 +1,5 @@
-"""What the plain HTTP routes read from a request besides the token: query, JSON body and
-Idempotency-Key. Each refuses with the SPEC §6 code of its part of the wire; none judges a payload:
-the services do."""
+"""The query, JSON body and Idempotency-Key of the plain HTTP routes, each refused with the SPEC §6
+code of its part of the wire; judging a payload is the services'."""
 
 from __future__ import annotations
 
@@ -70,9 +69,8 @@ def body_too_large() -> Refusal:
 
 
 def json_body(request: Request) -> Any:
-    """The body parsed as JSON, whatever its Content-Type claims, integral numbers as ints (as the
-    A2A door reads them); any JSON value is returned (a payload that is not an object is the
-    service's to refuse, with `invalid_payload`)."""
+    """The body as JSON whatever its Content-Type, integral numbers as ints (as the A2A door reads
+    them); a value that is not an object is the service's to refuse (`invalid_payload`)."""
     try:
         raw = request.body
     except RequestDataTooBig:  # a chunked body has no Content-Length for ApiView to check first

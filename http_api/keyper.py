@@ -1,8 +1,5 @@
-"""Cairn as a keyper (SPEC §15.8): its description and the release door, while `CAIRN_KEYPER_KEY`
-is set. No token is asked: the log's proofs are what a release rests on. Refusals are the JSON body
-of every route (§6) with a witness's codes and statuses; one asked too early is 425
-`{"not_before": <instant>}` with `Retry-After`, as §15.8 writes it.
-"""
+"""Cairn as a keyper (SPEC §15.8), while `CAIRN_KEYPER_KEY` is set. No token is asked: a release
+rests on the log's proofs. Refusals are the §6 body with a witness's codes and statuses."""
 
 from __future__ import annotations
 

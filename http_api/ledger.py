@@ -17,6 +17,7 @@ from core.scripts import requirements_response, script_response
 from core.site import site_url
 from http_api.inputs import query_issues, query_none
 from http_api.views import ApiView
+from http_api.witness import TEXT
 from ledger import selectors as log
 from ledger.keys import jwks
 from ledger.logs import log_numbered
@@ -100,20 +101,17 @@ class CheckpointApi(ApiView):
         latest = checkpoint_latest(log_numbered(log_number))
         if latest is None:
             raise Refusal(ErrorCode.NOT_FOUND, "the log has no checkpoint yet")
-        response = HttpResponse(checkpoint_note(latest), content_type="text/plain; charset=utf-8")
+        response = HttpResponse(checkpoint_note(latest), content_type=TEXT)
         response["Cache-Control"] = "no-cache"
         return response
 
 
 class LogVerifierKeyApi(ApiView):
-    """The C2SP verifier key of the log's checkpoints (`<origin>+<key ID>+<key>`): what a witness
-    is configured with to follow this log, so it is set up from public answers alone."""
+    """The C2SP verifier key of the log's checkpoints: a witness is set up from public answers."""
 
     def get(self, request: Request) -> HttpResponse:
         query_none(request)
-        response = HttpResponse(
-            log_verifier_key().text + "\n", content_type="text/plain; charset=utf-8"
-        )
+        response = HttpResponse(log_verifier_key().text + "\n", content_type=TEXT)
         return mark_shown(response, Shown.document())
 
 

@@ -1,5 +1,5 @@
-"""Verifiability's public routes (SPEC §1, §15). Log 0's routes are under `api/log/`; a log the
-keeper started after the database went back (§16.2) has the same routes under `api/log/<n>/`."""
+"""Verifiability's public routes (SPEC §1, §15). A log the keeper started after the database went
+back (§16.2) has log 0's routes under `api/log/<n>/`."""
 
 from django.urls import path, register_converter
 from django.urls.converters import IntConverter

@@ -1,8 +1,5 @@
-"""The published JSON Schemas (SPEC §12) and the OpenAPI description of the plain HTTP routes.
-
-Both are generated from the pydantic models that validate the payloads and describe the views, and
-the OpenAPI refusals from the one code → status table, so neither can drift from what the server does.
-"""
+"""The published JSON Schemas (SPEC §12) and the OpenAPI description of the plain HTTP routes, made
+from the pydantic models and the code → status table, so neither can drift from what the server does."""
 
 from __future__ import annotations
 
@@ -53,14 +50,10 @@ def schema_document(request: HttpRequest, name: str) -> JsonResponse:
     return _document(published_schema(name, origin=site_url(request)), "application/schema+json")
 
 
-# --- OpenAPI ---------------------------------------------------------------------------------------
-
-
 def _ref(model: type[BaseModel]) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
-# Response shapes that are plain wrappers around the view models.
 class RefusalError(View):
     code: ErrorCode
     message: str = Field(description="For people; branch on `code`, not on this.")
@@ -146,8 +139,7 @@ _WRITE = (
 
 @dataclass(frozen=True)
 class _Route:
-    """A write answers 201 and a read 200; a route that may answer 401 takes a token; a route with
-    no response schema answers plain text."""
+    """A write answers 201 and a read 200; a route with no response schema answers plain text."""
 
     path: str
     method: str
@@ -282,14 +274,11 @@ def _mode_parameter(modes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _UUID = {"type": "string", "format": "uuid"}
+_LIMIT = {"type": "integer", "minimum": 1, "maximum": PAGE_CAP, "default": PAGE_CAP}
 _PARAMETERS: dict[str, dict[str, Any]] = {
     "task_mode": _mode_parameter(TASK_MODES),
     "call_mode": _mode_parameter(CALL_MODES),
-    "limit": _parameter(
-        "limit",
-        "query",
-        {"type": "integer", "minimum": 1, "maximum": PAGE_CAP, "default": PAGE_CAP},
-    ),
+    "limit": _parameter("limit", "query", _LIMIT),
     "cursor": _parameter(
         "cursor",
         "query",
@@ -356,8 +345,8 @@ def _responses(route: _Route) -> dict[str, Any]:
 
 
 def _contribution_submission() -> dict[str, Any]:
-    """The contribution forms this site takes. The sealed form is taken only from a site that lists
-    keypers, and then with one share for each, in the order listed, the i-th with index i."""
+    """The sealed form only where the site lists keypers, with one share for each, in the order
+    listed, the i-th with index i."""
     keypers = [keyper.name for keyper in keypers_configured()]
     if not keypers:
         return {

@@ -1,5 +1,4 @@
-"""The plain HTTP routes of tasks (SPEC §9). Each view authenticates, parses, calls a service and renders;
-every rule is the services', and `http_api.errors` turns their refusals into SPEC §6 answers."""
+"""The plain HTTP routes of tasks (SPEC §9)."""
 
 from __future__ import annotations
 
@@ -18,8 +17,6 @@ from tasks.services import contribution_submit, task_post
 
 
 class TaskListApi(ApiView):
-    """`GET /api/a2a-tasks` (public) lists tasks; `POST /api/a2a-tasks` (token) posts one."""
-
     def get(self, request: Request) -> Response:
         mode, limit, cursor = query_page(request, modes=TASK_MODES)
         found = task_page_shown(
@@ -42,8 +39,6 @@ class TaskDetailApi(ApiView):
 
 
 class TaskMineApi(ApiView):
-    """The caller's own tasks and contributions, its sealed reports included."""
-
     def get(self, request: Request) -> Response:
         agent = self.require_agent(request)
         query_none(request)

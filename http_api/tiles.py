@@ -1,9 +1,5 @@
-"""`GET /api/log/tile/...`: the log's C2SP `tlog-tiles` static API (SPEC §15.3).
-
-Paths are parsed as strictly as the spec writes them, so each tile has exactly one URL and a
-mirror can store the answers as files under the same names. Refusals may not be cached, since the
-tile may appear: `CachingMiddleware` marks them `no-store`, as every refusal.
-"""
+"""The log's C2SP `tlog-tiles` (SPEC §15.3). Paths are parsed as strictly as the spec writes them,
+so each tile has one URL and a mirror can store the answers as files under the same names."""
 
 from __future__ import annotations
 
@@ -58,8 +54,6 @@ def _parsed(path: str) -> tuple[int | None, int, int]:
 
 
 class TileApi(ApiView):
-    """A hash tile or an entry bundle, as raw bytes."""
-
     def perform_content_negotiation(
         self, request: Request, force: bool = False
     ) -> tuple[BaseRenderer, str]:

@@ -22,8 +22,7 @@ from http_api.inputs import (
     query_none,
 )
 
-# DRF picks its renderer by the request's Accept (one it cannot meet gets 406), so a read's answer
-# depends on it (`core.caching.Shown.vary`).
+# DRF picks its renderer by the request's Accept (406 if none fits): a read's answer varies by it.
 NEGOTIATED = ("Accept",)
 
 
@@ -42,8 +41,7 @@ class ApiView(APIView):
     def write(
         self, request: Request, service: Callable[..., WriteResult], **target: Any
     ) -> Response:
-        """A write in SPEC §6's order: the token, the JSON body, no query; then the service, with
-        the `Idempotency-Key` as its operation id, on the object `target` names."""
+        """SPEC §6's order: the token, the JSON body, no query; then the service, on `target`."""
         agent = self.require_agent(request)
         payload = json_body(request)
         query_none(request)

@@ -1,7 +1,5 @@
-"""Cairn as a witness (SPEC §15.4): the C2SP `tlog-witness` door and its description, while
-`CAIRN_WITNESS_SIGNING_KEY` is set. No token is asked: the checkpoint's signature is the
-authentication. Refusals are the protocol's: a status and a one-line plain-text reason.
-"""
+"""Cairn as a C2SP `tlog-witness` (SPEC §15.4), while `CAIRN_WITNESS_SIGNING_KEY` is set; its
+refusals are plain text. No token is asked: the checkpoint's signature is the authentication."""
 
 from __future__ import annotations
 
@@ -98,9 +96,8 @@ def witness_view(request: HttpRequest) -> HttpResponse:
 
 @role_route(witness_enabled, "witness", require_safe)
 def cosigned_checkpoint_view(request: HttpRequest, origin_digest: str) -> HttpResponse:
-    """`GET /api/witness/<hex SHA-256 of origin>/checkpoint`: the latest checkpoint of that log
-    this witness cosigned, with its cosignature (§15.8), so anyone can see which roots a keyper
-    will prove releases against."""
+    """The latest checkpoint of the log this witness cosigned (§15.8), so anyone can see which
+    roots a keyper will prove releases against."""
     note = cosigned_latest(origin_digest)
     if note is None:
         refusal = Refusal(ErrorCode.NOT_FOUND, "this witness cosigned no checkpoint of that log")
