@@ -1,8 +1,5 @@
-"""The keeper's login, against guessing: django-axes counts failed logins in the database, so every
-web process sees one count, and refuses an account or address over its limit before the password
-is checked. This module keeps a log line (with the client's address) and an audit entry of each
-attempt; `keeper.site.CairnAdminSite.login` takes attempts one at a time, and says why.
-"""
+"""A log line and an audit entry of each keeper login. Guessing is django-axes': it counts failures
+in the database, so every web process sees one count, and refuses a login over its limit unchecked."""
 
 from __future__ import annotations
 
@@ -23,15 +20,13 @@ from agents.services import audit_keeper_action
 
 log = logging.getLogger(__name__)
 
-# Set on a request by `PasswordBackend`: its password was checked.
 _PASSWORD_CHECKED = "cairn_password_checked"
 # The longest account name an audit entry keeps (its object id's length).
 _NAME_LENGTH = 64
 
 
 class PasswordBackend(ModelBackend):
-    """Django's password check, noting on the request that it ran. It stands after axes' backend,
-    which refuses a locked login before this one is asked."""
+    """Django's password check, noting on the request that it ran."""
 
     def authenticate(self, request: HttpRequest | None, *args: Any, **kwargs: Any) -> User | None:
         if request is not None:
@@ -40,9 +35,8 @@ class PasswordBackend(ModelBackend):
 
 
 def _logged_name(name: str) -> str:
-    """The account a failed login named, for the log: none that does not exist, since a keeper
-    who typed the password into the name field would put it in the log line (the audit log, in
-    the database, keeps what was typed)."""
+    """The account a failed login named, if it exists: a keeper who typed the password into the
+    name field would put it in the log line (the audit log, in the database, keeps it)."""
     if get_user_model()._default_manager.filter(**{get_user_model().USERNAME_FIELD: name}).exists():
         return name
     return "an unknown account"
@@ -80,8 +74,7 @@ def login_failed(
 def locked_out(
     request: HttpRequest, original_response: HttpResponse | None, credentials: dict | None
 ) -> HttpResponse:
-    """What a locked login gets (`AXES_LOCKOUT_CALLABLE`): 429 with `Retry-After` and a page
-    that says why and for how long."""
+    """`AXES_LOCKOUT_CALLABLE`: 429 with `Retry-After` and a page that says why and for how long."""
     seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
     context = {
         **admin.site.each_context(request),

@@ -32,9 +32,8 @@ class ReadOnlyAdminMixin:
 
 
 class ChoiceFilter(admin.SimpleListFilter):
-    """A list filter with fixed choices, each declared once in `options` as value → (label,
-    condition), so the choices listed and the filtering cannot drift apart. A value it does not
-    know, from an old bookmark or a hand-edited URL, leaves the list whole."""
+    """A list filter whose choices are declared once, in `options`: value → (label, condition). A
+    value it does not know, from an old bookmark or a hand-edited URL, leaves the list whole."""
 
     options: ClassVar[dict[str, tuple[str, Condition]]]
 
@@ -56,8 +55,7 @@ class _Written(Protocol):
 
 @admin.display(description="agent", ordering="agent")
 def agent_link(record: _Written) -> str:
-    """The column of who wrote a record: the agent's label and the start of its id (the whole id
-    on hover), linking to the agent. No agent is the keeper's own write."""
+    """Who wrote a record: a link to its agent, the whole id on hover; no agent is the keeper."""
     agent = record.agent
     if agent is None:
         return "the keeper"

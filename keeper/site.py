@@ -1,6 +1,4 @@
-"""The keeper's admin, branded as Cairn (SPEC §13). The models register themselves in each app's
-admin.py; this names the site, gives the change lists the page's full width, leaves out what is
-not the keeper's, and checks logins one at a time (`CairnAdminSite.login`)."""
+"""The keeper's admin site, branded as Cairn (SPEC §13)."""
 
 from typing import Any
 
@@ -12,8 +10,7 @@ from django.http import HttpRequest, HttpResponse
 
 from core import statements
 
-# The first key of the logins' advisory lock (pg_advisory_xact_lock's two-key form, its own key
-# space): "kpr" read as a big-endian integer.
+# The logins' advisory lock: "kpr" as an integer.
 LOGIN_LOCK = int.from_bytes(b"kpr", "big")
 
 
@@ -21,15 +18,14 @@ class CairnAdminSite(admin.AdminSite):
     site_header = "Cairn keeper"
     site_title = "Cairn keeper"
     index_title = "The keeper's desk"
-    # The index lists every model; a sidebar on each page would take a quarter of a 1280 px screen
-    # from the change lists.
+    # The index lists every model; a sidebar would take a quarter of a 1280 px screen.
     enable_nav_sidebar = False
 
     def login(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        """A login sent is checked, counted and answered under the logins' lock, so that two web
-        processes cannot both find the failure count under its limit and both check a password."""
+        """Under the logins' lock, so that two web processes cannot both find the failure count
+        under its limit and both check a password."""
         if request.method != "POST":
             return super().login(request, extra_context)
         with transaction.atomic():
@@ -37,10 +33,9 @@ class CairnAdminSite(admin.AdminSite):
             return super().login(request, extra_context)
 
 
-# What Django and the add-ons register that the keeper has no use for: the worker's queue, results
-# and schedules (the worker keeps them; /metrics watches it), groups (a keeper's account is a
-# superuser), and axes' logs of every login (the audit log keeps each one). Axes' access attempts
-# stay: deleting one lifts its lockout.
+# Registered, but of no use to the keeper: the worker's tables (/metrics watches it), groups (a
+# keeper is a superuser), axes' logs of every login (the audit log keeps each). Axes' access
+# attempts stay: deleting one lifts its lockout.
 NOT_THE_KEEPERS = (
     "django_q.Schedule",
     "django_q.Success",
@@ -53,8 +48,6 @@ NOT_THE_KEEPERS = (
 
 
 class LoginLockoutConfig(AxesConfig):
-    """django-axes, shown to the keeper under what it does."""
-
     verbose_name = "Login lockout"
 
 
