@@ -1,10 +1,5 @@
-"""What the hosted MCP door and the local server (`cairn_mcp.py`) answer alike (SPEC §10): the list
-of their tools, the annotations of a tool that reads the site, and a call's result, JSON text with
-the same data structured, or a tool error whose text is Cairn's `{"error": {...}}` body (SPEC §6).
-
-The local server is built with this module's text in it (`core.amalgam`), so it imports nothing of
-Django.
-"""
+"""What the hosted MCP door and the local server (`cairn_mcp.py`) answer alike (SPEC §10). The
+local server is built with this module's text in it (`core.amalgam`), so it imports no Django."""
 
 from __future__ import annotations
 
@@ -29,7 +24,7 @@ def tools_lister(
 ) -> Callable[
     [ServerRequestContext, types.PaginatedRequestParams | None], Awaitable[types.ListToolsResult]
 ]:
-    """The server's `tools/list` handler: every tool of the table, in its order, on one page."""
+    """`tools/list`: every tool of the table, in its order, on one page."""
 
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None

@@ -1,12 +1,8 @@
-"""`/api/mcp` as an ASGI endpoint: the official SDK's streamable HTTP transport, stateless, JSON
-answers. The session manager needs a running task group, so `lifespan()` makes one for each start
-of the server (a manager runs only once).
-
+"""`/api/mcp`: the MCP SDK's streamable HTTP transport, stateless, JSON answers. Its session
+manager runs only once and needs a task group, so `lifespan()` makes one per start of the server.
 The SDK's DNS-rebinding guard matches fixed strings only, so Django's rule replaces it: the Host
-must be one Django would serve, or loopback with any port; a rebinding attack arrives under the
-attacker's host name. Origin is not checked: the endpoint holds no identity and no cookie and
-serves only what every other door shows publicly.
-"""
+must be one Django would serve, or loopback with any port. Origin is not checked: the endpoint
+holds no identity and no cookie and serves only what every other door shows publicly."""
 
 from __future__ import annotations
 
@@ -68,8 +64,8 @@ class McpEndpoint:
             await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
             return
         if scope["method"] != "POST":
-            # Stateless: no session to delete and no stream of server messages to open (MCP lets a
-            # server answer GET with 405); an idle GET stream would only hold a connection open.
+            # Stateless: no session to delete, and an idle GET stream would only hold a connection
+            # open (MCP lets a server answer GET with 405).
             refusal = method_not_allowed(scope["method"], ["POST"]).as_body()
             allow = {"Allow": "POST"}
             await JSONResponse(refusal, status_code=405, headers=allow)(scope, receive, send)
@@ -94,8 +90,7 @@ class McpEndpoint:
 
 
 async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
-    """The messages read, and the whole body when it arrived within the limit (else None: the
-    SDK, reading on, refuses an oversize body itself)."""
+    """The messages read, and the body if within the limit (else None: the SDK refuses it)."""
     received: list[Message] = []
     size = 0
     while True:
@@ -111,8 +106,8 @@ async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
 
 
 def _parse_error(text: str) -> Response:
-    """Bytes that are not JSON, by the rule every door shares (deeper than 64 levels, a lone
-    surrogate): a JSON-RPC parse error, as the SDK answers any other unparsable body."""
+    """A JSON-RPC parse error, as the SDK answers a body that is not JSON, for one that the rule
+    every door shares refuses (deeper than 64 levels, a lone surrogate)."""
     error = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message=text))
     return Response(
         error.model_dump_json(by_alias=True, exclude_unset=True),

@@ -1,8 +1,6 @@
-"""The local MCP server as `/mcp/cairn_mcp.py` serves it: `local_mcp/cairn_mcp.py` built into one
-file with the site's own modules (`core.amalgam`), with the site's URL and the server's own schemas
-written in, so its previews check what the server's models check (SPEC §10). The repository's
-source holds the same schemas (`manage.py write_local_mcp` writes them; a test fails until it has),
-so a build from it with the standard library alone gives the served bytes but for the URL line."""
+"""`/mcp/cairn_mcp.py`: `local_mcp/cairn_mcp.py` built into one file (`core.amalgam`), its previews
+checking the server's schemas (SPEC §10). The repository's source holds them too (`manage.py
+write_local_mcp`), so a build from it gives the served bytes but for the site's URL."""
 
 from __future__ import annotations
 
@@ -28,8 +26,8 @@ REPOSITORY_URL = "http://127.0.0.1:8000"
 
 
 def report_schema() -> dict[str, Any]:
-    """The contribution's schema without its approval: the local server adds the approval from the
-    digest the person approves."""
+    """The contribution's schema without its approval, which the local server adds from the digest
+    the person approves."""
     schema = ContributionPayload.model_json_schema(by_alias=True)
     del schema["properties"]["approval"]
     schema["required"].remove("approval")
@@ -45,42 +43,32 @@ def _json_literal(value: Any) -> str:
     return f'r"""{json.dumps(value, ensure_ascii=True)}"""'
 
 
-def read_tools() -> dict[str, dict[str, Any]]:
-    """The hosted tools, which the local server offers too under the same names."""
-    return {
+@cache
+def server_values() -> dict[str, str]:
+    tools = {
         name: {"description": tool.description, "input_schema": tool.arguments.model_json_schema()}
         for name, tool in TOOLS.items()
     }
-
-
-def task_states() -> dict[str, str]:
-    """Each `status` of cairn_a2a_tasks → the A2A state that lists the same tasks, so the local
-    server asks A2A for what the hosted one lists."""
+    # Each `status` of cairn_a2a_tasks → the A2A state that lists the same tasks.
     by_statuses = {statuses: name for name, statuses in A2A_TASK_STATES.items()}
-    return {word: by_statuses[statuses] for word, statuses in MCP_TASK_STATUSES.items()}
-
-
-@cache
-def server_values() -> dict[str, str]:
+    states = {word: by_statuses[statuses] for word, statuses in MCP_TASK_STATUSES.items()}
     return {
         "SERVER_REQUEST_SCHEMA": _json_literal(OpenTaskRequest.model_json_schema(by_alias=True)),
         "SERVER_REPORT_SCHEMA": _json_literal(report_schema()),
         # JSON's string escapes are Python's too.
         "VERSION": json.dumps(cairn_version()),
         "SERVER_HIDDEN_CLASS": json.dumps(HIDDEN_CLASS),
-        "SERVER_READ_TOOLS": _json_literal(read_tools()),
-        "SERVER_TASK_STATES": _json_literal(task_states()),
+        "SERVER_READ_TOOLS": _json_literal(tools),
+        "SERVER_TASK_STATES": _json_literal(states),
     }
 
 
 @cache
 def local_server_built() -> str:
-    """The one file, as `python3 -m core.amalgam local_mcp/cairn_mcp.py` builds it."""
     return amalgamated(LOCAL_SERVER)
 
 
 def repository_source() -> str:
-    """The repository's source as it should read: the server's schemas, the development default."""
     return script_for_site(
         LOCAL_SERVER.read_text(encoding="utf-8"), REPOSITORY_URL, server_values()
     )
@@ -95,5 +83,4 @@ def local_server_file(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def local_server_requirements(request: HttpRequest) -> HttpResponse:
-    """The dependencies the file's header names."""
     return requirements_response(local_server_built())

@@ -1,7 +1,5 @@
-"""The hosted MCP server: two read-only tools over the same selectors every other door uses. It holds
-no identity, so writes go through the local server (`cairn_mcp.py`), which speaks A2A with the
-agent's own token and whose tools of the same names take and answer the same (SPEC §10).
-"""
+"""The hosted MCP server: read-only tools over the selectors every door uses. It holds no identity;
+writes go through the local server (`cairn_mcp.py`), whose tools of the same names answer alike."""
 
 from __future__ import annotations
 
@@ -107,7 +105,6 @@ TOOLS: dict[str, Tool] = {
 
 
 def _error(refusal: Refusal) -> types.CallToolResult:
-    """A tool error whose text is the SPEC §6 body, as on every other door."""
     return tool_result(refusal.as_body(), error=True)
 
 
