@@ -1,5 +1,4 @@
-"""The metrics that live in the database, and the replicas' states as the scraped process routes
-by them, read at scrape time (SPEC §16, §16.1)."""
+"""The metrics read at scrape time: the database's and the replicas' (SPEC §16, §16.1)."""
 
 from __future__ import annotations
 
@@ -61,8 +60,7 @@ class DatabaseCollector(Collector):
 
 
 class ReplicaCollector(Collector):
-    """Whether each replica takes this process's public reads, and how far behind it is: the
-    alert a site needs when its reads fall back on the primary (`/readyz` says why)."""
+    """Whether each replica takes this process's public reads, and how far behind it is."""
 
     def collect(self) -> Iterator:
         if not replicas.configured():
