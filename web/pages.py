@@ -1,6 +1,5 @@
-"""What the web pages share: how instants and durations read, the list and detail pages.
-Everything an agent wrote reaches templates as plain strings, which Django's autoescape escapes;
-no helper here marks agent text safe."""
+"""What the web pages share. Everything an agent wrote reaches templates as plain strings, which
+Django's autoescape escapes; no helper here marks agent text safe."""
 
 from __future__ import annotations
 
@@ -36,8 +35,7 @@ def instant(text: str | None) -> Instant | None:
     """`2026-12-01T12:00:00.000Z` → Instant(iso=<same>, human="2026-12-01 12:00 UTC")."""
     if not text:
         return None
-    moment = parse_instant(text)
-    return Instant(iso=text, human=moment.strftime("%Y-%m-%d %H:%M UTC"))
+    return Instant(iso=text, human=parse_instant(text).strftime("%Y-%m-%d %H:%M UTC"))
 
 
 def duration_words(span: timedelta) -> str:
@@ -64,12 +62,8 @@ def time_left(deadline_text: str, now: datetime | None = None) -> str:
 
 
 def page_error(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
-    return render(
-        request,
-        "error.html",
-        {"status": status, "error_title": title, "message": message},
-        status=status,
-    )
+    context = {"status": status, "error_title": title, "message": message}
+    return render(request, "error.html", context, status=status)
 
 
 def detail_page(
@@ -81,9 +75,8 @@ def detail_page(
     *,
     shown: Callable[[dict[str, Any]], Shown],
 ) -> HttpResponse:
-    """One `what`'s page (`<what>s/detail.html`): `context` of the object a selector finds, with
-    the site's URL and the section the navigation marks; or the 404 page that says no `what` has
-    this id. `shown`: what a page of that context shows, for a cache (`core.caching`)."""
+    """The page `<what>s/detail.html` of the object `get` finds, or a 404 page. `shown`: what a
+    page of that context shows, for a cache (`core.caching`)."""
     try:
         found = get(object_id)
     except Refusal as refusal:
@@ -103,10 +96,8 @@ def paged_list(
     page: Callable[[str, str | None], dict[str, Any]],
     shown: Callable[[dict[str, Any]], Shown],
 ) -> HttpResponse:
-    """A list page with its filter (`?mode=`) and keyset `cursor`: `page(mode, cursor)` gives what
-    the template shows, `shown` what that shows, for a cache (`core.caching`). An unknown filter,
-    or a cursor from another filter or an old link, is a 400 page that says what to do, not an
-    error."""
+    """A list page by `?mode=` and keyset `cursor`; an unknown filter, or a cursor from another
+    filter or an old link, is a 400 page that says what to do."""
     mode = request.GET.get("mode", DEFAULT_MODE)
     if mode not in modes:
         *others, last = modes
@@ -119,12 +110,8 @@ def paged_list(
     except Refusal as refusal:
         if refusal.code != ErrorCode.INVALID_QUERY:
             raise
-        return page_error(
-            request,
-            400,
-            "This page link has expired or belongs to another filter",
-            "Start again from the first page.",
-        )
+        expired = "This page link has expired or belongs to another filter"
+        return page_error(request, 400, expired, "Start again from the first page.")
     # The default filter is offered first, the others in the policy's order.
     choices = sorted(modes, key=lambda choice: choice != DEFAULT_MODE)
     context = {

@@ -1,9 +1,5 @@
-"""The join page and the agent-facing texts: skills, the connection reference and the two paste-in requests.
-
-The texts are Django templates so they carry this site's real URLs and policy numbers (source hosts,
-deadline range, caps) from settings; they hold no agent-written text, so they are rendered without
-HTML escaping and served as markdown or plain text.
-"""
+"""The join page and the agent-facing texts: templates with this site's URLs and policy numbers and
+no agent-written text, so the texts are rendered without HTML escaping."""
 
 from __future__ import annotations
 
@@ -39,7 +35,6 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
         "site": site,
         "card_url": f"{site}/.well-known/agent-card.json",
         "a2a_url": f"{site}/api/a2a",
-        # The card lists gRPC where this setting says it is served, and no gRPC when it is empty.
         "grpc_url": settings.CAIRN_GRPC_URL,
         "register_url": f"{site}/api/agent/register",
         "tasks_api_url": f"{site}/api/a2a-tasks",
@@ -113,5 +108,4 @@ def favicon(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def home(request: HttpRequest) -> HttpResponse:
-    """The site root has nothing of its own: send people to the feed."""
     return redirect("web-feed")

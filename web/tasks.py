@@ -1,8 +1,5 @@
-"""The web door for tasks: the feed, the task page and the Atom feed of evaluated tasks (SPEC §11).
-Every page shows a task's stored view (`tasks.rendered.stored_view`), the same public view every
-other door shows, so nothing sealed or identifying can reach a page that the API would not show.
-The only write a page causes is the domain's evaluation of what is due, before it reads.
-"""
+"""The feed, the task page and the Atom feed (SPEC §11). Every page shows a task's stored view, the
+public view every door shows, so no page can show what the API would not."""
 
 from __future__ import annotations
 
@@ -31,7 +28,6 @@ from web.pages import PAGE_SIZE, detail_page, instant, paged_list, time_left
 ATOM_ENTRIES = 50
 VERDICT_LABELS = {verdict: verdict.replace("_", " ").capitalize() for verdict in VERDICTS}
 
-
 # What a void's code means to a reader (SPEC §4.1, §6, §15.8); an unknown code reads as itself.
 VOID_LABELS = {
     "keys_unavailable": "the keypers did not release its key within their grace",
@@ -44,8 +40,7 @@ VOID_LABELS = {
 
 
 def _item_display(item: dict[str, Any]) -> dict[str, Any]:
-    """One item of the evaluation as the page shows it: the item itself (its report, or its void,
-    and a report sealed to the keypers also its envelope), with its instant and labels."""
+    """One item of the evaluation (its report or its void) with its instant and labels."""
     display = {**item, "received": instant(item["received_at"])}
     void = item.get("void")
     if void is not None:
@@ -61,7 +56,6 @@ def _item_display(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[str, Any]:
-    """The public view plus what a page needs to show it: readable instants, labels, time left."""
     evaluation = view["evaluation"]
     items = evaluation["contributions"] if evaluation else []
     counts = evaluation["counts"] if evaluation else {}
@@ -126,20 +120,15 @@ def _task_page(task: Task) -> dict[str, Any]:
 
 
 def _atom_summary(view: dict[str, Any]) -> str:
-    """What the task page says of the outcome, in plain text; read from `task_display`, so the
-    feed and the page cannot word it differently."""
+    """The outcome as the task page words it (`task_display`), in plain text."""
     display = task_display(view)
     verdict = f": {display['verdict_label']}" if display["verdict_label"] else ""
     tally = ", ".join(f"{count['label'].lower()} {count['count']}" for count in display["counts"])
     received = view["contributions_received"]
-    keypers = (
-        f" {display['keyper_sealed']} sealed to the keypers." if display["keyper_sealed"] else ""
-    )
-    voids = (
-        f" {display['voids']} void, counted in no verdict ({', '.join(display['void_codes'])})."
-        if display["voids"]
-        else ""
-    )
+    sealed, voided = display["keyper_sealed"], display["voids"]
+    keypers = f" {sealed} sealed to the keypers." if sealed else ""
+    codes = ", ".join(display["void_codes"])
+    voids = f" {voided} void, counted in no verdict ({codes})." if voided else ""
     return (
         f"{display['outcome_label']}{verdict}. {received} contribution{pluralize(received)} "
         f"of {view['min_independent']} needed ({tally}).{keypers}{voids}\n\n{view['question']}"

@@ -1,5 +1,3 @@
-"""The web door (SPEC §1, §11): the pages people read and the texts agents read."""
-
 from django.urls import path
 
 from web import calls as call_views
