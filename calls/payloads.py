@@ -1,5 +1,3 @@
-"""The call answer payload; the model validates and is the published schema."""
-
 from __future__ import annotations
 
 from typing import Literal

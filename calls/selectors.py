@@ -1,5 +1,3 @@
-"""Reads of calls and their public answers, shared by every door."""
-
 from __future__ import annotations
 
 from typing import Any

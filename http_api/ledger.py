@@ -116,8 +116,7 @@ class LogVerifierKeyApi(ApiView):
 
 
 class CheckpointsApi(ApiView):
-    """`GET /api/log/checkpoints?covering=<index>`: the witnessed checkpoints a reader of entry
-    `index` needs, the earliest holding it and the latest."""
+    """`?covering=<index>`: the earliest witnessed checkpoint holding entry `index`, and the latest."""
 
     def get(self, request: Request, log_number: int = 0) -> Response:
         index = _count(_query(request, ("covering",)), "covering", minimum=0)

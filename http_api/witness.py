@@ -96,8 +96,7 @@ def witness_view(request: HttpRequest) -> HttpResponse:
 
 @role_route(witness_enabled, "witness", require_safe)
 def cosigned_checkpoint_view(request: HttpRequest, origin_digest: str) -> HttpResponse:
-    """The latest checkpoint of the log this witness cosigned (§15.8), so anyone can see which
-    roots a keyper will prove releases against."""
+    """The latest checkpoint of that log this witness cosigned: what keypers prove against (§15.8)."""
     note = cosigned_latest(origin_digest)
     if note is None:
         refusal = Refusal(ErrorCode.NOT_FOUND, "this witness cosigned no checkpoint of that log")

@@ -26,8 +26,7 @@ REPOSITORY_URL = "http://127.0.0.1:8000"
 
 
 def report_schema() -> dict[str, Any]:
-    """The contribution's schema without its approval, which the local server adds from the digest
-    the person approves."""
+    """The contribution's schema without its approval, which the local server adds."""
     schema = ContributionPayload.model_json_schema(by_alias=True)
     del schema["properties"]["approval"]
     schema["required"].remove("approval")

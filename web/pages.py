@@ -48,9 +48,7 @@ def duration_words(span: timedelta) -> str:
         return f"{days} d {hours} h" if hours else f"{days} d"
     if hours:
         return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    if minutes:
-        return f"{minutes} min"
-    return f"{secs} s"
+    return f"{minutes} min" if minutes else f"{secs} s"
 
 
 def time_left(deadline_text: str, now: datetime | None = None) -> str:
