@@ -3,8 +3,10 @@
 from typing import Any
 
 from axes.apps import AppConfig as AxesConfig
+from django.apps import apps
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
+from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 
@@ -56,15 +58,11 @@ class CairnAdminConfig(AdminConfig):
 
     def ready(self) -> None:
         super().ready()  # every app's admin module has registered its models
-        from django.apps import apps
-
         for label in NOT_THE_KEEPERS:
             model = apps.get_model(label)
             if admin.site.is_registered(model):
                 admin.site.unregister(model)
-        from django.contrib.auth.signals import user_logged_in, user_login_failed
-
-        from keeper import logins
+        from keeper import logins  # it imports the auth models, which load after this module
 
         user_logged_in.connect(logins.logged_in, dispatch_uid="cairn-keeper-logged-in")
         user_login_failed.connect(logins.login_failed, dispatch_uid="cairn-keeper-login-failed")
