@@ -1,9 +1,6 @@
-"""What a contributor's client does with a task's public view, the same in the verifier's `seal`
-and in the local MCP server: find the task's log entry, seal a report to the keypers, and ask a
-keyper's release (SPEC §15.3, §15.8, §16.2).
-
-Built into both (`core.amalgam`), so it imports nothing of Django.
-"""
+"""What a contributor's client does with a task's public view, built into the verifier's `seal` and
+the local MCP server alike (`core.amalgam`): find the task's log entry, seal a report to the
+keypers, and ask a keyper's release (SPEC §15.3, §15.8, §16.2)."""
 
 from __future__ import annotations
 
@@ -44,9 +41,8 @@ class EntryProven:
 
 @dataclass(frozen=True)
 class KeyperCheckpoint:
-    """The latest checkpoint of log `origin` that a keyper's witness cosigned: where the witness
-    serves it, and the tree size it names, which a release's proofs must lead to. The keyper
-    checks its own cosignature when asked for a release, so the client need not."""
+    """Where a keyper's witness serves the latest checkpoint of log `origin` it cosigned, whose
+    size a release's proofs must lead to; the keyper checks its own cosignature, so we need not."""
 
     witness_url: str
     origin: str

@@ -1,8 +1,6 @@
-"""The log's entries (SPEC §15.3, §16.2): each kind's `type` and the fields it holds. A task's
-entries are read off its public view (§3.2), which the site writes with them and any client
-fetches; a contribution's off its row or its receipt. All three build them here, so an entry
-cannot read one way on the site and another in a client (`core.amalgam` builds this module into both
-served files, so it imports nothing of Django)."""
+"""The log's entries (SPEC §15.3, §16.2), built here for the site and both served files
+(`core.amalgam`), so an entry cannot read one way on the site and another in a client. A task's
+entries are read off its public view (§3.2), a contribution's off its row or its receipt."""
 
 from __future__ import annotations
 
@@ -60,7 +58,6 @@ def contribution_entry(
 
 
 def evaluation_entry(view: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry commits to the published evaluation by its digest."""
     return {
         "type": EVALUATION,
         "task_id": view["id"],

@@ -1,9 +1,7 @@
-"""The sequencer as a django-q2 job (SPEC §15.3), and the nudge that starts it after a write.
-
-django-q2's scheduler runs schedules too seldom for the log's integration promise, so a committed
-write nudges a worker to run the sequencer, at most once per interval per process; the job
-integrates, waits one interval and integrates again, which takes in every write whose own nudge
-was skipped, then asks the witnesses to cosign. A schedule every minute catches a lost nudge.
+"""The sequencer as a django-q2 job (SPEC §15.3). Schedules run too seldom for the log's
+integration promise, so a committed write nudges a worker, at most once per interval per process;
+the job integrates, waits one interval and integrates again (taking in the writes whose nudge was
+skipped), then asks the witnesses to cosign. A schedule every minute catches a lost nudge.
 """
 
 from __future__ import annotations
@@ -30,8 +28,6 @@ def sequence_log() -> int:
 
 
 def sequencing_nudge() -> None:
-    """Skipped when this process asked within the interval: that run's second pass will find
-    the new entries."""
     global _last_nudge
     now = time.monotonic()
     if now - _last_nudge < settings.CAIRN_LOG_INTERVAL_S:

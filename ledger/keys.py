@@ -1,10 +1,6 @@
-"""The site key (SPEC §15.1): one Ed25519 key signs receipts, checkpoints and the Agent Card.
-
-Its public half is published as a JWKS whose `kid` is the RFC 7638 thumbprint, so a verifier can
-pin it and any signature names the key it needs. Receipts (§15.2) are compact JWSs over their
-claims' JCS form. The card is signed and checked with the A2A SDK's own helpers: A2A 1.0 signs
-the JCS form of the card without `signatures`; the protected header names the algorithm, the key
-(`kid`) and where to fetch it (`jku`, the site's JWKS).
+"""The site key (SPEC §15.1): one Ed25519 key signs receipts (§15.2), checkpoints and the Agent
+Card (with the A2A SDK's own helpers). Its JWKS `kid` is the RFC 7638 thumbprint, so a verifier can
+pin the key and every signature names the one it needs.
 """
 
 from __future__ import annotations
@@ -79,8 +75,7 @@ def jwks() -> dict[str, Any]:
 
 
 def receipt_sign(claims: dict[str, Any]) -> str:
-    """A compact JWS with the claims embedded (`alg` EdDSA, `kid` the site key's thumbprint).
-    Stored with the contribution though Ed25519 is deterministic: a replay must return the same
+    """Stored with the contribution though Ed25519 is deterministic: a replay must return the same
     bytes after the site key has been rotated too."""
     protected = {"alg": ALGORITHM, "kid": site_kid()}
     with warnings.catch_warnings():

@@ -1,8 +1,6 @@
-"""RFC 9162 §2.1 Merkle tree hashing and proofs, over stored perfect-subtree nodes.
-
-Every proof is a list of subtree hashes MTH(D[start:end]), each range at most log2(n) perfect
-subtrees, the rows `Node` keeps. These functions say which nodes are needed and fold their hashes;
-the caller reads the rows, in one query.
+"""RFC 9162 §2.1 Merkle tree hashing and proofs. A proof is a list of subtree hashes
+MTH(D[start:end]), each a fold of at most log2(n) perfect subtrees (the `Node` rows): these
+functions name the nodes needed and fold them; the caller reads the rows in one query.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""What a reader of a site pins of its card's verifiable extension (SPEC §15.5, §15.7, §16.2), in
-the form `CAIRN_HOME/verify/<host>/witnesses.json` keeps it.
-
-The verifier and the local MCP server keep the same pins, so both trust the same parties; both are
-built with this module (`core.amalgam`), so it imports nothing of Django.
-"""
+"""What a reader pins of a site's card's verifiable extension (SPEC §15.5, §15.7, §16.2), as
+`CAIRN_HOME/verify/<host>/witnesses.json` keeps it; built into the verifier and the local MCP server
+alike (`core.amalgam`), so both trust the same parties."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Reads of the log (SPEC §15.3). Proofs are only given for trees a signed checkpoint names.
-
-The log is also served as C2SP `tlog-tiles`: hash tiles and entry bundles over the stored tree. A
-level-L tile's hashes are the `Node`s at tree level 8·L, and a bundle's entries are the leaves'
-JCS text, so each tile is one range query. A tile of width W exists once the checkpointed tree
-holds those W hashes, so every partial tile a checkpoint needed stays, and a full one never changes.
+"""Reads of the log (SPEC §15.3), also as C2SP `tlog-tiles`; proofs and tiles only of trees a signed
+checkpoint names, so every partial tile a checkpoint needed stays and a full one never changes. A
+level-L tile's hashes are the `Node`s at tree level 8·L, so each tile is one range query.
 """
 
 from __future__ import annotations
@@ -99,11 +96,7 @@ def inclusion_proof(*, leaf_hash: str, tree_size: int, log: LogRef) -> Inclusion
             ErrorCode.NOT_FOUND, f"no leaf with that hash in the tree of size {tree_size}"
         )
     index = leaf.index - log.start
-    return InclusionProof(
-        index=index,
-        tree_size=tree_size,
-        hashes=_hashes(log, inclusion_ranges(index, tree_size)),
-    )
+    return InclusionProof(index, tree_size, _hashes(log, inclusion_ranges(index, tree_size)))
 
 
 def consistency_proof(*, first: int, second: int, log: LogRef) -> list[str]:
@@ -143,8 +136,5 @@ def entry_bundle(*, index: int, width: int, log: LogRef) -> bytes:
     """Each entry as a big-endian uint16 length and the JCS bytes its leaf hash is of."""
     first = log.start + _first(log, 0, index, width)
     entries = Leaf.objects.filter(index__gte=first, index__lt=first + width).order_by("index")
-    parts = []
-    for text in entries.values_list("entry", flat=True):
-        raw = text.encode()
-        parts += [len(raw).to_bytes(2, "big"), raw]
-    return b"".join(parts)
+    raws = [text.encode() for text in entries.values_list("entry", flat=True)]
+    return b"".join(len(raw).to_bytes(2, "big") + raw for raw in raws)

@@ -1,9 +1,6 @@
-"""Writes into the log: queue in the write's own transaction, and the sequencer that integrates.
-
-A write queues its entry inside its transaction, so an entry exists exactly when the write
-does. One sequencer at a time (a PostgreSQL advisory lock; SQLite's write lock, which an
-IMMEDIATE transaction takes at its start) moves queued entries into the tree in queue order
-and signs a checkpoint of the new tree.
+"""Writes into the log. A write queues its entry in its own transaction, so an entry exists exactly
+when the write does; one sequencer at a time (a PostgreSQL advisory lock; SQLite's write lock, which
+an IMMEDIATE transaction takes at its start) integrates them in queue order and signs a checkpoint.
 """
 
 from __future__ import annotations
@@ -154,8 +151,7 @@ class _GoneBack(Exception):
 
 def _sequence_batch(batch_size: int) -> tuple[int, str | None, Checkpoint] | None:
     """One transaction of the sequencer: the entries it appended, the log's identity and the
-    latest checkpoint; None when another sequencer is at work. `_GoneBack` undoes the batch when
-    the grown tree does not extend what was promised."""
+    latest checkpoint; None when another sequencer is at work."""
     with transaction.atomic():
         if not statements.advisory_lock(SEQUENCER_LOCK, wait=False):
             return None

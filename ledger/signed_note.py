@@ -1,8 +1,5 @@
 """C2SP signed notes, checkpoints and Ed25519 cosignatures (`signed-note`, `tlog-checkpoint`,
-`tlog-cosignature`), as plain functions over text and bytes.
-
-The site's checkpoints, witnesses' cosignatures and the checks of other logs' checkpoints all
-speak this format. Nothing here reads Django's settings, so the settings can check a key with it.
+`tlog-cosignature`). Nothing here reads Django's settings, so the settings can check a key with it.
 
     <origin>\n<tree size>\n<base64 root hash>\n          the note's body
     \n

@@ -1,11 +1,7 @@
-"""`manage.py log_restart`: the way out after the database went back (SPEC §16.2), a new log that
-says what was lost.
-
-The old log cannot be signed again: its readers and witnesses hold a longer tree than the
-database does. So the keeper starts a new log, with a new origin, whose first entry names the old
-log's last witnessed checkpoint and the first index the database no longer holds; the queued
-entries the database still has (writes answered before it went back, never integrated) follow it.
-Every entry between `lost_from` and that checkpoint's size is, from then on, visibly dropped.
+"""`manage.py log_restart` (SPEC §16.2): the old log cannot be signed again once the database went
+back, since its readers and witnesses hold a longer tree than the database does; so a new log
+starts (`Command.help` says how), and every entry from `lost_from` to the old checkpoint's size is
+from then on visibly dropped.
 """
 
 from __future__ import annotations
@@ -32,7 +28,6 @@ from ledger.witnesses import (
 
 
 def _refused(why: str) -> CommandError:
-    """The log may not be restarted now; `why` says why."""
     return CommandError(f"log_restart refused: {why}")
 
 
@@ -62,8 +57,7 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: object, **options: object) -> None:
-        # Refused unless the sequencer found the current log gone back, and while a sequencer
-        # is at work; the witnesses are asked once the transaction is committed.
+        # The witnesses are asked once the transaction has committed.
         with transaction.atomic():
             if not statements.advisory_lock(SEQUENCER_LOCK, wait=False):
                 raise _refused("the sequencer is at work: stop the worker, then run this again")
