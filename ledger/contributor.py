@@ -41,8 +41,8 @@ class EntryProven:
 
 @dataclass(frozen=True)
 class KeyperCheckpoint:
-    """Where a keyper's witness serves the latest checkpoint of log `origin` it cosigned, whose
-    size a release's proofs must lead to; the keyper checks its own cosignature, so we need not."""
+    """Where a keyper's witness serves its latest cosigned checkpoint of log `origin`, whose size a
+    release's proofs must lead to; the keyper checks its own cosignature, so the client need not."""
 
     witness_url: str
     origin: str

@@ -1,8 +1,7 @@
 """The sequencer as a django-q2 job (SPEC §15.3). Schedules run too seldom for the log's
 integration promise, so a committed write nudges a worker, at most once per interval per process;
 the job integrates, waits one interval and integrates again (taking in the writes whose nudge was
-skipped), then asks the witnesses to cosign. A schedule every minute catches a lost nudge.
-"""
+skipped), then asks the witnesses to cosign. A schedule every minute catches a lost nudge."""
 
 from __future__ import annotations
 

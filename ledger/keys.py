@@ -1,7 +1,6 @@
 """The site key (SPEC §15.1): one Ed25519 key signs receipts (§15.2), checkpoints and the Agent
 Card (with the A2A SDK's own helpers). Its JWKS `kid` is the RFC 7638 thumbprint, so a verifier can
-pin the key and every signature names the one it needs.
-"""
+pin the key and every signature names the one it needs."""
 
 from __future__ import annotations
 
@@ -75,8 +74,8 @@ def jwks() -> dict[str, Any]:
 
 
 def receipt_sign(claims: dict[str, Any]) -> str:
-    """Stored with the contribution though Ed25519 is deterministic: a replay must return the same
-    bytes after the site key has been rotated too."""
+    """A compact JWS, stored with the contribution though Ed25519 is deterministic: a replay must
+    return the same bytes after the site key has been rotated too."""
     protected = {"alg": ALGORITHM, "kid": site_kid()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SecurityWarning)

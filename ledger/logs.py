@@ -1,7 +1,5 @@
-"""The site's logs (SPEC §16.2): log 0, and a new one with its own origin each time the keeper
-restarts the log after the database lost entries the site had signed. Only the latest grows; the
-earlier ones are served as they were. Log 0 has no row, so a site that never restarted is as before.
-"""
+"""The site's logs (SPEC §16.2): log 0, and one more with its own origin each time the keeper runs
+`log_restart`. Only the latest grows; the earlier ones are served as they were."""
 
 from __future__ import annotations
 

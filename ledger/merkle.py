@@ -1,7 +1,5 @@
-"""RFC 9162 §2.1 Merkle tree hashing and proofs. A proof is a list of subtree hashes
-MTH(D[start:end]), each a fold of at most log2(n) perfect subtrees (the `Node` rows): these
-functions name the nodes needed and fold them; the caller reads the rows in one query.
-"""
+"""RFC 9162 §2.1 Merkle tree hashing and proofs, as folds of stored perfect subtrees (`Node`):
+these functions name the nodes a root or proof needs and fold them; the caller reads the rows."""
 
 from __future__ import annotations
 
@@ -103,9 +101,8 @@ def parents_closed_by(
 
 
 def _path_folded(fn: int, sn: int, seed: bytes, path: list[bytes]) -> tuple[bytes, bytes] | None:
-    """The loop both of RFC 9162's verifications run: `seed` hashed up along `path` from node
-    `fn` of a tree whose last node is `sn`, as `fr` (with the left siblings only) and `sr` (with
-    all of them); None when the path does not end at the root."""
+    """RFC 9162's verification loop: `seed` hashed up `path` from node `fn` of a tree whose last
+    node is `sn`, as `fr` (left siblings only) and `sr` (all); None unless it ends at the root."""
     fr = sr = seed
     for c in path:
         if sn == 0:

@@ -7,8 +7,6 @@ from django.db import models
 
 
 class QueuedEntry(models.Model):
-    """An entry written in the same transaction as the write it records, not yet in the tree."""
-
     id = models.BigAutoField(primary_key=True)
     entry = models.TextField()  # JCS text: these bytes are the leaf's, exactly
     queued_at = models.DateTimeField()
@@ -34,8 +32,7 @@ class Leaf(models.Model):
     index = models.BigIntegerField(primary_key=True)
     leaf_hash = models.CharField(max_length=64, db_index=True)
     entry = models.TextField()
-    # The task the entry is about, read from the entry as it is integrated, so one task's entries
-    # (`/api/log/tasks/<id>`) are an index lookup rather than a scan of the log.
+    # Read off the entry as it is integrated: one task's entries are an index lookup, not a scan.
     task_id = models.UUIDField(null=True, db_index=True)
     queued_at = models.DateTimeField()
     integrated_at = models.DateTimeField()
@@ -123,10 +120,9 @@ class CosignedCheckpoint(models.Model):
 
 
 class KeyperRelease(models.Model):
-    """A release kept as the exact answer given, so every later ask gets the same bytes (§15.8).
-    Keyed by the sealed share's digest too: anyone can seal bytes to a keyper with a real
-    contribution's `info`, so keyed by index alone, a forged share asked first would be repeated
-    to the contributor and void the sealed report for good."""
+    """A release kept as given, so every later ask gets the same bytes (§15.8). Keyed by the sealed
+    share's digest too: anyone can seal bytes to a keyper with a real contribution's `info`, and a
+    forged share asked first must never be repeated to the contributor, voiding its report."""
 
     origin = models.CharField(max_length=255)
     contribution_id = models.CharField(max_length=100)

@@ -21,7 +21,6 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def site_host() -> str:
-    """The host of `CAIRN_SITE_URL`, with its port unless it is the scheme's default."""
     parts = urlsplit(settings.CAIRN_SITE_URL or "http://localhost")
     host = parts.hostname or "localhost"
     if parts.port and parts.port != DEFAULT_PORTS.get(parts.scheme):

@@ -62,8 +62,7 @@ def pins_completed(pinned: dict[str, Any], card: dict[str, Any]) -> tuple[dict[s
     }
     keypers_pinned_now = not pinned.get("keypers") and bool(card["keypers"])
     if keypers_pinned_now:
-        completed["keypers"] = card["keypers"]
-        completed["keyper_threshold"] = card["keyper_threshold"]
+        completed |= {"keypers": card["keypers"], "keyper_threshold": card["keyper_threshold"]}
     completed.setdefault("keypers", [])
     completed.setdefault("keyper_threshold", 0)
     return completed, keypers_pinned_now

@@ -1,8 +1,6 @@
-"""Sealed at rest (SPEC §15.6): a report is stored only encrypted until its task is evaluated.
-
-AES-256-GCM under `CAIRN_SEAL_KEY`, a fresh 96-bit nonce per report, and the task and
-contribution ids as associated data, so a sealed report moved onto another row does not open.
-"""
+"""Sealed at rest (SPEC §15.6): a report is stored only encrypted until its task is evaluated, by
+AES-256-GCM under `CAIRN_SEAL_KEY` with a fresh 96-bit nonce, and with the task and contribution ids
+as associated data, so a sealed report moved onto another row does not open."""
 
 from __future__ import annotations
 
@@ -27,10 +25,9 @@ def report_seal(report: Any, *, task_id: uuid.UUID, contribution_id: uuid.UUID) 
     """`nonce ‖ ciphertext ‖ tag` of the report's JSON text (it is opened to the same value)."""
     nonce = os.urandom(NONCE_BYTES)
     text = json.dumps(report, ensure_ascii=False).encode()
-    sealed = _cipher(settings.CAIRN_SEAL_KEY).encrypt(
+    return nonce + _cipher(settings.CAIRN_SEAL_KEY).encrypt(
         nonce, text, _associated_data(task_id, contribution_id)
     )
-    return nonce + sealed
 
 
 def report_open(sealed: bytes, *, task_id: uuid.UUID, contribution_id: uuid.UUID) -> Any:

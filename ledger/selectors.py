@@ -1,7 +1,6 @@
 """Reads of the log (SPEC §15.3), also as C2SP `tlog-tiles`; proofs and tiles only of trees a signed
 checkpoint names, so every partial tile a checkpoint needed stays and a full one never changes. A
-level-L tile's hashes are the `Node`s at tree level 8·L, so each tile is one range query.
-"""
+level-L tile's hashes are the `Node`s at tree level 8·L, so each tile is one range query."""
 
 from __future__ import annotations
 
@@ -52,7 +51,6 @@ def _leaves(log: LogRef, start: int, end: int) -> QuerySet[Leaf]:
 
 
 def entries_range(*, start: int, end: int, log: LogRef) -> list[dict[str, Any]]:
-    """Leaves [start, end), `end` cut to the checkpointed tree and to `MAX_ENTRIES` of them."""
     end = min(end, checkpointed_size(log), start + MAX_ENTRIES)
     return [_served(log, leaf) for leaf in _leaves(log, start, end).order_by("index")]
 

@@ -92,8 +92,7 @@ def _append(queued: list[QueuedEntry], size: int, log: LogRef) -> int:
     nodes = nodes_get(perfect_nodes(0, size), log=log.number)  # the frontier: left siblings
     at = now_ms()
     leaves, new_nodes = [], []
-    for offset, item in enumerate(queued):
-        index = size + offset
+    for index, item in enumerate(queued, start=size):
         leaf = leaf_hash(item.entry.encode())
         leaves.append(
             Leaf(
@@ -117,7 +116,6 @@ def _append(queued: list[QueuedEntry], size: int, log: LogRef) -> int:
 
 
 def range_hashes(ranges: list[tuple[int, int]], log: LogRef) -> list[bytes]:
-    """MTH(D[start:end]) of `log` for each range, folded from its stored nodes."""
     nodes = nodes_get(nodes_for(ranges), log=log.number)
     return [range_hash(start, end, nodes) for start, end in ranges]
 

@@ -204,9 +204,8 @@ class CheckedCheckpoint:
 def checkpoint_checked(
     text: str, log_keys: list[bytes], witnesses: list[VerifierKey]
 ) -> CheckedCheckpoint:
-    """A checkpoint signed by one of the log's raw Ed25519 keys, with the timestamp of each of
-    `witnesses`' cosignatures on it: what a reader who pinned the keys accepts. A signature by one
-    of these keys that does not verify is an error."""
+    """A checkpoint signed by one of the log's raw Ed25519 keys (a signature by any of them that
+    does not verify is an error), with the timestamp of each of `witnesses`' cosignatures on it."""
     note = note_parse(text)
     body = checkpoint_body_parse(note.body)
     signed = False

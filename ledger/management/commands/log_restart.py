@@ -1,8 +1,7 @@
 """`manage.py log_restart` (SPEC §16.2): the old log cannot be signed again once the database went
 back, since its readers and witnesses hold a longer tree than the database does; so a new log
-starts (`Command.help` says how), and every entry from `lost_from` to the old checkpoint's size is
-from then on visibly dropped.
-"""
+starts (`Command.help` says how), and the entries from `lost_from` to the old checkpoint's size are
+visibly dropped for good."""
 
 from __future__ import annotations
 
