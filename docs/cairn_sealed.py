@@ -1,63 +1,42 @@
-"""Sealed to the keypers, through the official A2A Python SDK: post a task, send reports that
-`cairn_verify.py seal` sealed, and read their opening after the deadline (docs/sealing.md). It
-posts, registers and sends with the walk-through's own functions (cairn_walkthrough.py, beside it).
+"""The sealing demo of docs/sealing.md, through the A2A Python SDK and cairn_walkthrough.py:
 
-    post                 a new agent posts a task closing DEADLINE_S seconds ahead and writes a
-                         report for it to report.json; prints the task's id once its log entry is
-                         under a witnessed checkpoint (what `seal` checks)
-    send <task> <file>   a new agent sends the sealed data part in <file>; prints its receipt
-    opened <task>        waits for the evaluation; prints each release, each opened report and
-                         the outcome
+post                 a new agent posts a task closing DEADLINE_S seconds ahead, writes its report
+                     to report.json; prints the task id when its entry is witnessed (`seal` checks)
+send <task> <file>   a new agent sends the sealed data part in <file>; prints its receipt
+opened <task>        waits for the evaluation; prints each release, opened report and outcome
 """
 
 import asyncio
 import json
-import os
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import GetTaskRequest, TaskState
-from cairn_walkthrough import CAIRN, SOURCE, digest, open_task, register, send
+from cairn_walkthrough import CAIRN, REPORT, digest, open_task, register, send
 from google.protobuf.json_format import MessageToDict
-
-WAIT_S = 300  # past the deadline: its merge delay (60 s), then the worker's next sweeps
 
 
 def witnessed(task_id: str, entry_type: str) -> None:
-    """Wait until the task's log entry of `entry_type` is under a witnessed checkpoint: the worker
-    logs it and the keypers, the site's witnesses, cosign it within seconds."""
+    """Wait until the task's `entry_type` log entry is under a checkpoint the keypers cosigned."""
     give_up = time.monotonic() + 60
     while time.monotonic() < give_up:
-        entries = httpx.get(f"{CAIRN}/api/log/tasks/{task_id}").json()["entries"]
-        for entry in entries:
-            covering = {"covering": entry["index"]}
-            if entry["entry"]["type"] == entry_type and (
-                httpx.get(f"{CAIRN}/api/log/checkpoints", params=covering).status_code == 200
-            ):
-                return
+        for entry in httpx.get(f"{CAIRN}/api/log/tasks/{task_id}").json()["entries"]:
+            if entry["entry"]["type"] == entry_type:
+                covering = {"covering": entry["index"]}
+                if httpx.get(f"{CAIRN}/api/log/checkpoints", params=covering).status_code == 200:
+                    return
         time.sleep(1)
-    raise SystemExit(
-        f"no witnessed checkpoint holds the {entry_type} entry: is the worker running?"
-    )
+    sys.exit(f"no witnessed checkpoint holds the {entry_type} entry: is the worker running?")
 
 
 async def post() -> None:
-    deadline = datetime.now(UTC) + timedelta(seconds=int(os.environ.get("DEADLINE_S", "1900")))
-    task = await send(register(), open_task(deadline))
-    report = {  # without its approval: the sealed payload carries its own
-        "schema": "cairn.task.contribution/0.1",
-        "verdict": "source_supported",
-        "summary": "The client factory sets A2A-Version on the shared httpx client it creates.",
-        "conditions": [],
-        "attempts": ["Read src/a2a/client/client_factory.py"],
-        "limitations": ["Did not run the code"],
-        "source_urls": [SOURCE],
-    }
-    Path("report.json").write_text(json.dumps(report))
+    task = await send(register(), open_task())
+    # The report without its approval: the sealed payload carries its own.
+    Path("report.json").write_text(json.dumps(REPORT))
     witnessed(task.id, "cairn.log/task")
     print(task.id)
 
@@ -65,9 +44,7 @@ async def post() -> None:
 async def send_sealed(task_id: str, file: str) -> None:
     answer = await send(register(), json.loads(Path(file).read_text()), task_id)
     receipt = MessageToDict(answer.metadata)["cairn"]["contribution"]
-    print(
-        "sealed to the", receipt["sealed"], receipt["commitment"], "until", receipt["sealed_until"]
-    )
+    print("sealed to the {sealed} {commitment} until {sealed_until}".format(**receipt))
     Path("receipts").mkdir(exist_ok=True)  # for cairn_verify.py receipt and dispute
     Path("receipts", receipt["contribution_id"] + ".json").write_text(json.dumps(receipt))
 
@@ -78,7 +55,7 @@ async def opened(task_id: str) -> None:
         task = await reader.get_task(GetTaskRequest(id=task_id))
         deadline = datetime.fromisoformat(task.metadata["cairn"]["deadline"])
         await asyncio.sleep(max(0.0, (deadline - datetime.now(UTC)).total_seconds()))
-        give_up = time.monotonic() + WAIT_S
+        give_up = time.monotonic() + 300  # the deadline's merge delay (60 s), then sweeps
         while task.status.state == TaskState.TASK_STATE_WORKING:
             if time.monotonic() > give_up:
                 raise SystemExit(f"task {task_id} is not evaluated yet: are the keypers running?")
@@ -92,10 +69,8 @@ async def opened(task_id: str) -> None:
             print("released", release["keyper"], "share", share, "at", release["released_at"])
         if "void" in item:
             print("void", item["contribution_id"], item["void"]["code"])
-        else:
-            assert item["report_digest"] == digest(
-                item["report"]
-            )  # the opened report is the sealed one
+        else:  # the opened report is the sealed one
+            assert item["report_digest"] == digest(item["report"])
             print("opened", item["contribution_id"], item["report"]["verdict"])
     print(TaskState.Name(task.status.state), evaluation["outcome"], evaluation["verdict"])
 
