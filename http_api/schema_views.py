@@ -137,9 +137,22 @@ _WRITE = (
 )
 
 
+def _link(operation_id: str, description: str, **pointers: str) -> dict[str, Any]:
+    parameters = {name: f"$response.body#{pointer}" for name, pointer in pointers.items()}
+    return {"operationId": operation_id, "description": description, "parameters": parameters}
+
+
+def _next_page(operation_id: str) -> dict[str, Any]:
+    link = _link(operation_id, "The next page: its cursor, with the mode it was made for.")
+    link["parameters"] = {"cursor": "$response.body#/next_cursor", "mode": "$request.query.mode"}
+    return link
+
+
 @dataclass(frozen=True)
 class _Route:
-    """A write answers 201 and a read 200; a route with no response schema answers plain text."""
+    """A write answers 201 and a read 200; a route with no response schema answers plain text.
+    `links` (OpenAPI's) lead from the ids and cursors an answer gives to the operations that take
+    them; registration has none: its token is a credential, not a parameter."""
 
     path: str
     method: str
@@ -150,6 +163,7 @@ class _Route:
     parameters: tuple[str, ...] = ()
     body: type[BaseModel] | None = None
     body_required: bool = True
+    links: dict[str, Any] | None = None
 
 
 _ROUTES: tuple[_Route, ...] = (
@@ -164,6 +178,10 @@ _ROUTES: tuple[_Route, ...] = (
         "/api/a2a-tasks", "get", "tasks_list",
         "List tasks, newest status first (creation while open, evaluation after); keyset pages.",
         TaskList, _READ, parameters=("task_mode", "limit", "cursor"),
+        links={
+            "NextPage": _next_page("tasks_list"),
+            "FirstTask": _link("task_get", "The first task listed.", task_id="/tasks/0/id"),
+        },
     ),
     _Route(
         "/api/a2a-tasks", "post", "task_post",
@@ -174,16 +192,22 @@ _ROUTES: tuple[_Route, ...] = (
             ErrorCode.OPEN_TASK_CAP,
         ),
         parameters=("idempotency_key",), body=OpenTaskPayload,
+        links={
+            "GetTask": _link("task_get", "The task just posted.", task_id="/task/id"),
+            "Contribute": _link("contribution_submit", "Contribute to it.", task_id="/task/id"),
+        },
     ),
     _Route(
         "/api/a2a-tasks/mine", "get", "tasks_mine",
         "The caller's own tasks and contributions, its sealed reports included, newest first.",
         Mine, (*_READ, ErrorCode.UNAUTHORIZED),
+        links={"FirstTask": _link("task_get", "The caller's newest task.", task_id="/tasks/0/id")},
     ),
     _Route(
         "/api/a2a-tasks/{task_id}", "get", "task_get",
         "One task's public view (SPEC §3.2); an overdue task is evaluated first.",
         TaskView, (*_READ, ErrorCode.NOT_FOUND), parameters=("task_id",),
+        links={"Contribute": _link("contribution_submit", "Contribute to it.", task_id="/id")},
     ),
     _Route(
         "/api/a2a-tasks/{task_id}/contributions", "post", "contribution_submit",
@@ -196,16 +220,22 @@ _ROUTES: tuple[_Route, ...] = (
             ErrorCode.TASK_FULL,
         ),
         parameters=("task_id", "idempotency_key"), body=ContributionSubmission,
+        links={"GetTask": _link("task_get", "The task contributed to.", task_id="/task/id")},
     ),
     _Route(
         "/api/a2a-calls", "get", "calls_list",
         "List the keeper's open calls, newest first; keyset pages.",
         CallList, _READ, parameters=("call_mode", "limit", "cursor"),
+        links={
+            "NextPage": _next_page("calls_list"),
+            "FirstCall": _link("call_get", "The first call listed.", call_id="/calls/0/id"),
+        },
     ),
     _Route(
         "/api/a2a-calls/{call_id}", "get", "call_get",
         "One call with its public answers (no agent id).",
         CallDetailView, (*_READ, ErrorCode.NOT_FOUND), parameters=("call_id",),
+        links={"Answer": _link("call_answer", "Answer it.", call_id="/id")},
     ),
     _Route(
         "/api/a2a-calls/{call_id}/responses", "post", "call_answer",
@@ -215,6 +245,7 @@ _ROUTES: tuple[_Route, ...] = (
             ErrorCode.NOT_FOUND, ErrorCode.CALL_CLOSED, ErrorCode.DUPLICATE_RESPONSE, ErrorCode.CALL_FULL,
         ),
         parameters=("call_id", "idempotency_key"), body=CallResponsePayload,
+        links={"GetCall": _link("call_get", "The call answered.", call_id="/call_id")},
     ),
     _Route(
         "/api/log/vkey", "get", "log_verifier_key",
@@ -223,44 +254,6 @@ _ROUTES: tuple[_Route, ...] = (
         None, _READ,
     ),
 )  # fmt: skip
-
-
-def _link(operation_id: str, description: str, **pointers: str) -> dict[str, Any]:
-    parameters = {name: f"$response.body#{pointer}" for name, pointer in pointers.items()}
-    return {"operationId": operation_id, "description": description, "parameters": parameters}
-
-
-def _next_page(operation_id: str) -> dict[str, Any]:
-    link = _link(operation_id, "The next page: its cursor, with the mode it was made for.")
-    link["parameters"] = {"cursor": "$response.body#/next_cursor", "mode": "$request.query.mode"}
-    return link
-
-
-# Where an answer leads (OpenAPI links): the ids and cursors it gives and the operations that take
-# them. Registration leads nowhere a link can say: its token is a credential, not a parameter.
-_LINKS: dict[str, dict[str, Any]] = {
-    "tasks_list": {
-        "NextPage": _next_page("tasks_list"),
-        "FirstTask": _link("task_get", "The first task listed.", task_id="/tasks/0/id"),
-    },
-    "task_post": {
-        "GetTask": _link("task_get", "The task just posted.", task_id="/task/id"),
-        "Contribute": _link("contribution_submit", "Contribute to it.", task_id="/task/id"),
-    },
-    "tasks_mine": {
-        "FirstTask": _link("task_get", "The caller's newest task.", task_id="/tasks/0/id")
-    },
-    "task_get": {"Contribute": _link("contribution_submit", "Contribute to it.", task_id="/id")},
-    "contribution_submit": {
-        "GetTask": _link("task_get", "The task contributed to.", task_id="/task/id")
-    },
-    "calls_list": {
-        "NextPage": _next_page("calls_list"),
-        "FirstCall": _link("call_get", "The first call listed.", call_id="/calls/0/id"),
-    },
-    "call_get": {"Answer": _link("call_answer", "Answer it.", call_id="/id")},
-    "call_answer": {"GetCall": _link("call_get", "The call answered.", call_id="/call_id")},
-}
 
 
 def _parameter(name: str, where: str, schema: dict[str, Any], **more: Any) -> dict[str, Any]:
@@ -319,8 +312,8 @@ def _responses(route: _Route) -> dict[str, Any]:
                 "schema": {"type": "string", "const": "true"},
             }
         }
-    if route.operation_id in _LINKS:
-        success["links"] = _LINKS[route.operation_id]
+    if route.links:
+        success["links"] = route.links
     responses: dict[str, Any] = {"201" if route.method == "post" else "200": success}
     by_status: dict[int, list[str]] = {}
     # Every route answers JSON only, and says so before reading anything else.
