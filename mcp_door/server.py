@@ -71,10 +71,8 @@ def tasks_answer(arguments: TasksArguments) -> dict[str, Any]:
         cursor=arguments.page_token or None,
         filter_key=f"mcp:{arguments.status}",
     )
-    return {
-        "tasks": [stored_view(task) for task in page.tasks],
-        "next_page_token": page.next_cursor,
-    }
+    tasks = [stored_view(task) for task in page.tasks]
+    return {"tasks": tasks, "next_page_token": page.next_cursor}
 
 
 def task_answer(arguments: TaskArguments) -> dict[str, Any]:
@@ -104,10 +102,6 @@ TOOLS: dict[str, Tool] = {
 }
 
 
-def _error(refusal: Refusal) -> types.CallToolResult:
-    return tool_result(refusal.as_body(), error=True)
-
-
 def arguments_refusal(error: ValidationError) -> Refusal:
     issues = []
     for problem in error.errors():
@@ -129,19 +123,19 @@ async def call_tool(
     ctx: ServerRequestContext, params: types.CallToolRequestParams
 ) -> types.CallToolResult:
     tool = TOOLS.get(params.name)
-    if tool is None:
-        return _error(Refusal(ErrorCode.INVALID_QUERY, f"no tool is named {params.name!r}"))
     try:
-        arguments = tool.arguments.model_validate(params.arguments or {})
-    except ValidationError as exc:
-        return _error(arguments_refusal(exc))
-    try:
+        if tool is None:
+            raise Refusal(ErrorCode.INVALID_QUERY, f"no tool is named {params.name!r}")
+        try:
+            arguments = tool.arguments.model_validate(params.arguments or {})
+        except ValidationError as exc:
+            raise arguments_refusal(exc) from None
         with orm_thread():
             data = await orm_hop(_answer)(tool, arguments)
     except Refusal as refusal:
-        return _error(refusal)
+        return tool_result(refusal.as_body(), error=True)
     except OUTAGES as outage:
-        return _error(unavailable(outage))
+        return tool_result(unavailable(outage).as_body(), error=True)
     return tool_result(data)
 
 
