@@ -14,6 +14,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.types import PARSE_ERROR, ErrorData, JSONRPCError
+from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
@@ -31,12 +32,9 @@ def is_mcp_path(path: str) -> bool:
 
 
 def host_allowed(scope: Scope) -> bool:
-    host = next((value.decode("latin-1") for key, value in scope["headers"] if key == b"host"), "")
-    domain, _port = split_domain_port(host)
-    site_host = urlsplit(settings.CAIRN_SITE_URL).hostname
-    allowed = [
-        name.lower() for name in (*settings.ALLOWED_HOSTS, *LOOPBACK_HOSTS, site_host) if name
-    ]
+    domain, _port = split_domain_port(Headers(scope=scope).get("host", ""))
+    site_host = urlsplit(settings.CAIRN_SITE_URL).hostname or ""
+    allowed = (*settings.ALLOWED_HOSTS, *LOOPBACK_HOSTS, site_host)
     return bool(domain) and validate_host(domain, allowed)
 
 
