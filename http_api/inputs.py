@@ -40,7 +40,6 @@ def query_none(request: Request) -> None:
 
 
 def query_page(request: Request, *, modes: Collection[str]) -> tuple[str, int, str | None]:
-    """`mode` (one of `modes`, default `all`), `limit` (1..50, default 50) and an optional `cursor`."""
     issues = query_issues(request, ("mode", "limit", "cursor"))
     params = request.query_params
     mode = params.get("mode", DEFAULT_MODE)
@@ -57,7 +56,6 @@ def query_page(request: Request, *, modes: Collection[str]) -> tuple[str, int, s
 
 
 def declared_length(request: HttpRequest) -> int:
-    """The body's `Content-Length`, 0 when there is none (a chunked body) or it is not a number."""
     try:
         return int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:

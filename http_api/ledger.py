@@ -31,7 +31,6 @@ _HASH = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def _query(request: Request, names: tuple[str, ...]) -> dict[str, str]:
-    """Exactly these parameters, each once; anything else is refused, every problem listed."""
     params = request.query_params
     issues = query_issues(request, names)
     issues += [

@@ -33,7 +33,6 @@ class ApiView(APIView):
         super().initial(request, *args, **kwargs)
 
     def require_agent(self, request: Request) -> Agent:
-        """The caller's agent; a missing, unknown or revoked token is refused with 401."""
         if not isinstance(request.user, Agent):
             raise exceptions.NotAuthenticated
         return request.user

@@ -24,8 +24,6 @@ def tools_lister(
 ) -> Callable[
     [ServerRequestContext, types.PaginatedRequestParams | None], Awaitable[types.ListToolsResult]
 ]:
-    """`tools/list`: every tool of the table, in its order, on one page."""
-
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
