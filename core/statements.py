@@ -68,15 +68,8 @@ def columns(model: type[Model], names: Sequence[str]) -> str:
 
 def prepared(build: Callable[[], str]) -> Callable[[], str]:
     """A statement's text, built by `build` once per process and database vendor."""
-    built: dict[str, str] = {}
-
-    def text() -> str:
-        vendor = connection.vendor
-        if vendor not in built:
-            built[vendor] = build()
-        return built[vendor]
-
-    return text
+    by_vendor = cache(lambda vendor: build())
+    return lambda: by_vendor(connection.vendor)
 
 
 def for_update(*, skip_locked: bool = False) -> str:
@@ -194,10 +187,9 @@ def sent(sql: str, params: Params) -> CursorWrapper:
 
 @contextmanager
 def pipelined() -> Iterator[None]:
-    """Send the statements run inside as one round trip when the block ends, not one each. The
-    database still runs them one after another, each with a snapshot taken as it starts, so one
-    that waits for a lock holds back the ones after it. Their rows are read after the block
-    (`sent`), and an error in any is raised as it ends. SQLite runs in process: it needs none."""
+    """Send the statements run inside as one round trip when the block ends. The database still
+    runs them in turn, each with a snapshot taken as it starts, so one waiting for a lock holds back
+    the rest; their rows (`sent`) and any error come as the block ends. SQLite needs none."""
     if connection.vendor != "postgresql":
         yield
         return
@@ -232,9 +224,8 @@ def locked(
 def lock(model: type[Model], where: str, params: Params) -> None:
     """Take the locks `locked` takes without reading the rows back, so that inside `pipelined`
     the statements after it go with it."""
-    execute(
-        _locked_sql(model, where, (_pk_name(model),), "", None, False, connection.vendor), params
-    )
+    key = (model._meta.pk.name,)
+    execute(_locked_sql(model, where, key, "", None, False, connection.vendor), params)
 
 
 @cache
@@ -270,8 +261,6 @@ def advisory_lock(*keys: int, wait: bool = True) -> bool:
 
 @dataclass(frozen=True)
 class Write:
-    """One INSERT or UPDATE, ready to send alone or with others (`write_all`)."""
-
     sql: str
     params: list[Any]
 
@@ -302,12 +291,6 @@ class FieldLeftOut(Exception):
 def _written_fields(model: type[Model]) -> list[Field]:
     auto = model._meta.auto_field
     return [field for field in model._meta.concrete_fields if field is not auto]
-
-
-def _pk_name(model: type[Model]) -> str:
-    pk = model._meta.pk
-    assert pk is not None
-    return pk.name
 
 
 def _values(
@@ -401,7 +384,7 @@ def _upsert_sql(
     model: type[Model], names: tuple[str, ...], added: tuple[str, ...], vendor: str, many: bool
 ) -> str:
     insert = _insert_sql(model, names, vendor, many=many)
-    pk_name = _pk_name(model)
+    pk_name = model._meta.pk.name
     adding = {_field(model, name).name for name in added}
     assert adding <= {_field(model, name).name for name in names}, "an added field is written"
     changed = []
@@ -452,7 +435,7 @@ def _update_sql(
         f" AND {column(model, name)} IS NULL" if is_null else f" AND {column(model, name)} = %s"
         for name, is_null in conditions
     )
-    key = column(model, _pk_name(model))
+    key = column(model, model._meta.pk.name)
     return f"UPDATE {table(model)} SET {assignments} WHERE {key} = %s{where}"
 
 
@@ -464,7 +447,7 @@ def updated(obj: Model, names: Sequence[str]) -> Write:
     return Write(
         _update_sql(model, tuple(names), db.vendor),
         [_db_value(db, model, name, getattr(obj, _field(model, name).attname)) for name in names]
-        + [_db_value(db, model, _pk_name(model), obj.pk)],
+        + [_db_value(db, model, model._meta.pk.name, obj.pk)],
     )
 
 
@@ -479,7 +462,7 @@ def updated_if(
     return Write(
         _update_sql(model, tuple(values), db.vendor, conditions),
         [_db_value(db, model, name, value) for name, value in values.items()]
-        + [_db_value(db, model, _pk_name(model), key)]
+        + [_db_value(db, model, model._meta.pk.name, key)]
         + [_db_value(db, model, name, value) for name, value in where.items() if value is not None],
     )
 
@@ -493,7 +476,7 @@ def written(write: Write) -> int:
 
 @cache
 def _delete_any_sql(model: type[Model], vendor: str) -> str:
-    key = _pk_name(model)
+    key = model._meta.pk.name
     return f"DELETE FROM {table(model)} WHERE {column(model, key)} = ANY({_array(model, key)})"
 
 
@@ -503,10 +486,10 @@ def deleted(model: type[Model], keys: Sequence[Any]) -> tuple[Write, ...]:
     if not keys:
         return ()
     db = _db()
-    values = [_db_value(db, model, _pk_name(model), key) for key in keys]
+    values = [_db_value(db, model, model._meta.pk.name, key) for key in keys]
     if db.vendor == "postgresql":
         return (Write(_delete_any_sql(model, db.vendor), [values]),)
-    key = column(model, _pk_name(model))
+    key = column(model, model._meta.pk.name)
     placeholders = ", ".join(["%s"] * len(values))
     return (Write(f"DELETE FROM {table(model)} WHERE {key} IN ({placeholders})", values),)
 
@@ -535,7 +518,7 @@ def rows_inserted(
 
 @cache
 def _update_unnest_sql(model: type[Model], names: tuple[str, ...]) -> str:
-    pk_name = _pk_name(model)
+    pk_name = model._meta.pk.name
     keyed = (*names, pk_name)
     arrays = ", ".join(_array(model, name) for name in keyed)
     aliases = ", ".join(f"v{i}" for i in range(len(keyed)))
@@ -551,18 +534,11 @@ def updated_many(objs: Sequence[Model], names: Sequence[str]) -> tuple[Write, ..
     if not objs:
         return ()
     model = type(objs[0])
-    pk_name = _pk_name(model)
     names = tuple(names)
-    attnames = [_field(model, name).attname for name in names]
+    keyed = (*names, model._meta.pk.name)
+    attnames = [_field(model, name).attname for name in keyed]
     db = _db()
-    rows = [
-        [
-            _db_value(db, model, name, getattr(obj, attname))
-            for name, attname in zip(names, attnames, strict=True)
-        ]
-        + [_db_value(db, model, pk_name, obj.pk)]
-        for obj in objs
-    ]
+    rows = [_values(db, model, keyed, [getattr(obj, name) for name in attnames]) for obj in objs]
     return _row_writes(
         _update_sql(model, names, db.vendor), lambda: _update_unnest_sql(model, names), rows
     )
