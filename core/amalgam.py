@@ -28,7 +28,6 @@ class BuildError(Exception):
 
 @dataclass(frozen=True)
 class Part:
-    path: Path
     lines: list[str]  # the file's lines, each with its end
     preamble_end: int  # lines before this are the PEP 723 header and the docstring
     dropped: frozenset[int]  # 0-based lines of the imports the build removes
@@ -96,7 +95,6 @@ def _part(root: Path, path: Path) -> Part:
         dropped |= lines
         needs.append(module)
     return Part(
-        path,
         text.splitlines(keepends=True),
         preamble_end,
         frozenset(dropped),
@@ -107,24 +105,24 @@ def _part(root: Path, path: Path) -> Part:
 
 
 def _in_order(root: Path, source: Part) -> list[Part]:
-    ordered: list[Part] = []
+    ordered: dict[Path, Part] = {}
     visiting: set[Path] = set()
 
     def visit(path: Path) -> None:
         if path in visiting:
             raise BuildError(f"{path.relative_to(root)} imports itself through a cycle")
-        if any(part.path == path for part in ordered):
+        if path in ordered:
             return
         visiting.add(path)
         part = _part(root, path)
         for needed in part.needs:
             visit(needed)
         visiting.discard(path)
-        ordered.append(part)
+        ordered[path] = part
 
     for needed in source.needs:
         visit(needed)
-    return ordered
+    return list(ordered.values())
 
 
 def _body(part: Part, start: int) -> str:
@@ -133,8 +131,7 @@ def _body(part: Part, start: int) -> str:
 
 
 def amalgamated(main: Path, root: Path = ROOT) -> str:
-    """The one file: the source's header and docstring, each module of the repository at `root`
-    it needs under a line naming its path, then the source's own code."""
+    """The one file built from `main`, each module it needs from `root` under a line naming it."""
     root = root.resolve()
     source = _part(root, main.resolve())
     modules = _in_order(root, source)
