@@ -33,8 +33,7 @@ def _too_deep(value: Any) -> bool:
 
 
 def parse_json(raw: bytes) -> Any:
-    """The JSON value of `raw`, or `InvalidJson`: not UTF-8, not JSON, nested deeper than
-    `MAX_DEPTH`, a lone surrogate, or a number too long to read."""
+    """The JSON value of `raw`, or `InvalidJson` saying why not."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -28,9 +28,8 @@ R = TypeVar("R")
 @contextmanager
 def orm_thread() -> Iterator[None]:
     """One request's ORM thread, for every hop it makes (`orm_hop`): a Django connection is used
-    only by the thread that opened it. Taken at the first hop (a read answered on the event loop
-    takes none): an idle one, else a new one up to `DB_POOL_SIZE`, else the least shared. Threads
-    are kept once made, so a busy process starts none."""
+    only by the thread that opened it. Taken at the first hop, so a read answered on the event loop
+    takes none; threads are kept once made, so a busy process starts none."""
     taken: list[ThreadPoolExecutor] = []
     token = _request_thread.set(taken)
     try:

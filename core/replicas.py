@@ -1,10 +1,6 @@
 """Where a read goes (SPEC §16.1): the primary, or a streaming replica of `DATABASE_REPLICA_URLS`.
-
-Only a `public_read` reads a replica, never anything inside a transaction on the primary, so no
-write decides on what a replica shows; one whose answer may be stale is done again on the primary.
-Each process checks its replicas about once a second from a thread of its own, never in a read's
-way, and skips one that does not answer, is not in recovery, or is more than
-`CAIRN_REPLICA_MAX_LAG_S` behind."""
+Only a `public_read` reads a replica, and one whose answer may be stale is done again on the
+primary. Each process checks its replicas from a thread of its own, never in a read's way."""
 
 from __future__ import annotations
 
@@ -112,7 +108,6 @@ class _Watch:
     def _connection(self, alias: str) -> psycopg.Connection[Any]:
         conn = self._connections.get(alias)
         if conn is None or conn.closed:
-            # The libpq parameters of its `DATABASES` entry, its URL's options among them.
             parameters = {
                 name: value
                 for name, value in connections[alias].get_connection_params().items()
@@ -197,7 +192,7 @@ def states() -> list[State]:
 
 def reading() -> str:
     """The database a read in this context goes to; the primary inside a transaction on it,
-    whatever the context chose: a write reads what it locks."""
+    whatever the context chose: a write reads what it locks, never what a replica shows."""
     alias = _reading.get()
     if alias == DEFAULT_DB_ALIAS or connections[DEFAULT_DB_ALIAS].in_atomic_block:
         return DEFAULT_DB_ALIAS
