@@ -7,8 +7,7 @@ Anyone can rebuild the exact bytes from a commit with the standard library:
 
 A module built in must not import Django, a site package as a whole (`from core import privacy`),
 or rename what it imports, and no two parts may define one top-level name: each would mean
-something else in one file than in the site.
-"""
+something else in one file than in the site."""
 
 from __future__ import annotations
 

@@ -300,7 +300,6 @@ def _values(
 
 
 def object_values(obj: Model) -> dict[str, Any]:
-    """Every written field of `obj` (`_written_fields`), by attribute name."""
     return {field.attname: getattr(obj, field.attname) for field in _written_fields(type(obj))}
 
 
@@ -318,7 +317,6 @@ def _insert_sql(
     ignore_conflicts: bool = False,
     many: bool = False,
 ) -> str:
-    """`many` rows from arrays (`_array`), else one of placeholders."""
     named = {_field(model, name).name for name in names}
     missing = [field.name for field in _written_fields(model) if field.name not in named]
     if missing:
