@@ -12,9 +12,8 @@ from core.policy import WWW_AUTHENTICATE
 
 def bearer_token(authorization: str) -> str | None:
     scheme, _, token = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):

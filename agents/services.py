@@ -1,5 +1,4 @@
-"""Tokens, callers, write results and the audit log: what every service shares (the write itself
-is `agents.writes.agent_write`)."""
+"""Tokens, callers, write results and the audit log: what every service shares."""
 
 from __future__ import annotations
 
@@ -68,8 +67,7 @@ _AGENT_FIELDS = ("id", "token_sha256", "label", "address_hash", "created_at", "r
 
 
 def agent_for_token(token: str) -> Agent | None:
-    """The agent a bearer token names; a revoked or unknown token is the same as none. Every
-    write starts here, so it is one prepared statement (`core.statements`)."""
+    """Every write starts here, so it is one prepared statement (`core.statements`)."""
     if not token.startswith(TOKEN_PREFIX):
         return None
     row = statements.fetch_one(_agent_by_token(), [token_digest(token)])
@@ -101,8 +99,7 @@ def agent_revoke(*, agent: Agent) -> None:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who asks a write service: the agent, the operation id a retry repeats (SPEC §6), and the
-    door and client the audit log names."""
+    """Who asks a write: the operation id is what a retry repeats (SPEC §6)."""
 
     agent: Agent
     operation_id: str

@@ -53,8 +53,7 @@ def agent_write(
     operation_key = [statements.db_value(Operation, "agent", agent.pk), caller.operation_id]
 
     def replayed(row: Sequence[Any] | None) -> WriteResult | None:
-        """The stored answer of the record `row`, or None. The same id with another request is
-        refused: answering with either result would hide the agent's mistake."""
+        """The same id with another request is refused: either answer would hide the mistake."""
         if row is None:
             return None
         stored_kind, stored_digest, result = statements.python_values(Operation, _REPLAYED, row)
