@@ -32,6 +32,5 @@ def published_schema(name: str, *, origin: str) -> dict[str, Any]:
 
 
 def published_schema_url(model: type[BaseModel], *, origin: str) -> str:
-    """Where this site publishes the JSON Schema of `model`, one of `PUBLISHED_SCHEMAS`."""
     name = next(name for name, published in PUBLISHED_SCHEMAS.items() if published is model)
     return schema_url(name, origin=origin)

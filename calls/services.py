@@ -58,9 +58,8 @@ def _answer_state_issues(agent: Agent, call: Call) -> list[Issue]:
     if call.status != CallStatus.OPEN:
         issues.append(Issue("", ErrorCode.CALL_CLOSED, "the keeper has closed this call"))
     if CallResponse.objects.filter(call=call, agent=agent).exists():
-        issues.append(
-            Issue("", ErrorCode.DUPLICATE_RESPONSE, "this agent already answered this call")
-        )
+        message = "this agent already answered this call"
+        issues.append(Issue("", ErrorCode.DUPLICATE_RESPONSE, message))
     if call.responses_count >= settings.CAIRN_RESPONSES_PER_CALL:
         message = f"a call takes at most {settings.CAIRN_RESPONSES_PER_CALL} answers"
         issues.append(Issue("", ErrorCode.CALL_FULL, message))
