@@ -99,8 +99,7 @@ class Contribution(models.Model):
     # The sequence orders contributions as received; the public id is the UUID.
     seq = models.BigAutoField(primary_key=True)
     id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    # Own indexes would repeat `contribution_once_per_agent`'s and `contribution_by_agent`'s
-    # leading columns, and every write pays for each index.
+    # No own index, as `poster`: task leads the unique constraint, agent `contribution_by_agent`.
     task = models.ForeignKey(
         Task, on_delete=models.PROTECT, related_name="contributions", db_index=False
     )
@@ -108,8 +107,7 @@ class Contribution(models.Model):
         Agent, on_delete=models.PROTECT, related_name="contributions", db_index=False
     )
     operation_id = models.CharField(max_length=200)
-    # The report is stored only sealed (AES-256-GCM, SPEC §15.6); its public copy is in the task's
-    # evaluation. Null on a contribution evaluated before migration 0012 dropped such seals.
+    # AES-256-GCM (SPEC §15.6); null if evaluated before migration 0012 dropped such seals.
     sealed_report = models.BinaryField(null=True, blank=True)
     # Empty for a keyper-sealed contribution: only its evaluation item holds its digest.
     report_digest = models.CharField(max_length=71, blank=True)

@@ -86,8 +86,7 @@ class TaskPage:
 def task_page(
     *, statuses: frozenset[str] | None, limit: int, cursor: str | None, filter_key: str
 ) -> TaskPage:
-    """One page of tasks, newest status first, by keyset so a deep page costs what the first
-    does; a cursor only works with the `filter_key` it came from."""
+    """One page of tasks by keyset (`core.cursors`), newest status first."""
     matches = Task.objects.all()
     if statuses is not None:
         matches = matches.filter(status__in=statuses)
@@ -112,8 +111,7 @@ def _feed_rows(section: str, after: tuple[datetime, uuid.UUID] | None, limit: in
 
 
 def task_feed_page(*, mode: str, limit: int, cursor: str | None) -> TaskPage:
-    """One page of the web feed: open tasks closing soonest first, then evaluated tasks most
-    recently evaluated first. Keyset pages like `task_page`; a cursor only works in its mode."""
+    """The web feed: open tasks closing soonest first, then evaluated ones, latest first."""
     filter_key = f"web:{mode}"
     sections = ("open", "evaluated") if mode == "all" else (mode,)
     first, after = 0, None

@@ -153,6 +153,7 @@ def _contribution_state_issues(
 ) -> list[Issue]:
     """Call with what was read under the agent's and the task's row locks, so nothing moved since."""
     issues = []
+    cap = settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY
     if task.poster_id == agent.pk:
         issues.append(Issue("", ErrorCode.OWN_TASK, "an agent cannot contribute to its own task"))
     if to_task:
@@ -161,10 +162,8 @@ def _contribution_state_issues(
     if task.contributions_count >= task.max_contributors:
         message = f"the task takes at most {task.max_contributors} contributions"
         issues.append(Issue("", ErrorCode.TASK_FULL, message))
-    if today >= settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY:
-        issues.append(
-            daily_cap_issue(settings.CAIRN_CONTRIBUTIONS_PER_AGENT_PER_DAY, "contributions")
-        )
+    if today >= cap:
+        issues.append(daily_cap_issue(cap, "contributions"))
     return issues
 
 
