@@ -73,10 +73,9 @@ def call_answer(caller: Caller, *, call_id: Any, payload: Any) -> WriteResult:
     def check() -> tuple[Call, CallResponsePayload]:
         call = call_get(call_id)
         parsed = parse_payload(CallResponsePayload, payload)
-        if parsed.public_output_approved is not True:
-            refuse_if(
-                [Issue("public_output_approved", ErrorCode.APPROVAL_REQUIRED, "must be true")]
-            )
+        if not parsed.public_output_approved:
+            issue = Issue("public_output_approved", ErrorCode.APPROVAL_REQUIRED, "must be true")
+            refuse_if([issue])
         refuse_if(privacy.screen([("body", parsed.body)]))
         return call, parsed
 
