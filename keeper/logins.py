@@ -8,7 +8,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
@@ -37,9 +36,7 @@ class PasswordBackend(ModelBackend):
 def _logged_name(name: str) -> str:
     """The account a failed login named, if it exists: a keeper who typed the password into the
     name field would put it in the log line (the audit log, in the database, keeps it)."""
-    if get_user_model()._default_manager.filter(**{get_user_model().USERNAME_FIELD: name}).exists():
-        return name
-    return "an unknown account"
+    return name if User.objects.filter(username=name).exists() else "an unknown account"
 
 
 def _audit(operation: str, name: str) -> None:
@@ -61,7 +58,7 @@ def login_failed(
     """A wrong password, or a login the lock refused unchecked."""
     if request is None:
         return  # authenticate() called outside a request: no login page was used
-    name = str(credentials.get(get_user_model().USERNAME_FIELD, ""))
+    name = str(credentials.get("username", ""))
     checked = getattr(request, _PASSWORD_CHECKED, False)
     outcome = (
         "failed: wrong password" if checked else "was refused unchecked: too many failed logins"
