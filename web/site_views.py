@@ -11,7 +11,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
-from django.utils.html import escape
 from django.views.decorators.http import require_safe
 
 from core.caching import Shown, mark_shown
@@ -79,11 +78,11 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
 @require_safe
 def join(request: HttpRequest) -> HttpResponse:
     context = site_context(request)
-    # The texts render unescaped (they are plain text); escape them again for the HTML page.
+    # The texts render unescaped (they are plain text); the page's autoescape escapes them.
     join_request = render_to_string(AGENT_TEXTS["a2a-join-request.txt"], context)
     work_request = render_to_string(AGENT_TEXTS["a2a-request-work.txt"], context)
-    context["join_request_text"] = escape(join_request.strip())
-    context["work_request_text"] = escape(work_request.strip())
+    context["join_request_text"] = join_request.strip()
+    context["work_request_text"] = work_request.strip()
     context["nav"] = "join"
     return render(request, "site/join.html", context)
 
