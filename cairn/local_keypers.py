@@ -1,8 +1,6 @@
 """`make run` with two keypers on this machine (SPEC §15.8): `python -m cairn.local_keypers -- make run`.
 
-It starts two more Cairns beside the site, each a witness of its log and a keyper for it with its
-own database and keys, then runs the command with `CAIRN_WITNESSES` and `CAIRN_KEYPERS` naming
-them. Every key is the keeper's own: they show the flow and protect nothing.
+Two more Cairns, each with its own database and keys, run beside the site as it would list them.
 """
 
 from __future__ import annotations
@@ -38,8 +36,6 @@ STOP_ASKED = threading.Event()
 
 @dataclass(frozen=True)
 class LocalKeyper:
-    """One keyper: a Cairn on `port` whose database and keys are in `folder`."""
-
     number: int
     folder: Path
     port: int

@@ -1,5 +1,4 @@
-"""`manage.py qcluster`: django-q2's command with cairn/worker.py's master and sentinel, in place
-of django-q2's own because `cairn` comes first in INSTALLED_APPS."""
+"""`manage.py qcluster`: django-q2's command with cairn/worker.py's master and sentinel."""
 
 import os
 
