@@ -60,8 +60,6 @@ class DatabaseCollector(Collector):
 
 
 class ReplicaCollector(Collector):
-    """Whether each replica takes this process's public reads, and how far behind it is."""
-
     def collect(self) -> Iterator:
         if not replicas.configured():
             return

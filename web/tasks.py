@@ -40,7 +40,6 @@ VOID_LABELS = {
 
 
 def _item_display(item: dict[str, Any]) -> dict[str, Any]:
-    """One item of the evaluation (its report or its void) with its instant and labels."""
     display = {**item, "received": instant(item["received_at"])}
     void = item.get("void")
     if void is not None:
