@@ -1,10 +1,7 @@
-"""Database URLs as libpq reads them, put in the shape dj-database-url can parse.
-
-libpq lets a URL list several hosts, so that a client follows a failover by itself:
-`postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write` tries each host in turn and keeps
-the first that takes writes. dj-database-url reads one host only, so the list is carried in the
-query string instead (`?host=h1,h2&port=5432,5432`), which libpq reads the same way.
-"""
+"""Database URLs as libpq reads them, in the shape dj-database-url parses. libpq lets a URL list
+hosts so that a client follows a failover by itself, keeping the first that takes writes:
+`postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write`. dj-database-url reads one
+host, so the list moves to the query string (`?host=h1,h2&port=5432,5432`), which libpq also reads."""
 
 from __future__ import annotations
 

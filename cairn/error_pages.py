@@ -1,9 +1,6 @@
-"""The site's own 404 and 500 pages, DEBUG or not.
-
-Under DEBUG Django answers an unknown path with its technical page, which lists every route, and
-an exception with a traceback. A reader of the pages meets Cairn's branded pages either way; the
-traceback still goes to the log. `/admin/` keeps Django's pages and `/api/` its JSON answers.
-"""
+"""The site's own 404 and 500 pages, DEBUG or not: under DEBUG Django would answer an unknown path
+with a technical page listing every route, and an exception with its traceback (which still goes to
+the log). `/admin/` keeps Django's pages and `/api/` its JSON answers."""
 
 from __future__ import annotations
 
