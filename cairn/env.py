@@ -97,9 +97,7 @@ def env_listen_address(name: str, default: str) -> str:
 
 def env_advertised_address(name: str, *, listening: str, site_url: str, off: str) -> str:
     """The address the Agent Card gives clients of a server listening on `listening` ("" when
-    nothing does): the variable, else `listening` (behind a proxy they differ), which must be set
-    when `listening` is every address; never this machine alone while `site_url` is reached from
-    elsewhere (SPEC §8.1). `off` says how to turn the server off instead."""
+    nothing does), SPEC §8.1: the variable, else `listening` (behind a proxy they differ)."""
     if not listening:
         return ""
     address = env_str(name)

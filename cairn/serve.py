@@ -97,8 +97,7 @@ class CairnHttpToolsProtocol(HttpToolsProtocol):
             self._deadline = self.loop.call_later(seconds, self.transport.close)
 
     def _refuse_head(self) -> None:
-        """431, unless a response is still due on this connection (that one is not cut into);
-        then what the client still sends is dropped until it closes, for `LINGER_S` at most."""
+        """431, unless a response is still due on this connection (that one is not cut into)."""
         self.logger.info("Request head over %d KiB refused.", HEAD_LIMIT // 1024)
         if self.cycle is not None and not self.cycle.response_complete:
             self.transport.close()
