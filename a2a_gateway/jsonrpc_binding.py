@@ -80,44 +80,33 @@ def _in_envelope(request_id: Any, result: Any) -> bytes | None:
         return None
 
 
-async def _v0_3_read(
-    document: dict[str, Any], request_id: Any, source: DjangoSource
-) -> bytes | None:
-    """The reply body to a 0.3 tasks/get, read and refused as the SDK's 0.3 adapter does (its
-    conversion to 1.0's GetTaskRequest reads a `historyLength` of 0 as none)."""
-    try:
-        parsed = types_v03.GetTaskRequest.model_validate(document)  # the adapter's model
-    except ValidationError:  # the adapter refuses it in its own words
-        return None
-    request = conversions.to_core_get_task_request(parsed)
-    try:
-        read = await transport.read_here(stored_task(request, source, "0.3"))
-    except A2AError as refused:
-        error = _to_v03_jsonrpc_error(refused).model_dump(by_alias=True)
-        return json_bytes({"jsonrpc": "2.0", "id": request_id, "error": error})
-    return None if read is None else _in_envelope(request_id, orjson.Fragment(read.text))
-
-
 async def fast_read(
     method: str, document: dict[str, Any], request_id: Any, source: DjangoSource = DJANGO_SOURCE
 ) -> bytes | None:
     """The reply body to a checked GetTask, ListTasks or 0.3 tasks/get from the stored forms, its
-    params parsed as the SDK's dispatcher parses them; None leaves it to the dispatcher."""
-    if method == V0_3_GET_TASK:
-        return await _v0_3_read(document, request_id, source)
-    params = document.get("params", {})
+    params parsed and refused as the SDK's dispatcher or its 0.3 adapter does (whose conversion to
+    1.0's GetTaskRequest reads a `historyLength` of 0 as none); None leaves it to the dispatcher."""
+    v0_3 = method == V0_3_GET_TASK
     try:
-        request = ParseDict(
-            params, JsonRpcDispatcher.METHOD_TO_MODEL[method](), ignore_unknown_fields=True
-        )
-    except ParseError:  # the SDK refuses it in its own words
+        if not v0_3:
+            params = document.get("params", {})
+            model = JsonRpcDispatcher.METHOD_TO_MODEL[method]()
+            request = ParseDict(params, model, ignore_unknown_fields=True)
+            sent_status = params.get("status") if isinstance(params, dict) else None
+            read = stored_read(request, sent_status, source)
+        else:
+            parsed = types_v03.GetTaskRequest.model_validate(document)  # the adapter's model
+            read = stored_task(conversions.to_core_get_task_request(parsed), source, "0.3")
+    except (ParseError, ValidationError):  # the SDK refuses it in its own words
         return None
-    sent_status = params.get("status") if isinstance(params, dict) else None
     try:
-        read = await transport.read_here(stored_read(request, sent_status, source))
+        found = await transport.read_here(read)
     except A2AError as refused:
-        return json_bytes(build_error_response(request_id, refused))
-    return None if read is None else _in_envelope(request_id, transport.stored_result(read))
+        if not v0_3:
+            return json_bytes(build_error_response(request_id, refused))
+        error = _to_v03_jsonrpc_error(refused).model_dump(by_alias=True)
+        return json_bytes({"jsonrpc": "2.0", "id": request_id, "error": error})
+    return None if found is None else _in_envelope(request_id, transport.stored_result(found))
 
 
 @validate_version(PROTOCOL_VERSION_0_3)
