@@ -42,6 +42,7 @@ VERIFIABLE_EXTENSION_URI = "urn:cairn:verifiable:v1"
 BEARER_SCHEME = "bearer"
 CARD_PATH = "/.well-known/agent-card.json"
 CARD_METHODS = ("GET", "HEAD")
+Started = tuple[tuple[int, str], ...]  # the logs after log 0: (number, origin)
 # Every binding the endpoint speaks (SPEC §8.1, §8.6), JSON-RPC 1.0 first. Declaring the 0.3 one
 # makes the SDK's serialiser write the 0.3 fields (`url`, `preferredTransport`, ...) a 0.3 client reads.
 INTERFACES = (
@@ -100,10 +101,10 @@ def witnessing() -> dict[str, Any]:
     return listed
 
 
-def logs_listed(site: str, started: list[dict[str, Any]]) -> list[dict[str, str]]:
+def logs_listed(site: str, started: Started) -> list[dict[str, str]]:
     """Every log of the site, oldest first: its origin, checkpoint URL and tile base URL."""
     logs = [(LOG_PATH, log_origin())]
-    logs += [(f"{LOG_PATH}/{log['number']}", log["origin"]) for log in started]
+    logs += [(f"{LOG_PATH}/{number}", origin) for number, origin in started]
     return [
         {"origin": origin, "checkpoint": f"{site}{path}/checkpoint", "tiles": f"{site}{path}/tile/"}
         for path, origin in logs
@@ -112,24 +113,17 @@ def logs_listed(site: str, started: list[dict[str, Any]]) -> list[dict[str, str]
 
 def supported_interfaces(site: str, grpc_url: str) -> list[AgentInterface]:
     """`INTERFACES` at the site's endpoint, with gRPC's third where it is on (SPEC §8.7)."""
-    interfaces = [
-        AgentInterface(
-            url=f"{site}{ENDPOINT_PATH}", protocol_binding=binding, protocol_version=version
-        )
-        for binding, version in INTERFACES
-    ]
+    interfaces = [(f"{site}{ENDPOINT_PATH}", binding, version) for binding, version in INTERFACES]
     if grpc_url:
-        grpc = AgentInterface(
-            url=grpc_url,
-            protocol_binding=TransportProtocol.GRPC.value,
-            protocol_version=PROTOCOL_VERSION_1_0,
-        )
-        interfaces.insert(2, grpc)
-    return interfaces
+        interfaces.insert(2, (grpc_url, TransportProtocol.GRPC.value, PROTOCOL_VERSION_1_0))
+    return [
+        AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
+        for url, binding, version in interfaces
+    ]
 
 
-def agent_card(site: str, started: list[dict[str, Any]]) -> AgentCard:
-    """One skill per operation the handler dispatches; `started`: the logs after log 0."""
+def agent_card(site: str, started: Started) -> AgentCard:
+    """One skill per operation the handler dispatches."""
     grpc_url = settings.CAIRN_GRPC_URL
     logs = logs_listed(site, started)
     operations = CairnRequestHandler.operations
@@ -211,9 +205,8 @@ def _card(site: str) -> Reply:
 
 
 @lru_cache(maxsize=32)
-def _built_card(site: str, started: tuple[tuple[int, str], ...]) -> Reply:
-    logs = [{"number": number, "origin": origin} for number, origin in started]
-    card_json = agent_card_to_dict(card_sign(agent_card(site, logs), site=site))
+def _built_card(site: str, started: Started) -> Reply:
+    card_json = agent_card_to_dict(card_sign(agent_card(site, started), site=site))
     shown = Shown.document(etag=_etag_for(card_json), last_modified=timezone.now())
     return Reply(200, json_bytes(card_json), shown=shown)
 
