@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from a2a_gateway.card import agent_card_json
+from a2a_gateway.card import CARD_PATH, agent_card_json
 from a2a_gateway.card_check import CHECK_SITE, card_problems
 from core.site import site_url
 from ledger.keys import JWKS_PATH
@@ -54,9 +54,10 @@ class Command(BaseCommand):
             except (OSError, ValueError) as exc:
                 raise CommandError(f"cannot read a JSON card from {source}: {exc}") from None
         elif url:
-            source = url.rstrip("/") + "/.well-known/agent-card.json"
+            site = url.rstrip("/")
+            source = site + CARD_PATH
             document = _fetch_json(source, "the card")
-            jwks = _fetch_json(url.rstrip("/") + JWKS_PATH, "the site's keys")
+            jwks = _fetch_json(site + JWKS_PATH, "the site's keys")
         else:
             source = "the code"
             document = agent_card_json(site_url() or CHECK_SITE)
