@@ -50,6 +50,12 @@ STATUS_FILTERS: dict[int, str | None] = {
 # What `status` may say for "no filter". "UNRECOGNIZED" is what the official JS client (@a2a-js/sdk
 # 1.3.0, ts-proto) writes when its caller leaves `status` out, so it means unset, not unknown.
 UNSET_STATUS = (None, 0, "TASK_STATE_UNSPECIFIED", "UNRECOGNIZED")
+TASK_FORMS = {"1.0": "task_json", "0.3": "task_v0_3_json"}
+# What a page row holds of its task before its stored form, as `DjangoSource.read_back` reads it.
+PAGE_COLUMNS = ("task", "status_timestamp", "deadline")
+# Where a task's row and a page's first row say whether what they read is due (`DUE`) and
+# whether a replica may be behind the primary on it (`PAST_DEADLINE`).
+DUE_AT, PAST_DEADLINE_AT = 0, 1
 
 Row = tuple[Any, ...]
 
@@ -143,23 +149,11 @@ def page_query(request: ListTasksRequest, sent_status: Any) -> PageQuery:
     )
 
 
-TASK_FORMS = {"1.0": "task_json", "0.3": "task_v0_3_json"}
-
-
 def _open_until_sql() -> str:
     """A task's deadline while it is open, else NULL: until when what a read shows of it holds
     (`core.caching.Shown`). Its params: `working`, as `DUE.params` gives it."""
     status, deadline = (statements.column(TaskForm, name) for name in ("status", "deadline"))
     return f"CASE WHEN {status} = %(working)s THEN {deadline} END"
-
-
-# What a page row holds of its task before its stored form, as `DjangoSource.read_back` reads it.
-PAGE_COLUMNS = ("task", "status_timestamp", "deadline")
-
-
-# Where a task's row and a page's first row say whether what they read is due (`DUE`) and
-# whether a replica may be behind the primary on it (`PAST_DEADLINE`).
-DUE_AT, PAST_DEADLINE_AT = 0, 1
 
 
 @cache
