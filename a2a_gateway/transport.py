@@ -16,7 +16,7 @@ from a2a.utils.constants import PROTOCOL_VERSION_1_0
 from a2a.utils.errors import A2AError, VersionNotSupportedError
 from a2a.utils.version_validator import validate_version
 from django.db import DatabaseError
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import Descriptor
 from starlette.requests import Request as StarletteRequest
 
 from a2a_gateway.handler import FACTS_STATE, CairnRequestHandler, Facts, failure_error
@@ -155,7 +155,6 @@ def _misplaced(value: Any, descriptor: Descriptor, path: str = "params") -> str 
         if (
             field is None
             or message is None
-            or field.type != FieldDescriptor.TYPE_MESSAGE
             or message.full_name.startswith(_WELL_KNOWN)
             or message.GetOptions().map_entry
             or item is None
