@@ -1,9 +1,7 @@
 """The A2A 1.0 HTTP+JSON binding (SPEC §8.6, A2A 1.0 §11) under `<site>/api/a2a`: the SDK's REST
 routes and dispatcher, with the routes matched here (a path or method the binding lacks gets this
 binding's error) and bodies read by Cairn's JSON reader (no client's bytes reach the SDK's parser
-as a 5xx). As §8.6 says, TaskNotCancelableError is 409, `status` takes §11's short forms, and params
-protobuf cannot read get JSON-RPC's invalid-params error (the SDK says invalid request, or reads an
-unknown boolean as false).
+as a 5xx).
 """
 
 from __future__ import annotations
