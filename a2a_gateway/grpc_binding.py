@@ -147,22 +147,19 @@ class A2ACalls(grpc.aio.ServerInterceptor):
         service, _, method = full_name.lstrip("/").rpartition("/")
         if handler is None or service != SERVICE:
             return handler
+        serializer = handler.response_serializer
         if handler.unary_unary is not None:
             stored = method in STORED_READS
             wrapped = grpc.unary_unary_rpc_method_handler(
                 self._unary(method, handler.unary_unary, stored=stored),
                 request_deserializer=handler.request_deserializer,
-                response_serializer=(
-                    _as_stored(handler.response_serializer)
-                    if stored
-                    else handler.response_serializer
-                ),
+                response_serializer=_as_stored(serializer) if stored else serializer,
             )
         elif handler.unary_stream is not None:
             wrapped = grpc.unary_stream_rpc_method_handler(
                 self._streaming(method, handler.unary_stream),
                 request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
+                response_serializer=serializer,
             )
         else:
             return handler
