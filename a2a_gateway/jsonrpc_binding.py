@@ -64,9 +64,7 @@ def _single_request(document: Any) -> tuple[Any, str] | None:
         parsed = JSONRPC20Request.from_data(document)
     except (JSONRPCException, ValueError, TypeError):
         return None
-    if not isinstance(parsed, JSONRPC20Request) or (
-        parsed.method not in JsonRpcDispatcher.METHOD_TO_MODEL and parsed.method not in V0_3_METHODS
-    ):
+    if parsed.method not in JsonRpcDispatcher.METHOD_TO_MODEL and parsed.method not in V0_3_METHODS:
         return None
     return request_id, parsed.method
 
