@@ -81,13 +81,11 @@ def task_answer(body: dict[str, Any], stored: Task | None) -> Task:
 
 def refusal_message(refusal: Refusal, *, task_id: str = "") -> Message:
     """A refusal as SPEC §6 answers it on A2A: an agent Message, not a Task and not an error."""
-    message = Message(
+    return Message(
         message_id=str(uuid.uuid4()),
         role=Role.ROLE_AGENT,
         parts=[data_part(refusal.as_body())],
         metadata={"cairn": {"accepted": False}},
+        task_id=task_id,  # "" is no task: a proto3 string has no presence
+        context_id=task_id,
     )
-    if task_id:
-        message.task_id = task_id
-        message.context_id = task_id
-    return message
