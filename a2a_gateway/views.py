@@ -39,8 +39,7 @@ def agent_card(request: HttpRequest) -> HttpResponse:
 
 @csrf_exempt
 async def a2a_endpoint(request: HttpRequest, operation: str = "") -> HttpResponse:
-    """`POST /api/a2a`: A2A 1.0 JSON-RPC (`GET` answers with the card: the endpoint documents
-    itself); `/api/a2a/message:send`, `/api/a2a/tasks`, ...: the A2A 1.0 HTTP+JSON binding."""
+    """`/api/a2a`: JSON-RPC (`jsonrpc_binding`); `/api/a2a/<operation>`: HTTP+JSON."""
     query_string = request.META.get("QUERY_STRING", "").encode("latin-1")
     binding = partial(rest_reply, query_string=query_string) if operation else http_reply
     reply = await binding(
