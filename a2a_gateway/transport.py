@@ -132,7 +132,6 @@ async def _speaks_a2a_1(context: ServerCallContext) -> None:
 
 
 async def check_version(headers: Mapping[str, str]) -> None:
-    """Raises the SDK's version error for a request that does not speak A2A 1.x."""
     if headers.get("a2a-version") == PROTOCOL_VERSION_1_0:
         return  # what the SDK's check accepts first: skip building its context
     try:
