@@ -1,8 +1,7 @@
 """Each task's A2A forms, written by the SDK's own serialisers in every transaction that changes
-the task (`tasks.changes.task_changed` is pointed here); every binding serves those bytes (SPEC
-§8.4), each what the SDK's dispatcher writes for one question (a `Struct`'s numbers as doubles,
-`2.0`). A `Struct` has no order of its own and two processes may write one in two orders: written
-once here, all serve the same bytes.
+the task; every binding serves those bytes (SPEC §8.4), each what the SDK's dispatcher writes for
+one question (a `Struct`'s numbers as doubles, `2.0`). A `Struct` has no order of its own and two
+processes may write one in two orders: written once here, all serve the same bytes.
 """
 
 from __future__ import annotations
