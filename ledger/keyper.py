@@ -177,28 +177,20 @@ def _instant(fields: dict[str, Any], name: str, key: str) -> datetime:
         raise _not_proven(f"the entry's {key} is not an instant", name) from None
 
 
-def _in_later_log(request: ReleaseRequest, entry: ProvenElsewhere) -> dict[str, Any]:
-    """The contribution's entry proven in a later log of the task's site (§16.2), where a site that
-    restarted its log writes contributions to a task whose entry stays in the log before."""
-    first, number = origin_place(request.site)
-    later_first, later = origin_place(entry.origin)
-    if later_first != first or later <= number:
-        raise _not_proven(
-            f"{entry.origin} is not a later log of {request.site}", "contribution_entry.origin"
-        )
-    root = _cosigned_root(entry.origin, entry.size)
-    return _entry_proven("contribution_entry", entry, entry.size, root)
-
-
 def _share_context(request: ReleaseRequest) -> tuple[ShareContext, datetime]:
     """The share's `info` with the deadline and commitment the log says, and the deadline."""
-    root = _cosigned_root(request.site, request.size)
-    task = _entry_proven("task_entry", request.task_entry, request.size, root)
+    size, root = request.size, _cosigned_root(request.site, request.size)
+    task = _entry_proven("task_entry", request.task_entry, size, root)
     entry = request.contribution_entry
-    if isinstance(entry, ProvenElsewhere):
-        contribution = _in_later_log(request, entry)
-    else:
-        contribution = _entry_proven("contribution_entry", entry, request.size, root)
+    if isinstance(entry, ProvenElsewhere):  # in a later log of the task's site (§16.2)
+        first, number = origin_place(request.site)
+        later_first, later = origin_place(entry.origin)
+        if later_first != first or later <= number:
+            raise _not_proven(
+                f"{entry.origin} is not a later log of {request.site}", "contribution_entry.origin"
+            )
+        size, root = entry.size, _cosigned_root(entry.origin, entry.size)
+    contribution = _entry_proven("contribution_entry", entry, size, root)
     if task.get("type") != TASK or task.get("task_id") != request.task_id:
         raise _not_proven(f"the entry is not the {TASK} entry of task_id", "task_entry")
     if (
