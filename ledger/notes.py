@@ -17,13 +17,11 @@ from ledger.signed_note import (
     private_verifier_key,
 )
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
-
 
 def site_host() -> str:
     parts = urlsplit(settings.CAIRN_SITE_URL or "http://localhost")
     host = parts.hostname or "localhost"
-    if parts.port and parts.port != DEFAULT_PORTS.get(parts.scheme):
+    if parts.port and parts.port != {"http": 80, "https": 443}.get(parts.scheme):
         host = f"{host}:{parts.port}"
     return host
 
