@@ -1,12 +1,9 @@
 """What the site has promised about its log (SPEC §16.2): the largest checkpoint it signed and the
-largest tree each witness holds, kept where a database restore cannot take them back, since signed
-checkpoints and receipts outlive a database that goes back in time (a standby promoted while
-behind, an older backup restored). The sequencer signs only a tree that extends them all; until the
-database does again, the site signs nothing and refuses writes.
-
-A JSON file (`CAIRN_LOG_STATE`) beside the site's keys, keyed by the hash of each log's first leaf:
-a restored database keeps its first leaf and meets its log's state; a new database, or a log the
-keeper restarted, starts its own.
+largest tree each witness holds, kept in a JSON file (`CAIRN_LOG_STATE`) beside the site's keys,
+since signed checkpoints outlive a database that goes back in time. The sequencer signs only a tree
+that extends them all; until the database does again, the site signs nothing and refuses writes.
+Keyed by the hash of each log's first leaf: a restored database meets its log's state; a new one,
+or a restarted log, starts its own.
 """
 
 from __future__ import annotations

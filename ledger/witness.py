@@ -1,10 +1,7 @@
 """Cairn as a witness of other logs (SPEC §15.4, C2SP `tlog-witness` and `tlog-cosignature`).
 
 A witness cosigns a checkpoint only if it extends the latest tree it cosigned of that log, so a
-log whose readers require its cosignature cannot show them different histories. The check and the
-update happen under the log's row lock, so two racing submissions cannot both advance it, nor a
-slower one roll it back. Every cosigned checkpoint is also kept, in the same transaction: a keyper
-proves releases against any root it cosigned (§15.8).
+log whose readers require its cosignature cannot show them different histories.
 
     old <size>\n                  the size the submitter believes the witness holds
     <base64 hash>\n               at most 63 lines: the consistency proof from that size
@@ -144,8 +141,9 @@ def _check_signed(note: Note, origin: str) -> None:
 
 
 def _locked_state(origin: str) -> WitnessedLog:
-    """The log's row, locked until the transaction ends; it is made first, at size 0, so there
-    is always a row to lock (a second maker waits on the unique origin, then finds it)."""
+    """The log's row, locked until the transaction ends, so racing submissions cannot both advance
+    it nor a slower one roll it back. Made first at size 0, so there is always a row to lock (a
+    second maker waits on the unique origin, then finds it)."""
     statements.write_all(
         statements.inserted(
             WitnessedLog,
