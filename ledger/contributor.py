@@ -26,8 +26,7 @@ def entry_log(
 
 @dataclass(frozen=True)
 class EntryProven:
-    """An entry proven by its audit path to the tree of `size` entries of the log `origin` that
-    the keyper cosigned."""
+    """An entry and its audit path to the tree of `size` entries of log `origin` the keyper cosigned."""
 
     origin: str
     size: int
@@ -70,8 +69,7 @@ def release_request(
     task_entry: EntryProven,
     contribution_entry: EntryProven,
 ) -> dict[str, Any]:
-    """What a keyper's `/release` is asked for one sealed share (§15.8); the contribution's entry
-    names its own log and tree when it is in a later one than the task's (§16.2)."""
+    """What a keyper's `/release` is asked for one sealed share (§15.8, §16.2)."""
     contribution = contribution_entry.asked()
     if contribution_entry.origin != task_entry.origin:
         contribution |= {"origin": contribution_entry.origin, "size": contribution_entry.size}

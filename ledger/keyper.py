@@ -1,10 +1,8 @@
 """Cairn as a keyper (SPEC §15.8): a witness that also holds an X25519 key, and releases its
 share of a sealed report's key once the deadline plus the merge delay has passed by its own clock.
-
 It trusts nothing the asker says that the log can say instead: the task, its deadline and the
-commitment are read from entries proven against a root this keyper cosigned, and the HPKE `info`
-is rebuilt from them. The first check that fails is the refusal.
-"""
+commitment are read from entries proven against a root it cosigned, and the HPKE `info` rebuilt
+from them. The first check that fails is the refusal."""
 
 from __future__ import annotations
 
@@ -135,8 +133,7 @@ def _not_proven(reason: str, path: str) -> WitnessRefusal:
 
 
 def _cosigned_root(origin: str, size: int) -> bytes:
-    """Every proof is checked against such a root, so a log this keyper does not follow is
-    refused here."""
+    """Every proof is checked against such a root, so an unfollowed log is refused here."""
     if origin not in witnessed_logs():
         raise WitnessRefusal(Refused.UNKNOWN_LOG, f"this keyper does not follow {origin}")
     root = (
@@ -225,8 +222,7 @@ def _share_context(request: ReleaseRequest) -> tuple[ShareContext, datetime]:
 
 
 def _release_kept(request: ReleaseRequest, sealed_share: bytes, share: bytes) -> bytes:
-    """Sign and keep the release, or give the one made first for the same sealed share: two askers
-    racing get one row and the same bytes."""
+    """Sign and keep the release, or return the one kept first: racing askers get the same bytes."""
     released_at = format_instant(now_ms())
     claims = release_claims(
         keyper=witness_name(),

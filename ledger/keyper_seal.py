@@ -1,10 +1,7 @@
-"""The keyper seal's wire forms (SPEC §15.8), one definition for the site, the keyper and the tests.
-
-A report's key is split k-of-n (Shamir over GF(2^128)) and share i sealed to keyper i with HPKE,
-its `info` naming everything the share is for: a keyper that rebuilds `info` from the log's values
-opens only the share meant for that task and deadline. Built into the served files
-(`core.amalgam`), so it imports nothing of Django.
-"""
+"""The keyper seal's wire forms (SPEC §15.8), one definition for the site, the keyper and the
+served files (`core.amalgam`). A report's key is split k-of-n (Shamir over GF(2^128)) and share i
+sealed to keyper i with HPKE, its `info` naming everything the share is for: a keyper that rebuilds
+`info` from the log's values opens only the share meant for that task and deadline."""
 
 from __future__ import annotations
 
@@ -251,8 +248,7 @@ def key_combine(shares: list[tuple[int, bytes]], threshold: int) -> bytes:
 def report_open(
     ciphertext: bytes, key: bytes, *, site: str, task_id: str, deadline: str, commitment: str
 ) -> tuple[dict[str, Any], str]:
-    """The report and salt sealed in `ciphertext`; SealError unless they open the logged
-    commitment."""
+    """The sealed report and salt; SealError unless they open the logged commitment."""
     if len(ciphertext) < NONCE_BYTES + 16:
         raise SealError("the ciphertext is too short to hold a nonce and a tag")
     aad = report_aad(site=site, task_id=task_id, deadline=deadline, commitment=commitment)

@@ -72,7 +72,6 @@ class LogPromises:
     rollback: Rollback | None = None
 
 
-# The file's `logs`, read back into the dataclasses `asdict` wrote them from.
 _LOGS = TypeAdapter(dict[str, LogPromises])
 
 

@@ -1,10 +1,8 @@
 """The site's side of a keyper release (SPEC §15.8): ask each keyper for its share of a sealed
-report's key, with the proofs it needs, and keep the answers that are what they claim to be.
-
-Keypers may be down, slow or wrong, so all are asked at once, each for at most `RELEASE_TIMEOUT_S`,
-and one that fails is skipped until the next sweep, never raised: the grace window decides when a
-report is void. Only the calling thread reads the database; the caller keeps the list.
-"""
+report's key and keep the answers that verify. Keypers may be down, slow or wrong, so all are asked
+at once, each for at most `RELEASE_TIMEOUT_S`, and one that fails is skipped until the next sweep,
+never raised: the grace window decides when a report is void. Only the calling thread reads the
+database; the caller keeps the list."""
 
 from __future__ import annotations
 
@@ -103,9 +101,8 @@ def _proven(leaf: Leaf, at: InLog, size: int) -> EntryProven:
 
 
 def _proofs(entries: _Entries, witness: Witness) -> tuple[EntryProven, EntryProven] | None:
-    """Each entry proven against the latest root of its own log the keyper cosigned (after a
-    restart, §16.2, the contribution's may be in a later log than the task's); None while the
-    keyper has cosigned no checkpoint holding one."""
+    """Each entry proven against the latest root of its own log the keyper cosigned (§16.2); None
+    while the keyper has cosigned no checkpoint holding one."""
     task_at, contribution_at = entries.task_at, entries.contribution_at
     same_log = task_at.log == contribution_at.log
     contribution_size = _cosigned_size(witness, contribution_at)

@@ -79,7 +79,6 @@ def nodes_get(keys: Iterable[tuple[int, int]], *, log: int) -> dict[tuple[int, i
 
 
 def entry_task_id(entry: str) -> uuid.UUID | None:
-    """The task an entry is about, when it names one as a UUID."""
     try:
         return uuid.UUID(str(json.loads(entry).get("task_id")))
     except (ValueError, AttributeError):
@@ -143,8 +142,7 @@ def checkpoint_publish(size: int, log: LogRef) -> Checkpoint:
 
 
 class _GoneBack(Exception):
-    """Rolls the sequencer's transaction back: its tree does not extend what was promised. Its
-    args: the log's identity and the `log_state.Rollback`."""
+    """Rolls back the sequencer's transaction; args: the log's identity, the `log_state.Rollback`."""
 
 
 def _sequence_batch(batch_size: int) -> tuple[int, str | None, Checkpoint] | None:

@@ -217,7 +217,6 @@ def add_checkpoint(body: bytes) -> str:
         state.updated_at = now
         statements.write_all(
             statements.updated(state, ["tree_size", "root_hash", "updated_at"]),
-            # The same checkpoint cosigned again keeps its first row, whose root is the same.
             statements.inserted(
                 CosignedCheckpoint,
                 {

@@ -187,9 +187,8 @@ def _last_cosigned_sizes(witnesses: list[Witness], log: LogRef) -> dict[str, int
 
 
 def witnesses_cosign() -> int:
-    """Submit the latest checkpoint to every configured witness that has not cosigned it, and
-    keep every cosignature that verifies; a witness whose old size is not ours (409) is asked once
-    more, from its own size. Returns how many it got. Call outside any transaction."""
+    """Ask each witness that has not cosigned the latest checkpoint (once more, from its own size,
+    when it answers 409); returns how many cosignatures it kept. Call outside any transaction."""
     witnesses = witnesses_configured()
     if not witnesses:
         return 0
