@@ -132,7 +132,7 @@ def hash_tile(*, level: int, index: int, width: int, log: LogRef) -> bytes:
 
 def entry_bundle(*, index: int, width: int, log: LogRef) -> bytes:
     """Each entry as a big-endian uint16 length and the JCS bytes its leaf hash is of."""
-    first = log.start + _first(log, 0, index, width)
-    entries = Leaf.objects.filter(index__gte=first, index__lt=first + width).order_by("index")
+    first = _first(log, 0, index, width)
+    entries = _leaves(log, first, first + width).order_by("index")
     raws = [text.encode() for text in entries.values_list("entry", flat=True)]
     return b"".join(len(raw).to_bytes(2, "big") + raw for raw in raws)
