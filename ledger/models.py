@@ -1,7 +1,6 @@
 """The transparency log's storage (SPEC §15.3), laid out so every read is O(log n) rows: the
 sequencer stores the hash of every perfect subtree as it closes, so any root or proof is a fold of
-a few dozen stored nodes, fetched in one query, however long the log grows.
-"""
+a few dozen stored nodes, fetched in one query."""
 
 from django.db import models
 

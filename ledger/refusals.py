@@ -1,7 +1,6 @@
 """Why a witness does not cosign (SPEC §15.4) or a keyper does not release (§15.8): one vocabulary,
 since a keyper is a witness and the same case is the same refusal at either door. The value is the
-code a refusal's body carries; the doors give each kind its status (`http_api.witness.STATUS`).
-"""
+code a refusal's body carries; each door gives it a status (`http_api.witness.STATUS`)."""
 
 from __future__ import annotations
 

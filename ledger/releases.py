@@ -160,8 +160,7 @@ def _asks(contribution: Contribution, released: set[str]) -> list[_Ask]:
 def _release_checked(
     ask: _Ask, contribution: Contribution, released_from: datetime, posted: tuple[int, str, bytes]
 ) -> dict[str, Any]:
-    """The release as the evaluation lists it, once it is shown to be this keyper's, for this
-    contribution and index, and made no earlier than it may be."""
+    """The release as the evaluation lists it; WitnessFailure unless it is what it claims to be."""
     status, _, data = posted
     if len(data) > MAX_ANSWER_BYTES:
         raise WitnessFailure(f"answered more than {MAX_ANSWER_BYTES} bytes")

@@ -1,7 +1,6 @@
 """Writes into the log. A write queues its entry in its own transaction, so an entry exists exactly
-when the write does; one sequencer at a time (a PostgreSQL advisory lock; SQLite's write lock, which
-an IMMEDIATE transaction takes at its start) integrates them in queue order and signs a checkpoint.
-"""
+when the write does; one sequencer at a time (a PostgreSQL advisory lock, or SQLite's write lock
+taken by an IMMEDIATE transaction) integrates them in queue order and signs a checkpoint."""
 
 from __future__ import annotations
 

@@ -233,8 +233,7 @@ def add_checkpoint(body: bytes) -> str:
 
 
 def cosigned_latest(origin_digest: str) -> str | None:
-    """What `GET <witness URL>/<hex SHA-256 of origin>/checkpoint` serves (§15.8): the latest
-    checkpoint this witness cosigned of the followed log whose origin's hex SHA-256 that is."""
+    """What `GET <witness URL>/<hex SHA-256 of origin>/checkpoint` serves (§15.8)."""
     followed = [
         o for o in witnessed_logs() if hashlib.sha256(o.encode()).hexdigest() == origin_digest
     ]

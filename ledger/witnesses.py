@@ -1,9 +1,7 @@
-"""The site's witnesses (SPEC §15.4, C2SP `tlog-witness`): every new checkpoint goes to each
-configured witness, and the `cosignature/v1` lines that verify are kept beside it. A witness may be
-slow or down, so this runs outside the sequencer's transaction and asks every witness at once, each
-for at most `WITNESS_TIMEOUT_S` in a thread that only speaks HTTP; one that failed is asked again at
-the next run.
-"""
+"""The site's witnesses (SPEC §15.4, C2SP `tlog-witness`): each new checkpoint goes to every
+configured witness and the cosignatures that verify are kept beside it. A witness may be slow or
+down, so this runs outside the sequencer's transaction and asks all at once, each for at most
+`WITNESS_TIMEOUT_S` in a thread that only speaks HTTP; one that failed is asked at the next run."""
 
 from __future__ import annotations
 
