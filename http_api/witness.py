@@ -17,6 +17,7 @@ from core.policy import body_limit
 from http_api.inputs import body_too_large, declared_length
 from ledger.refusals import Refused, WitnessRefusal
 from ledger.witness import add_checkpoint, cosigned_latest, witness_description, witness_enabled
+from ledger.witnesses import SIZE_CONTENT_TYPE
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ def add_checkpoint_view(request: HttpRequest) -> HttpResponse:
         response = _refused(STATUS[refusal.kind], refusal.reason)
         if refusal.kind is Refused.STALE_OLD_SIZE:
             response.content = f"{refusal.size}\n".encode()
-            response["Content-Type"] = "text/x.tlog.size"
+            response["Content-Type"] = SIZE_CONTENT_TYPE
         return response
     return HttpResponse(cosignature, content_type=TEXT)
 
