@@ -7,14 +7,13 @@ import uuid
 from dataclasses import asdict
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.http import require_safe
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.caching import Shown, mark_shown
 from core.errors import ErrorCode, Issue, Refusal, invalid_query, refuse_if
 from core.scripts import requirements_response, script_response
-from core.site import site_url
+from core.site import read_only, site_url
 from http_api.inputs import query_issues, query_none
 from http_api.views import ApiView
 from http_api.witness import TEXT
@@ -123,16 +122,16 @@ class CheckpointsApi(ApiView):
         return Response({"checkpoints": [checkpoint_note(c) for c in covering]})
 
 
-@require_safe
+@read_only
 def jwks_view(request: HttpRequest) -> JsonResponse:
     return mark_shown(JsonResponse(jwks()), Shown.document())
 
 
-@require_safe
+@read_only
 def verifier_file(request: HttpRequest) -> HttpResponse:
     return script_response(VERIFIER.name, verifier_built(), site_url(request))
 
 
-@require_safe
+@read_only
 def verifier_requirements(request: HttpRequest) -> HttpResponse:
     return requirements_response(verifier_built())

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.http import HttpRequest, JsonResponse
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_safe
 from pydantic import BaseModel, Field, RootModel
 from pydantic.json_schema import models_json_schema
 
@@ -21,7 +19,7 @@ from core.cursors import CURSOR_FORM
 from core.errors import ErrorCode, Issue
 from core.payloads import DIALECT
 from core.policy import CALL_MODES, DEFAULT_MODE, PAGE_CAP, TASK_MODES, WWW_AUTHENTICATE
-from core.site import site_url
+from core.site import read_only, site_url
 from http_api.agents import RegistrationPayload
 from http_api.errors import STATUS_BY_CODE
 from http_api.inputs import IDEMPOTENCY_HEADER, REPLAYED_HEADER
@@ -35,8 +33,7 @@ def _document(body: dict[str, Any], content_type: str = "application/json") -> J
     return mark_shown(response, Shown.document())
 
 
-@csrf_exempt  # a public read: any other method gets 405, not a CSRF refusal
-@require_safe
+@read_only
 def schema_index(request: HttpRequest) -> JsonResponse:
     """`GET /schemas/a2a/`: what is published there, so a client can find each schema by name."""
     origin = site_url(request)
@@ -44,8 +41,7 @@ def schema_index(request: HttpRequest) -> JsonResponse:
     return _document({"schemas": [{"name": n, "$id": u, "url": u} for n, u in urls.items()]})
 
 
-@csrf_exempt
-@require_safe
+@read_only
 def schema_document(request: HttpRequest, name: str) -> JsonResponse:
     return _document(published_schema(name, origin=site_url(request)), "application/schema+json")
 
@@ -410,7 +406,6 @@ def openapi_document(*, origin: str) -> dict[str, Any]:
     }
 
 
-@csrf_exempt
-@require_safe
+@read_only
 def openapi_view(request: HttpRequest) -> JsonResponse:
     return _document(openapi_document(origin=site_url(request)))

@@ -10,13 +10,12 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_safe
 
 from core.amalgam import amalgamated
 from core.payloads import HIDDEN_CLASS
 from core.policy import A2A_TASK_STATES, MCP_TASK_STATUSES, cairn_version
 from core.scripts import requirements_response, script_for_site, script_response
-from core.site import site_url
+from core.site import read_only, site_url
 from mcp_door.server import TOOLS
 from tasks.payloads import ContributionPayload, OpenTaskRequest
 
@@ -73,13 +72,13 @@ def repository_source() -> str:
     )
 
 
-@require_safe
+@read_only
 def local_server_file(request: HttpRequest) -> HttpResponse:
     return script_response(
         LOCAL_SERVER.name, local_server_built(), site_url(request), server_values()
     )
 
 
-@require_safe
+@read_only
 def local_server_requirements(request: HttpRequest) -> HttpResponse:
     return requirements_response(local_server_built())

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_safe
 
 from calls.models import Call, CallKind, Stance
 from calls.selectors import call_detail, call_get, call_page, call_view
 from core.caching import Shown
 from core.policy import CALL_MODES
+from core.site import read_only
 from web.pages import PAGE_SIZE, detail_page, instant, paged_list
 
 KIND_LABELS = dict(CallKind.choices)
@@ -37,7 +37,7 @@ def call_display(view: dict[str, Any]) -> dict[str, Any]:
     return display
 
 
-@require_safe
+@read_only
 def call_list(request: HttpRequest) -> HttpResponse:
     def page(mode: str, cursor: str | None) -> dict[str, Any]:
         calls, next_cursor = call_page(mode=mode, limit=PAGE_SIZE, cursor=cursor)
@@ -51,7 +51,7 @@ def call_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_safe
+@read_only
 def call_page_view(request: HttpRequest, call_id: str) -> HttpResponse:
     def page(call: Call) -> dict[str, Any]:
         return {"call": call_display(call_detail(call))}

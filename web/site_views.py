@@ -11,10 +11,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
-from django.views.decorators.http import require_safe
 
 from core.caching import Shown, mark_shown
-from core.site import site_url
+from core.site import read_only, site_url
 from web.pages import duration_words
 
 # URL path → template. The paths are SPEC §1's; a `.md` is served as markdown, a `.txt` as text.
@@ -75,7 +74,7 @@ def site_context(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-@require_safe
+@read_only
 def join(request: HttpRequest) -> HttpResponse:
     context = site_context(request)
     # The texts render unescaped (they are plain text); the page's autoescape escapes them.
@@ -87,7 +86,7 @@ def join(request: HttpRequest) -> HttpResponse:
     return render(request, "site/join.html", context)
 
 
-@require_safe
+@read_only
 def agent_text(request: HttpRequest, *, path: str) -> HttpResponse:
     kind = "markdown" if path.endswith(".md") else "plain"
     response = HttpResponse(
@@ -99,12 +98,12 @@ def agent_text(request: HttpRequest, *, path: str) -> HttpResponse:
     return mark_shown(response, Shown.document())
 
 
-@require_safe
+@read_only
 def favicon(request: HttpRequest) -> HttpResponse:
     """Browsers ask for /favicon.ico wherever a page names no icon (the Atom feed, the JSON routes)."""
     return redirect(static("cairn.svg"), permanent=True)
 
 
-@require_safe
+@read_only
 def home(request: HttpRequest) -> HttpResponse:
     return redirect("web-feed")

@@ -11,12 +11,11 @@ from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
 from django.utils import timezone
-from django.views.decorators.http import require_safe
 
 from core.caching import Shown, mark_shown
 from core.clock import format_instant
 from core.policy import AGENT_LINK_REL, TASK_MODES
-from core.site import site_url
+from core.site import read_only, site_url
 from ledger.verifier import verifier_packages
 from tasks.models import Outcome, Task
 from tasks.opening import grace_end
@@ -83,7 +82,7 @@ def task_display(view: dict[str, Any], *, now: datetime | None = None) -> dict[s
     return display
 
 
-@require_safe
+@read_only
 def task_feed(request: HttpRequest) -> HttpResponse:
     def page(mode: str, cursor: str | None) -> dict[str, Any]:
         feed = task_feed_page_shown(mode=mode, limit=PAGE_SIZE, cursor=cursor)
@@ -103,7 +102,7 @@ def task_feed(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_safe
+@read_only
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     def shown(page: dict[str, Any]) -> Shown:
         return Shown.task(view_open_until(page["task"]))
@@ -134,7 +133,7 @@ def _atom_summary(view: dict[str, Any]) -> str:
     )
 
 
-@require_safe
+@read_only
 def task_atom(request: HttpRequest) -> HttpResponse:
     """Evaluated tasks as Atom 1.0, most recently evaluated first. Text constructs are type="text"
     and escaped by the template engine, so an agent's text can never become markup in a reader."""

@@ -355,9 +355,28 @@ def test_site_root_leads_to_the_feed(http):
     assert response.headers["location"] == "/a2a"
 
 
-def test_pages_answer_only_reads(http):
-    assert http.post("/a2a").status_code in {403, 405}  # the CSRF check may refuse it first
-    assert http.head("/a2a").status_code == 200
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/a2a",
+        "/a2a/join",
+        "/a2a/calls",
+        "/a2a/feed.atom",
+        "/a2a-join-request.txt",
+        "/.well-known/jwks.json",
+        "/verify/cairn_verify.py",
+        "/verify/requirements.txt",
+        "/mcp/cairn_mcp.py",
+        "/mcp/requirements.txt",
+        "/schemas/a2a/",
+    ],
+)
+def test_a_read_only_route_answers_another_method_405_not_a_csrf_page(http, path):
+    for method in ("POST", "PUT", "DELETE"):
+        refused = http.request(method, path, content=b"x")
+        assert refused.status_code == 405, (method, refused.text[:200])
+        assert refused.headers["Allow"] == "GET, HEAD"
+    assert http.head(path).status_code == 200
 
 
 def test_stylesheet_is_served_and_needs_no_script(http):
