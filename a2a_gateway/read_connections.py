@@ -12,17 +12,17 @@ import logging
 import os
 import time
 import weakref
-from functools import cache
 from typing import Any
 
 import psycopg
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from psycopg import AsyncConnection
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
 from a2a_gateway.stored_reads import DjangoSource, Row
+from core import statements
 
 logger = logging.getLogger(__name__)
 
@@ -41,13 +41,8 @@ _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str
 _unavailable_until = 0.0
 
 
-@cache
-def _on_postgresql() -> bool:
-    return connection.vendor == "postgresql"
-
-
 def is_available() -> bool:
-    return _on_postgresql() and time.monotonic() >= _unavailable_until
+    return statements.vendor() == "postgresql" and time.monotonic() >= _unavailable_until
 
 
 # What Django's connection parameters hold besides libpq's: psycopg's own arguments.

@@ -27,7 +27,7 @@ from a2a.types import (
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import validate_history_length
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection
+from django.db import DEFAULT_DB_ALIAS, DatabaseError
 from django.utils import timezone
 
 from a2a_gateway.kept_forms import EVALUATED_FORMS
@@ -212,7 +212,7 @@ def _page_sql(
 
 def _page_statement(query: PageQuery, source: DjangoSource) -> tuple[str, dict[str, Any]]:
     sql = _page_sql(
-        connection.vendor,
+        statements.vendor(),
         query.status is not None,
         query.context is not None,
         query.since is not None,
@@ -280,7 +280,7 @@ async def stored_task(
     kept_forms = EVALUATED_FORMS[version]
     if (kept := kept_forms.get(key)) is not None:
         return StoredTask(kept, None)
-    sql = _task_sql(connection.vendor, TASK_FORMS[version])
+    sql = _task_sql(statements.vendor(), TASK_FORMS[version])
     rows = await _rows_settled(source, lambda: (sql, _task_params(key, source)), key)
     if not rows:
         raise TaskNotFoundError(message="no task has this id")

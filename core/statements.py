@@ -39,8 +39,15 @@ Converter = Callable[[Any, Col, Any], Any]
 M = TypeVar("M", bound=Model)
 
 
+@cache
+def vendor() -> str:
+    """The database's kind, asked once: on an event loop, Django makes each task a connection
+    wrapper of its own to answer it."""
+    return connections[DEFAULT_DB_ALIAS].vendor
+
+
 def table(model: type[Model]) -> str:
-    return _quoted(model._meta.db_table, connection.vendor)
+    return _quoted(model._meta.db_table, vendor())
 
 
 @cache
@@ -59,7 +66,7 @@ def _field(model: type[Model], name: str) -> Field:
 def column(model: type[Model], name: str) -> str:
     name_in_table = _field(model, name).column
     assert name_in_table is not None
-    return _quoted(name_in_table, connection.vendor)
+    return _quoted(name_in_table, vendor())
 
 
 def columns(model: type[Model], names: Sequence[str]) -> str:
@@ -69,7 +76,7 @@ def columns(model: type[Model], names: Sequence[str]) -> str:
 def prepared(build: Callable[[], str]) -> Callable[[], str]:
     """A statement's text, built by `build` once per process and database vendor."""
     by_vendor = cache(lambda vendor: build())
-    return lambda: by_vendor(connection.vendor)
+    return lambda: by_vendor(vendor())
 
 
 def for_update(*, skip_locked: bool = False) -> str:
@@ -190,7 +197,7 @@ def pipelined() -> Iterator[None]:
     """Send the statements run inside as one round trip when the block ends. The database still
     runs them in turn, each with a snapshot taken as it starts, so one waiting for a lock holds back
     the rest; their rows (`sent`) and any error come as the block ends. SQLite needs none."""
-    if connection.vendor != "postgresql":
+    if vendor() != "postgresql":
         yield
         return
     connection.ensure_connection()
@@ -216,7 +223,7 @@ def locked(
     """The rows `where` selects as objects of `names` (every field when none), locked on the
     primary until the transaction ends: the one way a service locks rows."""
     read = tuple(names) or tuple(field.name for field in model._meta.concrete_fields)
-    sql = _locked_sql(model, where, read, order_by, limit, skip_locked, connection.vendor)
+    sql = _locked_sql(model, where, read, order_by, limit, skip_locked, vendor())
     with sent(sql, params) as cursor:
         return [instance(model, read, row) for row in cursor.fetchall()]
 
@@ -225,7 +232,7 @@ def lock(model: type[Model], where: str, params: Params) -> None:
     """Take the locks `locked` takes without reading the rows back, so that inside `pipelined`
     the statements after it go with it."""
     key = (model._meta.pk.name,)
-    execute(_locked_sql(model, where, key, "", None, False, connection.vendor), params)
+    execute(_locked_sql(model, where, key, "", None, False, vendor()), params)
 
 
 @cache
@@ -250,7 +257,7 @@ def advisory_lock(*keys: int, wait: bool = True) -> bool:
     """Hold the lock named by `keys` (one 64-bit key, or two 32-bit ones) until the transaction
     ends, which a transaction pooler allows; `wait=False`: True only when no other transaction held
     it. SQLite needs none: its IMMEDIATE transaction already holds the database's write lock."""
-    if connection.vendor != "postgresql":
+    if vendor() != "postgresql":
         return True
     cast = "bigint" if len(keys) == 1 else "integer"
     arguments = ", ".join(f"%s::{cast}" for _ in keys)
@@ -269,7 +276,7 @@ def write_all(*writes: Write) -> None:
     """Send these writes, in order: on PostgreSQL as one statement, each but the last in a WITH,
     to save round trips. The parts of one statement share its snapshot, so the writes must not
     read each other's rows. SQLite runs in process and takes them one by one."""
-    if len(writes) < 2 or connection.vendor != "postgresql":
+    if len(writes) < 2 or vendor() != "postgresql":
         for write in writes:
             execute(write.sql, write.params)
         return
@@ -368,7 +375,7 @@ def created(obj: M) -> M:
     if auto is None:
         execute(write.sql, write.params)
     else:
-        row = fetch_one(write.sql + _returning_sql(model, connection.vendor), write.params)
+        row = fetch_one(write.sql + _returning_sql(model, vendor()), write.params)
         assert row is not None, "an INSERT ... RETURNING returns its row"
         (key,) = python_values(model, (auto.name,), row)
         setattr(obj, auto.attname, key)
@@ -547,6 +554,6 @@ def _row_writes(
 ) -> tuple[Write, ...]:
     """Several rows on PostgreSQL: `unnest_sql` once, each column of `rows` one array; else
     `row_sql` for each row."""
-    if len(rows) > 1 and connection.vendor == "postgresql":
+    if len(rows) > 1 and vendor() == "postgresql":
         return (Write(unnest_sql(), [list(column) for column in zip(*rows, strict=True)]),)
     return tuple(Write(row_sql, row) for row in rows)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from functools import cache
 
-from django.db import connection
-
 from core import statements
 from tasks.models import TaskCount
 
@@ -33,7 +31,7 @@ def _total_sql(vendor: str, statuses: int | None) -> str:
 
 def total_sql(statuses: int | None) -> str:
     """The count of tasks in `statuses` statuses (None: all) as a subquery; see `total_params`."""
-    return _total_sql(connection.vendor, statuses)
+    return _total_sql(statements.vendor(), statuses)
 
 
 def total_params(statuses: Iterable[str] | None) -> dict[str, str]:

@@ -8,7 +8,6 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import connection
 from django.db.models import Model
 from django.utils import timezone
 
@@ -30,12 +29,12 @@ class OpenPastDeadline:
         )
 
     def sql(self, model: type[Model]) -> str:
-        return _sql(connection.vendor, model, self.awaiting_keys_too)
+        return _sql(statements.vendor(), model, self.awaiting_keys_too)
 
     def any_sql(self) -> str:
         """Whether any task holds the rule, asked as the earliest such deadline: read off `task_due`
         whatever the statistics say, where "does any exist" may plan a scan of the whole table."""
-        return _any_sql(connection.vendor, self.awaiting_keys_too)
+        return _any_sql(statements.vendor(), self.awaiting_keys_too)
 
     @staticmethod
     def params(now: Any) -> dict[str, Any]:
