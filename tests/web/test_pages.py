@@ -322,15 +322,15 @@ def test_atom_feed_without_entries_is_still_valid(http):
 # --- headers -------------------------------------------------------------------------------------
 
 
+# The site's pages: each answers GET and HEAD only.
+PAGES = ["/a2a", "/a2a/join", "/a2a/calls", "/a2a/feed.atom", "/a2a-join-request.txt"]
+
+
 @pytest.mark.parametrize(
     "path",
     [
-        "/a2a",
-        "/a2a/join",
-        "/a2a/calls",
-        "/a2a/feed.atom",
+        *PAGES,
         "/skills/cairn-a2a/SKILL.md",
-        "/a2a-join-request.txt",
         "/static/cairn.css",
         "/a2a/tasks/00000000-0000-0000-0000-000000000000",
         "/admin/login/",
@@ -358,11 +358,7 @@ def test_site_root_leads_to_the_feed(http):
 @pytest.mark.parametrize(
     "path",
     [
-        "/a2a",
-        "/a2a/join",
-        "/a2a/calls",
-        "/a2a/feed.atom",
-        "/a2a-join-request.txt",
+        *PAGES,
         "/.well-known/jwks.json",
         "/verify/cairn_verify.py",
         "/verify/requirements.txt",
