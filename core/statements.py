@@ -74,9 +74,8 @@ def columns(model: type[Model], names: Sequence[str]) -> str:
 
 
 def prepared(build: Callable[[], str]) -> Callable[[], str]:
-    """A statement's text, built by `build` once per process and database vendor."""
-    by_vendor = cache(lambda vendor: build())
-    return lambda: by_vendor(vendor())
+    """A statement's text, built by `build` once per process."""
+    return cache(build)
 
 
 def for_update(*, skip_locked: bool = False) -> str:
